@@ -1,0 +1,50 @@
+# Every target runs on Node 24 (or a system Node >= 22.19): scripts/ensure-node.sh
+# brings it from the npm registry into a machine-wide cache when needed.
+SHELL := /bin/bash
+NODE_BIN := $(shell scripts/ensure-node.sh)
+export PATH := $(NODE_BIN):$(CURDIR)/node_modules/.bin:$(PATH)
+
+.PHONY: all deps check fmt test test-unit test-integration testenv-up testenv-down start bench clean
+
+all: check
+
+# Installs npm dependencies when package-lock.json changed since the last install.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+deps: node_modules/.installed
+
+check: deps
+	tsc --noEmit -p tsconfig.json
+	biome check .
+
+fmt: deps
+	biome check --write .
+
+testenv-up:
+	scripts/testenv/up.sh
+
+testenv-down:
+	scripts/testenv/down.sh
+
+# The full suite: lint and type check, then every test against the real services.
+test: deps check testenv-up
+	@mkdir -p .testenv
+	vitest run --reporter=default --reporter=json --outputFile.json=.testenv/vitest-report.json; \
+	  status=$$?; node scripts/test-summary.ts .testenv/vitest-report.json || status=1; exit $$status
+
+test-unit: deps
+	vitest run --project unit
+
+test-integration: deps testenv-up
+	vitest run --project integration
+
+start: deps
+	node bin/tributary.ts standalone
+
+bench: deps testenv-up
+	node bench/run.ts
+
+clean:
+	rm -rf node_modules .tools

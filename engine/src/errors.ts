@@ -1,0 +1,90 @@
+// The engine's one error type. Every failure that leaves a connector or the
+// pipeline is an EngineError of a closed set of kinds; `errorPolicy` says, per
+// kind, whether the mirror retries on its own and what the operator should do.
+// Driver-specific errors are turned into these kinds in one place
+// (connectors/classify.ts), never by string matching scattered around.
+
+export const errorKinds = [
+  'connection',
+  'auth',
+  'ssh_tunnel',
+  'permission',
+  'config',
+  'source_setup',
+  'slot_invalidated',
+  'wal_removed',
+  'replica_identity',
+  'schema_mismatch',
+  'decode',
+  'destination_write',
+  'script',
+  'internal',
+] as const;
+
+export type ErrorKind = (typeof errorKinds)[number];
+
+/** timed: retried with backoff; manual: waits for a spec change; never: mirror fails. */
+export type RetryPolicy = 'timed' | 'manual' | 'never';
+
+export interface ErrorPolicy {
+  readonly retry: RetryPolicy;
+  /** One line an operator can act on, shown in logs, status conditions and events. */
+  readonly remedy: string;
+}
+
+export const errorPolicy = {
+  connection: { retry: 'timed', remedy: 'check that the peer host and port are reachable from the engine' },
+  auth: { retry: 'manual', remedy: 'check the peer user and password (or key) and update the peer' },
+  ssh_tunnel: { retry: 'timed', remedy: 'check the peer ssh_config: host, port, user and key or password' },
+  permission: { retry: 'manual', remedy: 'grant the peer user the privilege named in the message' },
+  config: { retry: 'manual', remedy: 'fix the mirror or peer configuration named in the message' },
+  source_setup: { retry: 'manual', remedy: 'fix the source database setting named in the message' },
+  slot_invalidated: {
+    retry: 'never',
+    remedy: 'the replication slot lost required WAL; drop the mirror and create it again with a resync',
+  },
+  wal_removed: {
+    retry: 'never',
+    remedy:
+      'the source removed WAL the mirror still needed; resync the mirror and raise max_slot_wal_keep_size',
+  },
+  replica_identity: {
+    retry: 'manual',
+    remedy: 'give the table a primary key or set REPLICA IDENTITY FULL, then resume the mirror',
+  },
+  schema_mismatch: {
+    retry: 'manual',
+    remedy: 'align the destination table with the source table named in the message',
+  },
+  decode: {
+    retry: 'never',
+    remedy: 'report this decode failure with the source PostgreSQL version; data was not acknowledged',
+  },
+  destination_write: {
+    retry: 'timed',
+    remedy: 'check the destination is up and has space; the batch will be retried',
+  },
+  script: { retry: 'manual', remedy: 'fix the script named in the message and resume the mirror' },
+  internal: {
+    retry: 'timed',
+    remedy: 'report this error; the mirror retries from its last durable checkpoint',
+  },
+} as const satisfies Record<ErrorKind, ErrorPolicy>;
+
+export class EngineError extends Error {
+  readonly kind: ErrorKind;
+
+  constructor(kind: ErrorKind, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'EngineError';
+    this.kind = kind;
+  }
+
+  get policy(): ErrorPolicy {
+    return errorPolicy[this.kind];
+  }
+}
+
+export function isEngineError(error: unknown): error is EngineError {
+  return error instanceof EngineError;
+}

@@ -1,0 +1,6 @@
+// Entry point of the `operator` role (see bin/tributary.ts). The role is not part
+// of this build yet: it says so and exits non-zero rather than pretending to run.
+export async function main(_argv: readonly string[]): Promise<number> {
+  console.error('tributary operator: this role is not available in this build yet');
+  return 1;
+}

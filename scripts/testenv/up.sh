@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Starts every test service (or the ones named) on loopback. Idempotent.
+source "$(dirname "$0")/lib.sh"
+services=("$@")
+[ "${#services[@]}" -gt 0 ] || services=(postgres ssh clickhouse kafka kube snowflake)
+for svc in "${services[@]}"; do
+  "$TESTENV_ROOT/scripts/testenv/$svc.sh" up
+done

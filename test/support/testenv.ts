@@ -1,0 +1,78 @@
+// Connection facts for the loopback test services that scripts/testenv/ starts.
+// Ports come from scripts/testenv/ports.env so shell and tests never disagree;
+// the credentials are test-only and are created by the same scripts.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const repoRoot = join(import.meta.dirname, '..', '..');
+export const testenvDir = join(repoRoot, '.testenv');
+
+function readPorts(): Readonly<Record<string, number>> {
+  const text = readFileSync(join(repoRoot, 'scripts', 'testenv', 'ports.env'), 'utf8');
+  const ports: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    const match = /^(TESTENV_[A-Z_]+)=(\d+)$/.exec(line.trim());
+    if (match?.[1] && match[2]) ports[match[1]] = Number(match[2]);
+  }
+  return Object.freeze(ports);
+}
+
+const ports = readPorts();
+
+function port(name: string): number {
+  const value = ports[name];
+  if (value === undefined) throw new Error(`scripts/testenv/ports.env has no ${name}`);
+  return value;
+}
+
+export const postgres = Object.freeze({
+  host: '127.0.0.1',
+  port: port('TESTENV_PG_PORT'),
+  superuser: { user: 'tributary_admin', password: 'admin-secret' },
+  /** A non-superuser with REPLICATION, as production sources usually grant. */
+  replicator: { user: 'tributary_repl', password: 'repl-secret' },
+  database: 'tributary_test',
+});
+
+export const clickhouse = Object.freeze({
+  /** The Debian clickhouse-server (an old release): exercises fallbacks. */
+  server: {
+    url: `http://127.0.0.1:${port('TESTENV_CH_HTTP_PORT')}`,
+    nativePort: port('TESTENV_CH_NATIVE_PORT'),
+    user: 'tributary',
+    password: 'ch-secret',
+  },
+  /** The in-process chdb engine (current ClickHouse) behind a test-only HTTP front. */
+  chdb: {
+    url: `http://127.0.0.1:${port('TESTENV_CHDB_HTTP_PORT')}`,
+  },
+});
+
+export const kafka = Object.freeze({
+  plaintextBroker: `127.0.0.1:${port('TESTENV_KAFKA_PLAINTEXT_PORT')}`,
+  saslBroker: `127.0.0.1:${port('TESTENV_KAFKA_SASL_PORT')}`,
+  plain: { username: 'tributary', password: 'kafka-plain-secret' },
+  /** One user holding credentials for both SCRAM-SHA-256 and SCRAM-SHA-512. */
+  scram: { username: 'tributary-scram', password: 'kafka-scram-secret' },
+});
+
+export const kube = Object.freeze({
+  server: `https://127.0.0.1:${port('TESTENV_KUBE_APISERVER_PORT')}`,
+  adminKubeconfig: join(testenvDir, 'kube', 'admin.kubeconfig'),
+  /** An identity bound to no roles until a test grants some: proves RBAC refusals. */
+  restrictedKubeconfig: join(testenvDir, 'kube', 'restricted.kubeconfig'),
+  restrictedUser: 'tributary-restricted',
+});
+
+export const ssh = Object.freeze({
+  host: '127.0.0.1',
+  port: port('TESTENV_SSH_PORT'),
+  user: 'tributary-ssh',
+  password: 'ssh-secret',
+  privateKeyPath: join(testenvDir, 'ssh', 'id_ed25519'),
+});
+
+export const snowflake = Object.freeze({
+  url: `http://127.0.0.1:${port('TESTENV_SNOWFLAKE_PORT')}`,
+  port: port('TESTENV_SNOWFLAKE_PORT'),
+});
