@@ -33,8 +33,8 @@ apt_install() {
   done
   [ "${#missing[@]}" -eq 0 ] && return 0
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=120 update -qq >/dev/null
+  apt-get -o DPkg::Lock::Timeout=120 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # stop_pidfile FILE: stops the process recorded in FILE, if it still runs.

@@ -1,0 +1,346 @@
+// Catalog on PostgreSQL-compatible SQL. It needs only `query(text, params)`, so
+// it runs on a `pg` Pool (cluster mode) and on an embedded engine (standalone).
+import type {
+  BatchQuery,
+  Catalog,
+  CdcBatch,
+  LogEntry,
+  LogLevel,
+  LogQuery,
+  MirrorPhase,
+  MirrorRuntime,
+  SnapshotTableProgress,
+  SourceSetup,
+} from './catalog.ts';
+
+export interface SqlExecutor {
+  query<Row>(text: string, params?: unknown[]): Promise<{ rows: Row[] }>;
+}
+
+const migrations: readonly string[] = [
+  `CREATE SCHEMA IF NOT EXISTS tributary`,
+  `CREATE TABLE IF NOT EXISTS tributary.mirror_runtime (
+     mirror text PRIMARY KEY,
+     phase text NOT NULL,
+     error_message text,
+     slot_name text,
+     publication_name text,
+     publication_created_by_mirror boolean,
+     snapshot_completed boolean NOT NULL DEFAULT false,
+     updated_at timestamptz NOT NULL DEFAULT now())`,
+  `CREATE TABLE IF NOT EXISTS tributary.cdc_batches (
+     mirror text NOT NULL,
+     batch_id bigint NOT NULL,
+     start_time timestamptz NOT NULL,
+     end_time timestamptz,
+     row_count bigint NOT NULL DEFAULT 0,
+     start_lsn numeric(20, 0) NOT NULL,
+     end_lsn numeric(20, 0) NOT NULL DEFAULT 0,
+     PRIMARY KEY (mirror, batch_id))`,
+  `CREATE TABLE IF NOT EXISTS tributary.logs (
+     id bigserial PRIMARY KEY,
+     mirror text NOT NULL,
+     level text NOT NULL,
+     message text NOT NULL,
+     at_ms bigint NOT NULL)`,
+  `CREATE INDEX IF NOT EXISTS logs_mirror_id ON tributary.logs (mirror, id)`,
+  `CREATE TABLE IF NOT EXISTS tributary.snapshot_tables (
+     mirror text NOT NULL,
+     source_table text NOT NULL,
+     destination_table text NOT NULL,
+     start_time timestamptz NOT NULL,
+     partitions_total integer NOT NULL,
+     partitions_completed integer NOT NULL DEFAULT 0,
+     rows_synced bigint NOT NULL DEFAULT 0,
+     total_partition_ms bigint NOT NULL DEFAULT 0,
+     fetch_completed boolean NOT NULL DEFAULT false,
+     consolidate_completed boolean NOT NULL DEFAULT false,
+     PRIMARY KEY (mirror, source_table))`,
+];
+
+interface RuntimeRow {
+  mirror: string;
+  phase: MirrorPhase;
+  error_message: string | null;
+  slot_name: string | null;
+  publication_name: string | null;
+  publication_created_by_mirror: boolean | null;
+  snapshot_completed: boolean;
+  updated_at: Date;
+}
+
+interface BatchRow {
+  batch_id: string;
+  start_time: Date;
+  end_time: Date | null;
+  row_count: string;
+  start_lsn: string;
+  end_lsn: string;
+}
+
+interface LogRow {
+  id: string;
+  mirror: string;
+  level: LogLevel;
+  message: string;
+  at_ms: string;
+}
+
+interface SnapshotRow {
+  source_table: string;
+  destination_table: string;
+  start_time: Date;
+  partitions_total: number;
+  partitions_completed: number;
+  rows_synced: string;
+  total_partition_ms: string;
+  fetch_completed: boolean;
+  consolidate_completed: boolean;
+}
+
+export class PostgresCatalog implements Catalog {
+  readonly #sql: SqlExecutor;
+
+  constructor(sql: SqlExecutor) {
+    this.#sql = sql;
+  }
+
+  async migrate(): Promise<void> {
+    for (const statement of migrations) await this.#sql.query(statement);
+  }
+
+  async getRuntime(mirror: string): Promise<MirrorRuntime | undefined> {
+    const { rows } = await this.#sql.query<RuntimeRow>(
+      `SELECT * FROM tributary.mirror_runtime WHERE mirror = $1`,
+      [mirror],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    const setup =
+      row.slot_name && row.publication_name
+        ? {
+            slotName: row.slot_name,
+            publicationName: row.publication_name,
+            publicationCreatedByMirror: row.publication_created_by_mirror === true,
+          }
+        : null;
+    return {
+      mirror: row.mirror,
+      phase: row.phase,
+      errorMessage: row.error_message,
+      setup,
+      snapshotCompleted: row.snapshot_completed,
+      updatedAt: row.updated_at,
+    };
+  }
+
+  async setPhase(mirror: string, phase: MirrorPhase, errorMessage: string | null = null): Promise<void> {
+    await this.#sql.query(
+      `INSERT INTO tributary.mirror_runtime (mirror, phase, error_message) VALUES ($1, $2, $3)
+       ON CONFLICT (mirror) DO UPDATE SET phase = EXCLUDED.phase, error_message = EXCLUDED.error_message,
+         updated_at = now()`,
+      [mirror, phase, errorMessage],
+    );
+  }
+
+  async saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void> {
+    await this.#sql.query(
+      `UPDATE tributary.mirror_runtime SET slot_name = $2, publication_name = $3,
+         publication_created_by_mirror = $4, updated_at = now() WHERE mirror = $1`,
+      [mirror, setup.slotName, setup.publicationName, setup.publicationCreatedByMirror],
+    );
+  }
+
+  async setSnapshotCompleted(mirror: string, completed: boolean): Promise<void> {
+    await this.#sql.query(
+      `UPDATE tributary.mirror_runtime SET snapshot_completed = $2, updated_at = now() WHERE mirror = $1`,
+      [mirror, completed],
+    );
+  }
+
+  async startBatch(
+    mirror: string,
+    batch: { batchId: bigint; startTime: Date; startLsn: bigint },
+  ): Promise<void> {
+    await this.#sql.query(
+      `INSERT INTO tributary.cdc_batches (mirror, batch_id, start_time, start_lsn) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (mirror, batch_id) DO UPDATE SET start_time = EXCLUDED.start_time,
+         start_lsn = EXCLUDED.start_lsn, end_time = NULL, row_count = 0, end_lsn = 0`,
+      [mirror, batch.batchId.toString(), batch.startTime, batch.startLsn.toString()],
+    );
+  }
+
+  async finishBatch(
+    mirror: string,
+    batch: { batchId: bigint; endTime: Date; rowCount: bigint; endLsn: bigint },
+  ): Promise<void> {
+    await this.#sql.query(
+      `UPDATE tributary.cdc_batches SET end_time = $3, row_count = $4, end_lsn = $5
+       WHERE mirror = $1 AND batch_id = $2`,
+      [mirror, batch.batchId.toString(), batch.endTime, batch.rowCount.toString(), batch.endLsn.toString()],
+    );
+  }
+
+  async discardBatchesAfter(mirror: string, batchId: bigint): Promise<void> {
+    await this.#sql.query(`DELETE FROM tributary.cdc_batches WHERE mirror = $1 AND batch_id > $2`, [
+      mirror,
+      batchId.toString(),
+    ]);
+  }
+
+  async lastBatchId(mirror: string): Promise<bigint> {
+    const { rows } = await this.#sql.query<{ last: string | null }>(
+      `SELECT max(batch_id)::text AS last FROM tributary.cdc_batches WHERE mirror = $1`,
+      [mirror],
+    );
+    return BigInt(rows[0]?.last ?? '0');
+  }
+
+  async listBatches(mirror: string, query: BatchQuery): Promise<{ batches: CdcBatch[]; total: number }> {
+    const params: unknown[] = [mirror];
+    let where = 'mirror = $1';
+    if (query.beforeId !== undefined) {
+      params.push(query.beforeId.toString());
+      where += ` AND batch_id < $${params.length}`;
+    }
+    if (query.afterId !== undefined) {
+      params.push(query.afterId.toString());
+      where += ` AND batch_id > $${params.length}`;
+    }
+    const order = query.ascending ? 'ASC' : 'DESC';
+    const limit = query.limit > 0 ? ` LIMIT ${Math.floor(query.limit)}` : '';
+    const [{ rows }, count] = await Promise.all([
+      this.#sql.query<BatchRow>(
+        `SELECT batch_id::text, start_time, end_time, row_count::text, start_lsn::text, end_lsn::text
+         FROM tributary.cdc_batches WHERE ${where} ORDER BY batch_id ${order}${limit}`,
+        params,
+      ),
+      this.#sql.query<{ total: string }>(
+        `SELECT count(*)::text AS total FROM tributary.cdc_batches WHERE mirror = $1`,
+        [mirror],
+      ),
+    ]);
+    return {
+      batches: rows.map((row) => ({
+        batchId: BigInt(row.batch_id),
+        startTime: row.start_time,
+        endTime: row.end_time,
+        rowCount: BigInt(row.row_count),
+        startLsn: BigInt(row.start_lsn),
+        endLsn: BigInt(row.end_lsn),
+      })),
+      total: Number(count.rows[0]?.total ?? 0),
+    };
+  }
+
+  async appendLog(mirror: string, level: LogLevel, message: string): Promise<void> {
+    await this.#sql.query(
+      `INSERT INTO tributary.logs (mirror, level, message, at_ms) VALUES ($1, $2, $3, $4)`,
+      [mirror, level, message, Date.now()],
+    );
+  }
+
+  async listLogs(query: LogQuery): Promise<{ entries: LogEntry[]; total: number }> {
+    const params: unknown[] = [];
+    const conditions: string[] = [];
+    if (query.mirror !== undefined) {
+      params.push(query.mirror);
+      conditions.push(`mirror = $${params.length}`);
+    }
+    if (query.levels && query.levels.length > 0) {
+      params.push(query.levels);
+      conditions.push(`level = ANY($${params.length})`);
+    }
+    if (query.beforeId !== undefined) {
+      params.push(query.beforeId.toString());
+      conditions.push(`id < $${params.length}`);
+    }
+    if (query.afterId !== undefined) {
+      params.push(query.afterId.toString());
+      conditions.push(`id > $${params.length}`);
+    }
+    const where = conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '';
+    const count = await this.#sql.query<{ total: string }>(
+      `SELECT count(*)::text AS total FROM tributary.logs ${where}`,
+      params,
+    );
+    const total = Number(count.rows[0]?.total ?? 0);
+    if (query.limit <= 0) return { entries: [], total };
+    const { rows } = await this.#sql.query<LogRow>(
+      `SELECT id::text, mirror, level, message, at_ms::text FROM tributary.logs ${where}
+       ORDER BY id DESC LIMIT ${Math.floor(query.limit)} OFFSET ${Math.max(0, Math.floor(query.offset))}`,
+      params,
+    );
+    return {
+      entries: rows.map((row) => ({
+        id: BigInt(row.id),
+        mirror: row.mirror,
+        level: row.level,
+        message: row.message,
+        timestampMs: Number(row.at_ms),
+      })),
+      total,
+    };
+  }
+
+  async resetSnapshotProgress(mirror: string): Promise<void> {
+    await this.#sql.query(`DELETE FROM tributary.snapshot_tables WHERE mirror = $1`, [mirror]);
+  }
+
+  async startSnapshotTable(
+    mirror: string,
+    table: { sourceTable: string; destinationTable: string; partitionsTotal: number },
+  ): Promise<void> {
+    await this.#sql.query(
+      `INSERT INTO tributary.snapshot_tables (mirror, source_table, destination_table, start_time, partitions_total)
+       VALUES ($1, $2, $3, now(), $4)
+       ON CONFLICT (mirror, source_table) DO UPDATE SET destination_table = EXCLUDED.destination_table,
+         start_time = EXCLUDED.start_time, partitions_total = EXCLUDED.partitions_total,
+         partitions_completed = 0, rows_synced = 0, total_partition_ms = 0,
+         fetch_completed = false, consolidate_completed = false`,
+      [mirror, table.sourceTable, table.destinationTable, table.partitionsTotal],
+    );
+  }
+
+  async recordSnapshotPartition(
+    mirror: string,
+    sourceTable: string,
+    rowCount: bigint,
+    elapsedMs: number,
+  ): Promise<void> {
+    await this.#sql.query(
+      `UPDATE tributary.snapshot_tables SET partitions_completed = partitions_completed + 1,
+         rows_synced = rows_synced + $3, total_partition_ms = total_partition_ms + $4
+       WHERE mirror = $1 AND source_table = $2`,
+      [mirror, sourceTable, rowCount.toString(), Math.round(elapsedMs)],
+    );
+  }
+
+  async finishSnapshotTable(mirror: string, sourceTable: string): Promise<void> {
+    await this.#sql.query(
+      `UPDATE tributary.snapshot_tables SET fetch_completed = true, consolidate_completed = true
+       WHERE mirror = $1 AND source_table = $2`,
+      [mirror, sourceTable],
+    );
+  }
+
+  async listSnapshotProgress(mirror: string): Promise<SnapshotTableProgress[]> {
+    const { rows } = await this.#sql.query<SnapshotRow>(
+      `SELECT source_table, destination_table, start_time, partitions_total, partitions_completed,
+         rows_synced::text, total_partition_ms::text, fetch_completed, consolidate_completed
+       FROM tributary.snapshot_tables WHERE mirror = $1 ORDER BY source_table`,
+      [mirror],
+    );
+    return rows.map((row) => ({
+      sourceTable: row.source_table,
+      destinationTable: row.destination_table,
+      startTime: row.start_time,
+      partitionsTotal: row.partitions_total,
+      partitionsCompleted: row.partitions_completed,
+      rowsSynced: BigInt(row.rows_synced),
+      totalPartitionMs: BigInt(row.total_partition_ms),
+      fetchCompleted: row.fetch_completed,
+      consolidateCompleted: row.consolidate_completed,
+    }));
+  }
+}

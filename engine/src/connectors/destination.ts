@@ -1,0 +1,57 @@
+// The capabilities a destination offers the pipeline, with the contract each
+// method keeps. Connectors do I/O only; when and how often to call them is the
+// pipeline's business.
+import type { Readable } from 'node:stream';
+import type { ChangeBatch, Checkpoint, DestinationTable } from './records.ts';
+
+export interface Connector {
+  /** Connects and checks the peer is usable; returns the server's version. */
+  check(): Promise<{ version: string }>;
+  /** Releases connections. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface MirrorColumns {
+  /** Column set true instead of deleting rows, when soft delete is on. */
+  readonly softDeleteColumn?: string | undefined;
+  /** Column holding the time a row was last written by the mirror. */
+  readonly syncedAtColumn?: string | undefined;
+}
+
+export interface Destination extends Connector {
+  /**
+   * Creates missing target tables and the destination's checkpoint store.
+   * Idempotent: existing tables are kept as they are. Called once at setup and
+   * again when a table is added.
+   */
+  setupTables(tables: readonly DestinationTable[]): Promise<void>;
+
+  /** Empties tables before an initial load starts over. */
+  truncateTables(tables: readonly DestinationTable[]): Promise<void>;
+
+  /**
+   * Writes one snapshot partition given as PostgreSQL COPY text rows of
+   * `table.columns`, and returns the row count. May run concurrently for
+   * partitions of the same and different tables. A partition whose write failed
+   * is retried whole after `truncateTables`; the pipeline never retries one
+   * partition alone, so this need not be idempotent.
+   */
+  writeSnapshotPartition(table: DestinationTable, copyText: Readable): Promise<number>;
+
+  /**
+   * Applies a batch so that, once this resolves, the batch and the checkpoint
+   * (`batch.batchId`, `batch.endLsn`) are durable together. Replaying a batch
+   * whose id is at or below the stored checkpoint changes nothing. Never called
+   * concurrently for one mirror.
+   */
+  syncBatch(batch: ChangeBatch): Promise<void>;
+
+  /** The last durable checkpoint of the mirror, if any batch was synced. */
+  readCheckpoint(mirror: string): Promise<Checkpoint | undefined>;
+
+  /** Adds columns that appeared on the source. Idempotent. */
+  addColumns(table: DestinationTable, columns: DestinationTable['columns']): Promise<void>;
+
+  /** Forgets the mirror's checkpoint (drop). Destination tables are kept. */
+  removeCheckpoint(mirror: string): Promise<void>;
+}

@@ -1,0 +1,129 @@
+// Opens PostgreSQL connections for a relational peer, through its SSH tunnel when
+// one is configured. Every connection gets the same session settings so that the
+// text form of every value (COPY output, pgoutput text tuples) is predictable.
+import pg from 'pg';
+import { SshTunnel } from '../../net/ssh-tunnel.ts';
+import type { RelationalConfig } from '../../resources/peer.ts';
+import { classifyPgError } from '../classify.ts';
+
+/** Settings that fix the text output of dates, times, intervals, floats and bytea. */
+export const sessionSettings = {
+  DateStyle: 'ISO',
+  TimeZone: 'UTC',
+  IntervalStyle: 'postgres',
+  extra_float_digits: '3',
+  bytea_output: 'hex',
+} as const;
+
+const sessionOptions = Object.entries(sessionSettings)
+  .map(([name, value]) => `-c ${name}=${value}`)
+  .join(' ');
+
+export interface ConnectOptions {
+  /** `database` opens a logical replication (walsender) connection. */
+  readonly replication?: 'database';
+  readonly applicationName: string;
+  readonly connectTimeoutMs?: number;
+}
+
+/** A connected client; `close()` also closes its SSH tunnel. */
+export interface PgConnection {
+  readonly client: pg.Client;
+  close(): Promise<void>;
+}
+
+interface Endpoint {
+  readonly host: string;
+  readonly port: number;
+  close(): void;
+}
+
+/** Where drivers dial: the server itself, or the loopback end of its SSH tunnel. */
+async function openEndpoint(config: RelationalConfig): Promise<Endpoint> {
+  if (!config.sshConfig) return { host: config.host, port: config.port, close() {} };
+  const tunnel = await SshTunnel.open(config.sshConfig, { host: config.host, port: config.port });
+  return { host: tunnel.localHost, port: tunnel.localPort, close: () => tunnel.close() };
+}
+
+function clientConfig(
+  config: RelationalConfig,
+  endpoint: Endpoint,
+  options: ConnectOptions,
+): pg.ClientConfig {
+  return {
+    host: endpoint.host,
+    port: endpoint.port,
+    user: config.user,
+    password: config.password,
+    database: config.database,
+    application_name: options.applicationName,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 15_000,
+    options: sessionOptions,
+    keepAlive: true,
+    ...(options.replication ? { replication: options.replication } : {}),
+  };
+}
+
+function describe(config: RelationalConfig): string {
+  return `connect to ${config.host}:${config.port}/${config.database}`;
+}
+
+export async function connectPostgres(
+  config: RelationalConfig,
+  options: ConnectOptions,
+): Promise<PgConnection> {
+  const endpoint = await openEndpoint(config);
+  const client = new pg.Client(clientConfig(config, endpoint, options));
+  // An idle client whose socket dies emits 'error'; owners learn of it on their
+  // next query, so the event must not crash the process.
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (error) {
+    endpoint.close();
+    throw classifyPgError(error, describe(config), 'connection');
+  }
+  return {
+    client,
+    async close() {
+      try {
+        await client.end();
+      } finally {
+        endpoint.close();
+      }
+    },
+  };
+}
+
+export interface PgPool {
+  readonly pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+/** A pool for many short transactions (destination writes, catalog). */
+export async function openPostgresPool(
+  config: RelationalConfig,
+  options: ConnectOptions & { readonly maxConnections?: number },
+): Promise<PgPool> {
+  const endpoint = await openEndpoint(config);
+  const pool = new pg.Pool({ ...clientConfig(config, endpoint, options), max: options.maxConnections ?? 4 });
+  pool.on('error', () => {});
+  try {
+    const probe = await pool.connect();
+    probe.release();
+  } catch (error) {
+    await pool.end();
+    endpoint.close();
+    throw classifyPgError(error, describe(config), 'connection');
+  }
+  return {
+    pool,
+    async close() {
+      try {
+        await pool.end();
+      } finally {
+        endpoint.close();
+      }
+    },
+  };
+}

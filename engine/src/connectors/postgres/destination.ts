@@ -1,0 +1,355 @@
+// PostgreSQL as a destination. A batch is applied in one transaction together
+// with the mirror's checkpoint row, so it is either wholly durable with its
+// checkpoint or not at all, and a replayed batch is recognised and skipped.
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import type { Logger } from 'pino';
+import { EngineError } from '../../errors.ts';
+import type { TableName } from '../../resources/mirror.ts';
+import type { RelationalConfig } from '../../resources/peer.ts';
+import { classifyPgError } from '../classify.ts';
+import { coalesceChanges } from '../coalesce.ts';
+import type { Destination, MirrorColumns } from '../destination.ts';
+import type { ChangeBatch, Checkpoint, DestinationTable, RowImage, TableChanges } from '../records.ts';
+import { openPostgresPool, type PgPool } from './connect.ts';
+import { copyNull, escapeCopyText, textArrayLiteral } from './copy-text.ts';
+import { isUnchangedToast } from './pgoutput.ts';
+import { quoteIdent, quoteTable } from './sql.ts';
+import type { SourceColumn } from './table-info.ts';
+
+/** OIDs below this are built into every PostgreSQL server. */
+const firstUserObjectId = 16_384;
+const metadataSchema = '_tributary';
+const checkpointTable = `${quoteIdent(metadataSchema)}.checkpoints`;
+const opColumn = '_tributary_op';
+const unchangedColumn = '_tributary_unchanged';
+
+export interface PostgresDestinationOptions {
+  readonly system: 'Q' | 'PG';
+  readonly mirrorColumns: MirrorColumns;
+  readonly applicationName: string;
+  readonly logger: Logger;
+}
+
+export class PostgresDestination implements Destination {
+  readonly #config: RelationalConfig;
+  readonly #options: PostgresDestinationOptions;
+  #pool: PgPool | undefined;
+
+  constructor(config: RelationalConfig, options: PostgresDestinationOptions) {
+    this.#config = config;
+    this.#options = options;
+  }
+
+  async #connection(): Promise<pg.Pool> {
+    this.#pool ??= await openPostgresPool(this.#config, {
+      applicationName: this.#options.applicationName,
+      maxConnections: 8,
+    });
+    return this.#pool.pool;
+  }
+
+  async check(): Promise<{ version: string }> {
+    const pool = await this.#connection();
+    const result = await pool.query<{ version: string }>(
+      `SELECT current_setting('server_version') AS version`,
+    );
+    return { version: result.rows[0]?.version ?? 'unknown' };
+  }
+
+  async close(): Promise<void> {
+    const pool = this.#pool;
+    this.#pool = undefined;
+    await pool?.close();
+  }
+
+  async setupTables(tables: readonly DestinationTable[]): Promise<void> {
+    const pool = await this.#connection();
+    try {
+      await pool.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(metadataSchema)}`);
+      await pool.query(
+        `CREATE TABLE IF NOT EXISTS ${checkpointTable} (
+           mirror text PRIMARY KEY, batch_id bigint NOT NULL, lsn numeric(20, 0) NOT NULL,
+           updated_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      for (const table of tables) {
+        await pool.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(table.destination.schema)}`);
+        const definitions = [];
+        for (const column of table.columns) {
+          definitions.push(`${quoteIdent(column.name)} ${await this.#columnType(pool, column)}`);
+        }
+        const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
+        if (softDeleteColumn)
+          definitions.push(`${quoteIdent(softDeleteColumn)} boolean NOT NULL DEFAULT false`);
+        if (syncedAtColumn)
+          definitions.push(`${quoteIdent(syncedAtColumn)} timestamptz NOT NULL DEFAULT now()`);
+        if (table.keyColumns.length > 0) {
+          definitions.push(`PRIMARY KEY (${table.keyColumns.map(quoteIdent).join(', ')})`);
+        }
+        await pool.query(
+          `CREATE TABLE IF NOT EXISTS ${quoteTable(table.destination)} (${definitions.join(', ')})`,
+        );
+      }
+    } catch (error) {
+      throw classifyPgError(error, 'destination: create tables', 'destination_write');
+    }
+  }
+
+  /**
+   * Built-in types keep their exact declaration. A user-defined type (enum,
+   * domain, extension type) keeps its name only with system PG and only when the
+   * destination has a type of that name; otherwise the column holds its text.
+   */
+  async #columnType(pool: pg.Pool, column: SourceColumn): Promise<string> {
+    if (column.typeOid < firstUserObjectId) return column.typeName;
+    if (this.#options.system !== 'PG') return 'text';
+    const found = await pool.query<{ oid: string | null }>(`SELECT to_regtype($1)::oid::text AS oid`, [
+      column.typeName,
+    ]);
+    return found.rows[0]?.oid ? column.typeName : 'text';
+  }
+
+  async truncateTables(tables: readonly DestinationTable[]): Promise<void> {
+    if (tables.length === 0) return;
+    const pool = await this.#connection();
+    try {
+      await pool.query(`TRUNCATE ${tables.map((table) => quoteTable(table.destination)).join(', ')}`);
+    } catch (error) {
+      throw classifyPgError(error, 'destination: truncate tables', 'destination_write');
+    }
+  }
+
+  async writeSnapshotPartition(table: DestinationTable, copyText: Readable): Promise<number> {
+    const pool = await this.#connection();
+    const client = await pool.connect();
+    try {
+      const columns = table.columns.map((column) => quoteIdent(column.name)).join(', ');
+      const sink = client.query(copyFrom(`COPY ${quoteTable(table.destination)} (${columns}) FROM STDIN`));
+      await pipeline(copyText, sink);
+      return sink.rowCount ?? 0;
+    } catch (error) {
+      throw classifyPgError(error, `destination: load ${quoteTable(table.destination)}`, 'destination_write');
+    } finally {
+      client.release();
+    }
+  }
+
+  async readCheckpoint(mirror: string): Promise<Checkpoint | undefined> {
+    const pool = await this.#connection();
+    try {
+      const exists = await pool.query<{ present: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS present`, [
+        `${metadataSchema}.checkpoints`,
+      ]);
+      if (!exists.rows[0]?.present) return undefined;
+      const result = await pool.query<{ batch_id: string; lsn: string }>(
+        `SELECT batch_id::text, lsn::text FROM ${checkpointTable} WHERE mirror = $1`,
+        [mirror],
+      );
+      const row = result.rows[0];
+      return row ? { batchId: BigInt(row.batch_id), lsn: BigInt(row.lsn) } : undefined;
+    } catch (error) {
+      throw classifyPgError(error, 'destination: read checkpoint', 'destination_write');
+    }
+  }
+
+  async removeCheckpoint(mirror: string): Promise<void> {
+    const pool = await this.#connection();
+    await pool.query(`DELETE FROM ${checkpointTable} WHERE mirror = $1`, [mirror]).catch((error: unknown) => {
+      throw classifyPgError(error, 'destination: remove checkpoint', 'destination_write');
+    });
+  }
+
+  async addColumns(table: DestinationTable, columns: readonly SourceColumn[]): Promise<void> {
+    const pool = await this.#connection();
+    try {
+      for (const column of columns) {
+        const type = await this.#columnType(pool, column);
+        await pool.query(
+          `ALTER TABLE ${quoteTable(table.destination)} ADD COLUMN IF NOT EXISTS ${quoteIdent(column.name)} ${type}`,
+        );
+      }
+    } catch (error) {
+      throw classifyPgError(
+        error,
+        `destination: add columns to ${quoteTable(table.destination)}`,
+        'schema_mismatch',
+      );
+    }
+  }
+
+  async syncBatch(batch: ChangeBatch): Promise<void> {
+    const pool = await this.#connection();
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const stored = await client.query<{ batch_id: string }>(
+        `SELECT batch_id::text FROM ${checkpointTable} WHERE mirror = $1 FOR UPDATE`,
+        [batch.mirror],
+      );
+      const storedBatchId = stored.rows[0] ? BigInt(stored.rows[0].batch_id) : 0n;
+      if (storedBatchId >= batch.batchId) {
+        await client.query('ROLLBACK');
+        this.#options.logger.info({ batchId: String(batch.batchId) }, 'batch already applied, skipped');
+        return;
+      }
+      for (const [index, tableChanges] of batch.tables.entries()) {
+        await this.#applyTable(client, tableChanges, index);
+      }
+      await client.query(
+        `INSERT INTO ${checkpointTable} (mirror, batch_id, lsn) VALUES ($1, $2, $3)
+         ON CONFLICT (mirror) DO UPDATE SET batch_id = EXCLUDED.batch_id, lsn = EXCLUDED.lsn, updated_at = now()`,
+        [batch.mirror, batch.batchId.toString(), batch.endLsn.toString()],
+      );
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw classifyPgError(error, `destination: sync batch ${batch.batchId}`, 'destination_write');
+    } finally {
+      client.release();
+    }
+  }
+
+  async #applyTable(client: pg.PoolClient, tableChanges: TableChanges, index: number): Promise<void> {
+    const { table } = tableChanges;
+    const keyIndexes = table.keyColumns.map((name) =>
+      table.columns.findIndex((column) => column.name === name),
+    );
+    if (keyIndexes.length === 0 || keyIndexes.includes(-1)) {
+      throw new EngineError('config', `destination table ${quoteTable(table.destination)} has no usable key`);
+    }
+    const { truncated, upserts, deletes } = coalesceChanges(tableChanges.changes, keyIndexes);
+    const target = quoteTable(table.destination);
+    const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
+    const syncedAt = syncedAtColumn ? `, ${quoteIdent(syncedAtColumn)} = now()` : '';
+
+    if (truncated) {
+      if (softDeleteColumn) {
+        await client.query(`UPDATE ${target} SET ${quoteIdent(softDeleteColumn)} = true${syncedAt}`);
+      } else {
+        await client.query(`TRUNCATE ${target}`);
+      }
+    }
+    if (upserts.length === 0 && deletes.length === 0) return;
+
+    const stage = quoteIdent(`_tributary_stage_${index}`);
+    const columns = table.columns.map((column) => quoteIdent(column.name));
+    await client.query(
+      `CREATE TEMP TABLE ${stage} ON COMMIT DROP AS
+       SELECT ''::text AS ${opColumn}, NULL::text[] AS ${unchangedColumn}, ${columns.join(', ')}
+       FROM ${target} WITH NO DATA`,
+    );
+    await pipeline(
+      Readable.from(stageLines(table, upserts, deletes)),
+      client.query(copyFrom(`COPY ${stage} FROM STDIN`)),
+    );
+
+    const keyMatch = table.keyColumns
+      .map((name) => `t.${quoteIdent(name)} = s.${quoteIdent(name)}`)
+      .join(' AND ');
+    if (deletes.length > 0) {
+      if (softDeleteColumn) {
+        await client.query(
+          `UPDATE ${target} t SET ${quoteIdent(softDeleteColumn)} = true${syncedAt}
+           FROM ${stage} s WHERE s.${opColumn} = 'D' AND ${keyMatch}`,
+        );
+      } else {
+        await client.query(
+          `DELETE FROM ${target} t USING ${stage} s WHERE s.${opColumn} = 'D' AND ${keyMatch}`,
+        );
+      }
+    }
+    if (upserts.length === 0) return;
+
+    const extraNames = [softDeleteColumn, syncedAtColumn].filter((name): name is string => Boolean(name));
+    const insertColumns = [...columns, ...extraNames.map(quoteIdent)].join(', ');
+    const extraValues = [softDeleteColumn ? 'false' : undefined, syncedAtColumn ? 'now()' : undefined]
+      .filter(Boolean)
+      .map((value) => `, ${value}`)
+      .join('');
+    const keys = new Set(table.keyColumns);
+    const updatable = [
+      ...table.columns.map((column) => column.name).filter((name) => !keys.has(name)),
+      ...extraNames,
+    ];
+    const onConflict =
+      updatable.length > 0
+        ? `DO UPDATE SET ${updatable.map((name) => `${quoteIdent(name)} = EXCLUDED.${quoteIdent(name)}`).join(', ')}`
+        : 'DO NOTHING';
+    const conflictTarget = table.keyColumns.map(quoteIdent).join(', ');
+    await client.query(
+      `INSERT INTO ${target} (${insertColumns})
+       SELECT ${columns.join(', ')}${extraValues} FROM ${stage}
+       WHERE ${opColumn} = 'U' AND ${unchangedColumn} IS NULL
+       ON CONFLICT (${conflictTarget}) ${onConflict}`,
+    );
+
+    if (!upserts.some((row) => row.some(isUnchangedToast))) return;
+    // Rows whose TOASTed values did not change: keep the destination's value.
+    const assignments = table.columns
+      .filter((column) => !keys.has(column.name))
+      .map((column) => {
+        const name = quoteIdent(column.name);
+        return `${name} = CASE WHEN ${escapeLiteralName(column.name)} = ANY(s.${unchangedColumn}) THEN t.${name} ELSE s.${name} END`;
+      });
+    if (softDeleteColumn) assignments.push(`${quoteIdent(softDeleteColumn)} = false`);
+    if (syncedAtColumn) assignments.push(`${quoteIdent(syncedAtColumn)} = now()`);
+    await client.query(
+      `UPDATE ${target} t SET ${assignments.join(', ')}
+       FROM ${stage} s WHERE s.${opColumn} = 'U' AND s.${unchangedColumn} IS NOT NULL AND ${keyMatch}`,
+    );
+    const inserted = await client.query(
+      `INSERT INTO ${target} (${insertColumns})
+       SELECT ${columns.join(', ')}${extraValues} FROM ${stage}
+       WHERE ${opColumn} = 'U' AND ${unchangedColumn} IS NOT NULL
+       ON CONFLICT (${conflictTarget}) DO NOTHING`,
+    );
+    if ((inserted.rowCount ?? 0) > 0) {
+      this.#options.logger.warn(
+        { table: tableLabel(table.destination), rowCount: inserted.rowCount },
+        'updated rows were missing at the destination; their unchanged TOAST columns were written as null',
+      );
+    }
+  }
+}
+
+function escapeLiteralName(name: string): string {
+  return `'${name.replace(/'/g, "''")}'`;
+}
+
+function tableLabel(name: TableName): string {
+  return `${name.schema}.${name.table}`;
+}
+
+/** COPY text lines for the stage table: op, unchanged column names, then the row. */
+function* stageLines(
+  table: DestinationTable,
+  upserts: readonly RowImage[],
+  deletes: readonly RowImage[],
+): Generator<string> {
+  for (const row of deletes) yield `D\t${copyNull}\t${rowFields(table, row, [])}\n`;
+  for (const row of upserts) {
+    const unchanged: string[] = [];
+    row.forEach((cell, index) => {
+      if (isUnchangedToast(cell)) unchanged.push(table.columns[index]?.name ?? '');
+    });
+    const unchangedField = unchanged.length > 0 ? escapeCopyText(textArrayLiteral(unchanged)) : copyNull;
+    yield `U\t${unchangedField}\t${rowFields(table, row, unchanged)}\n`;
+  }
+}
+
+function rowFields(table: DestinationTable, row: RowImage, _unchanged: readonly string[]): string {
+  const fields: string[] = [];
+  for (let index = 0; index < table.columns.length; index++) {
+    const cell = row[index];
+    if (typeof cell === 'string') fields.push(escapeCopyText(cell));
+    else if (cell === null || cell === undefined || isUnchangedToast(cell)) fields.push(copyNull);
+    else
+      throw new EngineError(
+        'decode',
+        `binary tuple value in ${tableLabel(table.destination)}; text format expected`,
+      );
+  }
+  return fields.join('\t');
+}

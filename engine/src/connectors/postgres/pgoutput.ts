@@ -1,0 +1,432 @@
+// Decoder for the pgoutput logical replication messages carried in XLogData,
+// https://www.postgresql.org/docs/current/protocol-logicalrep-message-formats.html
+//
+// The engine starts the slot with proto_version '1' and neither `streaming` nor
+// `two_phase`. Protocol 2+ sends the same bytes for every message below unless a
+// transaction is streamed, so those decode too. Streamed transactions (Stream
+// Start/Stop/Commit/Abort) and two-phase messages are refused with a decode error
+// rather than decoded: inside a stream every data message gains a leading xid, so
+// a stateless decoder that accepted Stream Start would misread what follows.
+import { EngineError } from '../../errors.ts';
+import { postgresEpochUnixMicros } from './replication-messages.ts';
+
+/** A TOASTed value the update did not change; the server does not resend it. */
+export const unchangedToast: unique symbol = Symbol('pgoutput.unchangedToast');
+export type UnchangedToast = typeof unchangedToast;
+
+/**
+ * One column of a tuple: `null` for SQL NULL, `unchangedToast`, a string for text
+ * format or a Buffer for binary format. The Buffer is a subarray aliasing the
+ * decoded input: copy it if it must outlive that buffer.
+ */
+export type TupleCell = string | Buffer | null | UnchangedToast;
+export type Tuple = readonly TupleCell[];
+
+export function isUnchangedToast(cell: TupleCell): cell is UnchangedToast {
+  return cell === unchangedToast;
+}
+
+export interface BeginMessage {
+  readonly tag: 'begin';
+  readonly finalLsn: bigint;
+  /** Microseconds since the Unix epoch. */
+  readonly commitTimeMicros: bigint;
+  readonly xid: number;
+}
+
+export interface CommitMessage {
+  readonly tag: 'commit';
+  readonly flags: number;
+  readonly commitLsn: bigint;
+  /** End LSN of the transaction: the position to acknowledge once it is durable. */
+  readonly endLsn: bigint;
+  /** Microseconds since the Unix epoch. */
+  readonly commitTimeMicros: bigint;
+}
+
+export interface OriginMessage {
+  readonly tag: 'origin';
+  readonly originLsn: bigint;
+  readonly originName: string;
+}
+
+export type ReplicaIdentity = 'default' | 'nothing' | 'full' | 'index';
+
+export interface RelationColumn {
+  readonly name: string;
+  readonly typeOid: number;
+  readonly typeModifier: number;
+  readonly isKey: boolean;
+}
+
+export interface RelationMessage {
+  readonly tag: 'relation';
+  readonly relationId: number;
+  /** Empty for pg_catalog, as the server sends it. */
+  readonly schema: string;
+  readonly name: string;
+  readonly replicaIdentity: ReplicaIdentity;
+  readonly columns: readonly RelationColumn[];
+}
+
+export interface TypeMessage {
+  readonly tag: 'type';
+  readonly typeOid: number;
+  readonly schema: string;
+  readonly name: string;
+}
+
+export interface InsertMessage {
+  readonly tag: 'insert';
+  readonly relationId: number;
+  readonly newTuple: Tuple;
+}
+
+export interface UpdateMessage {
+  readonly tag: 'update';
+  readonly relationId: number;
+  /** Old key columns, sent when replica identity is default or index and the key changed. */
+  readonly keyTuple?: Tuple;
+  /** The whole old row, sent when replica identity is full. */
+  readonly oldTuple?: Tuple;
+  readonly newTuple: Tuple;
+}
+
+/** Exactly one of `keyTuple` and `oldTuple` is present. */
+export interface DeleteMessage {
+  readonly tag: 'delete';
+  readonly relationId: number;
+  readonly keyTuple?: Tuple;
+  readonly oldTuple?: Tuple;
+}
+
+export interface TruncateMessage {
+  readonly tag: 'truncate';
+  readonly relationIds: readonly number[];
+  readonly cascade: boolean;
+  readonly restartIdentity: boolean;
+}
+
+/** A pg_logical_emit_message() record. `content` aliases the decoded input. */
+export interface LogicalDecodingMessage {
+  readonly tag: 'message';
+  readonly transactional: boolean;
+  readonly lsn: bigint;
+  readonly prefix: string;
+  readonly content: Buffer;
+}
+
+export type PgoutputMessage =
+  | BeginMessage
+  | CommitMessage
+  | OriginMessage
+  | RelationMessage
+  | TypeMessage
+  | InsertMessage
+  | UpdateMessage
+  | DeleteMessage
+  | TruncateMessage
+  | LogicalDecodingMessage;
+
+/** A malformed or unsupported pgoutput message. The message never quotes row data. */
+export class PgoutputDecodeError extends EngineError {
+  /** The message type being decoded, e.g. 'Insert', or 'unknown'. */
+  readonly messageType: string;
+  /** Byte offset in the message where decoding failed. */
+  readonly offset: number;
+
+  constructor(messageType: string, offset: number, problem: string) {
+    super('decode', `pgoutput ${messageType} message at byte ${offset}: ${problem}`);
+    this.name = 'PgoutputDecodeError';
+    this.messageType = messageType;
+    this.offset = offset;
+  }
+}
+
+const unsupportedTags = new Map([
+  ['S', 'Stream Start'],
+  ['E', 'Stream Stop'],
+  ['c', 'Stream Commit'],
+  ['A', 'Stream Abort'],
+  ['p', 'Stream Prepare'],
+  ['b', 'Begin Prepare'],
+  ['P', 'Prepare'],
+  ['K', 'Commit Prepared'],
+  ['r', 'Rollback Prepared'],
+]);
+
+/** Decodes one pgoutput message; throws PgoutputDecodeError on malformed input. */
+export function decodePgoutput(data: Buffer): PgoutputMessage {
+  const tagByte = data[0];
+  if (tagByte === undefined) throw new PgoutputDecodeError('unknown', 0, 'empty message');
+  const tag = String.fromCharCode(tagByte);
+  switch (tag) {
+    case 'B':
+      return decodeBegin(new Cursor(data, 'Begin'));
+    case 'C':
+      return decodeCommit(new Cursor(data, 'Commit'));
+    case 'O':
+      return decodeOrigin(new Cursor(data, 'Origin'));
+    case 'R':
+      return decodeRelation(new Cursor(data, 'Relation'));
+    case 'Y':
+      return decodeType(new Cursor(data, 'Type'));
+    case 'I':
+      return decodeInsert(new Cursor(data, 'Insert'));
+    case 'U':
+      return decodeUpdate(new Cursor(data, 'Update'));
+    case 'D':
+      return decodeDelete(new Cursor(data, 'Delete'));
+    case 'T':
+      return decodeTruncate(new Cursor(data, 'Truncate'));
+    case 'M':
+      return decodeLogicalMessage(new Cursor(data, 'Message'));
+  }
+  const unsupported = unsupportedTags.get(tag);
+  if (unsupported !== undefined) {
+    throw new PgoutputDecodeError(
+      unsupported,
+      0,
+      'streamed and two-phase transactions are not supported (slot must use proto_version 1 without streaming or two_phase)',
+    );
+  }
+  throw new PgoutputDecodeError('unknown', 0, `unknown tag 0x${tagByte.toString(16).padStart(2, '0')}`);
+}
+
+function decodeBegin(c: Cursor): BeginMessage {
+  const finalLsn = c.uint64();
+  const commitTimeMicros = c.timestamp();
+  const xid = c.uint32();
+  c.end();
+  return { tag: 'begin', finalLsn, commitTimeMicros, xid };
+}
+
+function decodeCommit(c: Cursor): CommitMessage {
+  const flags = c.uint8();
+  const commitLsn = c.uint64();
+  const endLsn = c.uint64();
+  const commitTimeMicros = c.timestamp();
+  c.end();
+  return { tag: 'commit', flags, commitLsn, endLsn, commitTimeMicros };
+}
+
+function decodeOrigin(c: Cursor): OriginMessage {
+  const originLsn = c.uint64();
+  const originName = c.cstring();
+  c.end();
+  return { tag: 'origin', originLsn, originName };
+}
+
+// The REPLICA IDENTITY setting is sent as pg_class.relreplident.
+const replicaIdentities = new Map<number, ReplicaIdentity>([
+  [0x64 /* d */, 'default'],
+  [0x6e /* n */, 'nothing'],
+  [0x66 /* f */, 'full'],
+  [0x69 /* i */, 'index'],
+]);
+
+function decodeRelation(c: Cursor): RelationMessage {
+  const relationId = c.uint32();
+  const schema = c.cstring();
+  const name = c.cstring();
+  const identityOffset = c.offset;
+  const replicaIdentity = replicaIdentities.get(c.uint8());
+  if (replicaIdentity === undefined) throw c.fail(identityOffset, 'unknown replica identity');
+  const columnCount = c.uint16();
+  const columns: RelationColumn[] = [];
+  for (let i = 0; i < columnCount; i++) {
+    // Column flags: bit 1 marks a column of the replica identity key.
+    const isKey = (c.uint8() & 1) !== 0;
+    const columnName = c.cstring();
+    const typeOid = c.uint32();
+    const typeModifier = c.int32();
+    columns.push({ name: columnName, typeOid, typeModifier, isKey });
+  }
+  c.end();
+  return { tag: 'relation', relationId, schema, name, replicaIdentity, columns };
+}
+
+function decodeType(c: Cursor): TypeMessage {
+  const typeOid = c.uint32();
+  const schema = c.cstring();
+  const name = c.cstring();
+  c.end();
+  return { tag: 'type', typeOid, schema, name };
+}
+
+const markerNew = 0x4e; // 'N'
+const markerKey = 0x4b; // 'K'
+const markerOld = 0x4f; // 'O'
+
+function decodeInsert(c: Cursor): InsertMessage {
+  const relationId = c.uint32();
+  c.expectMarker(markerNew);
+  const newTuple = c.tuple();
+  c.end();
+  return { tag: 'insert', relationId, newTuple };
+}
+
+function decodeUpdate(c: Cursor): UpdateMessage {
+  const relationId = c.uint32();
+  const markerOffset = c.offset;
+  const marker = c.uint8();
+  if (marker === markerNew) {
+    const newTuple = c.tuple();
+    c.end();
+    return { tag: 'update', relationId, newTuple };
+  }
+  if (marker !== markerKey && marker !== markerOld) throw c.fail(markerOffset, 'unknown tuple marker');
+  const before = c.tuple();
+  c.expectMarker(markerNew);
+  const newTuple = c.tuple();
+  c.end();
+  return marker === markerKey
+    ? { tag: 'update', relationId, keyTuple: before, newTuple }
+    : { tag: 'update', relationId, oldTuple: before, newTuple };
+}
+
+function decodeDelete(c: Cursor): DeleteMessage {
+  const relationId = c.uint32();
+  const markerOffset = c.offset;
+  const marker = c.uint8();
+  if (marker !== markerKey && marker !== markerOld) throw c.fail(markerOffset, 'unknown tuple marker');
+  const before = c.tuple();
+  c.end();
+  return marker === markerKey
+    ? { tag: 'delete', relationId, keyTuple: before }
+    : { tag: 'delete', relationId, oldTuple: before };
+}
+
+function decodeTruncate(c: Cursor): TruncateMessage {
+  const relationCount = c.length();
+  // Option bits: 1 = CASCADE, 2 = RESTART IDENTITY.
+  const options = c.uint8();
+  const relationIds: number[] = [];
+  for (let i = 0; i < relationCount; i++) relationIds.push(c.uint32());
+  c.end();
+  return { tag: 'truncate', relationIds, cascade: (options & 1) !== 0, restartIdentity: (options & 2) !== 0 };
+}
+
+function decodeLogicalMessage(c: Cursor): LogicalDecodingMessage {
+  // Flags: 1 = transactional. The leading xid of protocol 2 exists only in streams.
+  const transactional = (c.uint8() & 1) !== 0;
+  const lsn = c.uint64();
+  const prefix = c.cstring();
+  const content = c.bytes(c.length());
+  c.end();
+  return { tag: 'message', transactional, lsn, prefix, content };
+}
+
+const cellNull = 0x6e; // 'n'
+const cellUnchangedToast = 0x75; // 'u'
+const cellText = 0x74; // 't'
+const cellBinary = 0x62; // 'b'
+
+/**
+ * Reads big-endian fields, checking every length before Buffer reads so that a
+ * malformed message fails as a PgoutputDecodeError naming where, never a RangeError.
+ */
+class Cursor {
+  readonly #data: Buffer;
+  readonly #messageType: string;
+  offset = 1; // past the tag byte
+
+  constructor(data: Buffer, messageType: string) {
+    this.#data = data;
+    this.#messageType = messageType;
+  }
+
+  fail(offset: number, problem: string): PgoutputDecodeError {
+    return new PgoutputDecodeError(this.#messageType, offset, problem);
+  }
+
+  /** Advances past `byteCount` bytes and returns where they start. */
+  #take(byteCount: number): number {
+    const start = this.offset;
+    const left = this.#data.length - start;
+    if (byteCount > left) throw this.fail(start, `truncated: needs ${byteCount} bytes, ${left} left`);
+    this.offset = start + byteCount;
+    return start;
+  }
+
+  uint8(): number {
+    return this.#data.readUInt8(this.#take(1));
+  }
+
+  uint16(): number {
+    return this.#data.readUInt16BE(this.#take(2));
+  }
+
+  int32(): number {
+    return this.#data.readInt32BE(this.#take(4));
+  }
+
+  uint32(): number {
+    return this.#data.readUInt32BE(this.#take(4));
+  }
+
+  uint64(): bigint {
+    return this.#data.readBigUInt64BE(this.#take(8));
+  }
+
+  /** A TimestampTz (microseconds since 2000-01-01) as microseconds since the Unix epoch. */
+  timestamp(): bigint {
+    return this.#data.readBigInt64BE(this.#take(8)) + postgresEpochUnixMicros;
+  }
+
+  /** An Int32 count or byte length, which must not be negative. */
+  length(): number {
+    const start = this.offset;
+    const value = this.int32();
+    if (value < 0) throw this.fail(start, 'negative length');
+    return value;
+  }
+
+  /** A NUL-terminated string; the server sends these in the database encoding, UTF-8 here. */
+  cstring(): string {
+    const start = this.offset;
+    const nul = this.#data.indexOf(0, start);
+    if (nul === -1) throw this.fail(start, 'missing NUL terminator');
+    this.offset = nul + 1;
+    return this.#data.toString('utf8', start, nul);
+  }
+
+  bytes(byteCount: number): Buffer {
+    const start = this.#take(byteCount);
+    return this.#data.subarray(start, start + byteCount);
+  }
+
+  expectMarker(marker: number): void {
+    const start = this.offset;
+    if (this.uint8() !== marker)
+      throw this.fail(start, `expected tuple marker '${String.fromCharCode(marker)}'`);
+  }
+
+  /** TupleData: an Int16 column count, then per column a kind byte and maybe a value. */
+  tuple(): Tuple {
+    const columnCount = this.uint16();
+    const cells: TupleCell[] = [];
+    for (let i = 0; i < columnCount; i++) {
+      const kindOffset = this.offset;
+      const kind = this.uint8();
+      if (kind === cellText) {
+        const start = this.#take(this.length());
+        cells.push(this.#data.toString('utf8', start, this.offset));
+      } else if (kind === cellBinary) {
+        cells.push(this.bytes(this.length()));
+      } else if (kind === cellNull) {
+        cells.push(null);
+      } else if (kind === cellUnchangedToast) {
+        cells.push(unchangedToast);
+      } else {
+        throw this.fail(kindOffset, `unknown tuple column kind 0x${kind.toString(16).padStart(2, '0')}`);
+      }
+    }
+    return cells;
+  }
+
+  /** Every message has a fixed end; bytes past it mean a framing or version mismatch. */
+  end(): void {
+    if (this.offset !== this.#data.length) throw this.fail(this.offset, 'trailing bytes');
+  }
+}

@@ -1,0 +1,78 @@
+// Reads a table for the initial load: splits it into ctid page ranges and
+// streams each range with COPY under the slot's exported snapshot, so every
+// partition sees the database exactly at the slot's consistent point.
+import type { Readable } from 'node:stream';
+import type pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+import type { TableName } from '../../resources/mirror.ts';
+import { classifyPgError } from '../classify.ts';
+import { quoteIdent, quoteLiteral, quoteTable } from './sql.ts';
+
+/** Heap pages [fromPage, toPage); `toPage` null means to the end of the table. */
+export interface CtidRange {
+  readonly fromPage: number;
+  readonly toPage: number | null;
+}
+
+/** Assumed when the table was never analysed, so reltuples is unknown. */
+const fallbackRowsPerPage = 100;
+
+/**
+ * Opens a read-only repeatable-read transaction on `client` that sees the
+ * exported snapshot (or a fresh one when there is none to import).
+ */
+export async function beginSnapshotTransaction(
+  client: pg.Client | pg.PoolClient,
+  snapshotName: string | null,
+) {
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    if (snapshotName) await client.query(`SET TRANSACTION SNAPSHOT ${quoteLiteral(snapshotName)}`);
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw classifyPgError(error, 'source: import snapshot', 'source_setup');
+  }
+}
+
+/** Splits the table's pages into ranges of about `rowsPerPartition` rows each. */
+export async function planPartitions(
+  client: pg.Client | pg.PoolClient,
+  table: TableName,
+  rowsPerPartition: number,
+): Promise<CtidRange[]> {
+  const stats = await client.query<{ pages: string; reltuples: number }>(
+    `SELECT (pg_relation_size(c.oid) / current_setting('block_size')::int)::text AS pages, c.reltuples::float8 AS reltuples
+     FROM pg_class c WHERE c.oid = $1::regclass`,
+    [quoteTable(table)],
+  );
+  const pages = Number(stats.rows[0]?.pages ?? 0);
+  const reltuples = stats.rows[0]?.reltuples ?? -1;
+  if (pages === 0) return [{ fromPage: 0, toPage: null }];
+  const rowsPerPage = reltuples > 0 ? Math.max(reltuples / pages, 1) : fallbackRowsPerPage;
+  const pagesPerPartition = Math.max(1, Math.ceil(rowsPerPartition / rowsPerPage));
+  const ranges: CtidRange[] = [];
+  for (let fromPage = 0; fromPage < pages; fromPage += pagesPerPartition) {
+    const toPage = fromPage + pagesPerPartition;
+    // The last range is open-ended: the table may have grown since it was measured.
+    ranges.push({ fromPage, toPage: toPage >= pages ? null : toPage });
+  }
+  return ranges;
+}
+
+export function partitionCopyCommand(table: TableName, columns: readonly string[], range: CtidRange): string {
+  const conditions = [];
+  if (range.fromPage > 0) conditions.push(`ctid >= '(${range.fromPage},0)'::tid`);
+  if (range.toPage !== null) conditions.push(`ctid < '(${range.toPage},0)'::tid`);
+  const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : '';
+  return `COPY (SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteTable(table)}${where}) TO STDOUT`;
+}
+
+/** Streams one partition as COPY text. The caller's transaction must stay open until it ends. */
+export function copyPartition(
+  client: pg.Client | pg.PoolClient,
+  table: TableName,
+  columns: readonly string[],
+  range: CtidRange,
+): Readable {
+  return client.query(copyTo(partitionCopyCommand(table, columns, range)));
+}

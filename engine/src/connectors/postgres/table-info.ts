@@ -1,0 +1,94 @@
+// What the engine needs to know about a source table: its columns in attribute
+// order, their types, the key that identifies a row, and its replica identity.
+import type pg from 'pg';
+import { EngineError } from '../../errors.ts';
+import { formatTableName, type TableName } from '../../resources/mirror.ts';
+
+export type ReplicaIdentity = 'default' | 'nothing' | 'full' | 'index';
+
+export interface SourceColumn {
+  readonly name: string;
+  readonly typeOid: number;
+  readonly typeModifier: number;
+  /** `format_type(oid, typmod)`, e.g. `numeric(10,2)`: the native type for PG destinations. */
+  readonly typeName: string;
+  readonly notNull: boolean;
+}
+
+export interface SourceTableInfo {
+  readonly name: TableName;
+  readonly oid: number;
+  readonly columns: readonly SourceColumn[];
+  /** Primary key columns, else the replica identity index's; empty when neither exists. */
+  readonly keyColumns: readonly string[];
+  readonly replicaIdentity: ReplicaIdentity;
+}
+
+const replicaIdentityByCode: Record<string, ReplicaIdentity> = {
+  d: 'default',
+  n: 'nothing',
+  f: 'full',
+  i: 'index',
+};
+
+interface TableRow {
+  oid: number;
+  relreplident: string;
+}
+
+interface ColumnRow {
+  attname: string;
+  atttypid: number;
+  atttypmod: number;
+  type_name: string;
+  attnotnull: boolean;
+}
+
+/** Returns undefined when the table does not exist (or is not visible to the user). */
+export async function readTableInfo(
+  client: pg.Client,
+  name: TableName,
+): Promise<SourceTableInfo | undefined> {
+  const table = await client.query<TableRow>(
+    `SELECT c.oid::int AS oid, c.relreplident::text AS relreplident
+     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`,
+    [name.schema, name.table],
+  );
+  const tableRow = table.rows[0];
+  if (!tableRow) return undefined;
+  const columns = await client.query<ColumnRow>(
+    `SELECT attname, atttypid::int AS atttypid, atttypmod, format_type(atttypid, atttypmod) AS type_name, attnotnull
+     FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped AND attgenerated = ''
+     ORDER BY attnum`,
+    [tableRow.oid],
+  );
+  // The primary key identifies rows; without one, the replica identity index.
+  const key = await client.query<{ attname: string }>(
+    `WITH chosen AS (
+       SELECT indkey FROM pg_index WHERE indrelid = $1 AND (indisprimary OR indisreplident)
+       ORDER BY indisprimary DESC LIMIT 1)
+     SELECT a.attname FROM chosen
+     JOIN LATERAL unnest(chosen.indkey) WITH ORDINALITY AS k(attnum, position) ON true
+     JOIN pg_attribute a ON a.attrelid = $1 AND a.attnum = k.attnum
+     ORDER BY k.position`,
+    [tableRow.oid],
+  );
+  const replicaIdentity = replicaIdentityByCode[tableRow.relreplident];
+  if (!replicaIdentity) {
+    throw new EngineError('source_setup', `${formatTableName(name)} has an unknown replica identity`);
+  }
+  return {
+    name,
+    oid: tableRow.oid,
+    columns: columns.rows.map((row) => ({
+      name: row.attname,
+      typeOid: row.atttypid,
+      typeModifier: row.atttypmod,
+      typeName: row.type_name,
+      notNull: row.attnotnull,
+    })),
+    keyColumns: key.rows.map((row) => row.attname),
+    replicaIdentity,
+  };
+}

@@ -1,0 +1,115 @@
+// Accumulates decoded changes into one batch until it is full (rows or bytes)
+// or old enough, and remembers the last commit it holds completely: that commit's
+// end LSN is what the slot may be acknowledged to once the batch is durable.
+import type { ChangeBatch, DestinationTable, RowChange, TableChanges } from '../connectors/records.ts';
+
+export interface BatchLimits {
+  readonly maxRows: number;
+  readonly maxBytes: number;
+}
+
+/** Rough per-cell cost on top of the text itself (array slot, string header). */
+const cellOverheadBytes = 16;
+
+export class BatchBuilder {
+  readonly #limits: BatchLimits;
+  #tables = new Map<DestinationTable, RowChange[]>();
+  #rowCount = 0;
+  #byteSize = 0;
+  #startedAt: number | null = null;
+  #startLsn = 0n;
+  #lastCompleteCommitLsn: bigint;
+
+  constructor(limits: BatchLimits, durableLsn: bigint) {
+    this.#limits = limits;
+    this.#lastCompleteCommitLsn = durableLsn;
+  }
+
+  get isEmpty(): boolean {
+    return this.#rowCount === 0 && this.#tables.size === 0;
+  }
+
+  get isFull(): boolean {
+    return this.#rowCount >= this.#limits.maxRows || this.#byteSize >= this.#limits.maxBytes;
+  }
+
+  get rowCount(): number {
+    return this.#rowCount;
+  }
+
+  get startLsn(): bigint {
+    return this.#startLsn;
+  }
+
+  /** Milliseconds since the first change of this batch arrived; 0 when empty. */
+  ageMs(now: number): number {
+    return this.#startedAt === null ? 0 : now - this.#startedAt;
+  }
+
+  hasChangesFor(table: DestinationTable): boolean {
+    return this.#tables.has(table);
+  }
+
+  /** Returns true when this change opened the batch. */
+  add(table: DestinationTable, change: RowChange, lsn: bigint, now: number): boolean {
+    const opened = this.isEmpty;
+    if (opened) {
+      this.#startedAt = now;
+      this.#startLsn = lsn;
+    }
+    let changes = this.#tables.get(table);
+    if (!changes) {
+      changes = [];
+      this.#tables.set(table, changes);
+    }
+    changes.push(change);
+    if (change.kind !== 'truncate') this.#rowCount++;
+    this.#byteSize += changeSize(change);
+    return opened;
+  }
+
+  /** A commit whose changes are all in this batch (or were in earlier ones). */
+  commit(endLsn: bigint): void {
+    if (endLsn > this.#lastCompleteCommitLsn) this.#lastCompleteCommitLsn = endLsn;
+  }
+
+  get lastCompleteCommitLsn(): bigint {
+    return this.#lastCompleteCommitLsn;
+  }
+
+  /** Hands out the batch and starts an empty one. */
+  take(mirror: string, batchId: bigint): ChangeBatch {
+    const tables: TableChanges[] = [...this.#tables].map(([table, changes]) => ({ table, changes }));
+    const batch: ChangeBatch = {
+      mirror,
+      batchId,
+      endLsn: this.#lastCompleteCommitLsn,
+      tables,
+      rowCount: this.#rowCount,
+    };
+    this.#tables = new Map();
+    this.#rowCount = 0;
+    this.#byteSize = 0;
+    this.#startedAt = null;
+    return batch;
+  }
+}
+
+function changeSize(change: RowChange): number {
+  switch (change.kind) {
+    case 'truncate':
+      return cellOverheadBytes;
+    case 'insert':
+      return imageSize(change.newRow);
+    case 'update':
+      return imageSize(change.newRow) + (change.oldKey ? imageSize(change.oldKey) : 0);
+    case 'delete':
+      return imageSize(change.oldKey);
+  }
+}
+
+function imageSize(row: readonly unknown[]): number {
+  let size = 0;
+  for (const cell of row) size += cellOverheadBytes + (typeof cell === 'string' ? cell.length : 0);
+  return size;
+}

@@ -1,0 +1,233 @@
+// The change data capture loop: read the slot, cut batches at max rows, at the
+// memory budget or at the idle timeout, sync each to the destination, and only
+// then acknowledge its last complete commit to the slot.
+import { setTimeout as delay } from 'node:timers/promises';
+import { connectPostgres, type PgConnection } from '../connectors/postgres/connect.ts';
+import { formatLsn } from '../connectors/postgres/lsn.ts';
+import type { PgoutputMessage, RelationMessage } from '../connectors/postgres/pgoutput.ts';
+import { ReplicationStream, type StreamEvent } from '../connectors/postgres/replication-stream.ts';
+import type { SourceColumn } from '../connectors/postgres/table-info.ts';
+import type { DestinationTable, RowChange } from '../connectors/records.ts';
+import { EngineError } from '../errors.ts';
+import { formatTableName } from '../resources/mirror.ts';
+import { BatchBuilder } from './batch-builder.ts';
+import { applicationName, type MirrorContext, mirrorLog } from './context.ts';
+import { fillFromOld, project, RelationTracker, type SchemaChange } from './relations.ts';
+
+export interface CdcOptions {
+  readonly slotName: string;
+  readonly publicationName: string;
+  readonly tables: readonly DestinationTable[];
+}
+
+type NextEvent = IteratorResult<StreamEvent> | 'timeout' | 'aborted';
+
+export async function runCdc(context: MirrorContext, options: CdcOptions): Promise<void> {
+  const { spec, destination, catalog, signal } = context;
+  const checkpoint = await destination.readCheckpoint(spec.name);
+  const durableLsn = checkpoint?.lsn ?? 0n;
+  let lastBatchId = checkpoint?.batchId ?? 0n;
+  // Batches recorded in the catalog but never made durable are replayed under new ids.
+  await catalog.discardBatchesAfter(spec.name, lastBatchId);
+
+  const stream = await ReplicationStream.start(context.source, {
+    slotName: options.slotName,
+    publicationName: options.publicationName,
+    startLsn: durableLsn,
+    applicationName: applicationName(spec.name, 'cdc'),
+  });
+  const relations = new RelationTracker(spec.tableMappings, options.tables);
+  const builder = new BatchBuilder(
+    { maxRows: spec.maxBatchSize, maxBytes: context.batchMemoryBudgetBytes },
+    durableLsn,
+  );
+  let typeLookup: PgConnection | undefined;
+  const idleTimeoutMs = spec.idleTimeoutSeconds * 1000;
+  let inTransaction = false;
+  let skipTransaction = false;
+  let currentBatchId = 0n;
+
+  const flush = async () => {
+    if (builder.isEmpty) return;
+    const batch = builder.take(spec.name, currentBatchId);
+    await destination.syncBatch(batch);
+    lastBatchId = batch.batchId;
+    await catalog.finishBatch(spec.name, {
+      batchId: batch.batchId,
+      endTime: new Date(),
+      rowCount: BigInt(batch.rowCount),
+      endLsn: batch.endLsn,
+    });
+    stream.acknowledge(batch.endLsn);
+    context.logger.debug(
+      { batchId: String(batch.batchId), rows: batch.rowCount, endLsn: formatLsn(batch.endLsn) },
+      'batch synced',
+    );
+  };
+
+  const addChange = async (table: DestinationTable, change: RowChange, lsn: bigint) => {
+    if (builder.add(table, change, lsn, Date.now())) {
+      currentBatchId = lastBatchId + 1n;
+      await catalog.startBatch(spec.name, { batchId: currentBatchId, startTime: new Date(), startLsn: lsn });
+    }
+    if (builder.isFull) await flush();
+  };
+
+  const applySchemaChange = async (change: SchemaChange, relation: RelationMessage) => {
+    // The destination must see the batch written under the old shape first.
+    if (builder.hasChangesFor(change.table)) await flush();
+    const tableName = formatTableName(change.table.source);
+    if (change.added.length > 0) {
+      typeLookup ??= await connectPostgres(context.source, {
+        applicationName: applicationName(spec.name, 'schema'),
+      });
+      const columns: SourceColumn[] = [];
+      for (const added of change.added) {
+        const result = await typeLookup.client.query<{ type_name: string }>(
+          `SELECT format_type($1::oid, $2::int) AS type_name`,
+          [added.typeOid, added.typeModifier],
+        );
+        columns.push({ ...added, typeName: result.rows[0]?.type_name ?? 'text', notNull: false });
+      }
+      await destination.addColumns(change.table, columns);
+      relations.extend(change.table, columns, relation);
+      await mirrorLog(
+        context,
+        'INFO',
+        `added column(s) ${columns.map((c) => c.name).join(', ')} to ${tableName}`,
+      );
+    }
+    if (change.dropped.length > 0) {
+      await mirrorLog(
+        context,
+        'WARN',
+        `column(s) ${change.dropped.join(', ')} of ${tableName} were dropped at the source; the destination keeps them and new rows get null`,
+      );
+    }
+    if (change.retyped.length > 0) {
+      await mirrorLog(
+        context,
+        'WARN',
+        `column(s) ${change.retyped.join(', ')} of ${tableName} changed type at the source; the destination column type is unchanged`,
+      );
+    }
+  };
+
+  const handle = async (message: PgoutputMessage, lsn: bigint) => {
+    switch (message.tag) {
+      case 'begin':
+        inTransaction = true;
+        // Already durable at the destination: replayed after a crash before the ack.
+        skipTransaction = message.finalLsn < durableLsn;
+        return;
+      case 'commit':
+        inTransaction = false;
+        if (skipTransaction) return;
+        builder.commit(message.endLsn);
+        // Nothing of ours is pending: the commit can be acknowledged right away.
+        if (builder.isEmpty) stream.acknowledge(message.endLsn);
+        return;
+      case 'relation': {
+        const change = relations.observe(message);
+        if (change) await applySchemaChange(change, message);
+        return;
+      }
+      case 'insert': {
+        const tracked = relations.tableOf(message.relationId);
+        if (!tracked || skipTransaction) return;
+        await addChange(
+          tracked.table,
+          { kind: 'insert', newRow: project(message.newTuple, tracked.projection) },
+          lsn,
+        );
+        return;
+      }
+      case 'update': {
+        const tracked = relations.tableOf(message.relationId);
+        if (!tracked || skipTransaction) return;
+        const old = message.oldTuple ?? message.keyTuple;
+        const oldRow = old ? project(old, tracked.projection) : null;
+        const newRow = fillFromOld(
+          project(message.newTuple, tracked.projection),
+          message.oldTuple ? oldRow : null,
+        );
+        await addChange(tracked.table, { kind: 'update', oldKey: oldRow, newRow }, lsn);
+        return;
+      }
+      case 'delete': {
+        const tracked = relations.tableOf(message.relationId);
+        if (!tracked || skipTransaction) return;
+        const old = message.oldTuple ?? message.keyTuple;
+        if (!old)
+          throw new EngineError(
+            'replica_identity',
+            `delete without a key in ${formatTableName(tracked.table.source)}`,
+          );
+        await addChange(tracked.table, { kind: 'delete', oldKey: project(old, tracked.projection) }, lsn);
+        return;
+      }
+      case 'truncate':
+        if (skipTransaction) return;
+        for (const relationId of message.relationIds) {
+          const tracked = relations.tableOf(relationId);
+          if (tracked) await addChange(tracked.table, { kind: 'truncate' }, lsn);
+        }
+        return;
+      case 'origin':
+      case 'type':
+      case 'message':
+        return;
+    }
+  };
+
+  const events = stream.events()[Symbol.asyncIterator]();
+  let pending: Promise<IteratorResult<StreamEvent>> | undefined;
+  const aborted = new Promise<'aborted'>((resolve) => {
+    if (signal.aborted) resolve('aborted');
+    signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+  });
+  const nextEvent = async (): Promise<NextEvent> => {
+    pending ??= events.next();
+    const waitMs = builder.isEmpty ? idleTimeoutMs : Math.max(0, idleTimeoutMs - builder.ageMs(Date.now()));
+    const timer = new AbortController();
+    try {
+      const result = await Promise.race([
+        pending,
+        aborted,
+        delay(waitMs, 'timeout' as const, { signal: timer.signal }),
+      ]);
+      if (result !== 'timeout' && result !== 'aborted') pending = undefined;
+      return result;
+    } finally {
+      timer.abort();
+    }
+  };
+
+  await catalog.setPhase(spec.name, 'running');
+  await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
+  try {
+    for (;;) {
+      const next = await nextEvent();
+      if (next === 'aborted') break;
+      if (next === 'timeout') {
+        if (!builder.isEmpty && builder.ageMs(Date.now()) >= idleTimeoutMs) await flush();
+        continue;
+      }
+      if (next.done) throw new EngineError('connection', 'source: replication stream ended unexpectedly');
+      const event = next.value;
+      if (event.tag === 'keepalive') {
+        // Nothing open and nothing buffered: let the slot follow the server so an
+        // idle mirror does not hold back WAL.
+        if (!inTransaction && builder.isEmpty) stream.acknowledge(event.walEnd);
+        continue;
+      }
+      await handle(event.message, event.walStart);
+    }
+    // Pause or shutdown: make what is buffered durable, so nothing is redone.
+    await flush();
+  } finally {
+    await stream.close();
+    await typeLookup?.close();
+    await events.return?.(undefined).catch(() => undefined);
+  }
+}

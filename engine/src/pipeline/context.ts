@@ -1,0 +1,36 @@
+// Everything one mirror's pipeline runs with.
+import type { Logger } from 'pino';
+import type { Catalog, LogLevel } from '../catalog/catalog.ts';
+import type { Destination } from '../connectors/destination.ts';
+import type { MirrorSpec } from '../resources/mirror.ts';
+import type { RelationalConfig } from '../resources/peer.ts';
+
+export interface MirrorContext {
+  readonly spec: MirrorSpec;
+  readonly source: RelationalConfig;
+  readonly destination: Destination;
+  readonly catalog: Catalog;
+  readonly logger: Logger;
+  /** Aborting asks the pipeline to stop at the next batch boundary (pause, shutdown). */
+  readonly signal: AbortSignal;
+  /** Bytes of decoded row text one batch may hold before it is synced early. */
+  readonly batchMemoryBudgetBytes: number;
+}
+
+export const defaultBatchMemoryBudgetBytes = 64 * 1024 * 1024;
+
+/**
+ * Writes a mirror log line to the process log and to the catalog, where the
+ * API's logs endpoint reads it. Messages must not contain row values or secrets.
+ */
+export async function mirrorLog(context: MirrorContext, level: LogLevel, message: string): Promise<void> {
+  const method = level === 'ERROR' ? 'error' : level === 'WARN' ? 'warn' : 'info';
+  context.logger[method]({ mirror: context.spec.name }, message);
+  await context.catalog.appendLog(context.spec.name, level, message).catch((error: unknown) => {
+    context.logger.warn({ err: error }, 'could not write mirror log to the catalog');
+  });
+}
+
+export function applicationName(mirror: string, role: string): string {
+  return `tributary:${mirror}:${role}`.slice(0, 63);
+}

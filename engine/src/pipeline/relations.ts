@@ -1,0 +1,120 @@
+// Follows pgoutput Relation messages: which mapped table a relation id is, how
+// its tuple columns line up with the destination's, and what changed in its
+// schema since the last message.
+import type { RelationMessage, Tuple, TupleCell } from '../connectors/postgres/pgoutput.ts';
+import { isUnchangedToast } from '../connectors/postgres/pgoutput.ts';
+import type { SourceColumn } from '../connectors/postgres/table-info.ts';
+import type { DestinationTable, RowImage } from '../connectors/records.ts';
+import type { TableMapping } from '../resources/mirror.ts';
+
+interface TrackedRelation {
+  readonly table: DestinationTable;
+  /** For each destination column, its index in the relation's tuples (-1: dropped at the source). */
+  readonly projection: readonly number[];
+}
+
+export interface SchemaChange {
+  readonly table: DestinationTable;
+  /** New source columns, not yet at the destination. Their type names still need resolving. */
+  readonly added: readonly {
+    readonly name: string;
+    readonly typeOid: number;
+    readonly typeModifier: number;
+  }[];
+  readonly dropped: readonly string[];
+  readonly retyped: readonly string[];
+}
+
+export class RelationTracker {
+  readonly #mappings: readonly TableMapping[];
+  readonly #tablesBySource = new Map<string, DestinationTable>();
+  readonly #relations = new Map<number, TrackedRelation>();
+
+  constructor(mappings: readonly TableMapping[], tables: readonly DestinationTable[]) {
+    this.#mappings = mappings;
+    for (const table of tables)
+      this.#tablesBySource.set(sourceKey(table.source.schema, table.source.table), table);
+  }
+
+  /** The destination table a relation id maps to, if the mirror replicates it. */
+  tableOf(relationId: number): TrackedRelation | undefined {
+    return this.#relations.get(relationId);
+  }
+
+  get tables(): DestinationTable[] {
+    return [...this.#tablesBySource.values()];
+  }
+
+  /**
+   * Records a Relation message. Returns the schema change it announces for a
+   * mapped table, or undefined when nothing that matters changed.
+   */
+  observe(relation: RelationMessage): SchemaChange | undefined {
+    const key = sourceKey(relation.schema, relation.name);
+    const table = this.#tablesBySource.get(key);
+    if (!table) return undefined;
+    const mapping = this.#mappings.find(
+      (m) => m.source.schema === relation.schema && m.source.table === relation.name,
+    );
+    const excluded = new Set(mapping?.exclude ?? []);
+    const known = new Map(table.columns.map((column) => [column.name, column]));
+    const incoming = relation.columns.filter((column) => !excluded.has(column.name));
+    const added = incoming
+      .filter((column) => !known.has(column.name))
+      .map(({ name, typeOid, typeModifier }) => ({ name, typeOid, typeModifier }));
+    const present = new Set(relation.columns.map((column) => column.name));
+    const dropped = table.columns.filter((column) => !present.has(column.name)).map((column) => column.name);
+    const retyped = incoming
+      .filter((column) => {
+        const before = known.get(column.name);
+        return (
+          before !== undefined &&
+          (before.typeOid !== column.typeOid || before.typeModifier !== column.typeModifier)
+        );
+      })
+      .map((column) => column.name);
+    this.#track(relation.relationId, relation, table);
+    if (added.length === 0 && dropped.length === 0 && retyped.length === 0) return undefined;
+    return { table, added, dropped, retyped };
+  }
+
+  /** Makes added columns part of the destination table (after the destination added them). */
+  extend(
+    table: DestinationTable,
+    columns: readonly SourceColumn[],
+    relation: RelationMessage,
+  ): DestinationTable {
+    const extended: DestinationTable = { ...table, columns: [...table.columns, ...columns] };
+    this.#tablesBySource.set(sourceKey(table.source.schema, table.source.table), extended);
+    this.#track(relation.relationId, relation, extended);
+    return extended;
+  }
+
+  #track(relationId: number, relation: RelationMessage, table: DestinationTable): void {
+    const positions = new Map(relation.columns.map((column, index) => [column.name, index]));
+    this.#relations.set(relationId, {
+      table,
+      projection: table.columns.map((column) => positions.get(column.name) ?? -1),
+    });
+  }
+}
+
+/** Reorders a tuple into destination column order. */
+export function project(tuple: Tuple, projection: readonly number[]): RowImage {
+  const row: TupleCell[] = new Array(projection.length);
+  for (let index = 0; index < projection.length; index++) {
+    const position = projection[index] ?? -1;
+    row[index] = position < 0 ? null : (tuple[position] ?? null);
+  }
+  return row;
+}
+
+/** Fills unchanged-TOAST cells of a new image from a full old image (REPLICA IDENTITY FULL). */
+export function fillFromOld(newRow: RowImage, oldRow: RowImage | null): RowImage {
+  if (!oldRow || !newRow.some(isUnchangedToast)) return newRow;
+  return newRow.map((cell, index) => (isUnchangedToast(cell) ? (oldRow[index] ?? cell) : cell));
+}
+
+function sourceKey(schema: string, table: string): string {
+  return `${schema}\u0000${table}`;
+}

@@ -1,0 +1,162 @@
+// Sequences one mirror: setup → initial load → CDC, and teardown on drop. The
+// steps' I/O lives in the connectors; this module decides order and records
+// the phase. Re-running it after a crash or a pause picks up where the catalog
+// and the destination's checkpoint say the mirror was.
+import type { SourceSetup } from '../catalog/catalog.ts';
+import { connectPostgres, type PgConnection } from '../connectors/postgres/connect.ts';
+import {
+  createSlot,
+  defaultPublicationName,
+  defaultSlotName,
+  dropPublication,
+  dropSlot,
+  ensurePublication,
+  slotExists,
+} from '../connectors/postgres/slot.ts';
+import { validateSource } from '../connectors/postgres/validate-source.ts';
+import type { DestinationTable } from '../connectors/records.ts';
+import { EngineError } from '../errors.ts';
+import { runCdc } from './cdc.ts';
+import { applicationName, type MirrorContext, mirrorLog } from './context.ts';
+import { runSnapshot } from './snapshot.ts';
+import { destinationTable } from './tables.ts';
+
+/** How a run ended when it did not throw. */
+export type RunOutcome = 'stopped' | 'completed';
+
+export async function runMirror(context: MirrorContext): Promise<RunOutcome> {
+  const { spec, catalog } = context;
+  const runtime = await catalog.getRuntime(spec.name);
+  const source = await connectPostgres(context.source, {
+    applicationName: applicationName(spec.name, 'setup'),
+  });
+  let setup: SourceSetup;
+  let tables: DestinationTable[];
+  try {
+    if (!runtime) await catalog.setPhase(spec.name, 'setup');
+    const validated = await validateSource(source.client, {
+      tables: spec.tableMappings.map((mapping) => mapping.source),
+      publicationName: spec.publicationName,
+      existingSlotName: runtime?.setup?.slotName ?? spec.replicationSlotName ?? defaultSlotName(spec.name),
+    });
+    tables = spec.tableMappings.map((mapping, index) => {
+      const info = validated.tables[index];
+      if (!info) throw new EngineError('internal', 'source validation lost a table');
+      return destinationTable(mapping, info);
+    });
+    await context.destination.setupTables(tables);
+    setup = runtime?.setup ?? {
+      slotName: spec.replicationSlotName ?? defaultSlotName(spec.name),
+      publicationName: spec.publicationName ?? defaultPublicationName(spec.name),
+      publicationCreatedByMirror: spec.publicationName === undefined,
+    };
+    if (setup.publicationCreatedByMirror) {
+      await ensurePublication(
+        source.client,
+        setup.publicationName,
+        tables.map((table) => table.source),
+      );
+    }
+    await catalog.saveSourceSetup(spec.name, setup);
+
+    const snapshotDone = runtime?.snapshotCompleted === true;
+    if (spec.doInitialSnapshot && !snapshotDone) {
+      await loadInitialSnapshot(context, source, setup, tables);
+    } else if (!(await slotExists(source.client, setup.slotName))) {
+      if (runtime?.phase === 'running' || runtime?.phase === 'paused') {
+        throw new EngineError(
+          'slot_invalidated',
+          `replication slot ${setup.slotName} is gone; changes since the last sync cannot be recovered`,
+        );
+      }
+      const replication = await connectPostgres(context.source, {
+        replication: 'database',
+        applicationName: applicationName(spec.name, 'slot'),
+      });
+      try {
+        await createSlot(replication.client, setup.slotName, false);
+      } finally {
+        await replication.close();
+      }
+      await mirrorLog(context, 'INFO', `created replication slot ${setup.slotName}`);
+    }
+
+    if (spec.initialSnapshotOnly) {
+      // No CDC follows: keep no slot that would hold WAL on the source.
+      await dropSlot(source.client, setup.slotName);
+      if (setup.publicationCreatedByMirror) await dropPublication(source.client, setup.publicationName);
+      await catalog.setPhase(spec.name, 'completed');
+      await mirrorLog(context, 'INFO', 'initial load only: mirror completed');
+      return 'completed';
+    }
+  } finally {
+    await source.close();
+  }
+
+  if (context.signal.aborted) return 'stopped';
+  await runCdc(context, { slotName: setup.slotName, publicationName: setup.publicationName, tables });
+  return 'stopped';
+}
+
+/**
+ * Creates the slot with an exported snapshot and copies every table under it.
+ * A load that was interrupted starts over: the old slot and snapshot are gone
+ * with the connection that held them, so the slot is recreated and the
+ * destination tables are emptied first.
+ */
+async function loadInitialSnapshot(
+  context: MirrorContext,
+  source: PgConnection,
+  setup: SourceSetup,
+  tables: readonly DestinationTable[],
+): Promise<void> {
+  const { spec, catalog } = context;
+  if (await slotExists(source.client, setup.slotName)) {
+    await mirrorLog(context, 'WARN', 'initial load was interrupted; starting it over with a new slot');
+    await dropSlot(source.client, setup.slotName);
+  }
+  await context.destination.truncateTables(tables);
+  await context.destination.removeCheckpoint(spec.name);
+  await catalog.resetSnapshotProgress(spec.name);
+  await catalog.setPhase(spec.name, 'snapshot');
+
+  // The exporting connection must stay open and idle until every partition has
+  // imported the snapshot.
+  const replication = await connectPostgres(context.source, {
+    replication: 'database',
+    applicationName: applicationName(spec.name, 'slot'),
+  });
+  try {
+    const slot = await createSlot(replication.client, setup.slotName, true);
+    await mirrorLog(context, 'INFO', `created replication slot ${slot.slotName}`);
+    await runSnapshot(context, tables, slot.snapshotName);
+  } finally {
+    await replication.close();
+  }
+  await catalog.setSnapshotCompleted(spec.name, true);
+}
+
+/** Drop: removes the slot and a publication the mirror created; destination tables stay. */
+export async function teardownMirror(
+  context: Omit<MirrorContext, 'signal' | 'batchMemoryBudgetBytes'>,
+): Promise<void> {
+  const { spec, catalog } = context;
+  const runtime = await catalog.getRuntime(spec.name);
+  await catalog.setPhase(spec.name, 'terminating');
+  const source = await connectPostgres(context.source, {
+    applicationName: applicationName(spec.name, 'teardown'),
+  });
+  try {
+    const setup = runtime?.setup;
+    const slotName = setup?.slotName ?? spec.replicationSlotName ?? defaultSlotName(spec.name);
+    await dropSlot(source.client, slotName);
+    if (setup ? setup.publicationCreatedByMirror : spec.publicationName === undefined) {
+      await dropPublication(source.client, setup?.publicationName ?? defaultPublicationName(spec.name));
+    }
+  } finally {
+    await source.close();
+  }
+  await context.destination.removeCheckpoint(spec.name);
+  await catalog.setPhase(spec.name, 'terminated');
+  await catalog.appendLog(spec.name, 'INFO', 'mirror dropped: slot and publication removed, tables kept');
+}

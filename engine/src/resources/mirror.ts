@@ -1,0 +1,87 @@
+// The mirror specification the engine runs. Defaults are the interface's.
+import { z } from 'zod';
+
+export const tableNameSchema = z.object({
+  schema: z.string().min(1).max(63),
+  table: z.string().min(1).max(63),
+});
+
+export const tableMappingSchema = z.object({
+  source: tableNameSchema,
+  destination: tableNameSchema,
+  exclude: z.array(z.string().min(1)).default([]),
+  /** Ordering-key ranks for analytics destinations; ignored elsewhere. */
+  columns: z
+    .array(z.object({ sourceName: z.string().min(1), ordering: z.number().int().optional() }))
+    .default([]),
+});
+
+export const mirrorSpecSchema = z
+  .object({
+    name: z
+      .string()
+      .min(1)
+      .max(63)
+      .regex(
+        /^[a-z0-9][a-z0-9_-]*$/,
+        'lower-case letters, digits, _ and - only, starting with a letter or digit',
+      ),
+    sourcePeer: z.string().min(1),
+    destinationPeer: z.string().min(1),
+    tableMappings: z.array(tableMappingSchema).min(1),
+    maxBatchSize: z.number().int().positive().default(1_000_000),
+    idleTimeoutSeconds: z.number().int().positive().default(60),
+    publicationName: z.string().min(1).max(63).optional(),
+    replicationSlotName: z.string().min(1).max(63).optional(),
+    doInitialSnapshot: z.boolean(),
+    snapshotNumRowsPerPartition: z.number().int().positive().default(1_000_000),
+    snapshotMaxParallelWorkers: z.number().int().positive().default(4),
+    snapshotNumTablesInParallel: z.number().int().positive().default(1),
+    resync: z.boolean().default(false),
+    initialSnapshotOnly: z.boolean().default(false),
+    softDeleteColName: z.string().min(1).max(63).optional(),
+    syncedAtColName: z.string().min(1).max(63).optional(),
+    script: z.string().optional(),
+    system: z.enum(['Q', 'PG']).default('Q'),
+  })
+  .refine((spec) => !spec.initialSnapshotOnly || spec.doInitialSnapshot, {
+    message: 'initialSnapshotOnly needs doInitialSnapshot',
+    path: ['initialSnapshotOnly'],
+  });
+
+export type TableName = z.infer<typeof tableNameSchema>;
+export type TableMapping = z.infer<typeof tableMappingSchema>;
+export type MirrorSpec = z.infer<typeof mirrorSpecSchema>;
+/** A spec as written by users: defaulted fields may be left out. */
+export type MirrorSpecInput = z.input<typeof mirrorSpecSchema>;
+
+/** Parses `schema.table` (or a bare `table`, meaning `public`). Quoted parts keep dots. */
+export function parseTableIdentifier(identifier: string): TableName {
+  const parts: string[] = [];
+  let current = '';
+  let quoted = false;
+  for (let i = 0; i < identifier.length; i++) {
+    const char = identifier[i];
+    if (char === '"') {
+      if (quoted && identifier[i + 1] === '"') {
+        current += '"';
+        i++;
+      } else quoted = !quoted;
+    } else if (char === '.' && !quoted) {
+      parts.push(current);
+      current = '';
+    } else current += char;
+  }
+  parts.push(current);
+  if (quoted || parts.length > 2 || parts.some((part) => part.length === 0)) {
+    throw new Error(`invalid table identifier: expected schema.table`);
+  }
+  const [first, second] = parts;
+  return second === undefined
+    ? { schema: 'public', table: first ?? '' }
+    : { schema: first ?? '', table: second };
+}
+
+export function formatTableName(name: TableName): string {
+  return `${name.schema}.${name.table}`;
+}

@@ -1,0 +1,270 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomSuffix, tableRows, waitFor } from '../support/databases.ts';
+import {
+  createHarness,
+  dropMirror,
+  type Harness,
+  type SpecInput,
+  startMirror,
+} from '../support/mirror-harness.ts';
+
+function mapping(table: string, exclude: string[] = []) {
+  return { source: { schema: 'public', table }, destination: { schema: 'public', table }, exclude };
+}
+
+async function expectSameRows(harness: Harness, table: string, orderBy = 'id', columns = '*') {
+  const select = columns === '*' ? table : `(SELECT ${columns} FROM ${table})`;
+  await waitFor(
+    async () =>
+      JSON.stringify(await tableRows(harness.source.client, select, orderBy)) ===
+      JSON.stringify(await tableRows(harness.destination.client, select, orderBy)),
+    30_000,
+    `${table} to match`,
+  );
+  expect(await tableRows(harness.destination.client, select, orderBy)).toEqual(
+    await tableRows(harness.source.client, select, orderBy),
+  );
+}
+
+describe('PostgreSQL to PostgreSQL', () => {
+  let harness: Harness;
+
+  beforeAll(async () => {
+    harness = await createHarness('p2p');
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  it('loads a partitioned snapshot, then streams inserts, updates, deletes and truncates', async () => {
+    const { source, destination } = harness;
+    await source.client.query(
+      `CREATE TABLE orders (id bigint PRIMARY KEY, customer text, amount numeric(12,2))`,
+    );
+    await source.client.query(`CREATE TABLE notes (id int PRIMARY KEY, body text)`);
+    await source.client.query(
+      `INSERT INTO orders SELECT g, 'customer ' || g, g * 1.5 FROM generate_series(1, 20000) g`,
+    );
+    await source.client.query(
+      `INSERT INTO notes VALUES (1, 'first'), (2, E'tab\\there\\nnew line \\\\ slash')`,
+    );
+    await source.client.query(`ANALYZE orders`);
+
+    const spec: SpecInput = {
+      name: `snap-${randomSuffix()}`,
+      tableMappings: [mapping('orders'), mapping('notes')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+      snapshotNumRowsPerPartition: 3000,
+      snapshotMaxParallelWorkers: 3,
+      snapshotNumTablesInParallel: 2,
+    };
+    const mirror = startMirror(harness, spec);
+    await expectSameRows(harness, 'orders');
+    await expectSameRows(harness, 'notes');
+
+    const progress = await harness.catalog.listSnapshotProgress(spec.name);
+    const orders = progress.find((table) => table.sourceTable === 'public.orders');
+    expect(orders?.partitionsTotal).toBeGreaterThan(3);
+    expect(orders?.partitionsCompleted).toBe(orders?.partitionsTotal);
+    expect(orders?.rowsSynced).toBe(20000n);
+    expect(orders?.consolidateCompleted).toBe(true);
+
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+      10_000,
+      'running',
+    );
+    await source.client.query(`INSERT INTO orders VALUES (20001, 'new', 1), (20002, 'newer', 2)`);
+    await source.client.query(`UPDATE orders SET amount = amount + 100 WHERE id % 1000 = 0`);
+    await source.client.query(`UPDATE orders SET id = 30000 WHERE id = 5`);
+    await source.client.query(`DELETE FROM orders WHERE id BETWEEN 100 AND 199`);
+    await source.client.query(`INSERT INTO notes VALUES (3, NULL)`);
+    await source.client.query(`TRUNCATE notes`);
+    await source.client.query(`INSERT INTO notes VALUES (4, 'after truncate')`);
+    await expectSameRows(harness, 'orders');
+    await expectSameRows(harness, 'notes');
+
+    const { batches } = await harness.catalog.listBatches(spec.name, { limit: 0, ascending: true });
+    expect(batches.length).toBeGreaterThan(0);
+    for (const batch of batches) expect(batch.endTime).not.toBeNull();
+    const ids = batches.map((batch) => batch.batchId);
+    expect(ids).toEqual([...ids].sort((a, b) => (a < b ? -1 : 1)));
+
+    expect(await mirror.stop()).toBe('stopped');
+    const slot = await source.client.query<{ confirmed: string; checkpoint: string }>(
+      `SELECT (confirmed_flush_lsn - '0/0')::text AS confirmed FROM pg_replication_slots WHERE slot_name = $1`,
+      [`tributary_${spec.name.replace(/-/g, '_')}`],
+    );
+    const checkpoint = await destination.client.query<{ lsn: string }>(
+      `SELECT lsn::text FROM _tributary.checkpoints WHERE mirror = $1`,
+      [spec.name],
+    );
+    // The slot never confirms past what the destination holds... unless idle
+    // keepalives moved it on with nothing pending, which only moves it forward.
+    expect(BigInt(slot.rows[0]?.confirmed ?? '0')).toBeGreaterThanOrEqual(
+      BigInt(checkpoint.rows[0]?.lsn ?? '0'),
+    );
+    await dropMirror(harness, spec);
+  });
+
+  it('keeps unchanged TOAST values and honours exclusions, soft delete and synced-at', async () => {
+    const { source, destination } = harness;
+    await source.client.query(`CREATE TABLE docs (id int PRIMARY KEY, title text, body text, secret text)`);
+    // Random text does not compress, so it is stored out of line (TOASTed).
+    await source.client.query(
+      `INSERT INTO docs SELECT g, 'title ' || g, (SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 400)), 's' FROM generate_series(1, 3) g`,
+    );
+    const toasted = await source.client.query<{ out_of_line: boolean }>(
+      `SELECT pg_column_size(body) < octet_length(body) AS out_of_line FROM docs WHERE id = 1`,
+    );
+    expect(toasted.rows[0]?.out_of_line).toBe(true);
+    const spec: SpecInput = {
+      name: `toast-${randomSuffix()}`,
+      tableMappings: [mapping('docs', ['secret'])],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+      softDeleteColName: '_deleted',
+      syncedAtColName: '_synced_at',
+    };
+    const mirror = startMirror(harness, spec);
+    await expectSameRows(harness, 'docs', 'id', 'id, title, body');
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+      10_000,
+      'running',
+    );
+
+    await source.client.query(`UPDATE docs SET title = 'changed' WHERE id = 1`);
+    await source.client.query(`DELETE FROM docs WHERE id = 2`);
+    await waitFor(
+      async () =>
+        (await destination.client.query(`SELECT 1 FROM docs WHERE id = 2 AND _deleted`)).rowCount === 1,
+      30_000,
+      'soft delete',
+    );
+    const rows = await destination.client.query<{
+      id: number;
+      title: string;
+      same_body: boolean;
+      _deleted: boolean;
+    }>(`SELECT d.id, d.title, d._deleted, d._synced_at IS NOT NULL AS synced FROM docs d ORDER BY id`);
+    expect(rows.rows.map(({ id, title, _deleted }) => ({ id, title, _deleted }))).toEqual([
+      { id: 1, title: 'changed', _deleted: false },
+      { id: 2, title: 'title 2', _deleted: true },
+      { id: 3, title: 'title 3', _deleted: false },
+    ]);
+    const sourceBody = await source.client.query<{ body: string }>(`SELECT body FROM docs WHERE id = 1`);
+    const destinationBody = await destination.client.query<{ body: string }>(
+      `SELECT body FROM docs WHERE id = 1`,
+    );
+    expect(destinationBody.rows[0]?.body).toBe(sourceBody.rows[0]?.body);
+    expect(destinationBody.rows[0]?.body.length).toBe(12_800);
+    const columns = await destination.client.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_name = 'docs' ORDER BY ordinal_position`,
+    );
+    expect(columns.rows.map((row) => row.column_name)).toEqual([
+      'id',
+      'title',
+      'body',
+      '_deleted',
+      '_synced_at',
+    ]);
+    await mirror.stop();
+    await dropMirror(harness, spec);
+  });
+
+  it('adds a column that appears at the source without a restart', async () => {
+    const { source, destination } = harness;
+    await source.client.query(`CREATE TABLE evolving (id int PRIMARY KEY, a text)`);
+    const spec: SpecInput = {
+      name: `ddl-${randomSuffix()}`,
+      tableMappings: [mapping('evolving')],
+      doInitialSnapshot: false,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = startMirror(harness, spec);
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+      10_000,
+      'running',
+    );
+    await source.client.query(`INSERT INTO evolving VALUES (1, 'before')`);
+    await source.client.query(`ALTER TABLE evolving ADD COLUMN b numeric(8,3)`);
+    await source.client.query(`INSERT INTO evolving VALUES (2, 'after', 12.5)`);
+    await expectSameRows(harness, 'evolving');
+    const type = await destination.client.query<{ type: string }>(
+      `SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'evolving'::regclass AND attname = 'b'`,
+    );
+    expect(type.rows[0]?.type).toBe('numeric(8,3)');
+    const logs = await harness.catalog.listLogs({ mirror: spec.name, offset: 0, limit: 50 });
+    expect(logs.entries.some((entry) => entry.message.includes('added column(s) b'))).toBe(true);
+    await mirror.stop();
+    await dropMirror(harness, spec);
+  });
+
+  it('pauses at a batch boundary under load and resumes without loss or duplicates', async () => {
+    const { source } = harness;
+    await source.client.query(`CREATE TABLE ticks (id bigint PRIMARY KEY, n int NOT NULL)`);
+    const spec: SpecInput = {
+      name: `pause-${randomSuffix()}`,
+      tableMappings: [mapping('ticks')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+      maxBatchSize: 500,
+    };
+    let mirror = startMirror(harness, spec);
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+      10_000,
+      'running',
+    );
+    let next = 1;
+    const write = async (count: number) => {
+      for (let i = 0; i < count; i++, next++) {
+        await source.client.query(`INSERT INTO ticks VALUES ($1, 0)`, [next]);
+        if (next % 7 === 0) await source.client.query(`UPDATE ticks SET n = n + 1 WHERE id = $1`, [next - 3]);
+      }
+    };
+    await write(300);
+    const writing = write(700);
+    await mirror.stop();
+    await writing;
+    mirror = startMirror(harness, spec);
+    await write(200);
+    await expectSameRows(harness, 'ticks');
+    await mirror.stop();
+    await dropMirror(harness, spec);
+  });
+
+  it('drops the slot and the publication it created, and keeps the tables', async () => {
+    const { source, destination } = harness;
+    await source.client.query(`CREATE TABLE kept (id int PRIMARY KEY)`);
+    await source.client.query(`INSERT INTO kept VALUES (1)`);
+    const spec: SpecInput = {
+      name: `drop-${randomSuffix()}`,
+      tableMappings: [mapping('kept')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = startMirror(harness, spec);
+    await expectSameRows(harness, 'kept');
+    await mirror.stop();
+    const slotName = `tributary_${spec.name.replace(/-/g, '_')}`;
+    expect(
+      (await source.client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [slotName]))
+        .rowCount,
+    ).toBe(1);
+    await dropMirror(harness, spec);
+    expect(
+      (await source.client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [slotName]))
+        .rowCount,
+    ).toBe(0);
+    expect(
+      (await source.client.query(`SELECT 1 FROM pg_publication WHERE pubname = $1`, [slotName])).rowCount,
+    ).toBe(0);
+    expect((await destination.client.query(`SELECT count(*)::int AS n FROM kept`)).rows[0]).toEqual({ n: 1 });
+    expect((await harness.catalog.getRuntime(spec.name))?.phase).toBe('terminated');
+  });
+});

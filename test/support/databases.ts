@@ -1,0 +1,99 @@
+// Throw-away databases on the PostgreSQL test server, one set per suite.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { RelationalConfig } from '../../engine/src/resources/peer.ts';
+import { postgres } from './testenv.ts';
+
+export interface TestDatabase {
+  readonly name: string;
+  /** Superuser connection settings for the engine. */
+  readonly config: RelationalConfig;
+  /** An open superuser client for the test's own queries. */
+  readonly client: pg.Client;
+  drop(): Promise<void>;
+}
+
+export function randomSuffix(): string {
+  return randomBytes(4).toString('hex');
+}
+
+function adminClient(database: string): pg.Client {
+  return new pg.Client({ host: postgres.host, port: postgres.port, database, ...postgres.superuser });
+}
+
+export async function createTestDatabase(prefix: string): Promise<TestDatabase> {
+  const name = `${prefix}_${randomSuffix()}`;
+  const admin = adminClient('postgres');
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  } finally {
+    await admin.end();
+  }
+  const client = adminClient(name);
+  await client.connect();
+  await client.query('CREATE EXTENSION IF NOT EXISTS hstore');
+  return {
+    name,
+    config: {
+      host: postgres.host,
+      port: postgres.port,
+      user: postgres.superuser.user,
+      password: postgres.superuser.password,
+      database: name,
+    },
+    client,
+    async drop() {
+      await client.end().catch(() => {});
+      const cleanup = adminClient('postgres');
+      await cleanup.connect();
+      try {
+        await cleanup.query(
+          `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
+          [name],
+        );
+        await waitFor(async () => {
+          const active = await cleanup.query(
+            `SELECT 1 FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
+            [name],
+          );
+          return active.rowCount === 0;
+        }, 10_000);
+        await cleanup.query(
+          `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1`,
+          [name],
+        );
+        await cleanup.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+      } finally {
+        await cleanup.end();
+      }
+    },
+  };
+}
+
+/** Polls `check` every 100 ms until it returns true; fails after `timeoutMs`. */
+export async function waitFor(
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  what = 'condition',
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      if (await check()) return;
+    } catch (error) {
+      lastError = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
+}
+
+/** Every row of a table as JSON text, ordered by the given columns: for equality checks. */
+export async function tableRows(client: pg.Client, table: string, orderBy: string): Promise<string[]> {
+  const result = await client.query<{ row: string }>(
+    `SELECT row_to_json(t)::text AS row FROM ${table} t ORDER BY ${orderBy}`,
+  );
+  return result.rows.map((row) => row.row);
+}
