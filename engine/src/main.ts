@@ -1,6 +1,96 @@
-// Entry point of the `engine` role (see bin/tributary.ts). The role is not part
-// of this build yet: it says so and exits non-zero rather than pretending to run.
-export async function main(_argv: readonly string[]): Promise<number> {
-  console.error('tributary engine: this role is not available in this build yet');
-  return 1;
+// The `engine` role: runs one mirror until it is stopped (SIGTERM/SIGINT: the
+// current batch is finished and acknowledged first) or fails for good.
+//
+//   tributary engine run --mirror <name> --config <file>
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import pino from 'pino';
+import { PostgresCatalog } from './catalog/postgres-catalog.ts';
+import { createDestination } from './connectors/registry.ts';
+import { loadEngineConfig } from './engine-config.ts';
+import { isEngineError } from './errors.ts';
+import { defaultBatchMemoryBudgetBytes } from './pipeline/context.ts';
+import { superviseMirror } from './pipeline/supervisor.ts';
+
+const usage = `usage: tributary engine run --mirror <name> --config <file>
+
+Runs one mirror from an engine config file (YAML or JSON: mirror spec, source
+and destination peers with their secrets, catalog URL). Stops at a batch
+boundary on SIGTERM or SIGINT. Exit codes: 0 stopped or completed, 1 failed,
+2 usage or configuration error.`;
+
+export async function main(argv: readonly string[]): Promise<number> {
+  let parsed: ReturnType<typeof parseCommand>;
+  try {
+    parsed = parseCommand(argv);
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${usage}`);
+    return 2;
+  }
+  if (parsed === 'help') {
+    console.log(usage);
+    return 0;
+  }
+  const logger = pino({ level: process.env.TRIBUTARY_LOG_LEVEL ?? 'info', base: { mirror: parsed.mirror } });
+  let config: Awaited<ReturnType<typeof loadEngineConfig>>;
+  try {
+    config = await loadEngineConfig(parsed.configPath);
+  } catch (error) {
+    logger.error({ err: error }, 'cannot start engine');
+    return 2;
+  }
+  if (config.mirror.name !== parsed.mirror) {
+    logger.error({ configured: config.mirror.name }, 'the config file is for another mirror');
+    return 2;
+  }
+
+  const controller = new AbortController();
+  const stop = (signal: string) => {
+    logger.info({ signal }, 'stopping at the next batch boundary');
+    controller.abort();
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+
+  const catalogPool = new pg.Pool({ connectionString: config.catalog.url, max: 2 });
+  catalogPool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));
+  const catalog = new PostgresCatalog(catalogPool);
+  const destination = createDestination(config.destination, { spec: config.mirror, logger });
+  try {
+    await catalog.migrate();
+    const outcome = await superviseMirror({
+      spec: config.mirror,
+      source: config.source,
+      destination,
+      catalog,
+      logger,
+      signal: controller.signal,
+      batchMemoryBudgetBytes: config.batchMemoryBudgetBytes ?? defaultBatchMemoryBudgetBytes,
+    });
+    logger.info({ outcome }, 'engine finished');
+    return outcome === 'failed' ? 1 : 0;
+  } catch (error) {
+    logger.error({ err: error, kind: isEngineError(error) ? error.kind : 'internal' }, 'engine failed');
+    return 1;
+  } finally {
+    await destination.close().catch(() => {});
+    await catalogPool.end().catch(() => {});
+  }
+}
+
+function parseCommand(argv: readonly string[]): { mirror: string; configPath: string } | 'help' {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      mirror: { type: 'string' },
+      config: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return 'help';
+  if (positionals[0] !== 'run' || positionals.length !== 1) throw new Error('expected the command `run`');
+  if (!values.mirror) throw new Error('--mirror is required');
+  if (!values.config) throw new Error('--config is required');
+  return { mirror: values.mirror, configPath: values.config };
 }

@@ -82,6 +82,7 @@ export async function waitFor(
   while (Date.now() < deadline) {
     try {
       if (await check()) return;
+      lastError = undefined;
     } catch (error) {
       lastError = error;
     }
@@ -93,7 +94,17 @@ export async function waitFor(
 /** Every row of a table as JSON text, ordered by the given columns: for equality checks. */
 export async function tableRows(client: pg.Client, table: string, orderBy: string): Promise<string[]> {
   const result = await client.query<{ row: string }>(
-    `SELECT row_to_json(t)::text AS row FROM ${table} t ORDER BY ${orderBy}`,
+    `SELECT row_to_json(whole_row)::text AS row FROM ${table} whole_row ORDER BY ${orderBy}`,
   );
   return result.rows.map((row) => row.row);
+}
+
+/** Every cell as `rowNumber.column=value` text: a failing comparison then names the cell. */
+export async function tableCells(client: pg.Client, table: string, orderBy: string): Promise<string[]> {
+  const result = await client.query<{ cell: string }>(
+    `SELECT n || '.' || key || '=' || coalesce(value, 'NULL') AS cell
+     FROM (SELECT row_number() OVER (ORDER BY ${orderBy}) AS n, row_to_json(whole_row) AS j FROM ${table} whole_row) r,
+       json_each_text(r.j) ORDER BY n, key`,
+  );
+  return result.rows.map((row) => row.cell);
 }

@@ -100,15 +100,18 @@ export class PostgresDestination implements Destination {
   /**
    * Built-in types keep their exact declaration. A user-defined type (enum,
    * domain, extension type) keeps its name only with system PG and only when the
-   * destination has a type of that name; otherwise the column holds its text.
+   * destination has a type of that name; otherwise a domain becomes the type it
+   * is over, and anything else holds its text.
    */
   async #columnType(pool: pg.Pool, column: SourceColumn): Promise<string> {
     if (column.typeOid < firstUserObjectId) return column.typeName;
-    if (this.#options.system !== 'PG') return 'text';
-    const found = await pool.query<{ oid: string | null }>(`SELECT to_regtype($1)::oid::text AS oid`, [
-      column.typeName,
-    ]);
-    return found.rows[0]?.oid ? column.typeName : 'text';
+    if (this.#options.system === 'PG') {
+      const found = await pool.query<{ oid: string | null }>(`SELECT to_regtype($1)::oid::text AS oid`, [
+        column.typeName,
+      ]);
+      if (found.rows[0]?.oid) return column.typeName;
+    }
+    return column.domainBaseTypeName ?? 'text';
   }
 
   async truncateTables(tables: readonly DestinationTable[]): Promise<void> {

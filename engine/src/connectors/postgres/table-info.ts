@@ -12,6 +12,8 @@ export interface SourceColumn {
   readonly typeModifier: number;
   /** `format_type(oid, typmod)`, e.g. `numeric(10,2)`: the native type for PG destinations. */
   readonly typeName: string;
+  /** For a domain, the type it is a domain over (resolved through nested domains). */
+  readonly domainBaseTypeName?: string | undefined;
   readonly notNull: boolean;
 }
 
@@ -41,6 +43,7 @@ interface ColumnRow {
   atttypid: number;
   atttypmod: number;
   type_name: string;
+  base_type_name: string | null;
   attnotnull: boolean;
 }
 
@@ -58,9 +61,16 @@ export async function readTableInfo(
   const tableRow = table.rows[0];
   if (!tableRow) return undefined;
   const columns = await client.query<ColumnRow>(
-    `SELECT attname, atttypid::int AS atttypid, atttypmod, format_type(atttypid, atttypmod) AS type_name, attnotnull
-     FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped AND attgenerated = ''
-     ORDER BY attnum`,
+    `WITH RECURSIVE domains(start_oid, oid, typmod) AS (
+       SELECT t.oid, t.typbasetype, t.typtypmod FROM pg_type t WHERE t.typtype = 'd'
+       UNION ALL
+       SELECT d.start_oid, t.typbasetype, t.typtypmod FROM domains d JOIN pg_type t ON t.oid = d.oid WHERE t.typtype = 'd')
+     SELECT a.attname, a.atttypid::int AS atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod) AS type_name,
+       (SELECT format_type(d.oid, d.typmod) FROM domains d JOIN pg_type t ON t.oid = d.oid
+        WHERE d.start_oid = a.atttypid AND t.typtype <> 'd') AS base_type_name,
+       a.attnotnull
+     FROM pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+     ORDER BY a.attnum`,
     [tableRow.oid],
   );
   // The primary key identifies rows; without one, the replica identity index.
@@ -86,6 +96,7 @@ export async function readTableInfo(
       typeOid: row.atttypid,
       typeModifier: row.atttypmod,
       typeName: row.type_name,
+      ...(row.base_type_name ? { domainBaseTypeName: row.base_type_name } : {}),
       notNull: row.attnotnull,
     })),
     keyColumns: key.rows.map((row) => row.attname),
