@@ -91,8 +91,12 @@ export interface Catalog {
   migrate(): Promise<void>;
 
   getRuntime(mirror: string): Promise<MirrorRuntime | undefined>;
-  /** Creates the runtime row when missing. */
-  setPhase(mirror: string, phase: MirrorPhase, errorMessage?: string | null): Promise<void>;
+  /**
+   * Moves the mirror to `phase` if the lifecycle allows it from its current
+   * phase (creating the runtime row for `setup`), atomically. Throws
+   * PhaseTransitionError otherwise.
+   */
+  transition(mirror: string, phase: MirrorPhase, errorMessage?: string | null): Promise<void>;
   saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void>;
   setSnapshotCompleted(mirror: string, completed: boolean): Promise<void>;
 

@@ -12,6 +12,8 @@ import type {
   SnapshotTableProgress,
   SourceSetup,
 } from './catalog.ts';
+import { PhaseTransitionError } from './phase-error.ts';
+import { phasesLeadingTo } from './phases.ts';
 
 export interface SqlExecutor {
   query<Row>(text: string, params?: unknown[]): Promise<{ rows: Row[] }>;
@@ -134,13 +136,35 @@ export class PostgresCatalog implements Catalog {
     };
   }
 
-  async setPhase(mirror: string, phase: MirrorPhase, errorMessage: string | null = null): Promise<void> {
-    await this.#sql.query(
-      `INSERT INTO tributary.mirror_runtime (mirror, phase, error_message) VALUES ($1, $2, $3)
-       ON CONFLICT (mirror) DO UPDATE SET phase = EXCLUDED.phase, error_message = EXCLUDED.error_message,
-         updated_at = now()`,
-      [mirror, phase, errorMessage],
+  async transition(mirror: string, phase: MirrorPhase, errorMessage: string | null = null): Promise<void> {
+    const from = phasesLeadingTo(phase);
+    // Each statement is conditional on the current phase, so two writers cannot
+    // both make a move the table forbids.
+    const updated = await this.#sql.query<{ mirror: string }>(
+      `UPDATE tributary.mirror_runtime SET phase = $2, error_message = $3, updated_at = now(),
+         -- Re-created after a drop: forget what the old mirror had set up.
+         slot_name = CASE WHEN phase = 'terminated' THEN NULL ELSE slot_name END,
+         publication_name = CASE WHEN phase = 'terminated' THEN NULL ELSE publication_name END,
+         publication_created_by_mirror = CASE WHEN phase = 'terminated' THEN NULL ELSE publication_created_by_mirror END,
+         snapshot_completed = CASE WHEN phase = 'terminated' THEN false ELSE snapshot_completed END
+       WHERE mirror = $1 AND phase = ANY($4::text[])
+       RETURNING mirror`,
+      [mirror, phase, errorMessage, from.filter((origin) => origin !== 'new')],
     );
+    if (updated.rows.length > 0) return;
+    const rows = from.includes('new')
+      ? (
+          await this.#sql.query<{ mirror: string }>(
+            `INSERT INTO tributary.mirror_runtime (mirror, phase, error_message) VALUES ($1, $2, $3)
+             ON CONFLICT (mirror) DO NOTHING RETURNING mirror`,
+            [mirror, phase, errorMessage],
+          )
+        ).rows
+      : [];
+    if (rows.length > 0) return;
+    // Distinguish "no row and new not allowed" from "row in the wrong phase".
+    const current = await this.getRuntime(mirror);
+    throw new PhaseTransitionError(mirror, current?.phase ?? 'new', phase);
   }
 
   async saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void> {

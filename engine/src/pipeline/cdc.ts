@@ -203,7 +203,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     }
   };
 
-  await catalog.setPhase(spec.name, 'running');
+  await catalog.transition(spec.name, 'running');
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
   try {
     for (;;) {

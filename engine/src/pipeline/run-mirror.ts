@@ -26,14 +26,17 @@ export type RunOutcome = 'stopped' | 'completed';
 
 export async function runMirror(context: MirrorContext): Promise<RunOutcome> {
   const { spec, catalog } = context;
-  const runtime = await catalog.getRuntime(spec.name);
+  const stored = await catalog.getRuntime(spec.name);
+  if (stored?.phase === 'completed') return 'completed';
+  // A mirror re-created under a dropped one's name starts from nothing.
+  const runtime = stored?.phase === 'terminated' ? undefined : stored;
   const source = await connectPostgres(context.source, {
     applicationName: applicationName(spec.name, 'setup'),
   });
   let setup: SourceSetup;
   let tables: DestinationTable[];
   try {
-    if (!runtime) await catalog.setPhase(spec.name, 'setup');
+    if (!runtime) await catalog.transition(spec.name, 'setup');
     const validated = await validateSource(source.client, {
       tables: spec.tableMappings.map((mapping) => mapping.source),
       publicationName: spec.publicationName,
@@ -85,7 +88,7 @@ export async function runMirror(context: MirrorContext): Promise<RunOutcome> {
       // No CDC follows: keep no slot that would hold WAL on the source.
       await dropSlot(source.client, setup.slotName);
       if (setup.publicationCreatedByMirror) await dropPublication(source.client, setup.publicationName);
-      await catalog.setPhase(spec.name, 'completed');
+      await catalog.transition(spec.name, 'completed');
       await mirrorLog(context, 'INFO', 'initial load only: mirror completed');
       return 'completed';
     }
@@ -118,7 +121,7 @@ async function loadInitialSnapshot(
   await context.destination.truncateTables(tables);
   await context.destination.removeCheckpoint(spec.name);
   await catalog.resetSnapshotProgress(spec.name);
-  await catalog.setPhase(spec.name, 'snapshot');
+  await catalog.transition(spec.name, 'snapshot');
 
   // The exporting connection must stay open and idle until every partition has
   // imported the snapshot.
@@ -142,7 +145,8 @@ export async function teardownMirror(
 ): Promise<void> {
   const { spec, catalog } = context;
   const runtime = await catalog.getRuntime(spec.name);
-  await catalog.setPhase(spec.name, 'terminating');
+  if (runtime?.phase === 'terminated') return;
+  await catalog.transition(spec.name, 'terminating');
   const source = await connectPostgres(context.source, {
     applicationName: applicationName(spec.name, 'teardown'),
   });
@@ -157,6 +161,6 @@ export async function teardownMirror(
     await source.close();
   }
   await context.destination.removeCheckpoint(spec.name);
-  await catalog.setPhase(spec.name, 'terminated');
+  await catalog.transition(spec.name, 'terminated');
   await catalog.appendLog(spec.name, 'INFO', 'mirror dropped: slot and publication removed, tables kept');
 }

@@ -32,7 +32,9 @@ export async function superviseMirror(
       context.logger.error({ err: error, kind: error.kind }, 'mirror run failed');
       if (retry !== 'timed') {
         await mirrorLog(context, 'ERROR', `${error.message}. ${remedy}`);
-        await context.catalog.setPhase(context.spec.name, 'failed', `${error.message}. ${remedy}`);
+        await context.catalog
+          .transition(context.spec.name, 'failed', `${error.message}. ${remedy}`)
+          .catch((refused: unknown) => context.logger.warn({ err: refused }, 'could not record the failure'));
         return 'failed';
       }
       // A run that lasted a while before failing starts the backoff over.
