@@ -13,7 +13,7 @@ up() {
     status_line ssh "ready on 127.0.0.1:$TESTENV_SSH_PORT (already running)"
     return 0
   fi
-  apt_install openssh-server openssh-client
+  apt_install openssh-server openssh-client iproute2
   if ! id "$SSH_USER" >/dev/null 2>&1; then
     useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$SSH_USER"
   fi

@@ -1,31 +1,11 @@
 // kill -9 the engine process at random points under continuous writes, ten
 // times, then let it catch up: source and destination must be equal row by row.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomSuffix, waitFor } from '../support/databases.ts';
+import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import { createHarness, type Harness } from '../support/mirror-harness.ts';
-import { repoRoot } from '../support/testenv.ts';
 
 const kills = 10;
-
-function startEngine(mirror: string, configPath: string): ChildProcess {
-  return spawn(
-    process.execPath,
-    [join(repoRoot, 'bin', 'tributary.ts'), 'engine', 'run', '--mirror', mirror, '--config', configPath],
-    {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' },
-    },
-  );
-}
-
-function exited(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-}
 
 /** A seeded generator so a failing run can be reproduced from its logged seed. */
 function random(seed: number): () => number {
@@ -66,34 +46,18 @@ describe('crash safety', () => {
       `INSERT INTO ledger SELECT g, g % 50, g * 0.01, 'seed ' || g FROM generate_series(1, 20000) g`,
     );
     const mirror = `crash-${randomSuffix()}`;
-    const configPath = join(mkdtempSync(join(tmpdir(), 'tributary-crash-')), 'engine.json');
-    const catalogConfig = harness.catalogDatabase.config;
-    writeFileSync(
-      configPath,
-      JSON.stringify({
-        mirror: {
-          name: mirror,
-          sourcePeer: 'source',
-          destinationPeer: 'destination',
-          tableMappings: [
-            {
-              source: { schema: 'public', table: 'ledger' },
-              destination: { schema: 'public', table: 'ledger' },
-            },
-          ],
-          doInitialSnapshot: true,
-          idleTimeoutSeconds: 1,
-          maxBatchSize: 300,
-          snapshotNumRowsPerPartition: 4000,
-        },
-        source: harness.source.config,
-        destination: { name: 'destination', kind: 'relational', config: harness.destination.config },
-        catalog: {
-          url: `postgres://${catalogConfig.user}:${catalogConfig.password}@${catalogConfig.host}:${catalogConfig.port}/${catalogConfig.database}`,
-        },
-      }),
-      { mode: 0o600 },
-    );
+    const configPath = writeEngineConfig(harness, {
+      name: mirror,
+      sourcePeer: 'source',
+      destinationPeer: 'destination',
+      tableMappings: [
+        { source: { schema: 'public', table: 'ledger' }, destination: { schema: 'public', table: 'ledger' } },
+      ],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+      maxBatchSize: 300,
+      snapshotNumRowsPerPartition: 4000,
+    });
 
     let writing = true;
     let nextId = 20_001;

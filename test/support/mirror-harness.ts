@@ -2,14 +2,17 @@
 import pg from 'pg';
 import pino from 'pino';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
+import type { Destination } from '../../engine/src/connectors/destination.ts';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
 import { defaultBatchMemoryBudgetBytes, type MirrorContext } from '../../engine/src/pipeline/context.ts';
 import { type RunOutcome, runMirror, teardownMirror } from '../../engine/src/pipeline/run-mirror.ts';
+import { superviseMirror } from '../../engine/src/pipeline/supervisor.ts';
 import {
   type MirrorSpec,
   type MirrorSpecInput,
   mirrorSpecSchema,
 } from '../../engine/src/resources/mirror.ts';
+import type { RelationalConfig } from '../../engine/src/resources/peer.ts';
 import { createTestDatabase, type TestDatabase } from './databases.ts';
 
 export interface Harness {
@@ -69,20 +72,41 @@ function contextFor(harness: Harness, spec: MirrorSpec, signal: AbortSignal, bud
   };
 }
 
-export function startMirror(
-  harness: Harness,
-  input: SpecInput,
-  options: { batchMemoryBudgetBytes?: number } = {},
-): RunningMirror {
+export interface StartOptions {
+  readonly batchMemoryBudgetBytes?: number;
+  /** Replaces the source connection settings (e.g. to go through SSH). */
+  readonly source?: RelationalConfig;
+  /** Wraps the real destination, e.g. to inject faults. */
+  readonly wrapDestination?: (destination: Destination) => Destination;
+  /** Runs under the supervisor (retries with this backoff) instead of once. */
+  readonly supervisedBackoffMs?: number;
+}
+
+export function startMirror(harness: Harness, input: SpecInput, options: StartOptions = {}): RunningMirror {
   const spec = mirrorSpecSchema.parse({ ...input, sourcePeer: 'source', destinationPeer: 'destination' });
   const controller = new AbortController();
-  const context = contextFor(
+  const base = contextFor(
     harness,
     spec,
     controller.signal,
     options.batchMemoryBudgetBytes ?? defaultBatchMemoryBudgetBytes,
   );
-  const done = runMirror(context).finally(() => context.destination.close());
+  const context: MirrorContext = {
+    ...base,
+    source: options.source ?? base.source,
+    destination: options.wrapDestination ? options.wrapDestination(base.destination) : base.destination,
+  };
+  const run =
+    options.supervisedBackoffMs === undefined
+      ? runMirror(context)
+      : superviseMirror(context, {
+          initialBackoffMs: options.supervisedBackoffMs,
+          maxBackoffMs: options.supervisedBackoffMs,
+        }).then((outcome) => {
+          if (outcome === 'failed') throw new Error('mirror failed');
+          return outcome;
+        });
+  const done = run.finally(() => context.destination.close());
   // Failures surface through `done`/`stop`; this keeps an unobserved one from crashing the runner.
   done.catch(() => {});
   return {

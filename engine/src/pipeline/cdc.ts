@@ -182,24 +182,25 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
 
   const events = stream.events()[Symbol.asyncIterator]();
   let pending: Promise<IteratorResult<StreamEvent>> | undefined;
-  const aborted = new Promise<'aborted'>((resolve) => {
-    if (signal.aborted) resolve('aborted');
-    signal.addEventListener('abort', () => resolve('aborted'), { once: true });
-  });
+  // Each wait gets its own timer and abort listener, both removed afterwards: a
+  // long-lived promise in Promise.race would keep every event it ever raced.
   const nextEvent = async (): Promise<NextEvent> => {
+    if (signal.aborted) return 'aborted';
     pending ??= events.next();
     const waitMs = builder.isEmpty ? idleTimeoutMs : Math.max(0, idleTimeoutMs - builder.ageMs(Date.now()));
-    const timer = new AbortController();
+    const waiting = new AbortController();
     try {
       const result = await Promise.race([
         pending,
-        aborted,
-        delay(waitMs, 'timeout' as const, { signal: timer.signal }),
+        delay(waitMs, 'timeout' as const, { signal: waiting.signal }),
+        new Promise<'aborted'>((resolve) => {
+          signal.addEventListener('abort', () => resolve('aborted'), { once: true, signal: waiting.signal });
+        }),
       ]);
       if (result !== 'timeout' && result !== 'aborted') pending = undefined;
       return result;
     } finally {
-      timer.abort();
+      waiting.abort();
     }
   };
 

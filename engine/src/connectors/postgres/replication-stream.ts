@@ -36,7 +36,9 @@ export class ReplicationStream {
     this.#connection = connection;
     this.#copy = copy;
     this.#flushedLsn = startLsn;
-    this.#timer = setInterval(() => this.#sendStatus(false), statusIntervalMs);
+    // Asking for a reply makes the server answer with a keepalive carrying its
+    // sent position, which an idle pipeline uses to let the slot follow.
+    this.#timer = setInterval(() => this.#sendStatus(true), statusIntervalMs);
     this.#timer.unref();
   }
 

@@ -1,0 +1,58 @@
+// Runs the engine as its own process (`tributary engine run`), as the operator
+// and standalone mode do, for tests that kill it or cap its memory.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { MirrorSpecInput } from '../../engine/src/resources/mirror.ts';
+import type { Harness } from './mirror-harness.ts';
+import { repoRoot } from './testenv.ts';
+
+/** Writes an engine config for a PostgreSQL-to-PostgreSQL mirror of the harness; returns its path. */
+export function writeEngineConfig(
+  harness: Harness,
+  mirror: MirrorSpecInput,
+  extra: { batchMemoryBudgetBytes?: number } = {},
+): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'tributary-engine-')), 'engine.json');
+  const catalog = harness.catalogDatabase.config;
+  writeFileSync(
+    path,
+    JSON.stringify({
+      mirror,
+      source: harness.source.config,
+      destination: { name: 'destination', kind: 'relational', config: harness.destination.config },
+      catalog: {
+        url: `postgres://${catalog.user}:${catalog.password}@${catalog.host}:${catalog.port}/${catalog.database}`,
+      },
+      ...extra,
+    }),
+    { mode: 0o600 },
+  );
+  return path;
+}
+
+export function startEngine(mirror: string, configPath: string, nodeOptions: string[] = []): ChildProcess {
+  return spawn(
+    process.execPath,
+    [
+      ...nodeOptions,
+      join(repoRoot, 'bin', 'tributary.ts'),
+      'engine',
+      'run',
+      '--mirror',
+      mirror,
+      '--config',
+      configPath,
+    ],
+    {
+      stdio: ['ignore', process.env.ENGINE_STDOUT ? 'inherit' : 'ignore', 'inherit'],
+      env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' },
+    },
+  );
+}
+
+export function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
