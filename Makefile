@@ -8,9 +8,12 @@ export PATH := $(NODE_BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 
 all: check
 
-# Installs npm dependencies when package-lock.json changed since the last install.
+# Installs the locked npm dependencies when package.json or the lock changed.
+# `npm install` rather than `npm ci`: the lock cannot list optional platform
+# packages (other OSes' binaries of Biome and chdb) that the registry mirror
+# these machines use does not serve, and `npm ci` refuses a lock without them.
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm install --no-audit --no-fund --loglevel=error
 	@touch $@
 
 deps: node_modules/.installed

@@ -12,8 +12,10 @@ function documentedTransitions(): Record<string, string[]> {
   const section = doc.slice(doc.indexOf('## Transitions'));
   const table: Record<string, string[]> = {};
   for (const line of section.split('\n')) {
-    const match = /^\| (\w+) \| ([\w, ]+) \|$/.exec(line);
-    if (match?.[1] && match[2] && match[1] !== 'from') table[match[1]] = match[2].split(', ');
+    const cells = line.split('|').map((cell) => cell.trim());
+    // A table row reads ['', from, to, ''].
+    if (cells.length !== 4 || !/^\w+$/.test(cells[1] ?? '') || cells[1] === 'from') continue;
+    table[cells[1] ?? ''] = (cells[2] ?? '').split(',').map((phase) => phase.trim());
   }
   return table;
 }
