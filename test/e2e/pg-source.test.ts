@@ -268,6 +268,36 @@ describe('PostgreSQL source', () => {
     await dropMirror(harness, { name, tableMappings: [mapping('huge')], doInitialSnapshot: false });
   }, 300_000);
 
+  it('closes batches at the idle timeout even while changes keep coming', async () => {
+    const { client } = harness.source;
+    await client.query(`CREATE TABLE steady (id int PRIMARY KEY)`);
+    const spec: SpecInput = {
+      name: `steady-${randomSuffix()}`,
+      tableMappings: [mapping('steady')],
+      doInitialSnapshot: false,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = startMirror(harness, spec);
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+      10_000,
+      'running',
+    );
+    // A commit every 50 ms for 4 s: the stream is never quiet for a whole second.
+    const writesEnd = Date.now() + 4_000;
+    let finishedBatchesWhileWriting = 0;
+    for (let id = 1; Date.now() < writesEnd; id++) {
+      await client.query(`INSERT INTO steady VALUES ($1)`, [id]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const { batches } = await harness.catalog.listBatches(spec.name, { limit: 0, ascending: true });
+      finishedBatchesWhileWriting = batches.filter((batch) => batch.endTime !== null).length;
+    }
+    expect(finishedBatchesWhileWriting).toBeGreaterThanOrEqual(2);
+    await waitForSameRows(harness, 'steady');
+    await mirror.stop();
+    await dropMirror(harness, spec);
+  });
+
   it('survives a destination outage: the slot does not move, and everything arrives after', async () => {
     const { client } = harness.source;
     await client.query(`CREATE TABLE outage (id int PRIMARY KEY, v int)`);

@@ -20,7 +20,7 @@ export interface CdcOptions {
   readonly tables: readonly DestinationTable[];
 }
 
-type NextEvent = IteratorResult<StreamEvent> | 'timeout' | 'aborted';
+type NextEvents = IteratorResult<readonly StreamEvent[]> | 'timeout' | 'aborted';
 
 export async function runCdc(context: MirrorContext, options: CdcOptions): Promise<void> {
   const { spec, destination, catalog, signal } = context;
@@ -181,10 +181,10 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   };
 
   const events = stream.events()[Symbol.asyncIterator]();
-  let pending: Promise<IteratorResult<StreamEvent>> | undefined;
+  let pending: Promise<IteratorResult<readonly StreamEvent[]>> | undefined;
   // Each wait gets its own timer and abort listener, both removed afterwards: a
   // long-lived promise in Promise.race would keep every event it ever raced.
-  const nextEvent = async (): Promise<NextEvent> => {
+  const nextEvents = async (): Promise<NextEvents> => {
     if (signal.aborted) return 'aborted';
     pending ??= events.next();
     const waitMs = builder.isEmpty ? idleTimeoutMs : Math.max(0, idleTimeoutMs - builder.ageMs(Date.now()));
@@ -208,21 +208,23 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
   try {
     for (;;) {
-      const next = await nextEvent();
+      const next = await nextEvents();
       if (next === 'aborted') break;
       if (next === 'timeout') {
         if (!builder.isEmpty && builder.ageMs(Date.now()) >= idleTimeoutMs) await flush();
         continue;
       }
       if (next.done) throw new EngineError('connection', 'source: replication stream ended unexpectedly');
-      const event = next.value;
-      if (event.tag === 'keepalive') {
-        // Nothing open and nothing buffered: let the slot follow the server so an
-        // idle mirror does not hold back WAL.
-        if (!inTransaction && builder.isEmpty) stream.acknowledge(event.walEnd);
-        continue;
+      for (const event of next.value) {
+        if (event.tag === 'keepalive') {
+          // Nothing open and nothing buffered: let the slot follow the server so an
+          // idle mirror does not hold back WAL.
+          if (!inTransaction && builder.isEmpty) stream.acknowledge(event.walEnd);
+          continue;
+        }
+        await handle(event.message, event.walStart);
       }
-      await handle(event.message, event.walStart);
+      if (!builder.isEmpty && builder.ageMs(Date.now()) >= idleTimeoutMs) await flush();
     }
     // Pause or shutdown: make what is buffered durable, so nothing is redone.
     await flush();

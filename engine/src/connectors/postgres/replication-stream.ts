@@ -12,6 +12,31 @@ import { decodePgoutput, type PgoutputMessage } from './pgoutput.ts';
 import { encodeStandbyStatus, parseReplicationMessage } from './replication-messages.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
 
+const maxEventsPerRead = 4096;
+/** CopyData messages the stream may hold unread: enough to decode in bulk. */
+const bufferedMessages = 1024;
+
+/** Resolves when `stream` has data to read or has ended; rejects on error. */
+function readableOrEnd(stream: Duplex): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      stream.off('readable', done);
+      stream.off('end', done);
+      stream.off('close', done);
+      stream.off('error', failed);
+      resolve();
+    };
+    const failed = (error: Error) => {
+      done();
+      reject(error);
+    };
+    stream.on('readable', done);
+    stream.on('end', done);
+    stream.on('close', done);
+    stream.on('error', failed);
+  });
+}
+
 export type StreamEvent =
   | { readonly tag: 'change'; readonly walStart: bigint; readonly message: PgoutputMessage }
   /** The server has sent everything up to `walEnd`; nothing of ours is in between. */
@@ -31,11 +56,17 @@ export class ReplicationStream {
   readonly #timer: NodeJS.Timeout;
   #flushedLsn: bigint;
   #closed = false;
+  /** The stream's error, kept until `events()` can throw it. */
+  #failure: Error | undefined;
 
   private constructor(connection: PgConnection, copy: Duplex, startLsn: bigint, statusIntervalMs: number) {
     this.#connection = connection;
     this.#copy = copy;
     this.#flushedLsn = startLsn;
+    // Always listening: an error between reads must not go unhandled.
+    copy.on('error', (error: Error) => {
+      this.#failure ??= error;
+    });
     // Asking for a reply makes the server answer with a keepalive carrying its
     // sent position, which an idle pipeline uses to let the slot follow.
     this.#timer = setInterval(() => this.#sendStatus(true), statusIntervalMs);
@@ -58,27 +89,50 @@ export class ReplicationStream {
       `START_REPLICATION SLOT ${quoteIdent(options.slotName)} LOGICAL ${formatLsn(options.startLsn)} ` +
       `(proto_version '1', publication_names ${publications})`;
     const copy = connection.client.query(
-      copyBoth(command, { alignOnCopyDataFrame: true, readableObjectMode: true }),
+      copyBoth(command, {
+        alignOnCopyDataFrame: true,
+        readableObjectMode: true,
+        readableHighWaterMark: bufferedMessages,
+      }),
     );
     return new ReplicationStream(connection, copy, options.startLsn, options.statusIntervalMs ?? 10_000);
   }
 
-  /** Decoded events in WAL order. Reading pauses the socket when the consumer is slow. */
-  async *events(): AsyncGenerator<StreamEvent> {
+  /**
+   * Decoded events in WAL order, in arrays of whatever had arrived (at most
+   * `maxEventsPerRead`): one await per socket read rather than per message.
+   * Not reading pauses the socket, so a slow consumer holds the server back
+   * instead of filling memory.
+   */
+  async *events(): AsyncGenerator<readonly StreamEvent[]> {
+    const copy = this.#copy;
     try {
-      for await (const chunk of this.#copy) {
-        const message = parseReplicationMessage(chunk as Buffer);
-        if (message.tag === 'keepalive') {
-          if (message.replyRequested) this.#sendStatus(false);
-          yield { tag: 'keepalive', walEnd: message.walEnd };
-        } else {
-          yield { tag: 'change', walStart: message.walStart, message: decodePgoutput(message.data) };
+      for (;;) {
+        const events: StreamEvent[] = [];
+        for (let chunk: Buffer | null; events.length < maxEventsPerRead && (chunk = copy.read()) !== null; ) {
+          events.push(this.#decode(chunk));
         }
+        if (events.length > 0) {
+          yield events;
+          continue;
+        }
+        if (this.#failure) throw this.#failure;
+        if (copy.readableEnded || copy.destroyed) return;
+        await readableOrEnd(copy);
       }
     } catch (error) {
       if (this.#closed) return;
       throw classifyPgError(error, 'source: replication stream', 'connection');
     }
+  }
+
+  #decode(chunk: Buffer): StreamEvent {
+    const message = parseReplicationMessage(chunk);
+    if (message.tag === 'keepalive') {
+      if (message.replyRequested) this.#sendStatus(false);
+      return { tag: 'keepalive', walEnd: message.walEnd };
+    }
+    return { tag: 'change', walStart: message.walStart, message: decodePgoutput(message.data) };
   }
 
   get flushedLsn(): bigint {

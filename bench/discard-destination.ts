@@ -1,0 +1,48 @@
+// A destination that keeps nothing: it counts what it is given, so benchmarks
+// measure the engine and the source, not a destination server.
+import type { Readable } from 'node:stream';
+import type { Destination } from '../engine/src/connectors/destination.ts';
+import type { ChangeBatch, Checkpoint, DestinationTable } from '../engine/src/connectors/records.ts';
+
+export class DiscardDestination implements Destination {
+  snapshotRowCount = 0;
+  changeCount = 0;
+  #checkpoint: Checkpoint | undefined;
+  #onChange: ((changeCount: number) => void) | undefined;
+
+  /** Called after every batch with the running count of changes. */
+  onChanges(listener: (changeCount: number) => void): void {
+    this.#onChange = listener;
+  }
+
+  async check(): Promise<{ version: string }> {
+    return { version: 'discard' };
+  }
+  async close(): Promise<void> {}
+  async setupTables(_tables: readonly DestinationTable[]): Promise<void> {}
+  async truncateTables(_tables: readonly DestinationTable[]): Promise<void> {}
+
+  async writeSnapshotPartition(_table: DestinationTable, copyText: Readable): Promise<number> {
+    let rows = 0;
+    for await (const chunk of copyText) {
+      const bytes = chunk as Buffer;
+      for (let index = bytes.indexOf(10); index !== -1; index = bytes.indexOf(10, index + 1)) rows++;
+    }
+    this.snapshotRowCount += rows;
+    return rows;
+  }
+
+  async syncBatch(batch: ChangeBatch): Promise<void> {
+    this.changeCount += batch.rowCount;
+    this.#checkpoint = { batchId: batch.batchId, lsn: batch.endLsn };
+    this.#onChange?.(this.changeCount);
+  }
+
+  async readCheckpoint(_mirror: string): Promise<Checkpoint | undefined> {
+    return this.#checkpoint;
+  }
+  async addColumns(_table: DestinationTable, _columns: DestinationTable['columns']): Promise<void> {}
+  async removeCheckpoint(_mirror: string): Promise<void> {
+    this.#checkpoint = undefined;
+  }
+}
