@@ -113,4 +113,65 @@ describe('crash safety', () => {
     const runtime = await harness.catalog.getRuntime(mirror);
     expect(runtime?.phase).toBe('running');
   });
+
+  it('starts an interrupted initial load over cleanly after kill -9', async () => {
+    const { source } = harness;
+    await source.client.query(`CREATE TABLE big_load (id int PRIMARY KEY, v text)`);
+    await source.client.query(
+      `INSERT INTO big_load SELECT g, repeat('x', 200) FROM generate_series(1, 300000) g`,
+    );
+    await source.client.query(`ANALYZE big_load`);
+    const mirror = `reload-${randomSuffix()}`;
+    const configPath = writeEngineConfig(harness, {
+      name: mirror,
+      sourcePeer: 'source',
+      destinationPeer: 'destination',
+      tableMappings: [
+        {
+          source: { schema: 'public', table: 'big_load' },
+          destination: { schema: 'public', table: 'big_load' },
+        },
+      ],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+      snapshotNumRowsPerPartition: 10_000,
+      snapshotMaxParallelWorkers: 1,
+    });
+    const first = startEngine(mirror, configPath);
+    await waitFor(
+      async () => {
+        const progress = await harness.catalog.listSnapshotProgress(mirror);
+        return (progress[0]?.partitionsCompleted ?? 0) >= 2;
+      },
+      60_000,
+      'a few partitions',
+    );
+    first.kill('SIGKILL');
+    await exited(first);
+    const progress = await harness.catalog.listSnapshotProgress(mirror);
+    expect(progress[0]?.partitionsCompleted).toBeLessThan(progress[0]?.partitionsTotal ?? 0);
+
+    const second = startEngine(mirror, configPath);
+    try {
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(mirror))?.phase === 'running',
+        120_000,
+        'the load to finish',
+      );
+      await source.client.query(`UPDATE big_load SET v = 'changed' WHERE id % 1000 = 0`);
+      const sum = async (side: 'source' | 'destination') =>
+        (
+          await harness[side].client.query<{ s: string }>(
+            `SELECT count(*) || ':' || md5(string_agg(v, ',' ORDER BY id)) AS s FROM big_load`,
+          )
+        ).rows[0]?.s;
+      await waitFor(async () => (await sum('source')) === (await sum('destination')), 60_000, 'equality');
+      expect(await sum('destination')).toBe(await sum('source'));
+      const logs = await harness.catalog.listLogs({ mirror, levels: ['WARN'], offset: 0, limit: 10 });
+      expect(logs.entries.some((entry) => entry.message.includes('initial load was interrupted'))).toBe(true);
+    } finally {
+      second.kill('SIGTERM');
+      expect(await exited(second)).toBe(0);
+    }
+  });
 });

@@ -199,6 +199,29 @@ describe('PostgreSQL to PostgreSQL', () => {
     await source.client.query(`ALTER TABLE evolving ADD COLUMN b numeric(8,3)`);
     await source.client.query(`INSERT INTO evolving VALUES (2, 'after', 12.5)`);
     await expectSameRows(harness, 'evolving');
+    // Dropped and retyped columns are kept as they are at the destination, and logged.
+    await source.client.query(`ALTER TABLE evolving DROP COLUMN a`);
+    await source.client.query(`ALTER TABLE evolving ALTER COLUMN b TYPE numeric(10,3)`);
+    await source.client.query(`INSERT INTO evolving VALUES (3, 7.25)`);
+    await waitFor(
+      async () =>
+        (await destination.client.query(`SELECT 1 FROM evolving WHERE id = 3 AND a IS NULL AND b = 7.25`))
+          .rowCount === 1,
+      30_000,
+      'row 3',
+    );
+    const warnings = await harness.catalog.listLogs({
+      mirror: spec.name,
+      levels: ['WARN'],
+      offset: 0,
+      limit: 50,
+    });
+    expect(warnings.entries.map((entry) => entry.message)).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('column(s) a of public.evolving were dropped at the source'),
+        expect.stringContaining('column(s) b of public.evolving changed type at the source'),
+      ]),
+    );
     const type = await destination.client.query<{ type: string }>(
       `SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'evolving'::regclass AND attname = 'b'`,
     );
@@ -241,6 +264,69 @@ describe('PostgreSQL to PostgreSQL', () => {
     await expectSameRows(harness, 'ticks');
     await mirror.stop();
     await dropMirror(harness, spec);
+  });
+
+  it('pauses during the initial load and loads again on resume', async () => {
+    const { source } = harness;
+    await source.client.query(`CREATE TABLE paused_load (id int PRIMARY KEY, v text)`);
+    await source.client.query(
+      `INSERT INTO paused_load SELECT g, repeat('y', 100) FROM generate_series(1, 200000) g`,
+    );
+    await source.client.query(`ANALYZE paused_load`);
+    const spec: SpecInput = {
+      name: `pload-${randomSuffix()}`,
+      tableMappings: [mapping('paused_load')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+      snapshotNumRowsPerPartition: 5_000,
+      snapshotMaxParallelWorkers: 1,
+    };
+    const first = startMirror(harness, spec);
+    await waitFor(
+      async () => ((await harness.catalog.listSnapshotProgress(spec.name))[0]?.partitionsCompleted ?? 0) >= 1,
+      30_000,
+      'a partition',
+    );
+    expect(await first.stop()).toBe('stopped');
+    const second = startMirror(harness, spec);
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+      60_000,
+      'running',
+    );
+    await expectSameRows(harness, 'paused_load');
+    await second.stop();
+    await dropMirror(harness, spec);
+  });
+
+  it('runs an initial-load-only mirror to completion and leaves no slot behind', async () => {
+    const { source } = harness;
+    await source.client.query(`CREATE TABLE once (id int PRIMARY KEY, v text)`);
+    await source.client.query(`INSERT INTO once SELECT g, 'v' || g FROM generate_series(1, 1000) g`);
+    const spec: SpecInput = {
+      name: `once-${randomSuffix()}`,
+      tableMappings: [mapping('once')],
+      doInitialSnapshot: true,
+      initialSnapshotOnly: true,
+    };
+    const mirror = startMirror(harness, spec);
+    expect(await mirror.done).toBe('completed');
+    await expectSameRows(harness, 'once');
+    expect((await harness.catalog.getRuntime(spec.name))?.phase).toBe('completed');
+    const slotName = `tributary_${spec.name.replace(/-/g, '_')}`;
+    expect(
+      (await source.client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [slotName]))
+        .rowCount,
+    ).toBe(0);
+    expect(
+      (await source.client.query(`SELECT 1 FROM pg_publication WHERE pubname = $1`, [slotName])).rowCount,
+    ).toBe(0);
+    // Running it again does not load again.
+    await source.client.query(`INSERT INTO once VALUES (1001, 'late')`);
+    expect(await startMirror(harness, spec).done).toBe('completed');
+    expect((await harness.destination.client.query(`SELECT count(*)::int AS n FROM once`)).rows[0]).toEqual({
+      n: 1000,
+    });
   });
 
   it('drops the slot and the publication it created, and keeps the tables', async () => {

@@ -25,6 +25,17 @@ import { destinationTable } from './tables.ts';
 export type RunOutcome = 'stopped' | 'completed';
 
 export async function runMirror(context: MirrorContext): Promise<RunOutcome> {
+  try {
+    return await runMirrorSteps(context);
+  } catch (error) {
+    // Stopped mid-step (e.g. paused during the initial load): the step is
+    // redone from its start or from the checkpoint when the mirror resumes.
+    if (context.signal.aborted && error instanceof Error && error.name === 'AbortError') return 'stopped';
+    throw error;
+  }
+}
+
+async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   const { spec, catalog } = context;
   const stored = await catalog.getRuntime(spec.name);
   if (stored?.phase === 'completed') return 'completed';
