@@ -16,7 +16,6 @@ COPY bin ./bin
 COPY engine/src ./engine/src
 COPY operator/src ./operator/src
 COPY api-server/src ./api-server/src
-COPY crds ./crds
 # The image's `node` user (uid 1000): pods run non-root with a read-only root fs.
 USER 1000:1000
 ENTRYPOINT ["node", "bin/tributary.ts"]
