@@ -6,34 +6,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectPostgres } from '../../engine/src/connectors/postgres/connect.ts';
 import { validateSource } from '../../engine/src/connectors/postgres/validate-source.ts';
 import { EngineError } from '../../engine/src/errors.ts';
-import { randomSuffix, tableRows, waitFor } from '../support/databases.ts';
+import { randomSuffix, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import { FaultInjectingDestination } from '../support/faulty-destination.ts';
 import {
   createHarness,
   dropMirror,
+  expectSameRows,
   type Harness,
+  mapping,
   type SpecInput,
   startMirror,
 } from '../support/mirror-harness.ts';
 import { postgres, ssh } from '../support/testenv.ts';
-
-function mapping(table: string) {
-  return { source: { schema: 'public', table }, destination: { schema: 'public', table } };
-}
-
-async function waitForSameRows(harness: Harness, table: string, timeoutMs = 60_000) {
-  await waitFor(
-    async () =>
-      JSON.stringify(await tableRows(harness.source.client, table, 'id')) ===
-      JSON.stringify(await tableRows(harness.destination.client, table, 'id')),
-    timeoutMs,
-    `${table} to match`,
-  ).catch(() => {});
-  expect(await tableRows(harness.destination.client, table, 'id')).toEqual(
-    await tableRows(harness.source.client, table, 'id'),
-  );
-}
 
 async function slotLag(harness: Harness, slotName: string): Promise<bigint> {
   const result = await harness.source.client.query<{ lag: string }>(
@@ -79,14 +64,14 @@ describe('PostgreSQL source', () => {
         },
       },
     });
-    await waitForSameRows(harness, 'tunnelled');
+    await expectSameRows(harness, 'tunnelled', { timeoutMs: 60_000 });
     await waitFor(
       async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
       10_000,
       'running',
     );
     await harness.source.client.query(`UPDATE tunnelled SET v = 'changed' WHERE id <= 10`);
-    await waitForSameRows(harness, 'tunnelled');
+    await expectSameRows(harness, 'tunnelled', { timeoutMs: 60_000 });
     // The replication session's client end is a socket held by sshd: the
     // engine reached PostgreSQL through the tunnel, not directly.
     const sessions = await harness.source.client.query<{ client_port: number }>(
@@ -293,7 +278,7 @@ describe('PostgreSQL source', () => {
       finishedBatchesWhileWriting = batches.filter((batch) => batch.endTime !== null).length;
     }
     expect(finishedBatchesWhileWriting).toBeGreaterThanOrEqual(2);
-    await waitForSameRows(harness, 'steady');
+    await expectSameRows(harness, 'steady', { timeoutMs: 60_000 });
     await mirror.stop();
     await dropMirror(harness, spec);
   });
@@ -322,7 +307,7 @@ describe('PostgreSQL source', () => {
       'running',
     );
     await client.query(`INSERT INTO outage SELECT g, 0 FROM generate_series(1, 100) g`);
-    await waitForSameRows(harness, 'outage');
+    await expectSameRows(harness, 'outage', { timeoutMs: 60_000 });
 
     const slot = slotOf(spec.name);
     const before = await client.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`);
@@ -336,7 +321,7 @@ describe('PostgreSQL source', () => {
     );
     expect(faulty?.failedSyncCount).toBe(5);
     expect(confirmedDuringOutage.rows[0]?.behind).toBe(true);
-    await waitForSameRows(harness, 'outage');
+    await expectSameRows(harness, 'outage', { timeoutMs: 60_000 });
     const errors = await harness.catalog.listLogs({
       mirror: spec.name,
       levels: ['ERROR'],

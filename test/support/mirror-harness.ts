@@ -1,6 +1,7 @@
 // Runs engine pipelines in-process against the test databases.
 import pg from 'pg';
 import pino from 'pino';
+import { expect } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import type { Destination } from '../../engine/src/connectors/destination.ts';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
@@ -13,7 +14,7 @@ import {
   mirrorSpecSchema,
 } from '../../engine/src/resources/mirror.ts';
 import type { RelationalConfig } from '../../engine/src/resources/peer.ts';
-import { createTestDatabase, type TestDatabase } from './databases.ts';
+import { createTestDatabase, type TestDatabase, tableCells, tableRows, waitFor } from './databases.ts';
 
 export interface Harness {
   readonly source: TestDatabase;
@@ -127,4 +128,33 @@ export async function dropMirror(harness: Harness, input: SpecInput): Promise<vo
   } finally {
     await context.destination.close();
   }
+}
+
+/** A mapping of `public.<table>` to the same name at the destination. */
+export function mapping(table: string, exclude: string[] = []) {
+  return { source: { schema: 'public', table }, destination: { schema: 'public', table }, exclude };
+}
+
+/**
+ * Waits until the destination table equals the source table (all columns, or
+ * the given select list), then asserts it cell by cell. On time-out the
+ * assertion still runs, so its diff names the cells that differ.
+ */
+export async function expectSameRows(
+  harness: Harness,
+  table: string,
+  options: { orderBy?: string; columns?: string; timeoutMs?: number } = {},
+): Promise<void> {
+  const orderBy = options.orderBy ?? 'id';
+  const select = options.columns ? `(SELECT ${options.columns} FROM ${table})` : table;
+  await waitFor(
+    async () =>
+      JSON.stringify(await tableRows(harness.source.client, select, orderBy)) ===
+      JSON.stringify(await tableRows(harness.destination.client, select, orderBy)),
+    options.timeoutMs ?? 30_000,
+    `${table} to match`,
+  ).catch(() => {});
+  expect(await tableCells(harness.destination.client, select, orderBy)).toEqual(
+    await tableCells(harness.source.client, select, orderBy),
+  );
 }

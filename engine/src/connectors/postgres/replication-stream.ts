@@ -109,7 +109,9 @@ export class ReplicationStream {
     try {
       for (;;) {
         const events: StreamEvent[] = [];
-        for (let chunk: Buffer | null; events.length < maxEventsPerRead && (chunk = copy.read()) !== null; ) {
+        while (events.length < maxEventsPerRead) {
+          const chunk: Buffer | null = copy.read();
+          if (chunk === null) break;
           events.push(this.#decode(chunk));
         }
         if (events.length > 0) {
