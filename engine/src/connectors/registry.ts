@@ -1,6 +1,7 @@
 // Destination constructors by peer kind. `satisfies` makes the compiler refuse
 // a peer kind that has no destination.
 import type { Logger } from 'pino';
+import { EngineError } from '../errors.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
 import type { Peer, PeerKind } from '../resources/peer.ts';
 import type { Destination } from './destination.ts';
@@ -16,7 +17,11 @@ type DestinationFactory<Kind extends PeerKind> = (
   options: DestinationOptions,
 ) => Destination;
 
+// null: the kind is not a destination in this build yet (its connector is missing).
 const destinationFactories = {
+  analytics: null,
+  datawarehouse: null,
+  stream: null,
   relational: (peer, { spec, logger }) =>
     new PostgresDestination(peer.config, {
       system: spec.system,
@@ -24,9 +29,14 @@ const destinationFactories = {
       applicationName: `tributary:${spec.name}:destination`.slice(0, 63),
       logger,
     }),
-} satisfies { [Kind in PeerKind]: DestinationFactory<Kind> };
+} satisfies { [Kind in PeerKind]: DestinationFactory<Kind> | null };
+
+export function isSupportedDestination(kind: PeerKind): boolean {
+  return destinationFactories[kind] !== null;
+}
 
 export function createDestination(peer: Peer, options: DestinationOptions): Destination {
-  const factory = destinationFactories[peer.kind] as DestinationFactory<typeof peer.kind>;
+  const factory = destinationFactories[peer.kind] as DestinationFactory<typeof peer.kind> | null;
+  if (!factory) throw new EngineError('config', `${peer.kind} peers cannot be mirror destinations yet`);
   return factory(peer, options);
 }

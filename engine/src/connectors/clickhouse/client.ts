@@ -1,0 +1,36 @@
+// @clickhouse/client for an analytics peer: HTTP(S) on the port derived from the
+// native port (see analyticsHttpPort), TLS unless disabled, mutual TLS when a
+// client certificate is given.
+import { type ClickHouseClient, createClient } from '@clickhouse/client';
+import { EngineError } from '../../errors.ts';
+import { type AnalyticsConfig, analyticsHttpPort } from '../../resources/peer.ts';
+
+export function createAnalyticsClient(config: AnalyticsConfig, requestTimeoutMs = 30_000): ClickHouseClient {
+  const httpPort = analyticsHttpPort(config);
+  if (httpPort === undefined) {
+    throw new EngineError(
+      'config',
+      `cannot derive the HTTP port from native port ${config.port}: set http_port (9000 maps to 8123, 9440 to 8443)`,
+    );
+  }
+  const scheme = config.disableTls ? 'http' : 'https';
+  const tls =
+    config.disableTls || !config.rootCa
+      ? undefined
+      : config.certificate && config.privateKey
+        ? {
+            ca_cert: Buffer.from(config.rootCa),
+            cert: Buffer.from(config.certificate),
+            key: Buffer.from(config.privateKey),
+          }
+        : { ca_cert: Buffer.from(config.rootCa) };
+  return createClient({
+    url: `${scheme}://${config.host}:${httpPort}`,
+    username: config.user,
+    password: config.password,
+    database: config.database,
+    request_timeout: requestTimeoutMs,
+    application: 'tributary',
+    ...(tls ? { tls } : {}),
+  });
+}

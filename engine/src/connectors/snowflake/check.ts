@@ -1,0 +1,44 @@
+import snowflake from 'snowflake-sdk';
+import type { DatawarehouseConfig } from '../../resources/peer.ts';
+
+let configured = false;
+
+/** Without this the driver writes a log file into the working directory. */
+function configureDriver(): void {
+  if (configured) return;
+  const quiet = (): void => {};
+  snowflake.configure({
+    customLogger: { error: quiet, warn: quiet, info: quiet, debug: quiet, trace: quiet },
+  });
+  configured = true;
+}
+
+/** Logs in with the key pair (SNOWFLAKE_JWT) and runs a trivial query. */
+export async function checkDatawarehousePeer(
+  config: DatawarehouseConfig,
+  timeoutMs: number,
+): Promise<Record<string, never>> {
+  configureDriver();
+  const connection = snowflake.createConnection({
+    account: config.accountId,
+    username: config.username,
+    authenticator: 'SNOWFLAKE_JWT',
+    privateKey: config.privateKey,
+    ...(config.password ? { privateKeyPass: config.password } : {}),
+    database: config.database,
+    warehouse: config.warehouse,
+    role: config.role,
+    timeout: timeoutMs,
+    sfRetryMaxLoginRetries: 1,
+    ...(config.accessUrl ? { accessUrl: config.accessUrl } : {}),
+  });
+  await connection.connectAsync();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      connection.execute({ sqlText: 'SELECT 1', complete: (error) => (error ? reject(error) : resolve()) });
+    });
+    return {};
+  } finally {
+    await new Promise<void>((resolve) => connection.destroy(() => resolve()));
+  }
+}
