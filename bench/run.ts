@@ -109,7 +109,7 @@ async function benchSnapshot(source: TestDatabase, catalog: PostgresCatalog) {
     runSnapshot(
       context(source, catalog, destination, spec, new AbortController().signal),
       [destinationTable(tableMappingSchema.parse(mapping('bench_snapshot')), info)],
-      null,
+      { name: null, consistentPoint: 0n },
     ),
   );
   if (destination.snapshotRowCount !== rowCount)

@@ -282,6 +282,76 @@ describe('PostgreSQL to PostgreSQL', () => {
     await dropMirror(harness, spec);
   });
 
+  it('loads a table added by an edit under concurrent writes, and stops replicating a removed one', async () => {
+    const { source, destination } = harness;
+    await source.client.query(`CREATE TABLE first_table (id int PRIMARY KEY, v int)`);
+    await source.client.query(`CREATE TABLE added_table (id int PRIMARY KEY, v int)`);
+    await source.client.query(`INSERT INTO first_table SELECT g, g FROM generate_series(1, 100) g`);
+    await source.client.query(`INSERT INTO added_table SELECT g, g FROM generate_series(1, 20000) g`);
+    const spec: SpecInput = {
+      name: `edit-${randomSuffix()}`,
+      tableMappings: [mapping('first_table')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+      snapshotNumRowsPerPartition: 2_000,
+    };
+    const first = startMirror(harness, spec);
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+      20_000,
+      'running',
+    );
+    await expectSameRows(harness, 'first_table');
+    expect(await first.stop()).toBe('stopped');
+
+    // Changes made while the mirror is stopped, then during its restart.
+    await source.client.query(`UPDATE added_table SET v = -v WHERE id <= 100`);
+    let writing = true;
+    const writer = (async () => {
+      for (let id = 20_001; writing; id++) {
+        await source.client.query(`INSERT INTO added_table VALUES ($1, $1)`, [id]);
+        await source.client.query(`UPDATE added_table SET v = v + 1 WHERE id = $1`, [id - 19_000]);
+      }
+    })();
+    const edited: SpecInput = { ...spec, tableMappings: [mapping('first_table'), mapping('added_table')] };
+    const second = startMirror(harness, edited);
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+      60_000,
+      'running',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    writing = false;
+    await writer;
+    await expectSameRows(harness, 'added_table', { timeoutMs: 60_000 });
+    await source.client.query(`UPDATE first_table SET v = 0 WHERE id = 1`);
+    await expectSameRows(harness, 'first_table');
+    expect(await second.stop()).toBe('stopped');
+
+    // Removing first_table: its later changes stay at the source only.
+    const trimmed: SpecInput = { ...spec, tableMappings: [mapping('added_table')] };
+    const third = startMirror(harness, trimmed);
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+      20_000,
+      'running',
+    );
+    await source.client.query(`UPDATE first_table SET v = 12345 WHERE id = 2`);
+    await source.client.query(`UPDATE added_table SET v = 777 WHERE id = 1`);
+    await expectSameRows(harness, 'added_table');
+    expect((await destination.client.query(`SELECT v FROM first_table WHERE id = 2`)).rows[0]).toEqual({
+      v: 2,
+    });
+    const publication = `tributary_${spec.name.replace(/-/g, '_')}`;
+    const published = await source.client.query(
+      `SELECT tablename FROM pg_publication_tables WHERE pubname = $1`,
+      [publication],
+    );
+    expect(published.rows).toEqual([{ tablename: 'added_table' }]);
+    await third.stop();
+    await dropMirror(harness, trimmed);
+  });
+
   it('runs an initial-load-only mirror to completion and leaves no slot behind', async () => {
     const { source } = harness;
     await source.client.query(`CREATE TABLE once (id int PRIMARY KEY, v text)`);

@@ -62,6 +62,8 @@ export interface SnapshotTableProgress {
   readonly totalPartitionMs: bigint;
   readonly fetchCompleted: boolean;
   readonly consolidateCompleted: boolean;
+  /** CDC applies this table's changes only from transactions committed at or after this LSN. */
+  readonly cdcStartLsn: bigint;
 }
 
 export interface BatchQuery {
@@ -116,8 +118,10 @@ export interface Catalog {
   resetSnapshotProgress(mirror: string): Promise<void>;
   startSnapshotTable(
     mirror: string,
-    table: { sourceTable: string; destinationTable: string; partitionsTotal: number },
+    table: { sourceTable: string; destinationTable: string; partitionsTotal: number; cdcStartLsn: bigint },
   ): Promise<void>;
+  /** Forgets the load of tables no longer mapped, so mapping them again loads them again. */
+  removeSnapshotTables(mirror: string, sourceTables: readonly string[]): Promise<void>;
   recordSnapshotPartition(
     mirror: string,
     sourceTable: string,

@@ -10,7 +10,7 @@ export const phaseTransitions = {
   new: ['setup', 'terminating'],
   setup: ['setup', 'snapshot', 'running', 'pausing', 'terminating', 'failed'],
   snapshot: ['snapshot', 'running', 'completed', 'pausing', 'terminating', 'failed'],
-  running: ['running', 'pausing', 'terminating', 'failed'],
+  running: ['running', 'snapshot', 'pausing', 'terminating', 'failed'],
   pausing: ['paused', 'terminating', 'failed'],
   paused: ['setup', 'snapshot', 'running', 'terminating'],
   completed: ['terminating'],

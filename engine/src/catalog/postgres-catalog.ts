@@ -58,6 +58,7 @@ const migrations: readonly string[] = [
      fetch_completed boolean NOT NULL DEFAULT false,
      consolidate_completed boolean NOT NULL DEFAULT false,
      PRIMARY KEY (mirror, source_table))`,
+  `ALTER TABLE tributary.snapshot_tables ADD COLUMN IF NOT EXISTS cdc_start_lsn numeric(20, 0) NOT NULL DEFAULT 0`,
 ];
 
 interface RuntimeRow {
@@ -98,6 +99,7 @@ interface SnapshotRow {
   total_partition_ms: string;
   fetch_completed: boolean;
   consolidate_completed: boolean;
+  cdc_start_lsn: string;
 }
 
 export class PostgresCatalog implements Catalog {
@@ -313,16 +315,30 @@ export class PostgresCatalog implements Catalog {
 
   async startSnapshotTable(
     mirror: string,
-    table: { sourceTable: string; destinationTable: string; partitionsTotal: number },
+    table: { sourceTable: string; destinationTable: string; partitionsTotal: number; cdcStartLsn: bigint },
   ): Promise<void> {
     await this.#sql.query(
-      `INSERT INTO tributary.snapshot_tables (mirror, source_table, destination_table, start_time, partitions_total)
-       VALUES ($1, $2, $3, now(), $4)
+      `INSERT INTO tributary.snapshot_tables
+         (mirror, source_table, destination_table, start_time, partitions_total, cdc_start_lsn)
+       VALUES ($1, $2, $3, now(), $4, $5)
        ON CONFLICT (mirror, source_table) DO UPDATE SET destination_table = EXCLUDED.destination_table,
          start_time = EXCLUDED.start_time, partitions_total = EXCLUDED.partitions_total,
          partitions_completed = 0, rows_synced = 0, total_partition_ms = 0,
-         fetch_completed = false, consolidate_completed = false`,
-      [mirror, table.sourceTable, table.destinationTable, table.partitionsTotal],
+         fetch_completed = false, consolidate_completed = false, cdc_start_lsn = EXCLUDED.cdc_start_lsn`,
+      [
+        mirror,
+        table.sourceTable,
+        table.destinationTable,
+        table.partitionsTotal,
+        table.cdcStartLsn.toString(),
+      ],
+    );
+  }
+
+  async removeSnapshotTables(mirror: string, sourceTables: readonly string[]): Promise<void> {
+    await this.#sql.query(
+      `DELETE FROM tributary.snapshot_tables WHERE mirror = $1 AND source_table = ANY($2)`,
+      [mirror, [...sourceTables]],
     );
   }
 
@@ -351,7 +367,8 @@ export class PostgresCatalog implements Catalog {
   async listSnapshotProgress(mirror: string): Promise<SnapshotTableProgress[]> {
     const { rows } = await this.#sql.query<SnapshotRow>(
       `SELECT source_table, destination_table, start_time, partitions_total, partitions_completed,
-         rows_synced::text, total_partition_ms::text, fetch_completed, consolidate_completed
+         rows_synced::text, total_partition_ms::text, fetch_completed, consolidate_completed,
+         cdc_start_lsn::text
        FROM tributary.snapshot_tables WHERE mirror = $1 ORDER BY source_table`,
       [mirror],
     );
@@ -365,6 +382,7 @@ export class PostgresCatalog implements Catalog {
       totalPartitionMs: BigInt(row.total_partition_ms),
       fetchCompleted: row.fetch_completed,
       consolidateCompleted: row.consolidate_completed,
+      cdcStartLsn: BigInt(row.cdc_start_lsn),
     }));
   }
 }

@@ -70,12 +70,16 @@ export class SshTunnel {
   #forward(socket: Socket, target: TunnelTarget): void {
     this.#sockets.add(socket);
     socket.once('close', () => this.#sockets.delete(socket));
+    // Either end may go away mid-write (EPIPE, ECONNRESET): close both quietly;
+    // the driver on the local end sees its connection end and reports it.
+    socket.on('error', () => socket.destroy());
     socket.pause();
     this.#ssh.forwardOut('127.0.0.1', 0, target.host, target.port, (error, channel) => {
       if (error) {
         socket.destroy();
         return;
       }
+      channel.on('error', () => socket.destroy());
       socket.pipe(channel).pipe(socket);
       channel.once('close', () => socket.destroy());
       socket.once('close', () => channel.close());

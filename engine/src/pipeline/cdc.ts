@@ -18,6 +18,11 @@ export interface CdcOptions {
   readonly slotName: string;
   readonly publicationName: string;
   readonly tables: readonly DestinationTable[];
+  /**
+   * Per source table (`schema.table`): apply its changes only from transactions
+   * committed at or after this LSN (its initial load holds the earlier ones).
+   */
+  readonly tableStartLsns?: ReadonlyMap<string, bigint>;
 }
 
 type NextEvents = IteratorResult<readonly StreamEvent[]> | 'timeout' | 'aborted';
@@ -45,6 +50,15 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   const idleTimeoutMs = spec.idleTimeoutSeconds * 1000;
   let inTransaction = false;
   let skipTransaction = false;
+  let transactionFinalLsn = 0n;
+  const tableStartLsns = options.tableStartLsns ?? new Map<string, bigint>();
+  /** The table when this transaction's changes to it are to be applied. */
+  const target = (relationId: number) => {
+    const tracked = relations.tableOf(relationId);
+    if (!tracked || skipTransaction) return undefined;
+    const startLsn = tableStartLsns.get(formatTableName(tracked.table.source));
+    return startLsn !== undefined && transactionFinalLsn < startLsn ? undefined : tracked;
+  };
   let currentBatchId = 0n;
 
   const flush = async () => {
@@ -119,6 +133,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         inTransaction = true;
         // Already durable at the destination: replayed after a crash before the ack.
         skipTransaction = message.finalLsn < durableLsn;
+        transactionFinalLsn = message.finalLsn;
         return;
       case 'commit':
         inTransaction = false;
@@ -133,8 +148,8 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         return;
       }
       case 'insert': {
-        const tracked = relations.tableOf(message.relationId);
-        if (!tracked || skipTransaction) return;
+        const tracked = target(message.relationId);
+        if (!tracked) return;
         await addChange(
           tracked.table,
           { kind: 'insert', newRow: project(message.newTuple, tracked.projection) },
@@ -143,8 +158,8 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         return;
       }
       case 'update': {
-        const tracked = relations.tableOf(message.relationId);
-        if (!tracked || skipTransaction) return;
+        const tracked = target(message.relationId);
+        if (!tracked) return;
         const old = message.oldTuple ?? message.keyTuple;
         const oldRow = old ? project(old, tracked.projection) : null;
         const newRow = fillFromOld(
@@ -155,8 +170,8 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         return;
       }
       case 'delete': {
-        const tracked = relations.tableOf(message.relationId);
-        if (!tracked || skipTransaction) return;
+        const tracked = target(message.relationId);
+        if (!tracked) return;
         const old = message.oldTuple ?? message.keyTuple;
         if (!old)
           throw new EngineError(
@@ -167,9 +182,8 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         return;
       }
       case 'truncate':
-        if (skipTransaction) return;
         for (const relationId of message.relationIds) {
-          const tracked = relations.tableOf(relationId);
+          const tracked = target(relationId);
           if (tracked) await addChange(tracked.table, { kind: 'truncate' }, lsn);
         }
         return;

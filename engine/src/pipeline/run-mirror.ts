@@ -11,11 +11,13 @@ import {
   dropPublication,
   dropSlot,
   ensurePublication,
+  removeFromPublication,
   slotExists,
 } from '../connectors/postgres/slot.ts';
 import { validateSource } from '../connectors/postgres/validate-source.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import { EngineError } from '../errors.ts';
+import { formatTableName, parseTableIdentifier } from '../resources/mirror.ts';
 import { runCdc } from './cdc.ts';
 import { applicationName, type MirrorContext, mirrorLog } from './context.ts';
 import { runSnapshot } from './snapshot.ts';
@@ -95,6 +97,8 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
       await mirrorLog(context, 'INFO', `created replication slot ${setup.slotName}`);
     }
 
+    await reconcileMappedTables(context, source, setup, tables);
+
     if (spec.initialSnapshotOnly) {
       // No CDC follows: keep no slot that would hold WAL on the source.
       await dropSlot(source.client, setup.slotName);
@@ -108,8 +112,72 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   }
 
   if (context.signal.aborted) return 'stopped';
-  await runCdc(context, { slotName: setup.slotName, publicationName: setup.publicationName, tables });
+  const progress = await catalog.listSnapshotProgress(spec.name);
+  const tableStartLsns = new Map(progress.map((table) => [table.sourceTable, table.cdcStartLsn]));
+  await runCdc(context, {
+    slotName: setup.slotName,
+    publicationName: setup.publicationName,
+    tables,
+    tableStartLsns,
+  });
   return 'stopped';
+}
+
+/**
+ * After an edit: loads tables that were added since the initial load, and
+ * stops publishing tables that were removed. An added table is copied under
+ * the snapshot of a temporary slot created after it joined the publication;
+ * CDC skips its changes from transactions that committed before that slot's
+ * consistent point, since the copy already holds them.
+ */
+async function reconcileMappedTables(
+  context: MirrorContext,
+  source: PgConnection,
+  setup: SourceSetup,
+  tables: readonly DestinationTable[],
+): Promise<void> {
+  const { spec, catalog } = context;
+  const progress = await catalog.listSnapshotProgress(spec.name);
+  const mapped = new Set(tables.map((table) => formatTableName(table.source)));
+  const removed = progress
+    .filter((table) => !mapped.has(table.sourceTable))
+    .map((table) => table.sourceTable);
+  if (removed.length > 0) {
+    if (setup.publicationCreatedByMirror) {
+      await removeFromPublication(source.client, setup.publicationName, removed.map(parseTableIdentifier));
+    }
+    await catalog.removeSnapshotTables(spec.name, removed);
+    await mirrorLog(context, 'INFO', `stopped replicating ${removed.join(', ')}; destination tables kept`);
+  }
+  if (!spec.doInitialSnapshot || progress.length === 0) return;
+  const loaded = new Set(
+    progress.filter((table) => table.consolidateCompleted).map((table) => table.sourceTable),
+  );
+  const added = tables.filter((table) => !loaded.has(formatTableName(table.source)));
+  if (added.length === 0) return;
+
+  await catalog.transition(spec.name, 'snapshot');
+  await context.destination.truncateTables(added);
+  const replication = await connectPostgres(context.source, {
+    replication: 'database',
+    applicationName: applicationName(spec.name, 'slot'),
+  });
+  try {
+    const temporarySlot = await createSlot(replication.client, `${setup.slotName}_add`.slice(0, 63), true, {
+      temporary: true,
+    });
+    await runSnapshot(context, added, {
+      name: temporarySlot.snapshotName,
+      consistentPoint: temporarySlot.consistentPoint,
+    });
+  } finally {
+    await replication.close();
+  }
+  await mirrorLog(
+    context,
+    'INFO',
+    `loaded added table(s) ${added.map((t) => formatTableName(t.source)).join(', ')}`,
+  );
 }
 
 /**
@@ -143,7 +211,7 @@ async function loadInitialSnapshot(
   try {
     const slot = await createSlot(replication.client, setup.slotName, true);
     await mirrorLog(context, 'INFO', `created replication slot ${slot.slotName}`);
-    await runSnapshot(context, tables, slot.snapshotName);
+    await runSnapshot(context, tables, { name: slot.snapshotName, consistentPoint: slot.consistentPoint });
   } finally {
     await replication.close();
   }

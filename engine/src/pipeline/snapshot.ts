@@ -14,14 +14,19 @@ import { EngineError } from '../errors.ts';
 import { formatTableName } from '../resources/mirror.ts';
 import { applicationName, type MirrorContext, mirrorLog } from './context.ts';
 
+/**
+ * Loads `tables` under `snapshotName`, which shows the database as of
+ * `consistentPoint`: CDC then applies these tables' changes only from
+ * transactions that committed at or after that point.
+ */
 export async function runSnapshot(
   context: MirrorContext,
   tables: readonly DestinationTable[],
-  snapshotName: string | null,
+  snapshot: { readonly name: string | null; readonly consistentPoint: bigint },
 ): Promise<void> {
   const { spec } = context;
   await mirrorLog(context, 'INFO', `initial load of ${tables.length} table(s) started`);
-  await pMap(tables, (table) => snapshotTable(context, table, snapshotName), {
+  await pMap(tables, (table) => snapshotTable(context, table, snapshot), {
     concurrency: spec.snapshotNumTablesInParallel,
     signal: context.signal,
   });
@@ -31,8 +36,9 @@ export async function runSnapshot(
 async function snapshotTable(
   context: MirrorContext,
   table: DestinationTable,
-  snapshotName: string | null,
+  snapshot: { readonly name: string | null; readonly consistentPoint: bigint },
 ): Promise<void> {
+  const snapshotName = snapshot.name;
   const { spec, catalog } = context;
   const sourceName = formatTableName(table.source);
   const planner = await openSourceConnection(context);
@@ -47,6 +53,7 @@ async function snapshotTable(
     sourceTable: sourceName,
     destinationTable: formatTableName(table.destination),
     partitionsTotal: ranges.length,
+    cdcStartLsn: snapshot.consistentPoint,
   });
 
   // Each worker keeps one connection and reuses it across partitions.

@@ -53,6 +53,30 @@ export async function ensurePublication(
   }
 }
 
+/** Removes tables that are no longer mapped from a publication the mirror created. */
+export async function removeFromPublication(
+  client: pg.Client,
+  publicationName: string,
+  tables: readonly TableName[],
+): Promise<void> {
+  if (tables.length === 0) return;
+  try {
+    const published = await client.query<{ schemaname: string; tablename: string }>(
+      `SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1`,
+      [publicationName],
+    );
+    const present = new Set(published.rows.map((row) => `${row.schemaname}\u0000${row.tablename}`));
+    const toDrop = tables.filter((table) => present.has(`${table.schema}\u0000${table.table}`));
+    if (toDrop.length > 0) {
+      await client.query(
+        `ALTER PUBLICATION ${quoteIdent(publicationName)} DROP TABLE ${toDrop.map(quoteTable).join(', ')}`,
+      );
+    }
+  } catch (error) {
+    throw classifyPgError(error, `source: remove tables from publication ${publicationName}`, 'source_setup');
+  }
+}
+
 export async function slotExists(client: pg.Client, slotName: string): Promise<boolean> {
   const result = await client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [slotName]);
   return (result.rowCount ?? 0) > 0;
@@ -66,14 +90,17 @@ export async function createSlot(
   replicationClient: pg.Client,
   slotName: string,
   exportSnapshot: boolean,
+  options: { temporary?: boolean } = {},
 ): Promise<CreatedSlot> {
   const snapshotMode = exportSnapshot ? 'EXPORT_SNAPSHOT' : 'NOEXPORT_SNAPSHOT';
+  // A temporary slot disappears with its connection: used only for its snapshot.
+  const temporary = options.temporary ? ' TEMPORARY' : '';
   try {
     const result = await replicationClient.query<{
       slot_name: string;
       consistent_point: string;
       snapshot_name: string | null;
-    }>(`CREATE_REPLICATION_SLOT ${quoteIdent(slotName)} LOGICAL pgoutput ${snapshotMode}`);
+    }>(`CREATE_REPLICATION_SLOT ${quoteIdent(slotName)}${temporary} LOGICAL pgoutput ${snapshotMode}`);
     const row = result.rows[0];
     if (!row)
       throw new EngineError('internal', `source: CREATE_REPLICATION_SLOT ${slotName} returned no row`);

@@ -1,0 +1,53 @@
+// Where resources live. Implementations: the embedded store of standalone mode
+// and the Kubernetes API (custom resources and Secrets). Every method is atomic
+// on its own; concurrent writers of one resource are serialised by the store.
+import type { Peer } from '../resources/peer.ts';
+import type { MirrorResource, MirrorResourceSpec, PeerResource, ScriptResource } from './resources.ts';
+
+export class ResourceExistsError extends Error {
+  constructor(kind: string, name: string) {
+    super(`${kind} ${name} already exists`);
+    this.name = 'ResourceExistsError';
+  }
+}
+
+export class ResourceNotFoundError extends Error {
+  constructor(kind: string, name: string) {
+    super(`${kind} ${name} does not exist`);
+    this.name = 'ResourceNotFoundError';
+  }
+}
+
+export type ResourceEvent =
+  | { readonly kind: 'mirror'; readonly name: string }
+  | { readonly kind: 'peer'; readonly name: string };
+
+export interface ResourceStore {
+  getPeer(name: string): Promise<PeerResource | undefined>;
+  listPeers(): Promise<PeerResource[]>;
+  /** Creates or replaces the peer (its secrets stored apart). */
+  putPeer(peer: Peer, version: string | null): Promise<void>;
+
+  getMirror(name: string): Promise<MirrorResource | undefined>;
+  listMirrors(): Promise<MirrorResource[]>;
+  /** Throws ResourceExistsError when a mirror of that name exists (dropping ones included). */
+  createMirror(spec: MirrorResourceSpec): Promise<MirrorResource>;
+  /** Replaces the spec and bumps the generation. Throws ResourceNotFoundError. */
+  updateMirrorSpec(name: string, spec: MirrorResourceSpec): Promise<MirrorResource>;
+  /** Bumps the generation without a spec change: asks for a retry of a failed mirror. */
+  requestMirrorRetry(name: string): Promise<MirrorResource>;
+  recordMirrorFailure(name: string, generation: number | null): Promise<void>;
+  markMirrorDeleting(name: string): Promise<MirrorResource>;
+  /** Forgets the mirror; called once teardown is done. */
+  removeMirror(name: string): Promise<void>;
+
+  getScript(id: number): Promise<ScriptResource | undefined>;
+  getScriptByName(name: string): Promise<ScriptResource | undefined>;
+  listScripts(): Promise<ScriptResource[]>;
+  createScript(script: Omit<ScriptResource, 'id'>): Promise<ScriptResource>;
+  /** Throws ResourceNotFoundError for an unknown id. */
+  updateScript(script: ScriptResource): Promise<ScriptResource>;
+
+  /** Calls `listener` after every change; returns a function that stops it. */
+  watch(listener: (event: ResourceEvent) => void): () => void;
+}
