@@ -17,7 +17,12 @@ import {
   ResourceNotFoundError,
   type ResourceStore,
 } from '../../../engine/src/control/store.ts';
-import { joinPeerSecrets, type Peer, type PeerKind, splitPeerSecrets } from '../../../engine/src/resources/peer.ts';
+import {
+  joinPeerSecrets,
+  type Peer,
+  type PeerKind,
+  splitPeerSecrets,
+} from '../../../engine/src/resources/peer.ts';
 
 const migrations = [
   `CREATE SCHEMA IF NOT EXISTS resources`,
@@ -130,7 +135,9 @@ export class EmbeddedStore implements ResourceStore {
   }
 
   async getMirror(name: string): Promise<MirrorResource | undefined> {
-    const { rows } = await this.#sql.query<MirrorRow>(`SELECT * FROM resources.mirrors WHERE name = $1`, [name]);
+    const { rows } = await this.#sql.query<MirrorRow>(`SELECT * FROM resources.mirrors WHERE name = $1`, [
+      name,
+    ]);
     return rows[0] ? toMirror(rows[0]) : undefined;
   }
 
@@ -169,7 +176,10 @@ export class EmbeddedStore implements ResourceStore {
   }
 
   async recordMirrorFailure(name: string, generation: number | null): Promise<void> {
-    await this.#sql.query(`UPDATE resources.mirrors SET failed_generation = $2 WHERE name = $1`, [name, generation]);
+    await this.#sql.query(`UPDATE resources.mirrors SET failed_generation = $2 WHERE name = $1`, [
+      name,
+      generation,
+    ]);
   }
 
   markMirrorDeleting(name: string): Promise<MirrorResource> {
@@ -187,7 +197,9 @@ export class EmbeddedStore implements ResourceStore {
   }
 
   async getScriptByName(name: string): Promise<ScriptResource | undefined> {
-    const { rows } = await this.#sql.query<ScriptRow>(`SELECT * FROM resources.scripts WHERE name = $1`, [name]);
+    const { rows } = await this.#sql.query<ScriptRow>(`SELECT * FROM resources.scripts WHERE name = $1`, [
+      name,
+    ]);
     return rows[0];
   }
 
