@@ -1,13 +1,129 @@
-// Entry point of standalone mode (`npm start`, the README's run command): the
-// facade, reconcilers and engines in one process with embedded state. Until the
-// facade lands it states what it will run and exits non-zero.
-export async function main(_argv: readonly string[]): Promise<number> {
-  console.error(
-    [
-      'tributary standalone: not available in this build yet.',
-      'It will serve the /api/v1 facade on one port, keep peers, mirrors, scripts and the',
-      'catalog in an embedded data directory, and run every mirror engine in this process.',
-    ].join('\n'),
+// Standalone mode (`make start`, `npm start`): the /api/v1 facade, the
+// reconcilers and the mirrors' engines in one process, with embedded state in
+// a data directory.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { z } from 'zod';
+import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
+import { findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
+import { buildApp } from './http/app.ts';
+import type { AuthConfig } from './http/auth.ts';
+import { startControlPlane } from './standalone/control-plane.ts';
+
+const usage = `usage: tributary standalone [options]
+
+Serves the /api/v1 interface and runs every mirror in this process, keeping
+peers, mirrors, scripts and the catalog in an embedded database.
+
+Options (each also read from the environment variable shown):
+  --data-dir DIR          TRIBUTARY_DATA_DIR        state directory (default ./.data)
+  --host HOST             TRIBUTARY_HOST            listen address (default 127.0.0.1)
+  --port PORT             TRIBUTARY_PORT            listen port (default 8112)
+  --password-file FILE    TRIBUTARY_API_PASSWORD_FILE  file holding the API password
+                          TRIBUTARY_API_PASSWORD    the API password itself
+  --user NAME             TRIBUTARY_API_USER        optional user name besides the empty one
+  --auth-disabled         TRIBUTARY_AUTH=disabled   no authentication (local use only)
+  --scripts-disabled      TRIBUTARY_SCRIPTS=disabled   refuse scripts
+  --log-level LEVEL       TRIBUTARY_LOG_LEVEL       pino level (default info)
+  -h, --help
+
+There is no default password: without one the service refuses to start
+unless authentication is disabled explicitly.`;
+
+const configSchema = z
+  .object({
+    dataDir: z.string().min(1).default('./.data'),
+    host: z.string().min(1).default('127.0.0.1'),
+    port: z.coerce.number().int().min(0).max(65_535).default(8112),
+    password: z.string().min(1).optional(),
+    user: z.string().min(1).optional(),
+    authDisabled: z.boolean().default(false),
+    scriptsDisabled: z.boolean().default(false),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .refine((config) => config.authDisabled || config.password, {
+    message:
+      'no API password: set TRIBUTARY_API_PASSWORD or --password-file, or disable authentication explicitly',
+  });
+
+export type StandaloneConfig = z.infer<typeof configSchema>;
+
+function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): StandaloneConfig | 'help' {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      'data-dir': { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'password-file': { type: 'string' },
+      user: { type: 'string' },
+      'auth-disabled': { type: 'boolean' },
+      'scripts-disabled': { type: 'boolean' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return 'help';
+  const passwordFile = values['password-file'] ?? env.TRIBUTARY_API_PASSWORD_FILE;
+  const password = passwordFile ? readFileSync(passwordFile, 'utf8').trim() : env.TRIBUTARY_API_PASSWORD;
+  return Object.freeze(
+    configSchema.parse({
+      dataDir: values['data-dir'] ?? env.TRIBUTARY_DATA_DIR,
+      host: values.host ?? env.TRIBUTARY_HOST,
+      port: values.port ?? env.TRIBUTARY_PORT,
+      password: password || undefined,
+      user: values.user ?? env.TRIBUTARY_API_USER,
+      authDisabled: values['auth-disabled'] ?? env.TRIBUTARY_AUTH === 'disabled',
+      scriptsDisabled: values['scripts-disabled'] ?? env.TRIBUTARY_SCRIPTS === 'disabled',
+      logLevel: values['log-level'] ?? env.TRIBUTARY_LOG_LEVEL,
+    }),
   );
-  return 1;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  let config: StandaloneConfig | 'help';
+  try {
+    config = readConfig(argv, process.env);
+  } catch (error) {
+    const message =
+      error instanceof z.ZodError ? error.issues.map((issue) => issue.message).join('; ') : String(error);
+    console.error(`tributary standalone: ${message}\n\n${usage}`);
+    return 2;
+  }
+  if (config === 'help') {
+    console.log(usage);
+    return 0;
+  }
+  const logger = pino({ level: config.logLevel });
+  const auth: AuthConfig = config.authDisabled
+    ? { mode: 'disabled' }
+    : { mode: 'basic', password: config.password ?? '', user: config.user };
+  if (config.authDisabled)
+    logger.warn('authentication is disabled: anyone who reaches the port controls the service');
+
+  const controlPlane = await startControlPlane({ dataDir: config.dataDir, logger });
+  const app = buildApp({
+    store: controlPlane.store,
+    catalog: controlPlane.catalog,
+    checkPeer: (peer) => checkPeer(peer),
+    findMissingTables,
+    scriptsEnabled: !config.scriptsDisabled,
+    auth,
+    logger,
+  });
+  await app.listen({ host: config.host, port: config.port });
+  logger.info(
+    { url: `http://${config.host}:${config.port}/api/v1`, dataDir: config.dataDir },
+    'tributary standalone ready',
+  );
+
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  logger.info('shutting down: stopping mirrors at their next batch boundary');
+  await app.close();
+  await controlPlane.close();
+  return 0;
 }

@@ -7,7 +7,7 @@ import type { MirrorPhase } from './catalog.ts';
 export type PhaseOrigin = MirrorPhase | 'new';
 
 export const phaseTransitions = {
-  new: ['setup', 'terminating'],
+  new: ['setup', 'terminating', 'failed'],
   setup: ['setup', 'snapshot', 'running', 'pausing', 'terminating', 'failed'],
   snapshot: ['snapshot', 'running', 'completed', 'pausing', 'terminating', 'failed'],
   running: ['running', 'snapshot', 'pausing', 'terminating', 'failed'],

@@ -1,0 +1,91 @@
+// The /api/v1 facade: Fastify routes over the resource store and the catalog.
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import { isAuthorized } from './auth.ts';
+import type { FacadeContext } from './context.ts';
+import { ApiError, grpcStyleBody } from './errors.ts';
+import { openApiDocument } from './openapi.ts';
+import { mirrorRoutes } from './routes/mirrors.ts';
+import { peerRoutes } from './routes/peers.ts';
+import { scriptRoutes } from './routes/scripts.ts';
+
+/** Which of the interface's error shapes a route answers with. */
+type ErrorShape = 'grpc' | 'peer' | 'status';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    errorShape?: ErrorShape;
+  }
+}
+
+const defaultBodyLimitBytes = 1024 * 1024;
+
+function errorBody(request: FastifyRequest, error: ApiError): unknown {
+  const shape = request.routeOptions.config?.errorShape ?? 'grpc';
+  if (shape === 'peer') return { status: 'FAILED', message: error.message };
+  if (shape === 'status') {
+    const body = request.body as { flowJobName?: unknown } | undefined;
+    return {
+      flowJobName: typeof body?.flowJobName === 'string' ? body.flowJobName : '',
+      errorMessage: error.message,
+      currentFlowState: 'STATUS_UNKNOWN',
+      ok: false,
+    };
+  }
+  return grpcStyleBody(error);
+}
+
+/** Fastify's own errors (bad JSON, too large, wrong content type) as API errors. */
+function fromFastifyError(error: FastifyError): ApiError {
+  if (error.statusCode === 413) return new ApiError('payloadTooLarge', 'request body is too large');
+  if (error.statusCode === 415)
+    return new ApiError('invalidArgument', 'Content-Type must be application/json');
+  if (error.statusCode && error.statusCode < 500) {
+    return new ApiError(
+      'invalidArgument',
+      error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY'
+        ? 'request body is empty'
+        : 'request body is not valid JSON',
+    );
+  }
+  return new ApiError('internal', 'internal error');
+}
+
+export function buildApp(context: FacadeContext): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: context.logger as FastifyBaseLogger,
+    bodyLimit: context.bodyLimitBytes ?? defaultBodyLimitBytes,
+  });
+
+  app.setErrorHandler((error: FastifyError | ApiError, request: FastifyRequest, reply: FastifyReply) => {
+    const apiError = error instanceof ApiError ? error : fromFastifyError(error as FastifyError);
+    if (apiError.kind === 'internal') request.log.error({ err: error, url: request.url }, 'request failed');
+    return reply.code(apiError.status).send(errorBody(request, apiError));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const error = new ApiError('notFound', `no route ${request.method} ${request.url.split('?')[0]}`);
+    return reply.code(404).send(grpcStyleBody(error));
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.url === '/healthz') return;
+    if (isAuthorized(context.auth, request.headers.authorization)) return;
+    const error = new ApiError('unauthenticated', 'authentication required');
+    reply.header('WWW-Authenticate', 'Basic realm="tributary", charset="UTF-8"');
+    return reply.code(401).send(errorBody(request, error));
+  });
+
+  app.get('/healthz', async () => ({ ok: true }));
+  const document = openApiDocument();
+  app.get('/api/v1/openapi.json', async () => document);
+  peerRoutes(app, context);
+  mirrorRoutes(app, context);
+  scriptRoutes(app, context);
+  return app;
+}

@@ -1,0 +1,25 @@
+// What the routes work with. Both modes provide it: standalone from its embedded
+// store and catalog, cluster mode from the Kubernetes API and the catalog database.
+import type { Logger } from 'pino';
+import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
+import type { PeerCheckResult } from '../../../engine/src/connectors/peer-check.ts';
+import type { ResourceStore } from '../../../engine/src/control/store.ts';
+import type { TableName } from '../../../engine/src/resources/mirror.ts';
+import type { Peer, RelationalConfig } from '../../../engine/src/resources/peer.ts';
+import type { AuthConfig } from './auth.ts';
+
+export interface FacadeContext {
+  readonly store: ResourceStore;
+  readonly catalog: Catalog;
+  readonly checkPeer: (peer: Peer) => Promise<PeerCheckResult>;
+  readonly findMissingTables: (
+    source: RelationalConfig,
+    tables: readonly TableName[],
+  ) => Promise<TableName[]>;
+  /** Off in a hosted variant: scripts and mirrors with scripts are refused. */
+  readonly scriptsEnabled: boolean;
+  readonly auth: AuthConfig;
+  readonly logger: Logger;
+  /** Largest request body accepted, in bytes. */
+  readonly bodyLimitBytes?: number;
+}

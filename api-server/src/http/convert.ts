@@ -1,0 +1,179 @@
+// Between the interface's wire shapes and the control plane's resources.
+import type { z } from 'zod';
+import type { MirrorResource, MirrorResourceSpec } from '../../../engine/src/control/resources.ts';
+import {
+  formatTableName,
+  parseTableIdentifier,
+  type TableMapping,
+} from '../../../engine/src/resources/mirror.ts';
+import { maskPeerSecrets, type Peer, type PeerKind, peerSchema } from '../../../engine/src/resources/peer.ts';
+import { ApiError, describeValidation } from './errors.ts';
+import { type CreateMirrorRequest, type CreatePeerRequest, peerTypeCodes } from './wire.ts';
+
+const configKeys = {
+  relational: 'relational_config',
+  analytics: 'analytics_config',
+  datawarehouse: 'datawarehouse_config',
+  stream: 'stream_config',
+} as const satisfies Record<PeerKind, string>;
+
+const readConfigKeys = {
+  relational: 'relationalConfig',
+  analytics: 'analyticsConfig',
+  datawarehouse: 'datawarehouseConfig',
+  stream: 'streamConfig',
+} as const satisfies Record<PeerKind, string>;
+
+function camel(key: string): string {
+  return key.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+}
+
+function camelKeys(value: unknown): unknown {
+  if (Array.isArray(value) || value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([key, child]) => [camel(key), camelKeys(child)]));
+}
+
+/** The peer the request describes; the config must be the one its type names. */
+export function peerFromWire(request: CreatePeerRequest['peer']): Peer {
+  const kind = peerTypeCodes[request.type];
+  const given = Object.values(configKeys).filter((key) => request[key] !== undefined);
+  const expected = configKeys[kind];
+  if (given.length !== 1 || given[0] !== expected) {
+    throw new ApiError(
+      'invalidArgument',
+      `peer.${expected}: required for type ${request.type}, and no other config`,
+    );
+  }
+  const config = camelKeys(request[expected]) as Record<string, unknown>;
+  if (kind === 'stream' && typeof config.servers === 'string') {
+    config.servers = config.servers.split(',').map((server) => server.trim());
+  }
+  if (kind === 'relational') {
+    // The interface requires ssh private_key; an empty one means password only.
+    const ssh = config.sshConfig as Record<string, unknown> | undefined;
+    if (ssh && ssh.privateKey === '') delete ssh.privateKey;
+  }
+  const parsed = peerSchema.safeParse({ name: request.name, kind, config });
+  if (!parsed.success) {
+    throw new ApiError(
+      'invalidArgument',
+      describeValidation(parsed.error).replace(/^config/, `peer.${expected}`),
+    );
+  }
+  return parsed.data;
+}
+
+/** A peer as read: type as upper-case kind, camelCase config, secrets masked. */
+export function peerToWire(peer: Peer): Record<string, unknown> {
+  const masked = maskPeerSecrets(peer);
+  return { name: peer.name, type: peer.kind.toUpperCase(), [readConfigKeys[peer.kind]]: masked.config };
+}
+
+function excludedColumns(exclude: string | readonly string[] | undefined): string[] {
+  if (exclude === undefined) return [];
+  const list = typeof exclude === 'string' ? exclude.split(',') : exclude;
+  return list.map((column) => column.trim()).filter((column) => column.length > 0);
+}
+
+function tableName(identifier: string, field: string) {
+  try {
+    return parseTableIdentifier(identifier);
+  } catch {
+    throw new ApiError('invalidArgument', `${field}: expected schema.table`);
+  }
+}
+
+export function mappingFromWire(
+  mapping: {
+    sourceTableIdentifier: string;
+    destinationTableIdentifier: string;
+    exclude?: string | readonly string[] | undefined;
+    columns?: readonly { sourceName: string; ordering?: number | undefined }[] | undefined;
+  },
+  field: string,
+): TableMapping {
+  return {
+    source: tableName(mapping.sourceTableIdentifier, `${field}.source_table_identifier`),
+    destination: tableName(mapping.destinationTableIdentifier, `${field}.destination_table_identifier`),
+    exclude: excludedColumns(mapping.exclude),
+    columns: (mapping.columns ?? []).map((column) => ({
+      sourceName: column.sourceName,
+      ...(column.ordering !== undefined ? { ordering: column.ordering } : {}),
+    })),
+  };
+}
+
+export function mirrorSpecFromWire(request: CreateMirrorRequest['connection_configs']): MirrorResourceSpec {
+  const optional = <T>(key: string, value: T | undefined) => (value === undefined ? {} : { [key]: value });
+  return {
+    name: request.flow_job_name,
+    sourcePeer: request.source_name,
+    destinationPeer: request.destination_name,
+    tableMappings: request.table_mappings.map((mapping, index) =>
+      mappingFromWire(
+        {
+          sourceTableIdentifier: mapping.source_table_identifier,
+          destinationTableIdentifier: mapping.destination_table_identifier,
+          exclude: mapping.exclude,
+          columns: mapping.columns,
+        },
+        `connection_configs.table_mappings[${index}]`,
+      ),
+    ),
+    maxBatchSize: request.max_batch_size ?? 1_000_000,
+    idleTimeoutSeconds: request.idle_timeout_seconds ?? 60,
+    doInitialSnapshot: request.do_initial_snapshot,
+    snapshotNumRowsPerPartition: request.snapshot_num_rows_per_partition ?? 1_000_000,
+    snapshotMaxParallelWorkers: request.snapshot_max_parallel_workers ?? 4,
+    snapshotNumTablesInParallel: request.snapshot_num_tables_in_parallel ?? 1,
+    resync: request.resync ?? false,
+    initialSnapshotOnly: request.initial_snapshot_only ?? false,
+    system: request.system ?? 'Q',
+    state: 'Running',
+    ...optional('publicationName', request.publication_name),
+    ...optional('replicationSlotName', request.replication_slot_name),
+    ...optional('softDeleteColName', request.soft_delete_col_name),
+    ...optional('syncedAtColName', request.synced_at_col_name),
+    ...optional('script', request.script),
+  } as MirrorResourceSpec;
+}
+
+/** The configuration as the status endpoint shows it (camelCase, 64-bit values as text). */
+export function mirrorConfigToWire(mirror: MirrorResource): Record<string, unknown> {
+  const { spec } = mirror;
+  return {
+    flowJobName: spec.name,
+    sourceName: spec.sourcePeer,
+    destinationName: spec.destinationPeer,
+    tableMappings: spec.tableMappings.map((mapping) => ({
+      sourceTableIdentifier: formatTableName(mapping.source),
+      destinationTableIdentifier: formatTableName(mapping.destination),
+      exclude: mapping.exclude,
+      columns: mapping.columns,
+      partitionKey: '',
+    })),
+    maxBatchSize: spec.maxBatchSize,
+    idleTimeoutSeconds: String(spec.idleTimeoutSeconds),
+    publicationName: spec.publicationName ?? '',
+    replicationSlotName: spec.replicationSlotName ?? '',
+    doInitialSnapshot: spec.doInitialSnapshot,
+    snapshotNumRowsPerPartition: spec.snapshotNumRowsPerPartition,
+    snapshotMaxParallelWorkers: spec.snapshotMaxParallelWorkers,
+    snapshotNumTablesInParallel: spec.snapshotNumTablesInParallel,
+    resync: spec.resync,
+    initialSnapshotOnly: spec.initialSnapshotOnly,
+    softDelete: spec.softDeleteColName !== undefined,
+    softDeleteColName: spec.softDeleteColName ?? '',
+    syncedAtColName: spec.syncedAtColName ?? '',
+    script: spec.script ?? '',
+    system: spec.system,
+    cdcStagingPath: '',
+    snapshotStagingPath: '',
+  };
+}
+
+export function parseWith<Schema extends z.ZodType>(schema: Schema, body: unknown): z.infer<Schema> {
+  const parsed = schema.safeParse(body ?? {});
+  if (!parsed.success) throw new ApiError('invalidArgument', describeValidation(parsed.error));
+  return parsed.data;
+}

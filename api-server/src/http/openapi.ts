@@ -1,0 +1,111 @@
+// The OpenAPI document, generated from the same zod schemas the routes validate
+// with, so it cannot drift from what the service accepts.
+import { z } from 'zod';
+import {
+  batchesRequest,
+  batchesResponse,
+  createMirrorRequest,
+  createPeerRequest,
+  createPeerResponse,
+  grpcErrorBody,
+  logsRequest,
+  logsResponse,
+  mirrorStatusRequest,
+  mirrorStatusResponse,
+  peerInfoResponse,
+  scriptsResponse,
+  stateChangeRequest,
+  stateChangeResponse,
+  upsertScriptRequest,
+  upsertScriptResponse,
+} from './wire.ts';
+
+const json = (schema: z.ZodType, io: 'input' | 'output') => ({
+  'application/json': { schema: z.toJSONSchema(schema, { io, unrepresentable: 'any' }) },
+});
+
+function operation(
+  summary: string,
+  request: z.ZodType | undefined,
+  response: z.ZodType,
+  errors: Record<string, z.ZodType>,
+) {
+  return {
+    summary,
+    ...(request ? { requestBody: { required: true, content: json(request, 'input') } } : {}),
+    responses: {
+      200: { description: 'success', content: json(response, 'output') },
+      ...Object.fromEntries(
+        Object.entries(errors).map(([status, body]) => [
+          status,
+          { description: 'error', content: json(body, 'output') },
+        ]),
+      ),
+      401: { description: 'missing or wrong credentials' },
+    },
+  };
+}
+
+export function openApiDocument(): Record<string, unknown> {
+  const grpc = { 400: grpcErrorBody, 404: grpcErrorBody, 409: grpcErrorBody, 500: grpcErrorBody };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Tributary', version: 'v1' },
+    components: { securitySchemes: { basic: { type: 'http', scheme: 'basic' } } },
+    security: [{ basic: [] }],
+    paths: {
+      '/api/v1/peers/create': {
+        post: operation('Create or update a peer', createPeerRequest, createPeerResponse, {
+          400: createPeerResponse,
+          409: createPeerResponse,
+          422: createPeerResponse,
+        }),
+      },
+      '/api/v1/peers/info/{peer_name}': {
+        get: {
+          ...operation('Read a peer', undefined, peerInfoResponse, { 404: grpcErrorBody }),
+          parameters: [{ name: 'peer_name', in: 'path', required: true, schema: { type: 'string' } }],
+        },
+      },
+      '/api/v1/flows/cdc/create': {
+        post: operation('Create a CDC mirror', createMirrorRequest, z.object({ workflowId: z.string() }), {
+          ...grpc,
+          403: grpcErrorBody,
+          422: grpcErrorBody,
+        }),
+      },
+      '/api/v1/mirrors/state_change': {
+        post: operation(
+          'Pause, resume, edit or drop a mirror',
+          stateChangeRequest,
+          stateChangeResponse,
+          grpc,
+        ),
+      },
+      '/api/v1/mirrors/status': {
+        post: operation('Read a mirror status', mirrorStatusRequest, mirrorStatusResponse, {
+          400: mirrorStatusResponse,
+          404: mirrorStatusResponse,
+        }),
+      },
+      '/api/v1/mirrors/cdc/batches': {
+        post: operation('List CDC batches', batchesRequest, batchesResponse, grpc),
+      },
+      '/api/v1/mirrors/logs': {
+        post: operation('List mirror logs', logsRequest, logsResponse, grpc),
+      },
+      '/api/v1/scripts': {
+        post: operation('Create or update a script', upsertScriptRequest, upsertScriptResponse, {
+          ...grpc,
+          403: grpcErrorBody,
+        }),
+      },
+      '/api/v1/scripts/{id}': {
+        get: {
+          ...operation('Read one script, or all with id -1', undefined, scriptsResponse, grpc),
+          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer' } }],
+        },
+      },
+    },
+  };
+}

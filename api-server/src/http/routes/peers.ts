@@ -1,0 +1,49 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { FastifyInstance } from 'fastify';
+import { describeCheckFailure } from '../../../../engine/src/connectors/peer-check.ts';
+import { splitPeerSecrets } from '../../../../engine/src/resources/peer.ts';
+import type { FacadeContext } from '../context.ts';
+import { parseWith, peerFromWire, peerToWire } from '../convert.ts';
+import { ApiError } from '../errors.ts';
+import { createPeerRequest } from '../wire.ts';
+
+export function peerRoutes(app: FastifyInstance, context: FacadeContext): void {
+  app.post('/api/v1/peers/create', { config: { errorShape: 'peer' } }, async (request, reply) => {
+    const body = parseWith(createPeerRequest, request.body);
+    const peer = peerFromWire(body.peer);
+    const existing = await context.store.getPeer(peer.name);
+    if (existing && !body.allow_update) {
+      if (isDeepStrictEqual(existing.peer, peer)) {
+        return { status: 'CREATED', message: `peer ${peer.name} already exists with this configuration` };
+      }
+      throw new ApiError(
+        'conflict',
+        `peer ${peer.name} already exists with a different configuration; set allow_update to replace it`,
+      );
+    }
+    let version: string | undefined;
+    try {
+      ({ version } = await context.checkPeer(peer));
+    } catch (error) {
+      const secrets = Object.values(splitPeerSecrets(peer).secrets);
+      context.logger.info({ peer: peer.name, kind: peer.kind }, 'peer check failed');
+      reply.code(422);
+      return {
+        status: 'FAILED',
+        message: `failed to validate peer ${peer.name}: ${describeCheckFailure(error, secrets)}`,
+      };
+    }
+    await context.store.putPeer(peer, version ?? null);
+    return { status: 'CREATED', message: `peer ${peer.name} ${existing ? 'updated' : 'created'}` };
+  });
+
+  app.get<{ Params: { peer_name: string } }>('/api/v1/peers/info/:peer_name', async (request) => {
+    const found = await context.store.getPeer(request.params.peer_name);
+    if (!found) throw new ApiError('notFound', `peer ${request.params.peer_name} does not exist`);
+    const reportsVersion = found.peer.kind === 'relational' || found.peer.kind === 'analytics';
+    return {
+      peer: peerToWire(found.peer),
+      ...(reportsVersion ? { version: found.version ?? '' } : {}),
+    };
+  });
+}

@@ -1,0 +1,55 @@
+import type { FastifyInstance } from 'fastify';
+import { type ScriptResource, scriptLanguages } from '../../../../engine/src/control/resources.ts';
+import { ResourceExistsError, ResourceNotFoundError } from '../../../../engine/src/control/store.ts';
+import type { FacadeContext } from '../context.ts';
+import { parseWith } from '../convert.ts';
+import { ApiError } from '../errors.ts';
+import { upsertScriptRequest } from '../wire.ts';
+
+export const scriptsDisabledMessage = 'scripts are disabled on this service';
+
+function wire(script: ScriptResource) {
+  return { id: script.id, name: script.name, lang: script.lang, source: script.source };
+}
+
+export function scriptRoutes(app: FastifyInstance, context: FacadeContext): void {
+  app.post('/api/v1/scripts', async (request) => {
+    if (!context.scriptsEnabled) throw new ApiError('forbidden', scriptsDisabledMessage);
+    const { script } = parseWith(upsertScriptRequest, request.body);
+    const lang = scriptLanguages.find((known) => known === script.lang.toLowerCase());
+    if (!lang) {
+      throw new ApiError(
+        'invalidArgument',
+        `script.lang: unsupported language; supported: ${scriptLanguages.join(', ')}`,
+      );
+    }
+    try {
+      if (script.id === -1) {
+        return {
+          id: (await context.store.createScript({ name: script.name, lang, source: script.source })).id,
+        };
+      }
+      return {
+        id: (
+          await context.store.updateScript({ id: script.id, name: script.name, lang, source: script.source })
+        ).id,
+      };
+    } catch (error) {
+      if (error instanceof ResourceNotFoundError)
+        throw new ApiError('notFound', `script ${script.id} does not exist`);
+      if (error instanceof ResourceExistsError)
+        throw new ApiError('conflict', `a script named ${script.name} exists`);
+      throw error;
+    }
+  });
+
+  app.get<{ Params: { id: string } }>('/api/v1/scripts/:id', async (request) => {
+    if (!/^-?\d{1,9}$/.test(request.params.id))
+      throw new ApiError('invalidArgument', 'id: expected an integer');
+    const id = Number(request.params.id);
+    if (id === -1) return { scripts: (await context.store.listScripts()).map(wire) };
+    const script = await context.store.getScript(id);
+    if (!script) throw new ApiError('notFound', `script ${id} does not exist`);
+    return { scripts: [wire(script)] };
+  });
+}

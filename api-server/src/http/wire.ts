@@ -1,0 +1,311 @@
+// Request and response shapes of the /api/v1 interface, as zod schemas: the
+// single source of the routes' validation and of the OpenAPI document. Field
+// spellings are the interface's own (snake_case here, camelCase there); where
+// it shows both, both are accepted.
+import { z } from 'zod';
+import { partitioners, saslMechanisms } from '../../../engine/src/resources/peer.ts';
+
+const port = z.number().int().min(1).max(65_535);
+const name = z.string().min(1).max(63);
+
+// --- peers -----------------------------------------------------------------
+
+export const peerTypeCodes = { 1: 'datawarehouse', 3: 'relational', 8: 'analytics', 9: 'stream' } as const;
+
+const sshConfigWire = z
+  .object({
+    host: z.string().min(1),
+    port,
+    user: z.string().min(1),
+    password: z.string().optional(),
+    private_key: z.string(),
+  })
+  .strict();
+
+export const relationalConfigWire = z
+  .object({
+    host: z.string().min(1),
+    port,
+    user: z.string().min(1),
+    password: z.string(),
+    database: z.string().min(1),
+    ssh_config: sshConfigWire.optional(),
+  })
+  .strict();
+
+export const analyticsConfigWire = z
+  .object({
+    host: z.string().min(1),
+    port,
+    /** Extension: the HTTP(S) port when the native port is not 9000 or 9440. */
+    http_port: port.optional(),
+    user: z.string().min(1),
+    password: z.string(),
+    database: z.string().min(1),
+    disable_tls: z.boolean().optional(),
+    certificate: z.string().optional(),
+    private_key: z.string().optional(),
+    root_ca: z.string().optional(),
+    objstore_path: z.string().optional(),
+    access_key_id: z.string().optional(),
+    secret_access_key: z.string().optional(),
+    region: z.string().optional(),
+    endpoint: z.string().optional(),
+  })
+  .strict();
+
+export const datawarehouseConfigWire = z
+  .object({
+    account_id: z.string().min(1),
+    username: z.string().min(1),
+    private_key: z.string().min(1),
+    database: z.string().min(1),
+    warehouse: z.string().min(1),
+    role: z.string().min(1),
+    query_timeout: z.number().int().positive().optional(),
+    password: z.string().optional(),
+    /** Extension: service URL for private connectivity. */
+    access_url: z.string().optional(),
+  })
+  .strict();
+
+export const streamConfigWire = z
+  .object({
+    servers: z.union([z.array(z.string()).min(1), z.string().min(1)]),
+    username: z.string().min(1),
+    password: z.string(),
+    sasl: z.enum(saslMechanisms),
+    disable_tls: z.boolean().optional(),
+    partitioner: z.enum(partitioners).optional(),
+  })
+  .strict();
+
+export const createPeerRequest = z
+  .object({
+    peer: z
+      .object({
+        name,
+        type: z.union([z.literal(1), z.literal(3), z.literal(8), z.literal(9)]),
+        relational_config: relationalConfigWire.optional(),
+        analytics_config: analyticsConfigWire.optional(),
+        datawarehouse_config: datawarehouseConfigWire.optional(),
+        stream_config: streamConfigWire.optional(),
+      })
+      .strict(),
+    allow_update: z.boolean().optional(),
+  })
+  .strict();
+export type CreatePeerRequest = z.infer<typeof createPeerRequest>;
+
+export const createPeerResponse = z.object({ status: z.enum(['CREATED', 'FAILED']), message: z.string() });
+
+export const peerInfoResponse = z.object({
+  peer: z.object({ name: z.string(), type: z.string() }).catchall(z.unknown()),
+  version: z.string().optional(),
+});
+
+// --- mirrors -----------------------------------------------------------------
+
+const tableMappingWire = z
+  .object({
+    source_table_identifier: z.string().min(1),
+    destination_table_identifier: z.string().min(1),
+    exclude: z.union([z.string(), z.array(z.string())]).optional(),
+    columns: z
+      .array(z.object({ sourceName: z.string().min(1), ordering: z.number().int().optional() }).strict())
+      .optional(),
+    partition_key: z.string().optional(),
+  })
+  .strict();
+
+export const createMirrorRequest = z
+  .object({
+    connection_configs: z
+      .object({
+        flow_job_name: name,
+        source_name: z.string().min(1),
+        destination_name: z.string().min(1),
+        table_mappings: z.array(tableMappingWire).min(1).max(1000),
+        do_initial_snapshot: z.boolean(),
+        max_batch_size: z.number().int().positive().max(100_000_000).optional(),
+        idle_timeout_seconds: z.number().int().positive().max(86_400).optional(),
+        publication_name: z.string().min(1).max(63).optional(),
+        replication_slot_name: z.string().min(1).max(63).optional(),
+        snapshot_num_rows_per_partition: z.number().int().positive().optional(),
+        snapshot_max_parallel_workers: z.number().int().positive().max(64).optional(),
+        snapshot_num_tables_in_parallel: z.number().int().positive().max(64).optional(),
+        resync: z.boolean().optional(),
+        initial_snapshot_only: z.boolean().optional(),
+        soft_delete_col_name: z.string().min(1).max(63).optional(),
+        synced_at_col_name: z.string().min(1).max(63).optional(),
+        script: z.string().optional(),
+        system: z.enum(['Q', 'PG']).optional(),
+      })
+      .strict()
+      .refine((config) => !config.initial_snapshot_only || config.do_initial_snapshot, {
+        message: 'initial_snapshot_only needs do_initial_snapshot',
+        path: ['initial_snapshot_only'],
+      }),
+  })
+  .strict();
+export type CreateMirrorRequest = z.infer<typeof createMirrorRequest>;
+
+const requestedStates = { STATUS_RUNNING: 1, STATUS_PAUSED: 2, STATUS_TERMINATING: 6 } as const;
+export type RequestedState = keyof typeof requestedStates;
+
+const requestedState = z.union([
+  z.enum(['STATUS_RUNNING', 'STATUS_PAUSED', 'STATUS_TERMINATING']),
+  z
+    .union([z.literal(1), z.literal(2), z.literal(6)])
+    .transform(
+      (code): RequestedState =>
+        code === 1 ? 'STATUS_RUNNING' : code === 2 ? 'STATUS_PAUSED' : 'STATUS_TERMINATING',
+    ),
+]);
+
+const editedTable = z
+  .object({
+    sourceTableIdentifier: z.string().min(1),
+    destinationTableIdentifier: z.string().min(1),
+    exclude: z.array(z.string()).optional(),
+  })
+  .strict();
+
+const cdcFlowConfigUpdate = z
+  .object({
+    idle_timeout: z.number().int().positive().max(86_400).optional(),
+    idleTimeout: z.number().int().positive().max(86_400).optional(),
+    batch_size: z.number().int().positive().max(100_000_000).optional(),
+    batchSize: z.number().int().positive().max(100_000_000).optional(),
+    additional_tables: z.array(editedTable).optional(),
+    additionalTables: z.array(editedTable).optional(),
+    removed_tables: z.array(editedTable.omit({ exclude: true })).optional(),
+    removedTables: z.array(editedTable.omit({ exclude: true })).optional(),
+  })
+  .strict();
+
+export const stateChangeRequest = z
+  .object({
+    flowJobName: z.string().min(1),
+    requestedFlowState: requestedState,
+    flowConfigUpdate: z.object({ cdcFlowConfigUpdate: cdcFlowConfigUpdate.optional() }).strict().optional(),
+  })
+  .strict();
+export type StateChangeRequest = z.infer<typeof stateChangeRequest>;
+
+export const stateChangeResponse = z.object({ ok: z.boolean(), errorMessage: z.string() });
+
+export const mirrorStatusRequest = z
+  .object({ flowJobName: z.string().min(1), includeFlowInfo: z.boolean().optional() })
+  .strict();
+
+export const flowStates = [
+  'STATUS_SETUP',
+  'STATUS_SNAPSHOT',
+  'STATUS_RUNNING',
+  'STATUS_PAUSING',
+  'STATUS_PAUSED',
+  'STATUS_COMPLETED',
+  'STATUS_FAILED',
+  'STATUS_TERMINATING',
+  'STATUS_TERMINATED',
+  'STATUS_UNKNOWN',
+] as const;
+
+export const mirrorStatusResponse = z.object({
+  flowJobName: z.string(),
+  errorMessage: z.string(),
+  currentFlowState: z.enum(flowStates),
+  ok: z.boolean(),
+  cdcStatus: z.record(z.string(), z.unknown()).optional(),
+});
+
+const optionalId = z.number().int().optional();
+
+export const batchesRequest = z
+  .object({
+    flowJobName: z.string().min(1),
+    limit: z.number().int().optional(),
+    ascending: z.boolean().optional(),
+    beforeId: optionalId,
+    afterId: optionalId,
+    page: z.number().int().min(0).optional(),
+  })
+  .strict();
+
+export const batchesResponse = z.object({
+  cdcBatches: z.array(
+    z.object({
+      batchId: z.string(),
+      batch_id: z.string(),
+      startTime: z.string(),
+      endTime: z.string().nullable(),
+      numRows: z.string(),
+      startLsn: z.string(),
+      endLsn: z.string(),
+    }),
+  ),
+  total: z.number(),
+  page: z.number(),
+});
+
+export const logsRequest = z
+  .object({
+    flow_job_name: z.string().optional(),
+    flowJobName: z.string().optional(),
+    level: z
+      .string()
+      .transform((value) => value.toUpperCase())
+      .pipe(z.enum(['ALL', 'INFO', 'WARN', 'ERROR']))
+      .optional(),
+    page: z.number().int().min(0).optional(),
+    num_per_page: z.number().int().min(0).max(1000).optional(),
+    numPerPage: z.number().int().min(0).max(1000).optional(),
+    before_id: optionalId,
+    beforeId: optionalId,
+    after_id: optionalId,
+    afterId: optionalId,
+  })
+  .strict();
+
+export const logsResponse = z.object({
+  errors: z.array(
+    z.object({
+      flowName: z.string(),
+      errorMessage: z.string(),
+      errorType: z.enum(['info', 'warn', 'error']),
+      errorTimestamp: z.number(),
+      id: z.number(),
+    }),
+  ),
+  total: z.number(),
+  page: z.number(),
+});
+
+// --- scripts -----------------------------------------------------------------
+
+export const upsertScriptRequest = z
+  .object({
+    script: z
+      .object({
+        id: z.number().int().min(-1),
+        name: z.string().min(1).max(255),
+        lang: z.string().min(1),
+        source: z.string().max(1_000_000),
+      })
+      .strict(),
+  })
+  .strict();
+
+export const upsertScriptResponse = z.object({ id: z.number() });
+
+export const scriptsResponse = z.object({
+  scripts: z.array(z.object({ id: z.number(), name: z.string(), lang: z.string(), source: z.string() })),
+});
+
+/** The `{code, message, details}` error body. */
+export const grpcErrorBody = z.object({
+  code: z.number(),
+  message: z.string(),
+  details: z.array(z.unknown()),
+});

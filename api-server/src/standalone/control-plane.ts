@@ -1,0 +1,83 @@
+// Standalone mode's control plane in one process: the embedded database (PGlite)
+// holding resources and the catalog, the mirror reconciler on a work queue, and
+// engines as in-process tasks. Restarting the process resumes every mirror from
+// its checkpoint: all mirrors are reconciled at start.
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import type { Logger } from 'pino';
+import { PostgresCatalog } from '../../../engine/src/catalog/postgres-catalog.ts';
+import { InProcessEngineRuntime } from '../../../engine/src/control/in-process-runtime.ts';
+import { MirrorReconciler } from '../../../engine/src/control/mirror-reconciler.ts';
+import { WorkQueue } from '../../../engine/src/control/work-queue.ts';
+import { EmbeddedStore } from './embedded-store.ts';
+
+export interface ControlPlaneOptions {
+  /** A directory, or `memory://` for a throw-away instance. */
+  readonly dataDir: string;
+  readonly logger: Logger;
+  /** Whether to run mirrors (off for facade-only tests). */
+  readonly runEngines?: boolean;
+  readonly retryBackoffMs?: { readonly initial: number; readonly max: number };
+}
+
+export interface ControlPlane {
+  readonly store: EmbeddedStore;
+  readonly catalog: PostgresCatalog;
+  /** Resolves once every reconcile in progress has finished (for tests). */
+  idle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
+  if (!options.dataDir.startsWith('memory://')) mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  const database = await PGlite.create(options.dataDir);
+  const catalog = new PostgresCatalog(database);
+  const store = new EmbeddedStore(database);
+  await catalog.migrate();
+  await store.migrate();
+  const { logger } = options;
+
+  if (options.runEngines === false) {
+    return {
+      store,
+      catalog,
+      idle: async () => {},
+      close: () => database.close(),
+    };
+  }
+
+  const runtime = new InProcessEngineRuntime({
+    catalog,
+    logger,
+    ...(options.retryBackoffMs ? { retryBackoffMs: options.retryBackoffMs } : {}),
+  });
+  // The queue and the reconciler refer to each other: an engine that ends requeues its mirror.
+  let queue: WorkQueue | undefined;
+  const reconciler = new MirrorReconciler({
+    store,
+    catalog,
+    runtime,
+    logger,
+    requeue: (mirror) => queue?.add(mirror),
+  });
+  queue = new WorkQueue((mirror) => reconciler.reconcile(mirror), {
+    onError: (mirror, error) => logger.warn({ mirror, err: error }, 'reconcile failed; retrying'),
+  });
+  const workQueue = queue;
+  const unwatch = store.watch((event) => {
+    if (event.kind === 'mirror') workQueue.add(event.name);
+  });
+  for (const mirror of await store.listMirrors()) workQueue.add(mirror.name);
+
+  return {
+    store,
+    catalog,
+    idle: () => workQueue.idle(),
+    async close() {
+      unwatch();
+      await workQueue.stop();
+      await runtime.stopAll();
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,100 @@
+// Engines as tasks of this process (standalone mode).
+import type { Logger } from 'pino';
+import type { Catalog } from '../catalog/catalog.ts';
+import { createDestination } from '../connectors/registry.ts';
+import { EngineError } from '../errors.ts';
+import { defaultBatchMemoryBudgetBytes } from '../pipeline/context.ts';
+import { teardownMirror } from '../pipeline/run-mirror.ts';
+import { type SupervisedOutcome, superviseMirror } from '../pipeline/supervisor.ts';
+import type { EngineRunConfig, EngineRuntime } from './engine-runtime.ts';
+
+interface RunningEngine {
+  readonly generation: number;
+  readonly controller: AbortController;
+  readonly done: Promise<SupervisedOutcome>;
+}
+
+export interface InProcessRuntimeOptions {
+  readonly catalog: Catalog;
+  readonly logger: Logger;
+  readonly batchMemoryBudgetBytes?: number;
+  readonly retryBackoffMs?: { readonly initial: number; readonly max: number };
+}
+
+export class InProcessEngineRuntime implements EngineRuntime {
+  readonly #options: InProcessRuntimeOptions;
+  readonly #engines = new Map<string, RunningEngine>();
+
+  constructor(options: InProcessRuntimeOptions) {
+    this.#options = options;
+  }
+
+  runningGeneration(mirror: string): number | undefined {
+    return this.#engines.get(mirror)?.generation;
+  }
+
+  start(
+    mirror: string,
+    generation: number,
+    config: EngineRunConfig,
+    onExit: (outcome: SupervisedOutcome) => void,
+  ): void {
+    if (this.#engines.has(mirror))
+      throw new EngineError('internal', `an engine already runs mirror ${mirror}`);
+    const logger = this.#options.logger.child({ mirror });
+    const controller = new AbortController();
+    const destination = createDestination(config.destination, { spec: config.spec, logger });
+    const backoff = this.#options.retryBackoffMs;
+    const done = superviseMirror(
+      {
+        spec: config.spec,
+        source: config.source,
+        destination,
+        catalog: this.#options.catalog,
+        logger,
+        signal: controller.signal,
+        batchMemoryBudgetBytes: this.#options.batchMemoryBudgetBytes ?? defaultBatchMemoryBudgetBytes,
+      },
+      backoff ? { initialBackoffMs: backoff.initial, maxBackoffMs: backoff.max } : {},
+    )
+      .catch((error: unknown): SupervisedOutcome => {
+        logger.error({ err: error }, 'engine crashed');
+        return 'failed';
+      })
+      .finally(() => destination.close().catch(() => {}));
+    this.#engines.set(mirror, { generation, controller, done });
+    void done.then((outcome) => {
+      this.#engines.delete(mirror);
+      onExit(outcome);
+    });
+  }
+
+  async stop(mirror: string): Promise<void> {
+    const engine = this.#engines.get(mirror);
+    if (!engine) return;
+    engine.controller.abort();
+    await engine.done;
+    // onExit removes the entry; wait for that microtask so a restart sees it gone.
+    while (this.#engines.get(mirror) === engine) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.#engines.keys()].map((mirror) => this.stop(mirror)));
+  }
+
+  async teardown(config: EngineRunConfig): Promise<void> {
+    const logger = this.#options.logger.child({ mirror: config.spec.name });
+    const destination = createDestination(config.destination, { spec: config.spec, logger });
+    try {
+      await teardownMirror({
+        spec: config.spec,
+        source: config.source,
+        destination,
+        catalog: this.#options.catalog,
+        logger,
+      });
+    } finally {
+      await destination.close();
+    }
+  }
+}
