@@ -51,7 +51,7 @@ export async function createFacade(
     app,
     controlPlane,
     request,
-    post: (url, body) => request({ method: 'POST', url, payload: body as InjectOptions['payload'] }),
+    post: (url, body) => request({ method: 'POST', url, payload: body as NonNullable<InjectOptions['payload']> }),
     async close() {
       await app.close();
       await controlPlane.close();
