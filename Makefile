@@ -43,8 +43,15 @@ test-unit: deps
 test-integration: deps testenv-up
 	vitest run --project integration
 
+# Standalone mode with its state in $(DATA_DIR). The API password is generated
+# on first start into $(DATA_DIR)/api-password (send it with an empty user name).
+DATA_DIR ?= .data
 start: deps
-	node bin/tributary.ts standalone
+	@mkdir -p $(DATA_DIR) && chmod 700 $(DATA_DIR)
+	@test -s $(DATA_DIR)/api-password || (umask 077 && node -e \
+	  "process.stdout.write(require('node:crypto').randomBytes(24).toString('base64url'))" > $(DATA_DIR)/api-password)
+	@echo "tributary: API password in $(DATA_DIR)/api-password, e.g. curl -u \":\$$(cat $(DATA_DIR)/api-password)\" ..."
+	TRIBUTARY_DATA_DIR=$(DATA_DIR) TRIBUTARY_API_PASSWORD_FILE=$(DATA_DIR)/api-password node bin/tributary.ts standalone
 
 bench: deps testenv-up
 	node bench/run.ts

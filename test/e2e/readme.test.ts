@@ -1,0 +1,104 @@
+// The README's run command (`make start`) followed by its example, word for
+// word but for the port and the data directory, against the real services.
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/databases.ts';
+import { freePort } from '../support/standalone-process.ts';
+import { postgres, repoRoot } from '../support/testenv.ts';
+
+const run = promisify(execFile);
+
+function readmeExample(): string {
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const start = readme.indexOf('<!-- readme-example:start -->');
+  const end = readme.indexOf('<!-- readme-example:end -->');
+  expect(start).toBeGreaterThan(0);
+  const block = readme.slice(start, end);
+  return block.slice(block.indexOf('```sh') + '```sh'.length, block.lastIndexOf('```'));
+}
+
+/** The example's databases are fixed names: clear them (and their slots) first and last. */
+async function dropExampleDatabases(): Promise<void> {
+  const admin = new pg.Client({
+    host: postgres.host,
+    port: postgres.port,
+    database: 'postgres',
+    ...postgres.superuser,
+  });
+  await admin.connect();
+  try {
+    for (const name of ['shop', 'warehouse']) {
+      await admin.query(
+        `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
+        [name],
+      );
+      await waitFor(
+        async () =>
+          (await admin.query(`SELECT 1 FROM pg_replication_slots WHERE database = $1 AND active`, [name]))
+            .rowCount === 0,
+        10_000,
+      );
+      await admin.query(
+        `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1`,
+        [name],
+      );
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+describe('README', () => {
+  const dataDir = join(mkdtempSync(join(tmpdir(), 'tributary-readme-')), 'data');
+  let port = 0;
+  let service: ReturnType<typeof spawn> | undefined;
+
+  beforeAll(async () => {
+    await dropExampleDatabases();
+    port = await freePort();
+    // detached: its own process group, so make and the node it starts stop together.
+    service = spawn('make', ['--no-print-directory', 'start', `DATA_DIR=${dataDir}`], {
+      cwd: repoRoot,
+      detached: true,
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, TRIBUTARY_PORT: String(port), TRIBUTARY_LOG_LEVEL: 'warn' },
+    });
+    await waitFor(
+      async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok === true,
+      120_000,
+      'make start to serve',
+    );
+  });
+
+  afterAll(async () => {
+    if (service?.pid) {
+      const exited = new Promise((resolve) => service?.once('exit', resolve));
+      process.kill(-service.pid, 'SIGTERM');
+      await exited;
+    }
+    await dropExampleDatabases();
+  });
+
+  it('runs its example against `make start`', async () => {
+    const script = readmeExample()
+      .replaceAll('127.0.0.1:8112', `127.0.0.1:${port}`)
+      .replaceAll('.data/', `${dataDir}/`);
+    const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], {
+      cwd: repoRoot,
+      timeout: 120_000,
+    });
+    expect(stdout).toContain('"status":"CREATED"');
+    expect(stdout).toMatch(/"workflowId":"orders-/);
+    expect(stdout).toMatch(/3 \| bread/);
+    expect(stdout).toContain('"currentFlowState":"STATUS_RUNNING"');
+    expect(stdout).toContain('"cdcBatches":[{');
+    expect(stdout).toContain('initial load finished');
+    expect(stdout.match(/\{"ok":true,"errorMessage":""\}/g)).toHaveLength(3);
+  });
+});
