@@ -3,14 +3,16 @@ import { coalesceChanges } from './coalesce.ts';
 import { unchangedToast } from './postgres/pgoutput.ts';
 import type { RowChange } from './records.ts';
 
+const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
+
 const key = [0];
 
 describe('coalesceChanges', () => {
   it('keeps the last image of each key', () => {
     const changes: RowChange[] = [
-      { kind: 'insert', newRow: ['1', 'a'] },
-      { kind: 'update', oldKey: null, newRow: ['1', 'b'] },
-      { kind: 'insert', newRow: ['2', 'x'] },
+      { transaction, kind: 'insert', newRow: ['1', 'a'] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['1', 'b'] },
+      { transaction, kind: 'insert', newRow: ['2', 'x'] },
     ];
     expect(coalesceChanges(changes, key)).toEqual({
       truncated: false,
@@ -24,10 +26,10 @@ describe('coalesceChanges', () => {
 
   it('turns insert then delete into a delete, and delete then insert into an upsert', () => {
     const changes: RowChange[] = [
-      { kind: 'insert', newRow: ['1', 'a'] },
-      { kind: 'delete', oldKey: ['1', null] },
-      { kind: 'delete', oldKey: ['2', null] },
-      { kind: 'insert', newRow: ['2', 'again'] },
+      { transaction, kind: 'insert', newRow: ['1', 'a'] },
+      { transaction, kind: 'delete', oldKey: ['1', null] },
+      { transaction, kind: 'delete', oldKey: ['2', null] },
+      { transaction, kind: 'insert', newRow: ['2', 'again'] },
     ];
     expect(coalesceChanges(changes, key)).toEqual({
       truncated: false,
@@ -37,7 +39,9 @@ describe('coalesceChanges', () => {
   });
 
   it('deletes the old key when an update changes the key', () => {
-    const changes: RowChange[] = [{ kind: 'update', oldKey: ['1', null], newRow: ['5', 'moved'] }];
+    const changes: RowChange[] = [
+      { transaction, kind: 'update', oldKey: ['1', null], newRow: ['5', 'moved'] },
+    ];
     expect(coalesceChanges(changes, key)).toEqual({
       truncated: false,
       upserts: [['5', 'moved']],
@@ -47,39 +51,41 @@ describe('coalesceChanges', () => {
 
   it('fills unchanged TOAST cells from an earlier image in the batch', () => {
     const changes: RowChange[] = [
-      { kind: 'insert', newRow: ['1', 'big value', 'a'] },
-      { kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'b'] },
+      { transaction, kind: 'insert', newRow: ['1', 'big value', 'a'] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'b'] },
     ];
     expect(coalesceChanges(changes, key).upserts).toEqual([['1', 'big value', 'b']]);
   });
 
   it('keeps the unchanged marker when the batch has no earlier image', () => {
-    const changes: RowChange[] = [{ kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'b'] }];
+    const changes: RowChange[] = [
+      { transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'b'] },
+    ];
     expect(coalesceChanges(changes, key).upserts).toEqual([['1', unchangedToast, 'b']]);
   });
 
   it('drops changes before a truncate and reports it', () => {
     const changes: RowChange[] = [
-      { kind: 'insert', newRow: ['1', 'gone'] },
-      { kind: 'truncate' },
-      { kind: 'insert', newRow: ['2', 'kept'] },
+      { transaction, kind: 'insert', newRow: ['1', 'gone'] },
+      { transaction, kind: 'truncate' },
+      { transaction, kind: 'insert', newRow: ['2', 'kept'] },
     ];
     expect(coalesceChanges(changes, key)).toEqual({ truncated: true, upserts: [['2', 'kept']], deletes: [] });
   });
 
   it('tells a null key cell from an empty string', () => {
     const changes: RowChange[] = [
-      { kind: 'insert', newRow: ['', 'empty'] },
-      { kind: 'insert', newRow: [null, 'null'] },
+      { transaction, kind: 'insert', newRow: ['', 'empty'] },
+      { transaction, kind: 'insert', newRow: [null, 'null'] },
     ];
     expect(coalesceChanges(changes, key).upserts).toHaveLength(2);
   });
 
   it('orders composite keys by every key column', () => {
     const changes: RowChange[] = [
-      { kind: 'insert', newRow: ['1', '1', 'a'] },
-      { kind: 'insert', newRow: ['1', '2', 'b'] },
-      { kind: 'update', oldKey: null, newRow: ['1', '1', 'c'] },
+      { transaction, kind: 'insert', newRow: ['1', '1', 'a'] },
+      { transaction, kind: 'insert', newRow: ['1', '2', 'b'] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['1', '1', 'c'] },
     ];
     expect(coalesceChanges(changes, [0, 1]).upserts).toEqual([
       ['1', '2', 'b'],

@@ -22,11 +22,22 @@ export interface DestinationTable {
  */
 export type RowImage = readonly TupleCell[];
 
-export type RowChange =
+/** The source transaction a change belongs to; one object shared by its changes. */
+export interface SourceTransaction {
+  readonly xid: number;
+  /** LSN of the commit record: increases in the order transactions are delivered. */
+  readonly commitLsn: bigint;
+  /** Commit time, microseconds since the Unix epoch. */
+  readonly commitTimeMicros: bigint;
+}
+
+export type RowChange = { readonly transaction: SourceTransaction } & (
   | { readonly kind: 'insert'; readonly newRow: RowImage }
+  /** `oldKey` is the old key (key changed) or the whole old row (REPLICA IDENTITY FULL). */
   | { readonly kind: 'update'; readonly oldKey: RowImage | null; readonly newRow: RowImage }
   | { readonly kind: 'delete'; readonly oldKey: RowImage }
-  | { readonly kind: 'truncate' };
+  | { readonly kind: 'truncate' }
+);
 
 /** The changes of one batch for one destination table, in commit order. */
 export interface TableChanges {

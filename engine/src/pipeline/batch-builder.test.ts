@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { DestinationTable } from '../connectors/records.ts';
 import { BatchBuilder } from './batch-builder.ts';
 
+const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
+
 const table: DestinationTable = {
   source: { schema: 'public', table: 't' },
   destination: { schema: 'public', table: 't' },
@@ -12,35 +14,35 @@ const table: DestinationTable = {
 describe('BatchBuilder', () => {
   it('is full at the row limit', () => {
     const builder = new BatchBuilder({ maxRows: 2, maxBytes: 1e9 }, 0n);
-    expect(builder.add(table, { kind: 'insert', newRow: ['1'] }, 10n, 0)).toBe(true);
+    expect(builder.add(table, { transaction, kind: 'insert', newRow: ['1'] }, 10n, 0)).toBe(true);
     expect(builder.isFull).toBe(false);
-    expect(builder.add(table, { kind: 'insert', newRow: ['2'] }, 11n, 0)).toBe(false);
+    expect(builder.add(table, { transaction, kind: 'insert', newRow: ['2'] }, 11n, 0)).toBe(false);
     expect(builder.isFull).toBe(true);
   });
 
   it('is full at the byte budget before the row limit', () => {
     const builder = new BatchBuilder({ maxRows: 1_000_000, maxBytes: 100 }, 0n);
-    builder.add(table, { kind: 'insert', newRow: ['x'.repeat(200)] }, 10n, 0);
+    builder.add(table, { transaction, kind: 'insert', newRow: ['x'.repeat(200)] }, 10n, 0);
     expect(builder.isFull).toBe(true);
   });
 
   it('acknowledges only the last complete commit, starting from the durable one', () => {
     const builder = new BatchBuilder({ maxRows: 10, maxBytes: 1e9 }, 100n);
-    builder.add(table, { kind: 'insert', newRow: ['1'] }, 110n, 0);
+    builder.add(table, { transaction, kind: 'insert', newRow: ['1'] }, 110n, 0);
     builder.commit(120n);
-    builder.add(table, { kind: 'insert', newRow: ['2'] }, 130n, 0);
+    builder.add(table, { transaction, kind: 'insert', newRow: ['2'] }, 130n, 0);
     const batch = builder.take('m', 7n);
     expect(batch).toMatchObject({ mirror: 'm', batchId: 7n, endLsn: 120n, rowCount: 2 });
     expect(builder.isEmpty).toBe(true);
     // A batch holding only part of a transaction keeps the previous commit.
-    builder.add(table, { kind: 'insert', newRow: ['3'] }, 140n, 0);
+    builder.add(table, { transaction, kind: 'insert', newRow: ['3'] }, 140n, 0);
     expect(builder.take('m', 8n).endLsn).toBe(120n);
   });
 
   it('measures age from its first change and counts no rows for a truncate', () => {
     const builder = new BatchBuilder({ maxRows: 10, maxBytes: 1e9 }, 0n);
     expect(builder.ageMs(5_000)).toBe(0);
-    builder.add(table, { kind: 'truncate' }, 1n, 1_000);
+    builder.add(table, { transaction, kind: 'truncate' }, 1n, 1_000);
     expect(builder.ageMs(5_000)).toBe(4_000);
     expect(builder.rowCount).toBe(0);
     expect(builder.isEmpty).toBe(false);

@@ -7,7 +7,7 @@ import { formatLsn } from '../connectors/postgres/lsn.ts';
 import type { PgoutputMessage, RelationMessage } from '../connectors/postgres/pgoutput.ts';
 import { ReplicationStream, type StreamEvent } from '../connectors/postgres/replication-stream.ts';
 import type { SourceColumn } from '../connectors/postgres/table-info.ts';
-import type { DestinationTable, RowChange } from '../connectors/records.ts';
+import type { DestinationTable, RowChange, SourceTransaction } from '../connectors/records.ts';
 import { EngineError } from '../errors.ts';
 import { formatTableName } from '../resources/mirror.ts';
 import { BatchBuilder } from './batch-builder.ts';
@@ -51,6 +51,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   let inTransaction = false;
   let skipTransaction = false;
   let transactionFinalLsn = 0n;
+  let transaction: SourceTransaction = { xid: 0, commitLsn: 0n, commitTimeMicros: 0n };
   const tableStartLsns = options.tableStartLsns ?? new Map<string, bigint>();
   /** The table when this transaction's changes to it are to be applied. */
   const target = (relationId: number) => {
@@ -134,6 +135,11 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         // Already durable at the destination: replayed after a crash before the ack.
         skipTransaction = message.finalLsn < durableLsn;
         transactionFinalLsn = message.finalLsn;
+        transaction = {
+          xid: message.xid,
+          commitLsn: message.finalLsn,
+          commitTimeMicros: message.commitTimeMicros,
+        };
         return;
       case 'commit':
         inTransaction = false;
@@ -152,7 +158,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         if (!tracked) return;
         await addChange(
           tracked.table,
-          { kind: 'insert', newRow: project(message.newTuple, tracked.projection) },
+          { kind: 'insert', transaction, newRow: project(message.newTuple, tracked.projection) },
           lsn,
         );
         return;
@@ -166,7 +172,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
           project(message.newTuple, tracked.projection),
           message.oldTuple ? oldRow : null,
         );
-        await addChange(tracked.table, { kind: 'update', oldKey: oldRow, newRow }, lsn);
+        await addChange(tracked.table, { kind: 'update', transaction, oldKey: oldRow, newRow }, lsn);
         return;
       }
       case 'delete': {
@@ -178,13 +184,17 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
             'replica_identity',
             `delete without a key in ${formatTableName(tracked.table.source)}`,
           );
-        await addChange(tracked.table, { kind: 'delete', oldKey: project(old, tracked.projection) }, lsn);
+        await addChange(
+          tracked.table,
+          { kind: 'delete', transaction, oldKey: project(old, tracked.projection) },
+          lsn,
+        );
         return;
       }
       case 'truncate':
         for (const relationId of message.relationIds) {
           const tracked = target(relationId);
-          if (tracked) await addChange(tracked.table, { kind: 'truncate' }, lsn);
+          if (tracked) await addChange(tracked.table, { kind: 'truncate', transaction }, lsn);
         }
         return;
       case 'origin':

@@ -23,3 +23,67 @@ export const copyNull = '\\N';
 export function textArrayLiteral(values: readonly string[]): string {
   return `{${values.map((value) => `"${value.replace(/[\\"]/g, (char) => `\\${char}`)}"`).join(',')}}`;
 }
+
+const escapes: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\' };
+
+/**
+ * Splits one COPY text line (without its newline) into fields: `\N` is null,
+ * backslash escapes are decoded (including octal `\123` and hex `\x41`).
+ */
+export function parseCopyTextLine(line: string): (string | null)[] {
+  const fields: (string | null)[] = [];
+  for (const raw of line.split('\t')) {
+    if (raw === '\\N') {
+      fields.push(null);
+      continue;
+    }
+    if (!raw.includes('\\')) {
+      fields.push(raw);
+      continue;
+    }
+    let value = '';
+    for (let index = 0; index < raw.length; index++) {
+      const char = raw[index] ?? '';
+      if (char !== '\\') {
+        value += char;
+        continue;
+      }
+      const next = raw[index + 1] ?? '';
+      const octal = /^[0-7]{1,3}/.exec(raw.slice(index + 1, index + 4))?.[0];
+      const hex = next === 'x' ? /^[0-9a-fA-F]{1,2}/.exec(raw.slice(index + 2, index + 4))?.[0] : undefined;
+      if (octal) {
+        value += String.fromCharCode(Number.parseInt(octal, 8));
+        index += octal.length;
+      } else if (hex) {
+        value += String.fromCharCode(Number.parseInt(hex, 16));
+        index += 1 + hex.length;
+      } else {
+        value += escapes[next] ?? next;
+        index += 1;
+      }
+    }
+    fields.push(value);
+  }
+  return fields;
+}
+
+/**
+ * The rows of a COPY text stream. Lines are split on the newline byte, which
+ * never occurs inside a multi-byte UTF-8 character, then decoded.
+ */
+export async function* copyTextRows(
+  stream: AsyncIterable<Buffer | string>,
+): AsyncGenerator<(string | null)[]> {
+  let pending: Buffer = Buffer.alloc(0);
+  for await (const chunk of stream) {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    const data = pending.length > 0 ? Buffer.concat([pending, bytes]) : bytes;
+    let start = 0;
+    for (let newline = data.indexOf(10); newline !== -1; newline = data.indexOf(10, start)) {
+      yield parseCopyTextLine(data.toString('utf8', start, newline));
+      start = newline + 1;
+    }
+    pending = data.subarray(start);
+  }
+  if (pending.length > 0) yield parseCopyTextLine(pending.toString('utf8'));
+}

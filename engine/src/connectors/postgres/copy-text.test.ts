@@ -1,0 +1,26 @@
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { copyTextRows, escapeCopyText, parseCopyTextLine } from './copy-text.ts';
+
+describe('COPY text', () => {
+  it('round-trips values through escape and parse', () => {
+    const values = ['plain', 'tab\there', 'new\nline', 'back\\slash', 'cr\rx', '', 'ünïcødé ✓'];
+    expect(parseCopyTextLine(values.map(escapeCopyText).join('\t'))).toEqual(values);
+  });
+
+  it('reads \\N as null and decodes octal, hex and letter escapes', () => {
+    expect(parseCopyTextLine('\\N\t\\101\\x42\t\\b\\f\\v')).toEqual([null, 'AB', '\b\f\v']);
+  });
+
+  it('splits a stream into rows across chunk boundaries and multi-byte characters', async () => {
+    const text = Buffer.from('1\tä\n2\t\\N\n3\tend');
+    const chunks = [text.subarray(0, 3), text.subarray(3, 4), text.subarray(4)];
+    const rows: (string | null)[][] = [];
+    for await (const row of copyTextRows(Readable.from(chunks))) rows.push(row);
+    expect(rows).toEqual([
+      ['1', 'ä'],
+      ['2', null],
+      ['3', 'end'],
+    ]);
+  });
+});
