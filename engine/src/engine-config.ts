@@ -7,12 +7,14 @@ import { z } from 'zod';
 import { EngineError } from './errors.ts';
 import { mirrorSpecSchema } from './resources/mirror.ts';
 import { peerSchema, relationalConfigSchema } from './resources/peer.ts';
+import { scriptSourceSchema } from './resources/script.ts';
 
 export const engineConfigSchema = z.object({
   mirror: mirrorSpecSchema,
   source: relationalConfigSchema,
   destination: peerSchema,
   catalog: z.object({ url: z.string().min(1) }),
+  script: scriptSourceSchema.optional(),
   batchMemoryBudgetBytes: z
     .number()
     .int()

@@ -55,7 +55,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   const catalogPool = new pg.Pool({ connectionString: config.catalog.url, max: 2 });
   catalogPool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));
   const catalog = new PostgresCatalog(catalogPool);
-  const destination = createDestination(config.destination, { spec: config.mirror, logger });
+  const destination = createDestination(config.destination, {
+    spec: config.mirror,
+    logger,
+    script: config.script,
+  });
   try {
     await catalog.migrate();
     const outcome = await superviseMirror({

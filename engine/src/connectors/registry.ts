@@ -4,12 +4,15 @@ import type { Logger } from 'pino';
 import { EngineError } from '../errors.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
 import type { Peer, PeerKind } from '../resources/peer.ts';
+import type { ScriptSource } from '../resources/script.ts';
 import type { Destination } from './destination.ts';
 import { PostgresDestination } from './postgres/destination.ts';
 
 export interface DestinationOptions {
   readonly spec: MirrorSpec;
   readonly logger: Logger;
+  /** The mirror's record-transforming script, when `spec.script` names one. */
+  readonly script?: ScriptSource | undefined;
 }
 
 type DestinationFactory<Kind extends PeerKind> = (

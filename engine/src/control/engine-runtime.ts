@@ -4,12 +4,14 @@
 import type { SupervisedOutcome } from '../pipeline/supervisor.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
 import type { Peer, RelationalConfig } from '../resources/peer.ts';
+import type { ScriptSource } from '../resources/script.ts';
 
 /** Everything an engine needs to run one mirror, secrets included. */
 export interface EngineRunConfig {
   readonly spec: MirrorSpec;
   readonly source: RelationalConfig;
   readonly destination: Peer;
+  readonly script?: ScriptSource | undefined;
 }
 
 export interface EngineRuntime {

@@ -43,7 +43,11 @@ export class InProcessEngineRuntime implements EngineRuntime {
       throw new EngineError('internal', `an engine already runs mirror ${mirror}`);
     const logger = this.#options.logger.child({ mirror });
     const controller = new AbortController();
-    const destination = createDestination(config.destination, { spec: config.spec, logger });
+    const destination = createDestination(config.destination, {
+      spec: config.spec,
+      logger,
+      script: config.script,
+    });
     const backoff = this.#options.retryBackoffMs;
     const done = superviseMirror(
       {
@@ -84,7 +88,11 @@ export class InProcessEngineRuntime implements EngineRuntime {
 
   async teardown(config: EngineRunConfig): Promise<void> {
     const logger = this.#options.logger.child({ mirror: config.spec.name });
-    const destination = createDestination(config.destination, { spec: config.spec, logger });
+    const destination = createDestination(config.destination, {
+      spec: config.spec,
+      logger,
+      script: config.script,
+    });
     try {
       await teardownMirror({
         spec: config.spec,

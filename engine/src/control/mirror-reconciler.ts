@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Catalog, MirrorPhase } from '../catalog/catalog.ts';
 import { canTransition } from '../catalog/phases.ts';
 import { EngineError } from '../errors.ts';
+import type { ScriptSource } from '../resources/script.ts';
 import type { EngineRunConfig, EngineRuntime } from './engine-runtime.ts';
 import type { MirrorResource } from './resources.ts';
 import type { ResourceStore } from './store.ts';
@@ -136,6 +137,17 @@ export class MirrorReconciler {
       return undefined;
     }
     const { state: _state, ...spec } = mirror.spec;
-    return { spec, source: source.peer.config, destination: destination.peer };
+    let script: ScriptSource | undefined;
+    if (spec.script) {
+      const found = await store.getScriptByName(spec.script);
+      if (!found) {
+        const error = new EngineError('script', `script ${spec.script} does not exist`);
+        await catalog.appendLog(mirror.name, 'ERROR', `${error.message}. ${error.policy.remedy}`);
+        await store.recordMirrorFailure(mirror.name, mirror.generation);
+        return undefined;
+      }
+      script = { name: found.name, lang: found.lang, source: found.source };
+    }
+    return { spec, source: source.peer.config, destination: destination.peer, script };
   }
 }
