@@ -51,7 +51,8 @@ export async function createFacade(
     app,
     controlPlane,
     request,
-    post: (url, body) => request({ method: 'POST', url, payload: body as NonNullable<InjectOptions['payload']> }),
+    post: (url, body) =>
+      request({ method: 'POST', url, payload: body as NonNullable<InjectOptions['payload']> }),
     async close() {
       await app.close();
       await controlPlane.close();

@@ -28,6 +28,10 @@ function camel(key: string): string {
   return key.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
 }
 
+function snake(key: string): string {
+  return key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+}
+
 function camelKeys(value: unknown): unknown {
   if (Array.isArray(value) || value === null || typeof value !== 'object') return value;
   return Object.fromEntries(Object.entries(value).map(([key, child]) => [camel(key), camelKeys(child)]));
@@ -55,10 +59,12 @@ export function peerFromWire(request: CreatePeerRequest['peer']): Peer {
   }
   const parsed = peerSchema.safeParse({ name: request.name, kind, config });
   if (!parsed.success) {
-    throw new ApiError(
-      'invalidArgument',
-      describeValidation(parsed.error).replace(/^config/, `peer.${expected}`),
-    );
+    // Report the request's field paths (peer.<kind>_config.snake_case), not the resource's.
+    const wirePath = (path: readonly PropertyKey[]) =>
+      path[0] === 'config'
+        ? ['peer', expected, ...path.slice(1).map((part) => (typeof part === 'string' ? snake(part) : part))]
+        : ['peer', ...path];
+    throw new ApiError('invalidArgument', describeValidation(parsed.error, wirePath));
   }
   return parsed.data;
 }

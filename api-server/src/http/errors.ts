@@ -42,11 +42,18 @@ export class ApiError extends Error {
   }
 }
 
-/** Names each invalid field and the rule it broke; never echoes values. */
-export function describeValidation(error: z.ZodError): string {
+/**
+ * Names each invalid field and the rule it broke; never echoes values.
+ * `wirePath` renames a path of the validated object to the request's own field
+ * path, when the schema is not the wire schema.
+ */
+export function describeValidation(
+  error: z.ZodError,
+  wirePath: (path: readonly PropertyKey[]) => readonly PropertyKey[] = (path) => path,
+): string {
   return error.issues
     .map((issue) => {
-      const path = issue.path
+      const path = wirePath(issue.path)
         .map((part, index) =>
           typeof part === 'number' ? `[${part}]` : `${index === 0 ? '' : '.'}${String(part)}`,
         )

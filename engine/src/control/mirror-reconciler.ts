@@ -113,6 +113,16 @@ export class MirrorReconciler {
     await store.removeMirror(mirror.name);
   }
 
+  /** Records why the mirror cannot run; it waits for a change of its spec. */
+  async #fail(mirror: MirrorResource, error: EngineError): Promise<void> {
+    const { store, catalog } = this.#options;
+    await catalog.appendLog(mirror.name, 'ERROR', `${error.message}. ${error.policy.remedy}`);
+    if (canTransition((await this.#phase(mirror.name)) ?? 'new', 'failed')) {
+      await catalog.transition(mirror.name, 'failed', error.message);
+    }
+    await store.recordMirrorFailure(mirror.name, mirror.generation);
+  }
+
   /** The engine config, or undefined after recording why the mirror cannot run. */
   async #engineConfig(mirror: MirrorResource): Promise<EngineRunConfig | undefined> {
     const { store, catalog } = this.#options;
@@ -128,12 +138,7 @@ export class MirrorReconciler {
           ? `destination peer ${mirror.spec.destinationPeer} does not exist`
           : undefined;
     if (problem || !source || source.peer.kind !== 'relational' || !destination) {
-      const error = new EngineError('config', problem ?? 'peers missing');
-      await catalog.appendLog(mirror.name, 'ERROR', `${error.message}. ${error.policy.remedy}`);
-      if (canTransition((await this.#phase(mirror.name)) ?? 'new', 'failed')) {
-        await catalog.transition(mirror.name, 'failed', error.message);
-      }
-      await store.recordMirrorFailure(mirror.name, mirror.generation);
+      await this.#fail(mirror, new EngineError('config', problem ?? 'peers missing'));
       return undefined;
     }
     const { state: _state, ...spec } = mirror.spec;
@@ -141,9 +146,7 @@ export class MirrorReconciler {
     if (spec.script) {
       const found = await store.getScriptByName(spec.script);
       if (!found) {
-        const error = new EngineError('script', `script ${spec.script} does not exist`);
-        await catalog.appendLog(mirror.name, 'ERROR', `${error.message}. ${error.policy.remedy}`);
-        await store.recordMirrorFailure(mirror.name, mirror.generation);
+        await this.#fail(mirror, new EngineError('script', `script ${spec.script} does not exist`));
         return undefined;
       }
       script = { name: found.name, lang: found.lang, source: found.source };
