@@ -125,7 +125,7 @@ export class MirrorReconciler {
 
   /** The engine config, or undefined after recording why the mirror cannot run. */
   async #engineConfig(mirror: MirrorResource): Promise<EngineRunConfig | undefined> {
-    const { store, catalog } = this.#options;
+    const { store } = this.#options;
     const [source, destination] = await Promise.all([
       store.getPeer(mirror.spec.sourcePeer),
       store.getPeer(mirror.spec.destinationPeer),
