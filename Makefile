@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: all deps check fmt test test-unit test-integration testenv-up testenv-down start bench clean
+.PHONY: all deps check fmt crds test test-unit test-integration testenv-up testenv-down start bench clean
 
 all: check
 
@@ -24,6 +24,10 @@ check: deps
 
 fmt: deps
 	biome check --write .
+
+# Regenerates crds/ from the zod schemas (a test fails when they drift).
+crds: deps
+	node scripts/generate-crds.ts
 
 testenv-up:
 	scripts/testenv/up.sh

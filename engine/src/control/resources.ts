@@ -2,16 +2,18 @@
 // GitOps) as opposed to what the engine records in the catalog. Kubernetes
 // stores them as custom resources; standalone mode in its embedded database.
 import { z } from 'zod';
-import { mirrorSpecSchema } from '../resources/mirror.ts';
+import { initialSnapshotOnlyMessage, mirrorSpecFields } from '../resources/mirror.ts';
 import type { Peer } from '../resources/peer.ts';
 
 export const mirrorDesiredStates = ['Running', 'Paused'] as const;
 export type MirrorDesiredState = (typeof mirrorDesiredStates)[number];
 
-export const mirrorResourceSpecSchema = z.intersection(
-  mirrorSpecSchema,
-  z.object({ state: z.enum(mirrorDesiredStates).default('Running') }),
-);
+export const mirrorResourceSpecSchema = mirrorSpecFields
+  .extend({ state: z.enum(mirrorDesiredStates).default('Running') })
+  .refine((spec) => !spec.initialSnapshotOnly || spec.doInitialSnapshot, {
+    message: initialSnapshotOnlyMessage,
+    path: ['initialSnapshotOnly'],
+  });
 export type MirrorResourceSpec = z.infer<typeof mirrorResourceSpecSchema>;
 
 export interface MirrorResource {

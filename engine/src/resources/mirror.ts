@@ -16,38 +16,41 @@ export const tableMappingSchema = z.object({
     .default([]),
 });
 
-export const mirrorSpecSchema = z
-  .object({
-    name: z
-      .string()
-      .min(1)
-      .max(63)
-      .regex(
-        /^[a-z0-9][a-z0-9_-]*$/,
-        'lower-case letters, digits, _ and - only, starting with a letter or digit',
-      ),
-    sourcePeer: z.string().min(1),
-    destinationPeer: z.string().min(1),
-    tableMappings: z.array(tableMappingSchema).min(1),
-    maxBatchSize: z.number().int().positive().default(1_000_000),
-    idleTimeoutSeconds: z.number().int().positive().default(60),
-    publicationName: z.string().min(1).max(63).optional(),
-    replicationSlotName: z.string().min(1).max(63).optional(),
-    doInitialSnapshot: z.boolean(),
-    snapshotNumRowsPerPartition: z.number().int().positive().default(1_000_000),
-    snapshotMaxParallelWorkers: z.number().int().positive().default(4),
-    snapshotNumTablesInParallel: z.number().int().positive().default(1),
-    resync: z.boolean().default(false),
-    initialSnapshotOnly: z.boolean().default(false),
-    softDeleteColName: z.string().min(1).max(63).optional(),
-    syncedAtColName: z.string().min(1).max(63).optional(),
-    script: z.string().optional(),
-    system: z.enum(['Q', 'PG']).default('Q'),
-  })
-  .refine((spec) => !spec.initialSnapshotOnly || spec.doInitialSnapshot, {
-    message: 'initialSnapshotOnly needs doInitialSnapshot',
-    path: ['initialSnapshotOnly'],
-  });
+/** The spec's fields without cross-field rules (for deriving other schemas). */
+export const mirrorSpecFields = z.object({
+  name: z
+    .string()
+    .min(1)
+    .max(63)
+    .regex(
+      /^[a-z0-9][a-z0-9_-]*$/,
+      'lower-case letters, digits, _ and - only, starting with a letter or digit',
+    ),
+  sourcePeer: z.string().min(1),
+  destinationPeer: z.string().min(1),
+  tableMappings: z.array(tableMappingSchema).min(1),
+  maxBatchSize: z.number().int().positive().default(1_000_000),
+  idleTimeoutSeconds: z.number().int().positive().default(60),
+  publicationName: z.string().min(1).max(63).optional(),
+  replicationSlotName: z.string().min(1).max(63).optional(),
+  doInitialSnapshot: z.boolean(),
+  snapshotNumRowsPerPartition: z.number().int().positive().default(1_000_000),
+  snapshotMaxParallelWorkers: z.number().int().positive().default(4),
+  snapshotNumTablesInParallel: z.number().int().positive().default(1),
+  resync: z.boolean().default(false),
+  initialSnapshotOnly: z.boolean().default(false),
+  softDeleteColName: z.string().min(1).max(63).optional(),
+  syncedAtColName: z.string().min(1).max(63).optional(),
+  script: z.string().optional(),
+  system: z.enum(['Q', 'PG']).default('Q'),
+});
+
+export const initialSnapshotOnlyMessage = 'initialSnapshotOnly needs doInitialSnapshot';
+
+export const mirrorSpecSchema = mirrorSpecFields.refine(
+  (spec) => !spec.initialSnapshotOnly || spec.doInitialSnapshot,
+  { message: initialSnapshotOnlyMessage, path: ['initialSnapshotOnly'] },
+);
 
 export type TableName = z.infer<typeof tableNameSchema>;
 export type TableMapping = z.infer<typeof tableMappingSchema>;

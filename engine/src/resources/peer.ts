@@ -8,7 +8,8 @@ import { z } from 'zod';
 const hostSchema = z.string().min(1).max(253);
 const portSchema = z.number().int().min(1).max(65_535);
 
-export const sshConfigSchema = z
+/** The SSH tunnel's fields without the rule that one credential is given. */
+export const sshConfigFields = z
   .object({
     host: hostSchema,
     port: portSchema,
@@ -16,8 +17,9 @@ export const sshConfigSchema = z
     password: z.string().optional(),
     privateKey: z.string().optional(),
   })
-  .strict()
-  .refine((ssh) => Boolean(ssh.password || ssh.privateKey), {
+  .strict();
+
+export const sshConfigSchema = sshConfigFields.refine((ssh) => Boolean(ssh.password || ssh.privateKey), {
     message: 'ssh tunnel needs a password or a private key',
   });
 

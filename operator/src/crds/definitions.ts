@@ -1,0 +1,135 @@
+// CustomResourceDefinitions for Peer, Mirror and Script, built from the zod
+// schemas. `make crds` writes them to crds/; a test fails when the committed
+// YAML differs from what this produces.
+import { z } from 'zod';
+import { peerKinds } from '../../../engine/src/resources/peer.ts';
+import {
+  group,
+  mirrorCrSpecSchema,
+  mirrorCrStatusSchema,
+  peerCrSpecSchema,
+  peerCrStatusSchema,
+  scriptCrSpecSchema,
+  scriptCrStatusSchema,
+  version,
+} from './schemas.ts';
+import { toStructural } from './structural.ts';
+
+type Schema = Record<string, unknown>;
+
+function schemaOf(spec: z.ZodType, status: z.ZodType, specRules: Schema[] = []): Schema {
+  const specSchema = toStructural(z.toJSONSchema(spec, { io: 'input' }) as Schema);
+  if (specRules.length > 0) specSchema['x-kubernetes-validations'] = specRules;
+  return {
+    type: 'object',
+    required: ['spec'],
+    properties: {
+      apiVersion: { type: 'string' },
+      kind: { type: 'string' },
+      metadata: { type: 'object' },
+      spec: specSchema,
+      status: toStructural(z.toJSONSchema(status, { io: 'input' }) as Schema),
+    },
+  };
+}
+
+interface DefinitionInput {
+  readonly kind: string;
+  readonly plural: string;
+  readonly shortNames: readonly string[];
+  readonly schema: Schema;
+  readonly columns: readonly Schema[];
+}
+
+function definition(input: DefinitionInput): Schema {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${input.plural}.${group}` },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: {
+        kind: input.kind,
+        listKind: `${input.kind}List`,
+        plural: input.plural,
+        singular: input.kind.toLowerCase(),
+        shortNames: input.shortNames,
+        categories: ['tributary'],
+      },
+      versions: [
+        {
+          name: version,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            ...input.columns,
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          ],
+          schema: { openAPIV3Schema: input.schema },
+        },
+      ],
+    },
+  };
+}
+
+const peerRules = [
+  ...peerKinds.map((kind) => ({
+    rule: `(self.kind == '${kind}') == has(self.${kind})`,
+    message: `spec.${kind} must be set exactly when kind is ${kind}`,
+  })),
+  { rule: 'self.kind == oldSelf.kind', message: 'kind is immutable' },
+];
+
+const mirrorRules = [
+  {
+    rule: '!self.initialSnapshotOnly || self.doInitialSnapshot',
+    message: 'initialSnapshotOnly needs doInitialSnapshot',
+  },
+  { rule: 'self.sourcePeer == oldSelf.sourcePeer', message: 'sourcePeer is immutable' },
+  { rule: 'self.destinationPeer == oldSelf.destinationPeer', message: 'destinationPeer is immutable' },
+];
+
+export function customResourceDefinitions(): Schema[] {
+  return [
+    definition({
+      kind: 'Peer',
+      plural: 'peers',
+      shortNames: ['tpeer'],
+      schema: schemaOf(peerCrSpecSchema, peerCrStatusSchema, peerRules),
+      columns: [
+        { name: 'Kind', type: 'string', jsonPath: '.spec.kind' },
+        { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
+        { name: 'Version', type: 'string', jsonPath: '.status.version' },
+      ],
+    }),
+    definition({
+      kind: 'Mirror',
+      plural: 'mirrors',
+      shortNames: ['tmirror'],
+      schema: schemaOf(mirrorCrSpecSchema, mirrorCrStatusSchema, mirrorRules),
+      columns: [
+        { name: 'State', type: 'string', jsonPath: '.spec.state' },
+        { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+        {
+          name: 'Lag',
+          type: 'integer',
+          jsonPath: '.status.lagSeconds',
+          description: 'seconds since the last synced batch',
+        },
+        { name: 'Rows', type: 'string', jsonPath: '.status.rowsSynced' },
+      ],
+    }),
+    definition({
+      kind: 'Script',
+      plural: 'scripts',
+      shortNames: ['tscript'],
+      schema: schemaOf(scriptCrSpecSchema, scriptCrStatusSchema),
+      columns: [
+        { name: 'Lang', type: 'string', jsonPath: '.spec.lang' },
+        { name: 'Id', type: 'integer', jsonPath: '.status.id' },
+      ],
+    }),
+  ];
+}

@@ -1,0 +1,69 @@
+// Helpers for tests against the real kube-apiserver of the test environment.
+import { randomBytes } from 'node:crypto';
+import {
+  ApiException,
+  ApiextensionsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  loadYaml,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
+import { customResourceDefinitions } from '../../operator/src/crds/definitions.ts';
+import { waitFor } from './databases.ts';
+import { kube } from './testenv.ts';
+
+export function adminConfig(): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromFile(kube.adminKubeconfig);
+  return config;
+}
+
+/** Creates or replaces the product's CRDs and waits until they are served. */
+export async function installCrds(config = adminConfig()): Promise<void> {
+  const api = config.makeApiClient(ApiextensionsV1Api);
+  for (const raw of customResourceDefinitions()) {
+    // client-node serialises only the typed model's fields (`_default`, not
+    // `default`): plain JSON must be deserialised into the model first.
+    const definition = loadYaml<V1CustomResourceDefinition>(JSON.stringify(raw));
+    const name = definition.metadata?.name ?? '';
+    try {
+      const current = await api.readCustomResourceDefinition({ name });
+      definition.metadata = {
+        ...definition.metadata,
+        ...(current.metadata?.resourceVersion ? { resourceVersion: current.metadata.resourceVersion } : {}),
+      };
+      await api.replaceCustomResourceDefinition({ name, body: definition });
+    } catch (error) {
+      if (!(error instanceof ApiException) || error.code !== 404) throw error;
+      await api.createCustomResourceDefinition({ body: definition });
+    }
+    await waitFor(
+      async () =>
+        (await api.readCustomResourceDefinition({ name })).status?.conditions?.some(
+          (condition) => condition.type === 'Established' && condition.status === 'True',
+        ) === true,
+      30_000,
+      `${name} established`,
+    );
+  }
+}
+
+/** A namespace of its own per suite (namespaces are never deleted: nothing would finalize them). */
+export async function createNamespace(prefix: string, config = adminConfig()): Promise<string> {
+  const name = `${prefix}-${randomBytes(4).toString('hex')}`;
+  await config.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+/** The HTTP status of a call: 200 on success, the API error's code otherwise. */
+export async function statusOf(call: Promise<unknown>): Promise<{ code: number; message: string }> {
+  try {
+    await call;
+    return { code: 200, message: '' };
+  } catch (error) {
+    if (!(error instanceof ApiException)) throw error;
+    const body: unknown = typeof error.body === 'string' ? JSON.parse(error.body) : error.body;
+    const message = (body as { message?: unknown } | undefined)?.message;
+    return { code: error.code, message: typeof message === 'string' ? message : '' };
+  }
+}
