@@ -20,8 +20,8 @@ export const sshConfigFields = z
   .strict();
 
 export const sshConfigSchema = sshConfigFields.refine((ssh) => Boolean(ssh.password || ssh.privateKey), {
-    message: 'ssh tunnel needs a password or a private key',
-  });
+  message: 'ssh tunnel needs a password or a private key',
+});
 
 export const relationalConfigSchema = z
   .object({
