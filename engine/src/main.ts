@@ -59,6 +59,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     spec: config.mirror,
     logger,
     script: config.script,
+    // A script's print() lands in the mirror's logs.
+    log: (level, message) => void catalog.appendLog(config.mirror.name, level, message).catch(() => {}),
   });
   try {
     await catalog.migrate();

@@ -5,14 +5,18 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MirrorSpecInput } from '../../engine/src/resources/mirror.ts';
+import type { Peer } from '../../engine/src/resources/peer.ts';
 import type { Harness } from './mirror-harness.ts';
 import { repoRoot } from './testenv.ts';
 
-/** Writes an engine config for a PostgreSQL-to-PostgreSQL mirror of the harness; returns its path. */
+/**
+ * Writes an engine config for a mirror of the harness, into its PostgreSQL
+ * destination unless `extra.destination` names another peer; returns its path.
+ */
 export function writeEngineConfig(
   harness: Harness,
   mirror: MirrorSpecInput,
-  extra: { batchMemoryBudgetBytes?: number } = {},
+  extra: { batchMemoryBudgetBytes?: number; destination?: Peer } = {},
 ): string {
   const path = join(mkdtempSync(join(tmpdir(), 'tributary-engine-')), 'engine.json');
   const catalog = harness.catalogDatabase.config;

@@ -1,11 +1,14 @@
 // Destination constructors by peer kind. `satisfies` makes the compiler refuse
 // a peer kind that has no destination.
 import type { Logger } from 'pino';
+import type { LogLevel } from '../catalog/catalog.ts';
 import { EngineError } from '../errors.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
 import type { Peer, PeerKind } from '../resources/peer.ts';
 import type { ScriptSource } from '../resources/script.ts';
+import { ClickHouseDestination } from './clickhouse/destination.ts';
 import type { Destination } from './destination.ts';
+import { KafkaDestination } from './kafka/destination.ts';
 import { PostgresDestination } from './postgres/destination.ts';
 
 export interface DestinationOptions {
@@ -13,6 +16,8 @@ export interface DestinationOptions {
   readonly logger: Logger;
   /** The mirror's record-transforming script, when `spec.script` names one. */
   readonly script?: ScriptSource | undefined;
+  /** Writes a line to the mirror's logs (a script's `print`); the process log when absent. */
+  readonly log?: ((level: LogLevel, message: string) => void) | undefined;
 }
 
 type DestinationFactory<Kind extends PeerKind> = (
@@ -22,9 +27,16 @@ type DestinationFactory<Kind extends PeerKind> = (
 
 // null: the kind is not a destination in this build yet (its connector is missing).
 const destinationFactories = {
-  analytics: null,
+  analytics: (peer, { spec, logger }) =>
+    new ClickHouseDestination(peer.config, {
+      mirrorColumns: { softDeleteColumn: spec.softDeleteColName, syncedAtColumn: spec.syncedAtColName },
+      tableMappings: spec.tableMappings,
+      maxBatchSize: spec.maxBatchSize,
+      logger,
+    }),
   datawarehouse: null,
-  stream: null,
+  stream: (peer, { spec, logger, script, log }) =>
+    new KafkaDestination(peer.config, { mirror: spec.name, logger, script, log }),
   relational: (peer, { spec, logger }) =>
     new PostgresDestination(peer.config, {
       system: spec.system,

@@ -29,24 +29,27 @@ export class InProcessEngineRuntime implements EngineRuntime {
     this.#options = options;
   }
 
-  runningGeneration(mirror: string): number | undefined {
+  async runningGeneration(mirror: string): Promise<number | undefined> {
     return this.#engines.get(mirror)?.generation;
   }
 
-  start(
+  async start(
     mirror: string,
     generation: number,
     config: EngineRunConfig,
     onExit: (outcome: SupervisedOutcome) => void,
-  ): void {
+  ): Promise<void> {
     if (this.#engines.has(mirror))
       throw new EngineError('internal', `an engine already runs mirror ${mirror}`);
     const logger = this.#options.logger.child({ mirror });
     const controller = new AbortController();
+    const { catalog } = this.#options;
     const destination = createDestination(config.destination, {
       spec: config.spec,
       logger,
       script: config.script,
+      // A script's print() lands in the mirror's logs.
+      log: (level, message) => void catalog.appendLog(mirror, level, message).catch(() => {}),
     });
     const backoff = this.#options.retryBackoffMs;
     const done = superviseMirror(
@@ -86,23 +89,26 @@ export class InProcessEngineRuntime implements EngineRuntime {
     await Promise.all([...this.#engines.keys()].map((mirror) => this.stop(mirror)));
   }
 
-  async teardown(config: EngineRunConfig): Promise<void> {
-    const logger = this.#options.logger.child({ mirror: config.spec.name });
-    const destination = createDestination(config.destination, {
-      spec: config.spec,
-      logger,
-      script: config.script,
-    });
-    try {
-      await teardownMirror({
-        spec: config.spec,
-        source: config.source,
-        destination,
-        catalog: this.#options.catalog,
-        logger,
-      });
-    } finally {
-      await destination.close();
-    }
+  teardown(config: EngineRunConfig): Promise<void> {
+    return teardownWithConfig(config, this.#options.catalog, this.#options.logger);
+  }
+}
+
+/** Drops a mirror from this process; any runtime uses it once the mirror's engine is stopped. */
+export async function teardownWithConfig(
+  config: EngineRunConfig,
+  catalog: Catalog,
+  parentLogger: Logger,
+): Promise<void> {
+  const logger = parentLogger.child({ mirror: config.spec.name });
+  const destination = createDestination(config.destination, {
+    spec: config.spec,
+    logger,
+    script: config.script,
+  });
+  try {
+    await teardownMirror({ spec: config.spec, source: config.source, destination, catalog, logger });
+  } finally {
+    await destination.close();
   }
 }

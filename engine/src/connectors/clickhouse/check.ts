@@ -1,7 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import type { AnalyticsConfig } from '../../resources/peer.ts';
 import { createAnalyticsClient } from './client.ts';
+import { quoteIdentifier } from './sql.ts';
 
-/** Reads the server version; fails on a wrong port, credentials or database. */
+/**
+ * Reads the server version, then proves the user can do what a mirror does in
+ * `database`: create a table, insert into it, and drop it (a scratch table with
+ * a random name). Fails on a wrong port, credentials, database or grant.
+ */
 export async function checkAnalyticsPeer(
   config: AnalyticsConfig,
   timeoutMs: number,
@@ -10,6 +16,13 @@ export async function checkAnalyticsPeer(
   try {
     const result = await client.query({ query: 'SELECT version() AS version', format: 'JSONEachRow' });
     const rows = await result.json<{ version: string }>();
+    const scratch = `${quoteIdentifier(config.database)}.${quoteIdentifier(`_tributary_check_${randomBytes(6).toString('hex')}`)}`;
+    await client.command({ query: `CREATE TABLE ${scratch} (id UInt8) ENGINE = MergeTree ORDER BY id` });
+    try {
+      await client.command({ query: `INSERT INTO ${scratch} (id) VALUES (1)` });
+    } finally {
+      await client.command({ query: `DROP TABLE IF EXISTS ${scratch}` });
+    }
     return { version: rows[0]?.version ?? 'unknown' };
   } finally {
     await client.close();

@@ -15,6 +15,8 @@ export interface SourceColumn {
   /** For a domain, the type it is a domain over (resolved through nested domains). */
   readonly domainBaseTypeName?: string | undefined;
   readonly notNull: boolean;
+  /** pg_attribute.attndims: the declared dimensions of an array column (not enforced by PostgreSQL). */
+  readonly arrayDimensions?: number | undefined;
 }
 
 export interface SourceTableInfo {
@@ -45,6 +47,7 @@ interface ColumnRow {
   type_name: string;
   base_type_name: string | null;
   attnotnull: boolean;
+  attndims: number;
 }
 
 /** Returns undefined when the table does not exist (or is not visible to the user). */
@@ -68,7 +71,7 @@ export async function readTableInfo(
      SELECT a.attname, a.atttypid::int AS atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod) AS type_name,
        (SELECT format_type(d.oid, d.typmod) FROM domains d JOIN pg_type t ON t.oid = d.oid
         WHERE d.start_oid = a.atttypid AND t.typtype <> 'd') AS base_type_name,
-       a.attnotnull
+       a.attnotnull, a.attndims::int AS attndims
      FROM pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
      ORDER BY a.attnum`,
     [tableRow.oid],
@@ -98,6 +101,7 @@ export async function readTableInfo(
       typeName: row.type_name,
       ...(row.base_type_name ? { domainBaseTypeName: row.base_type_name } : {}),
       notNull: row.attnotnull,
+      ...(row.attndims > 1 ? { arrayDimensions: row.attndims } : {}),
     })),
     keyColumns: key.rows.map((row) => row.attname),
     replicaIdentity,

@@ -1,0 +1,829 @@
+// ClickHouse's RowBinary format: values back to back, little-endian, no
+// delimiters (https://clickhouse.com/docs/interfaces/formats/RowBinary).
+//
+//   integers, floats   fixed width, little-endian; Bool is one byte
+//   Decimal(P, S)      the value times 10^S as a signed integer of 4, 8, 16 or 32
+//                      bytes (P ≤ 9, 18, 38, 76)
+//   String             LEB128 byte length, then the bytes
+//   UUID               the high 64 bits then the low 64 bits, each little-endian
+//   Date / Date32      days since 1970-01-01 as UInt16 / Int32
+//   DateTime           seconds since the epoch, UInt32
+//   DateTime64(p)      ticks of 10^-p seconds since the epoch, Int64
+//   Nullable(T)        one byte, 1 for NULL (nothing follows) or 0 then T
+//   Array(T)           LEB128 element count, then the elements
+//   Map(K, V)          LEB128 entry count, then key, value, key, value…
+//   LowCardinality(T)  as T
+//
+// The writer turns source values (PostgreSQL text, parsed by the value model)
+// into these bytes; the reader reads them back, to fill unchanged TOAST values
+// from the destination's current rows and to write those rows' keys as SQL.
+import { EngineError } from '../../errors.ts';
+import { type ArrayValue, type Hstore, parseTextValue, type Value } from '../../model/parse-text.ts';
+import { type ColumnType, describeColumnType } from '../../model/value-kind.ts';
+import { type ChType, formatChType } from './types.ts';
+
+/** A growable byte buffer; `take` hands out what was written and starts over. */
+export class RowBinaryWriter {
+  #buffer: Buffer;
+  #length = 0;
+
+  constructor(initialBytes = 1 << 20) {
+    this.#buffer = Buffer.allocUnsafe(initialBytes);
+  }
+
+  get length(): number {
+    return this.#length;
+  }
+
+  #reserve(bytes: number): void {
+    const needed = this.#length + bytes;
+    if (needed <= this.#buffer.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(needed, this.#buffer.length * 2));
+    this.#buffer.copy(grown, 0, 0, this.#length);
+    this.#buffer = grown;
+  }
+
+  /** The bytes written since the last take, copied out. */
+  take(): Buffer {
+    const taken = Buffer.from(this.#buffer.subarray(0, this.#length));
+    this.#length = 0;
+    return taken;
+  }
+
+  /** The bytes written after `start`, copied out, without resetting. */
+  copyFrom(start: number): Buffer {
+    return Buffer.from(this.#buffer.subarray(start, this.#length));
+  }
+
+  u8(value: number): void {
+    this.#reserve(1);
+    this.#buffer[this.#length++] = value;
+  }
+
+  bytes(value: Uint8Array): void {
+    this.#reserve(value.length);
+    this.#buffer.set(value, this.#length);
+    this.#length += value.length;
+  }
+
+  zeros(count: number): void {
+    this.#reserve(count);
+    this.#buffer.fill(0, this.#length, this.#length + count);
+    this.#length += count;
+  }
+
+  varint(value: number): void {
+    this.#reserve(10);
+    let rest = value;
+    while (rest >= 0x80) {
+      this.#buffer[this.#length++] = (rest % 0x80) | 0x80;
+      rest = Math.floor(rest / 0x80);
+    }
+    this.#buffer[this.#length++] = rest;
+  }
+
+  string(value: string): void {
+    const byteLength = Buffer.byteLength(value, 'utf8');
+    this.varint(byteLength);
+    this.#reserve(byteLength);
+    this.#length += this.#buffer.write(value, this.#length, 'utf8');
+  }
+
+  binary(value: Uint8Array): void {
+    this.varint(value.length);
+    this.bytes(value);
+  }
+
+  /** A signed or unsigned integer of 1, 2, 4, 8, 16 or 32 bytes; `value` must fit. */
+  integer(value: bigint | number, width: number): void {
+    this.#reserve(width);
+    const at = this.#length;
+    this.#length += width;
+    if (typeof value === 'number' && width <= 8) {
+      if (width === 1) this.#buffer[at] = value & 0xff;
+      else if (width === 2) this.#buffer.writeUInt16LE(value & 0xffff, at);
+      else if (width === 4) this.#buffer.writeUInt32LE(value >>> 0, at);
+      else {
+        // A safe integer as two 32-bit words; floor keeps the two's complement high word.
+        const high = Math.floor(value / 0x1_0000_0000);
+        this.#buffer.writeUInt32LE(value - high * 0x1_0000_0000, at);
+        this.#buffer.writeInt32LE(high | 0, at + 4);
+      }
+      return;
+    }
+    if (width === 8) {
+      const big = BigInt(value);
+      if (big < 0n) this.#buffer.writeBigInt64LE(big, at);
+      else this.#buffer.writeBigUInt64LE(big, at);
+      return;
+    }
+    let rest = BigInt.asUintN(width * 8, BigInt(value));
+    if (width < 8) {
+      const small = Number(rest);
+      for (let index = 0; index < width; index++) this.#buffer[at + index] = (small >>> (8 * index)) & 0xff;
+      return;
+    }
+    for (let index = 0; index < width; index++) {
+      this.#buffer[at + index] = Number(rest & 0xffn);
+      rest >>= 8n;
+    }
+  }
+
+  float32(value: number): void {
+    this.#reserve(4);
+    this.#buffer.writeFloatLE(value, this.#length);
+    this.#length += 4;
+  }
+
+  float64(value: number): void {
+    this.#reserve(8);
+    this.#buffer.writeDoubleLE(value, this.#length);
+    this.#length += 8;
+  }
+}
+
+// --- ranges and widths ---------------------------------------------------------
+
+interface IntegerRange {
+  readonly width: number;
+  readonly min: bigint;
+  readonly max: bigint;
+}
+
+const integerRanges: Readonly<Record<string, IntegerRange>> = {
+  Int8: { width: 1, min: -(2n ** 7n), max: 2n ** 7n - 1n },
+  Int16: { width: 2, min: -(2n ** 15n), max: 2n ** 15n - 1n },
+  Int32: { width: 4, min: -(2n ** 31n), max: 2n ** 31n - 1n },
+  Int64: { width: 8, min: -(2n ** 63n), max: 2n ** 63n - 1n },
+  UInt8: { width: 1, min: 0n, max: 2n ** 8n - 1n },
+  UInt16: { width: 2, min: 0n, max: 2n ** 16n - 1n },
+  UInt32: { width: 4, min: 0n, max: 2n ** 32n - 1n },
+  UInt64: { width: 8, min: 0n, max: 2n ** 64n - 1n },
+  Bool: { width: 1, min: 0n, max: 1n },
+};
+
+function decimalWidth(precision: number): number {
+  if (precision <= 9) return 4;
+  if (precision <= 18) return 8;
+  if (precision <= 38) return 16;
+  return 32;
+}
+
+/** Byte width of a fixed-size type; undefined for variable-size ones. */
+function fixedWidth(type: ChType): number | undefined {
+  switch (type.name) {
+    case 'Float32':
+    case 'Date32':
+    case 'DateTime':
+      return 4;
+    case 'Float64':
+    case 'DateTime64':
+      return 8;
+    case 'Date':
+      return 2;
+    case 'UUID':
+      return 16;
+    case 'Decimal':
+      return decimalWidth(type.precision);
+    default:
+      return integerRanges[type.name]?.width;
+  }
+}
+
+/** Writes the type's zero value: NULL, 0, '', [] or {}. For NULL in a non-Nullable column. */
+export function writeDefault(writer: RowBinaryWriter, type: ChType): void {
+  switch (type.name) {
+    case 'Nullable':
+      writer.u8(1);
+      return;
+    case 'LowCardinality':
+      writeDefault(writer, type.inner);
+      return;
+    case 'String':
+    case 'Array':
+    case 'Map':
+      writer.varint(0);
+      return;
+    default:
+      writer.zeros(fixedWidth(type) ?? 0);
+  }
+}
+
+// --- the limits of dates and times -----------------------------------------------
+
+/** Day ranges the server handles, for clamping; see ServerCapabilities.extendedDateRange. */
+export interface DateLimits {
+  readonly date32: { readonly minDay: number; readonly maxDay: number };
+}
+
+const microsPerDay = 86_400_000_000n;
+const microsPerSecond = 1_000_000n;
+const dateMaxDay = 0xffff;
+
+function floorDivide(dividend: bigint, divisor: bigint): bigint {
+  const quotient = dividend / divisor;
+  return dividend % divisor !== 0n && dividend < 0n !== divisor < 0n ? quotient - 1n : quotient;
+}
+
+function clamp(value: bigint, min: bigint, max: bigint): bigint {
+  return value < min ? min : value > max ? max : value;
+}
+
+const datePattern = /^(-?\d+)-(\d{2})-(\d{2})$/;
+
+/** Days since 1970-01-01 of a value-model date ('-0043-03-15', 'infinity', …), before clamping. */
+export function dateDays(date: string): number {
+  if (date === 'infinity') return Number.POSITIVE_INFINITY;
+  if (date === '-infinity') return Number.NEGATIVE_INFINITY;
+  const match = datePattern.exec(date);
+  if (!match) throw new EngineError('decode', 'cannot decode date value');
+  const year = Number(match[1]);
+  const month = Number(match[2]);
+  const day = Number(match[3]);
+  const shiftedYear = month <= 2 ? year - 1 : year;
+  const era = Math.floor(shiftedYear / 400);
+  const yearOfEra = shiftedYear - era * 400;
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
+  return era * 146_097 + dayOfEra - 719_468;
+}
+
+/** 'YYYY-MM-DD' of a day number (Howard Hinnant's civil_from_days). */
+export function civilFromDays(days: number): string {
+  const shifted = days + 719_468;
+  const era = Math.floor(shifted / 146_097);
+  const dayOfEra = shifted - era * 146_097;
+  const yearOfEra = Math.floor(
+    (dayOfEra -
+      Math.floor(dayOfEra / 1460) +
+      Math.floor(dayOfEra / 36_524) -
+      Math.floor(dayOfEra / 146_096)) /
+      365,
+  );
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const monthIndex = Math.floor((5 * dayOfYear + 2) / 153);
+  const day = dayOfYear - Math.floor((153 * monthIndex + 2) / 5) + 1;
+  const month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  const yearText = year < 0 ? `-${String(-year).padStart(4, '0')}` : String(year).padStart(4, '0');
+  return `${yearText}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
+}
+
+function clampDays(days: number, min: number, max: number): number {
+  return days < min ? min : Math.min(days, max);
+}
+
+// --- writing source values -------------------------------------------------------
+
+/**
+ * A column's cell: PostgreSQL text, null, or bytes already in RowBinary for
+ * this column (a value read back from the destination).
+ */
+export type EncodableCell = string | null | Uint8Array;
+
+export type CellEncoder = (writer: RowBinaryWriter, cell: EncodableCell) => void;
+
+function mismatch(column: string, source: ColumnType, target: ChType): EngineError {
+  return new EngineError(
+    'schema_mismatch',
+    `column ${column}: a ${describeColumnType(source)} value cannot be written to ClickHouse ${formatChType(target)}`,
+  );
+}
+
+function unwrapLowCardinality(type: ChType): ChType {
+  return type.name === 'LowCardinality' ? unwrapLowCardinality(type.inner) : type;
+}
+
+/** Whether values of `source` can be written to `target` (neither Nullable). */
+function writable(source: ColumnType, target: ChType): boolean {
+  const kind = source.kind;
+  switch (target.name) {
+    case 'String':
+      return true;
+    case 'Int8':
+    case 'Int16':
+    case 'Int32':
+    case 'Int64':
+    case 'UInt8':
+    case 'UInt16':
+    case 'UInt32':
+    case 'UInt64':
+      return (
+        kind === 'int16' ||
+        kind === 'int32' ||
+        kind === 'int64' ||
+        kind === 'boolean' ||
+        kind === 'time' ||
+        (target.name === 'Int64' && (kind === 'timestamp' || kind === 'timestamptz'))
+      );
+    case 'Bool':
+      return kind === 'boolean';
+    case 'Float32':
+    case 'Float64':
+      return kind === 'float32' || kind === 'float64' || kind === 'int16' || kind === 'int32';
+    case 'Decimal':
+      return kind === 'numeric' || kind === 'int16' || kind === 'int32' || kind === 'int64';
+    case 'UUID':
+      return kind === 'uuid';
+    case 'Date':
+    case 'Date32':
+      return kind === 'date';
+    case 'DateTime':
+    case 'DateTime64':
+      return kind === 'timestamp' || kind === 'timestamptz';
+    case 'Array': {
+      if (source.kind !== 'array') return false;
+      let element = unwrapLowCardinality(target.element);
+      if (element.name === 'Nullable') element = unwrapLowCardinality(element.inner);
+      // Nested arrays: the dimensions are checked value by value.
+      while (element.name === 'Array') element = unwrapLowCardinality(element.element);
+      if (element.name === 'Nullable') element = unwrapLowCardinality(element.inner);
+      return writable(source.element, element);
+    }
+    case 'Map':
+      return kind === 'hstore';
+    default:
+      return false;
+  }
+}
+
+interface ValueContext {
+  readonly column: string;
+  readonly limits: DateLimits;
+  /** DateTime64's range in microseconds, from limits.date32. */
+  readonly minMicros: bigint;
+  readonly maxMicros: bigint;
+}
+
+function valueContext(column: string, limits: DateLimits): ValueContext {
+  return {
+    column,
+    limits,
+    minMicros: BigInt(limits.date32.minDay) * microsPerDay,
+    maxMicros: BigInt(limits.date32.maxDay + 1) * microsPerDay - 1n,
+  };
+}
+
+function valueError(context: ValueContext, reason: string): EngineError {
+  return new EngineError('schema_mismatch', `column ${context.column}: ${reason}`);
+}
+
+function writeInteger(
+  writer: RowBinaryWriter,
+  type: ChType,
+  value: bigint | number,
+  context: ValueContext,
+): void {
+  const range = integerRanges[type.name];
+  if (!range) throw valueError(context, `not an integer type`);
+  // Numbers (int16, int32 values) are compared as numbers: no bigint per value.
+  const outside =
+    typeof value === 'number'
+      ? value < Number(range.min) || value > Number(range.max)
+      : value < range.min || value > range.max;
+  if (outside) throw valueError(context, `value out of the range of ${formatChType(type)}`);
+  writer.integer(value, range.width);
+}
+
+const numericTextPattern = /^(-?)(\d+)(?:\.(\d+))?$/;
+
+function writeDecimal(
+  writer: RowBinaryWriter,
+  type: { readonly precision: number; readonly scale: number },
+  value: string | number | bigint,
+  context: ValueContext,
+): void {
+  const text = String(value);
+  const match = numericTextPattern.exec(text);
+  if (!match) throw valueError(context, `${text === 'NaN' ? 'NaN' : 'a value'} cannot be stored as Decimal`);
+  const [, sign = '', integerDigits = '', fractionDigits = ''] = match;
+  const kept = fractionDigits.length > type.scale ? fractionDigits.slice(0, type.scale) : fractionDigits;
+  if (fractionDigits.length > type.scale && /[1-9]/.test(fractionDigits.slice(type.scale))) {
+    throw valueError(context, `more fraction digits than Decimal(${type.precision}, ${type.scale}) holds`);
+  }
+  const digits = (integerDigits + kept.padEnd(type.scale, '0')).replace(/^0+(?=\d)/, '');
+  if (digits.length > type.precision) {
+    throw valueError(context, `value out of the range of Decimal(${type.precision}, ${type.scale})`);
+  }
+  const width = decimalWidth(type.precision);
+  // Up to 15 digits are exact as a double: most decimals never become a bigint.
+  if (digits.length <= 15) {
+    const magnitude = Number(digits);
+    writer.integer(sign === '-' ? -magnitude : magnitude, width);
+    return;
+  }
+  const magnitude = BigInt(digits);
+  writer.integer(sign === '-' ? -magnitude : magnitude, width);
+}
+
+function writeUuid(writer: RowBinaryWriter, uuid: string): void {
+  const bytes = Buffer.from(uuid.replace(/-/g, ''), 'hex');
+  // Each 64-bit half is a little-endian UInt64, the high half first.
+  writer.bytes(bytes.subarray(0, 8).reverse());
+  writer.bytes(bytes.subarray(8, 16).reverse());
+}
+
+function writeTimestamp(writer: RowBinaryWriter, type: ChType, micros: bigint, context: ValueContext): void {
+  if (type.name === 'Int64') {
+    writer.integer(micros, 8);
+    return;
+  }
+  if (type.name === 'DateTime') {
+    const seconds = clamp(floorDivide(micros, microsPerSecond), 0n, 2n ** 32n - 1n);
+    writer.integer(seconds, 4);
+    return;
+  }
+  if (type.name !== 'DateTime64') throw valueError(context, 'not a time type');
+  const clamped = clamp(micros, context.minMicros, context.maxMicros);
+  const ticks =
+    type.precision === 6
+      ? clamped
+      : type.precision < 6
+        ? floorDivide(clamped, 10n ** BigInt(6 - type.precision))
+        : clamped * 10n ** BigInt(type.precision - 6);
+  writer.integer(ticks, 8);
+}
+
+function writeDate(writer: RowBinaryWriter, type: ChType, date: string, context: ValueContext): void {
+  const days = dateDays(date);
+  if (type.name === 'Date') {
+    writer.integer(clampDays(days, 0, dateMaxDay), 2);
+  } else {
+    const { minDay, maxDay } = context.limits.date32;
+    writer.integer(clampDays(days, minDay, maxDay), 4);
+  }
+}
+
+function arrayDepth(type: ChType): number {
+  let depth = 0;
+  for (let current = unwrapLowCardinality(type); current.name === 'Array'; ) {
+    depth++;
+    current = unwrapLowCardinality(current.element);
+    if (current.name === 'Nullable') current = unwrapLowCardinality(current.inner);
+  }
+  return depth;
+}
+
+function valueDepth(value: ArrayValue): number {
+  const first = value.find((item) => item !== null);
+  return Array.isArray(first) ? 1 + valueDepth(first as ArrayValue) : 1;
+}
+
+/** Writes one non-null value of the value model to `type`. `text` is its PostgreSQL text. */
+function writeValue(
+  writer: RowBinaryWriter,
+  type: ChType,
+  value: Value | null,
+  text: string | undefined,
+  context: ValueContext,
+): void {
+  if (value === null) {
+    writeDefault(writer, type);
+    return;
+  }
+  switch (type.name) {
+    case 'Nullable':
+      // Decimal has no NaN (numeric(p, s) allows it): NULL is the nearest a Nullable column holds.
+      if (value === 'NaN' && unwrapLowCardinality(type.inner).name === 'Decimal') {
+        writer.u8(1);
+        return;
+      }
+      writer.u8(0);
+      writeValue(writer, type.inner, value, text, context);
+      return;
+    case 'LowCardinality':
+      writeValue(writer, type.inner, value, text, context);
+      return;
+    case 'String':
+      if (Buffer.isBuffer(value)) writer.binary(value);
+      else if (typeof value === 'string') writer.string(value);
+      else if (text !== undefined) writer.string(text);
+      else throw valueError(context, 'an array element of this type cannot be stored as String');
+      return;
+    case 'Bool':
+    case 'Int8':
+    case 'Int16':
+    case 'Int32':
+    case 'Int64':
+    case 'UInt8':
+    case 'UInt16':
+    case 'UInt32':
+    case 'UInt64':
+      if (typeof value === 'boolean') writer.u8(value ? 1 : 0);
+      else if (typeof value === 'number' || typeof value === 'bigint')
+        writeInteger(writer, type, value, context);
+      else throw valueError(context, `not an integer`);
+      return;
+    case 'Float32':
+      writer.float32(Number(value));
+      return;
+    case 'Float64':
+      writer.float64(Number(value));
+      return;
+    case 'Decimal':
+      if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'bigint') {
+        throw valueError(context, 'not a number');
+      }
+      writeDecimal(writer, type, value, context);
+      return;
+    case 'UUID':
+      writeUuid(writer, String(value));
+      return;
+    case 'Date':
+    case 'Date32':
+      writeDate(writer, type, String(value), context);
+      return;
+    case 'DateTime':
+    case 'DateTime64':
+      if (typeof value !== 'bigint') throw valueError(context, 'not a timestamp');
+      writeTimestamp(writer, type, value, context);
+      return;
+    case 'Array': {
+      if (!Array.isArray(value)) throw valueError(context, 'not an array');
+      const array = value as ArrayValue;
+      if (array.length > 0 && valueDepth(array) !== arrayDepth(type)) {
+        throw valueError(
+          context,
+          `a ${valueDepth(array)}-dimensional array cannot be stored in ${formatChType(type)}`,
+        );
+      }
+      writer.varint(array.length);
+      for (const item of array) writeValue(writer, type.element, item as Value | null, undefined, context);
+      return;
+    }
+    case 'Map': {
+      const entries = Object.entries(value as Hstore);
+      writer.varint(entries.length);
+      for (const [key, entry] of entries) {
+        writeValue(writer, type.key, key, key, context);
+        writeValue(writer, type.value, entry, entry ?? undefined, context);
+      }
+      return;
+    }
+  }
+}
+
+/**
+ * An encoder for one column: source type `source`, ClickHouse type `target`
+ * as the table has it. Text is parsed by the value model (parse-text.ts), then
+ * written; NULL goes to a Nullable column as NULL and to any other as the
+ * type's zero value. Throws schema_mismatch when the types cannot meet.
+ */
+export function columnEncoder(
+  column: string,
+  source: ColumnType,
+  target: ChType,
+  limits: DateLimits,
+): CellEncoder {
+  const base = unwrapLowCardinality(target);
+  const inner = base.name === 'Nullable' ? unwrapLowCardinality(base.inner) : base;
+  if (!writable(source, inner)) throw mismatch(column, source, target);
+  const context = valueContext(column, limits);
+  // Text kinds go to String untouched: the value model returns their text as is.
+  const verbatim =
+    inner.name === 'String' &&
+    (source.kind === 'string' || source.kind === 'json' || source.kind === 'enum' || source.kind === 'xml');
+  return (writer, cell) => {
+    if (cell === null) {
+      writeDefault(writer, base);
+      return;
+    }
+    if (typeof cell !== 'string') {
+      writer.bytes(cell);
+      return;
+    }
+    if (verbatim) {
+      if (base.name === 'Nullable') writer.u8(0);
+      writer.string(cell);
+      return;
+    }
+    writeValue(writer, base, parseTextValue(source, cell), cell, context);
+  };
+}
+
+/** Writes a timestamp (microseconds since the epoch) to a time column of any supported type. */
+export function timestampEncoder(column: string, target: ChType, limits: DateLimits) {
+  const context = valueContext(column, limits);
+  const base = unwrapLowCardinality(target);
+  return (writer: RowBinaryWriter, micros: bigint) => writeValue(writer, base, micros, undefined, context);
+}
+
+// --- reading values back -----------------------------------------------------------
+
+/** A value read from RowBinary, in the shape sqlLiteral needs. */
+export type ChValue =
+  | null
+  | bigint
+  | number
+  | boolean
+  | string
+  | Buffer
+  | readonly ChValue[]
+  | { readonly entries: readonly (readonly [ChValue, ChValue])[] };
+
+/** Reads RowBinary values from one buffer. */
+export class RowBinaryReader {
+  readonly #buffer: Buffer;
+  #offset = 0;
+
+  constructor(buffer: Buffer) {
+    this.#buffer = buffer;
+  }
+
+  get offset(): number {
+    return this.#offset;
+  }
+
+  get atEnd(): boolean {
+    return this.#offset >= this.#buffer.length;
+  }
+
+  #need(bytes: number): void {
+    if (this.#offset + bytes > this.#buffer.length) {
+      throw new EngineError('internal', 'ClickHouse RowBinary answer ended early');
+    }
+  }
+
+  varint(): number {
+    let value = 0;
+    let multiplier = 1;
+    for (;;) {
+      this.#need(1);
+      const byte = this.#buffer[this.#offset++] ?? 0;
+      value += (byte & 0x7f) * multiplier;
+      if (byte < 0x80) return value;
+      multiplier *= 0x80;
+    }
+  }
+
+  #take(bytes: number): Buffer {
+    this.#need(bytes);
+    const slice = this.#buffer.subarray(this.#offset, this.#offset + bytes);
+    this.#offset += bytes;
+    return slice;
+  }
+
+  #signed(bytes: number): bigint {
+    const slice = this.#take(bytes);
+    let value = 0n;
+    for (let index = bytes - 1; index >= 0; index--) value = (value << 8n) | BigInt(slice[index] ?? 0);
+    return BigInt.asIntN(bytes * 8, value);
+  }
+
+  #unsigned(bytes: number): bigint {
+    return BigInt.asUintN(bytes * 8, this.#signed(bytes));
+  }
+
+  /** The raw bytes of one value of `type`. */
+  rawValue(type: ChType): Buffer {
+    const start = this.#offset;
+    this.value(type);
+    return this.#buffer.subarray(start, this.#offset);
+  }
+
+  value(type: ChType): ChValue {
+    switch (type.name) {
+      case 'Nullable':
+        this.#need(1);
+        return this.#buffer[this.#offset++] === 1 ? null : this.value(type.inner);
+      case 'LowCardinality':
+        return this.value(type.inner);
+      case 'String':
+        return this.#take(this.varint());
+      case 'Bool':
+        return this.#take(1)[0] === 1;
+      case 'Int8':
+      case 'Int16':
+      case 'Int32':
+      case 'Int64':
+        return this.#signed(integerRanges[type.name]?.width ?? 8);
+      case 'UInt8':
+      case 'UInt16':
+      case 'UInt32':
+      case 'UInt64':
+        return this.#unsigned(integerRanges[type.name]?.width ?? 8);
+      case 'Float32':
+        return this.#take(4).readFloatLE(0);
+      case 'Float64':
+        return this.#take(8).readDoubleLE(0);
+      case 'Decimal':
+        return this.#signed(decimalWidth(type.precision));
+      case 'UUID': {
+        const bytes = Buffer.concat(
+          [this.#take(8), this.#take(8)].map((half) => Buffer.from(half).reverse()),
+        );
+        const hex = bytes.toString('hex');
+        return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+      }
+      case 'Date':
+        return Number(this.#unsigned(2));
+      case 'Date32':
+        return Number(this.#signed(4));
+      case 'DateTime':
+        return this.#unsigned(4);
+      case 'DateTime64':
+        return this.#signed(8);
+      case 'Array': {
+        const count = this.varint();
+        const items: ChValue[] = [];
+        for (let index = 0; index < count; index++) items.push(this.value(type.element));
+        return items;
+      }
+      case 'Map': {
+        const count = this.varint();
+        const entries: (readonly [ChValue, ChValue])[] = [];
+        for (let index = 0; index < count; index++)
+          entries.push([this.value(type.key), this.value(type.value)]);
+        return { entries };
+      }
+    }
+  }
+}
+
+// --- SQL literals -------------------------------------------------------------------
+
+/**
+ * A ClickHouse string literal of arbitrary bytes: quotes and backslashes
+ * escaped, control characters and every byte above 0x7e written as \xHH, so
+ * the literal is exact whatever the bytes are (UTF-8 or not).
+ */
+export function stringLiteral(value: Buffer | string): string {
+  const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
+  let literal = "'";
+  for (const byte of bytes) {
+    if (byte === 0x27) literal += "\\'";
+    else if (byte === 0x5c) literal += '\\\\';
+    else if (byte < 0x20 || byte > 0x7e) literal += `\\x${byte.toString(16).padStart(2, '0')}`;
+    else literal += String.fromCharCode(byte);
+  }
+  return `${literal}'`;
+}
+
+function decimalText(raw: bigint, scale: number): string {
+  const negative = raw < 0n;
+  const digits = (negative ? -raw : raw).toString().padStart(scale + 1, '0');
+  const text = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+  return negative ? `-${text}` : text;
+}
+
+function timeText(ticks: bigint, precision: number): string {
+  const perSecond = 10n ** BigInt(precision);
+  const seconds = floorDivide(ticks, perSecond);
+  const fraction = ticks - seconds * perSecond;
+  const days = Number(floorDivide(seconds, 86_400n));
+  const secondOfDay = Number(seconds - BigInt(days) * 86_400n);
+  const clock = [Math.floor(secondOfDay / 3600), Math.floor(secondOfDay / 60) % 60, secondOfDay % 60]
+    .map((part) => String(part).padStart(2, '0'))
+    .join(':');
+  const fractionText = precision > 0 ? `.${fraction.toString().padStart(precision, '0')}` : '';
+  return `${civilFromDays(days)} ${clock}${fractionText}`;
+}
+
+/** The SQL literal of a value read with RowBinaryReader, typed so comparisons use the column's type. */
+export function sqlLiteral(type: ChType, value: ChValue): string {
+  if (value === null) return 'NULL';
+  const cast = (text: string) => `CAST(${stringLiteral(text)} AS ${formatChType(type)})`;
+  switch (type.name) {
+    case 'Nullable':
+      return sqlLiteral(type.inner, value);
+    case 'LowCardinality':
+      return sqlLiteral(type.inner, value);
+    case 'String':
+      return stringLiteral(value as Buffer);
+    case 'Bool':
+      return cast(value ? 'true' : 'false');
+    case 'Int8':
+    case 'Int16':
+    case 'Int32':
+    case 'Int64':
+    case 'UInt8':
+    case 'UInt16':
+    case 'UInt32':
+    case 'UInt64':
+      return cast(String(value));
+    case 'Float32':
+    case 'Float64': {
+      const number = value as number;
+      return cast(
+        Number.isNaN(number) ? 'nan' : Number.isFinite(number) ? String(number) : number > 0 ? 'inf' : '-inf',
+      );
+    }
+    case 'Decimal':
+      return cast(decimalText(value as bigint, type.scale));
+    case 'UUID':
+      return cast(value as string);
+    case 'Date':
+    case 'Date32':
+      return cast(civilFromDays(value as number));
+    case 'DateTime':
+      return cast(timeText(value as bigint, 0));
+    case 'DateTime64':
+      return cast(timeText(value as bigint, type.precision));
+    case 'Array':
+      return `[${(value as readonly ChValue[]).map((item) => sqlLiteral(type.element, item)).join(', ')}]`;
+    case 'Map': {
+      const { entries } = value as { readonly entries: readonly (readonly [ChValue, ChValue])[] };
+      return `map(${entries.map(([key, entry]) => `${sqlLiteral(type.key, key)}, ${sqlLiteral(type.value, entry)}`).join(', ')})`;
+    }
+  }
+}

@@ -1,0 +1,474 @@
+// Kafka (a stream peer) as a destination: one message per change, at least
+// once and in order per key (docs/kafka.md).
+//
+// - The producer is idempotent with acks=all and one request in flight, so a
+//   retried request never reorders or doubles a partition's messages.
+// - A batch is sent in chunks of bounded size, one after the other; syncBatch
+//   resolves once every chunk is acknowledged and the mirror's checkpoint is
+//   written after them to the compacted `_tributary_checkpoints` topic.
+// - A failed send fails the batch; the pipeline retries it from the last
+//   checkpoint, so the messages already acknowledged are sent again.
+import type { Readable } from 'node:stream';
+import type { Admin, Kafka, Message, Producer } from 'kafkajs';
+import kafkajs from 'kafkajs';
+import type { Logger } from 'pino';
+import type { LogLevel } from '../../catalog/catalog.ts';
+import { EngineError } from '../../errors.ts';
+import { formatTableName } from '../../resources/mirror.ts';
+import type { StreamConfig } from '../../resources/peer.ts';
+import type { ScriptSource } from '../../resources/script.ts';
+import type { LuaInput, SandboxLimits } from '../../scripting/lua-vm.ts';
+import { RecordScript, type ScriptMessage } from '../../scripting/record-script.ts';
+import type { Destination } from '../destination.ts';
+import { copyTextRows } from '../postgres/copy-text.ts';
+import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
+import { checkpointTopicConfig, deleteCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
+import { createStreamClient } from './client.ts';
+import { classifyKafkaError } from './errors.ts';
+import {
+  type ChangeRecord,
+  changeRecord,
+  snapshotRecord,
+  type TableFormat,
+  tableFormat,
+} from './message-format.ts';
+import {
+  type BatchAssigner,
+  type PartitionerName,
+  PartitionStrategy,
+  type TopicPartitions,
+} from './partitioners.ts';
+import { topicNameProblem } from './topics.ts';
+
+export interface KafkaDestinationOptions {
+  readonly mirror: string;
+  readonly logger: Logger;
+  /** The mirror's script, when it has one. */
+  readonly script?: ScriptSource | undefined;
+  /** Where script `print` lines go; the process log when absent. */
+  readonly log?: ((level: LogLevel, message: string) => void) | undefined;
+  /** Replaces the peer's client (tests: a listener without SASL). */
+  readonly client?: Kafka | undefined;
+  readonly scriptLimits?: SandboxLimits | undefined;
+  /** Upper bound of the key, value and header bytes of one produce request. */
+  readonly chunkBytes?: number | undefined;
+}
+
+// Below the broker's default message.max.bytes (1 MiB), which bounds one
+// partition's record batch in a request; a record's framing is counted too.
+export const defaultChunkBytes = 512 * 1024;
+export const recordOverheadBytes = 70;
+// kafkajs groups a request's messages per partition in quadratic time
+// (producer/groupMessagesPerPartition.js): small requests keep that cheap.
+export const maxChunkMessages = 2_000;
+const requestTimeoutMs = 30_000;
+const checkpointReadTimeoutMs = 60_000;
+
+interface Outgoing {
+  readonly topic: TopicPartitions;
+  readonly message: Message;
+  readonly bytes: number;
+}
+
+export class KafkaDestination implements Destination {
+  readonly #kafka: Kafka;
+  readonly #options: KafkaDestinationOptions;
+  readonly #strategy: PartitionStrategy;
+  readonly #script: RecordScript | undefined;
+  readonly #chunkBytes: number;
+  readonly #topics = new Map<string, TopicPartitions>();
+  #admin: Promise<Admin> | undefined;
+  #producer: Promise<Producer> | undefined;
+  /** The last checkpoint read or written: undefined until known, null when there is none. */
+  #checkpoint: Checkpoint | null | undefined;
+
+  constructor(config: StreamConfig, options: KafkaDestinationOptions) {
+    this.#options = options;
+    this.#kafka =
+      options.client ?? createStreamClient(config, { clientId: `tributary-${options.mirror}`.slice(0, 100) });
+    this.#strategy = new PartitionStrategy(config.partitioner as PartitionerName);
+    this.#script = options.script
+      ? new RecordScript(options.script, {
+          logger: options.logger,
+          log: options.log,
+          limits: options.scriptLimits,
+        })
+      : undefined;
+    this.#chunkBytes = options.chunkBytes ?? defaultChunkBytes;
+  }
+
+  /** Upper bound of one produce request's key, value and header bytes. */
+  get chunkBytes(): number {
+    return this.#chunkBytes;
+  }
+
+  async check(): Promise<{ version: string }> {
+    const admin = await this.#connectedAdmin();
+    try {
+      const cluster = await admin.describeCluster();
+      return { version: `kafka (${cluster.brokers.length} broker(s); the protocol reports no version)` };
+    } catch (error) {
+      throw classifyKafkaError(error, 'destination: describe cluster', 'connection');
+    }
+  }
+
+  async close(): Promise<void> {
+    const producer = this.#producer;
+    const admin = this.#admin;
+    this.#producer = undefined;
+    this.#admin = undefined;
+    await Promise.all([
+      producer?.then((connected) => connected.disconnect()).catch(() => {}),
+      admin?.then((connected) => connected.disconnect()).catch(() => {}),
+    ]);
+  }
+
+  /**
+   * Checks every default topic name, creates missing topics (and the checkpoint
+   * topic) with the broker's default partition count and replication factor,
+   * and loads the script so that a broken one fails the mirror before any data moves.
+   */
+  async setupTables(tables: readonly DestinationTable[]): Promise<void> {
+    for (const table of tables) {
+      const topic = tableFormat(table).topic;
+      const problem = topicNameProblem(topic);
+      if (problem) {
+        throw new EngineError(
+          'config',
+          `destination ${formatTableName(table.destination)} cannot be a Kafka topic: ${problem}`,
+        );
+      }
+    }
+    await this.#ensureTopics(tables.map((table) => tableFormat(table).topic));
+    await this.#script?.ready();
+  }
+
+  /** Topics are not emptied: a load that starts over sends every row again (at least once). */
+  async truncateTables(_tables: readonly DestinationTable[]): Promise<void> {}
+
+  async writeSnapshotPartition(table: DestinationTable, copyText: Readable): Promise<number> {
+    await this.#script?.ready();
+    const format = tableFormat(table);
+    // A snapshot partition's chunks are batches of their own (Sticky moves on between them).
+    const sender = new ChunkSender(
+      this,
+      `destination: load ${format.topic}`,
+      () => this.#strategy.batch(),
+      true,
+    );
+    let rowCount = 0;
+    for await (const row of copyTextRows(copyText)) {
+      rowCount++;
+      await sender.add(await this.#messages(format, snapshotRecord(format, row), sender));
+    }
+    await sender.finish();
+    return rowCount;
+  }
+
+  async syncBatch(batch: ChangeBatch): Promise<void> {
+    const stored = await this.#storedCheckpoint(batch.mirror);
+    if (stored && stored.batchId >= batch.batchId) {
+      this.#options.logger.info({ batchId: String(batch.batchId) }, 'batch already sent, skipped');
+      return;
+    }
+    await this.#script?.ready();
+    const assigner = this.#strategy.batch();
+    const what = `destination: send batch ${batch.batchId}`;
+    const sender = new ChunkSender(this, what, () => assigner, false);
+    for (const { table, changes } of batch.tables) {
+      const format = tableFormat(table);
+      for (const change of changes) {
+        await sender.add(await this.#messages(format, changeRecord(format, change), sender));
+      }
+    }
+    await sender.finish();
+    const checkpoint: Checkpoint = { batchId: batch.batchId, lsn: batch.endLsn };
+    try {
+      await writeCheckpoint(await this.#connectedProducer(), batch.mirror, checkpoint);
+    } catch (error) {
+      this.#resetProducer();
+      throw classifyKafkaError(error, `${what}: write checkpoint`);
+    }
+    this.#checkpoint = checkpoint;
+  }
+
+  async readCheckpoint(mirror: string): Promise<Checkpoint | undefined> {
+    const admin = await this.#connectedAdmin();
+    try {
+      const checkpoint = await readCheckpoint(this.#kafka, admin, mirror, checkpointReadTimeoutMs);
+      this.#checkpoint = checkpoint ?? null;
+      return checkpoint;
+    } catch (error) {
+      throw classifyKafkaError(error, 'destination: read checkpoint');
+    }
+  }
+
+  /** New columns simply appear in later messages: nothing to do. */
+  async addColumns(_table: DestinationTable, _columns: DestinationTable['columns']): Promise<void> {}
+
+  async removeCheckpoint(mirror: string): Promise<void> {
+    try {
+      await this.#ensureTopics([]);
+      await deleteCheckpoint(await this.#connectedProducer(), mirror);
+      this.#checkpoint = null;
+    } catch (error) {
+      this.#resetProducer();
+      throw classifyKafkaError(error, 'destination: remove checkpoint');
+    }
+  }
+
+  async #storedCheckpoint(mirror: string): Promise<Checkpoint | null> {
+    if (this.#checkpoint === undefined) await this.readCheckpoint(mirror);
+    return this.#checkpoint ?? null;
+  }
+
+  /** The messages one record becomes, with their topics resolved. */
+  async #messages(format: TableFormat, record: ChangeRecord, sender: ChunkSender): Promise<Outgoing[]> {
+    const defaultValue = () => JSON.stringify(record.document);
+    const wanted: ScriptMessage[] = this.#script
+      ? this.#script.transform(luaRecord(record))
+      : [{ key: record.key, value: defaultValue() }];
+    const outgoing: Outgoing[] = [];
+    for (const message of wanted) {
+      const topicName = message.topic ?? format.topic;
+      if (message.topic !== undefined) {
+        const problem = topicNameProblem(topicName);
+        if (problem) {
+          throw new EngineError(
+            'script',
+            `script ${this.#script?.name}: "${topicName.slice(0, 300)}" is not a Kafka topic name: ${problem}`,
+          );
+        }
+      }
+      const topic = this.#topics.get(topicName) ?? (await this.#topicOf(topicName));
+      const key = message.key === undefined ? record.key : message.key;
+      const value = message.value === undefined ? defaultValue() : message.value;
+      const headers = message.headers
+        ? Object.fromEntries(
+            Object.entries(message.headers).map(([name, text]) => [
+              name,
+              typeof text === 'string' ? text : [...text],
+            ]),
+          )
+        : undefined;
+      const bytes =
+        recordOverheadBytes +
+        (key === null ? 0 : Buffer.byteLength(key)) +
+        (value === null ? 0 : Buffer.byteLength(value)) +
+        (headers ? Buffer.byteLength(JSON.stringify(headers)) : 0);
+      const base: Message = headers ? { key, value, headers } : { key, value };
+      // A truncate concerns every key: its key-less messages go to every partition,
+      // so a consumer of any partition sees it in order with that partition's rows.
+      const everywhere =
+        record.document.kind === 'truncate' &&
+        key === null &&
+        !(this.#strategy.name === 'Manual' && message.partition !== undefined);
+      if (everywhere) {
+        for (const partition of topic.partitions) {
+          outgoing.push({ topic, message: { ...base, partition: partition.partitionId }, bytes });
+        }
+      } else {
+        const keyBytes = key === null ? null : Buffer.from(key);
+        const partition = sender.assigner().assign(topic, keyBytes, message.partition);
+        outgoing.push({ topic, message: { ...base, partition }, bytes });
+      }
+    }
+    return outgoing;
+  }
+
+  /** Sends one chunk and waits for the broker's acknowledgement of all of it. */
+  async send(chunk: readonly Outgoing[], what: string): Promise<void> {
+    const byTopic = new Map<string, Message[]>();
+    for (const { topic, message } of chunk) {
+      let messages = byTopic.get(topic.topic);
+      if (!messages) {
+        messages = [];
+        byTopic.set(topic.topic, messages);
+      }
+      messages.push(message);
+    }
+    try {
+      const producer = await this.#connectedProducer();
+      await producer.sendBatch({
+        acks: -1,
+        timeout: requestTimeoutMs,
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+      });
+    } catch (error) {
+      // A failed idempotent producer may hold sequence numbers the broker never saw.
+      this.#resetProducer();
+      this.#topics.clear();
+      throw classifyKafkaError(error, what);
+    } finally {
+      for (const { topic, message } of chunk) this.#strategy.settled(topic.topic, message.partition ?? 0, 1);
+    }
+  }
+
+  async #topicOf(name: string): Promise<TopicPartitions> {
+    await this.#ensureTopics([name]);
+    const topic = this.#topics.get(name);
+    if (!topic) throw new EngineError('destination_write', `destination: topic ${name} has no partitions`);
+    return topic;
+  }
+
+  /** Creates the topics (and the checkpoint topic) that do not exist and caches their partitions. */
+  async #ensureTopics(names: readonly string[]): Promise<void> {
+    const admin = await this.#connectedAdmin();
+    const wanted = [...new Set([...names, checkpointTopicConfig.topic])];
+    try {
+      const existing = new Set(await admin.listTopics());
+      const missing = wanted.filter((name) => !existing.has(name));
+      if (missing.length > 0) {
+        // Partitions and replication: the broker's num.partitions and default.replication.factor.
+        await admin.createTopics({
+          waitForLeaders: true,
+          timeout: requestTimeoutMs,
+          topics: missing.map((topic) =>
+            topic === checkpointTopicConfig.topic ? checkpointTopicConfig : { topic },
+          ),
+        });
+        this.#options.logger.info({ topics: missing }, 'created topics');
+      }
+      const metadata = await admin.fetchTopicMetadata({
+        topics: names.filter((name) => !this.#topics.has(name)),
+      });
+      for (const topic of metadata.topics) {
+        const partitions = [...topic.partitions].sort((a, b) => a.partitionId - b.partitionId);
+        if (partitions.length > 0) this.#topics.set(topic.name, { topic: topic.name, partitions });
+      }
+    } catch (error) {
+      // Another writer may have created a topic between the list and the create.
+      if ((error as { type?: string }).type === 'TOPIC_ALREADY_EXISTS') return this.#ensureTopics(names);
+      throw classifyKafkaError(error, `destination: create topics ${names.join(', ')}`);
+    }
+  }
+
+  #connectedAdmin(): Promise<Admin> {
+    if (!this.#admin) {
+      const admin = this.#kafka.admin();
+      this.#admin = admin.connect().then(
+        () => admin,
+        (error: unknown) => {
+          this.#admin = undefined;
+          throw classifyKafkaError(error, 'destination: connect', 'connection');
+        },
+      );
+    }
+    return this.#admin;
+  }
+
+  #connectedProducer(): Promise<Producer> {
+    if (!this.#producer) {
+      const producer = this.#kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+        allowAutoTopicCreation: false,
+        // Partitions are chosen before sending; this only silences kafkajs's notice.
+        createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
+        retry: { retries: 5, initialRetryTime: 300, maxRetryTime: 10_000 },
+      });
+      this.#producer = producer.connect().then(
+        () => producer,
+        (error: unknown) => {
+          this.#producer = undefined;
+          throw classifyKafkaError(error, 'destination: connect producer', 'connection');
+        },
+      );
+    }
+    return this.#producer;
+  }
+
+  #resetProducer(): void {
+    const producer = this.#producer;
+    this.#producer = undefined;
+    producer?.then((connected) => connected.disconnect()).catch(() => {});
+  }
+}
+
+/**
+ * Accumulates messages into chunks and sends each chunk once it is full. One
+ * chunk is in flight while the next is built; a chunk is sent only after the
+ * one before it was acknowledged, so order per partition holds. `finish`
+ * waits for the last acknowledgement.
+ */
+class ChunkSender {
+  readonly #destination: KafkaDestination;
+  readonly #newAssigner: () => BatchAssigner;
+  readonly #assignerPerChunk: boolean;
+  readonly #what: string;
+  #assigner: BatchAssigner;
+  #chunk: Outgoing[] = [];
+  #bytes = 0;
+  #inFlight: Promise<void> | undefined;
+
+  constructor(
+    destination: KafkaDestination,
+    what: string,
+    newAssigner: () => BatchAssigner,
+    assignerPerChunk: boolean,
+  ) {
+    this.#destination = destination;
+    this.#what = what;
+    this.#newAssigner = newAssigner;
+    this.#assignerPerChunk = assignerPerChunk;
+    this.#assigner = newAssigner();
+  }
+
+  assigner(): BatchAssigner {
+    return this.#assigner;
+  }
+
+  async add(messages: readonly Outgoing[]): Promise<void> {
+    for (const message of messages) {
+      this.#chunk.push(message);
+      this.#bytes += message.bytes;
+    }
+    if (this.#bytes >= this.#destination.chunkBytes || this.#chunk.length >= maxChunkMessages) {
+      await this.#sendChunk();
+    }
+  }
+
+  /** Sends what is left and waits until every chunk is acknowledged. */
+  async finish(): Promise<void> {
+    await this.#sendChunk();
+    const last = this.#inFlight;
+    this.#inFlight = undefined;
+    await last;
+  }
+
+  async #sendChunk(): Promise<void> {
+    if (this.#chunk.length === 0) return;
+    const chunk = this.#chunk;
+    this.#chunk = [];
+    this.#bytes = 0;
+    const previous = this.#inFlight;
+    this.#inFlight = undefined;
+    await previous;
+    const sending = this.#destination.send(chunk, this.#what);
+    // Observed by the next #sendChunk or by finish; never left unhandled meanwhile.
+    sending.catch(() => {});
+    this.#inFlight = sending;
+    if (this.#assignerPerChunk) this.#assigner = this.#newAssigner();
+  }
+}
+
+/** The record as a script sees it (docs/scripts.md). */
+function luaRecord(record: ChangeRecord): LuaInput {
+  const { document } = record;
+  const unchanged: Record<string, boolean> = {};
+  for (const name of document.unchanged_columns) unchanged[name] = true;
+  return {
+    kind: document.kind,
+    source: document.source,
+    target: document.target,
+    old: document.old ?? undefined,
+    new: document.new ?? undefined,
+    row: document.new ?? document.old ?? undefined,
+    key: record.key ?? undefined,
+    checkpoint: record.commitLsn ?? undefined,
+    lsn: document.lsn ?? undefined,
+    commit_time: document.commit_time ?? undefined,
+    xid: document.xid ?? undefined,
+    unchanged_columns: unchanged,
+  } as LuaInput;
+}

@@ -1,0 +1,307 @@
+// The default Kafka message of a change, and the record a script sees: one
+// rendering of typed values shared by both (docs/kafka.md documents it).
+//
+// Values are parsed with the typed value model (model/parse-text.ts) and
+// written so that nothing is lost in JSON: 64-bit integers and numerics as
+// strings, bytes as base64, timestamps as ISO 8601 with microseconds, NaN and
+// infinities as strings.
+import { EngineError } from '../../errors.ts';
+import {
+  type Hstore,
+  type Interval,
+  parseTextValue,
+  timestampInfinity,
+  timestampMinusInfinity,
+  type Value,
+} from '../../model/parse-text.ts';
+import { pgColumnType } from '../../model/pg-type-map.ts';
+import type { ColumnType, ScalarColumnType } from '../../model/value-kind.ts';
+import { formatLsn } from '../postgres/lsn.ts';
+import { isUnchangedToast } from '../postgres/pgoutput.ts';
+import type { DestinationTable, RowChange, RowImage, SourceTransaction } from '../records.ts';
+import { defaultTopicName } from './topics.ts';
+
+export type Rendered =
+  | null
+  | boolean
+  | number
+  | string
+  | readonly Rendered[]
+  | { readonly [key: string]: Rendered };
+
+export type Row = { readonly [column: string]: Rendered };
+
+export type RecordKind = 'snapshot' | 'insert' | 'update' | 'delete' | 'truncate';
+
+/** The default message value, as JSON. */
+export interface RecordDocument {
+  readonly kind: RecordKind;
+  readonly source: { readonly schema: string; readonly table: string };
+  /** The default topic: the mapping's destination (see topics.ts). */
+  readonly target: string;
+  /** Commit LSN of the source transaction, `X/Y`; null for snapshot rows. */
+  readonly lsn: string | null;
+  /** Commit time, ISO 8601 UTC with microseconds; null for snapshot rows. */
+  readonly commit_time: string | null;
+  readonly xid: number | null;
+  readonly old: Row | null;
+  readonly new: Row | null;
+  /** Columns of `new` whose TOASTed value did not change and was not sent. */
+  readonly unchanged_columns: readonly string[];
+}
+
+/** What one change becomes before a script or the default format decides its message. */
+export interface ChangeRecord {
+  readonly document: RecordDocument;
+  /** The row's key columns as a JSON object in key order; null when the table has no key or for a truncate. */
+  readonly key: string | null;
+  /** Commit LSN as a number, for scripts' `checkpoint`. */
+  readonly commitLsn: bigint | null;
+}
+
+/** What the destination needs about a table, computed once per DestinationTable. */
+export interface TableFormat {
+  readonly table: DestinationTable;
+  readonly topic: string;
+  readonly types: readonly ColumnType[];
+  readonly keyIndexes: readonly number[];
+}
+
+const formats = new WeakMap<DestinationTable, TableFormat>();
+
+export function tableFormat(table: DestinationTable): TableFormat {
+  let format = formats.get(table);
+  if (!format) {
+    format = {
+      table,
+      topic: defaultTopicName(table.destination),
+      // No catalog here: enums, domains and extension types become unknown_text (their text).
+      types: table.columns.map((column) => pgColumnType(column.typeOid, column.typeModifier)),
+      keyIndexes: table.keyColumns.map((name) => table.columns.findIndex((column) => column.name === name)),
+    };
+    formats.set(table, format);
+  }
+  return format;
+}
+
+export function snapshotRecord(format: TableFormat, row: readonly (string | null)[]): ChangeRecord {
+  const rendered = renderRow(format, row, 'full');
+  return {
+    document: document(format, 'snapshot', undefined, null, rendered.row, []),
+    key: keyOf(format, rendered.row, null),
+    commitLsn: null,
+  };
+}
+
+export function changeRecord(format: TableFormat, change: RowChange): ChangeRecord {
+  const { transaction } = change;
+  switch (change.kind) {
+    case 'insert': {
+      const after = renderRow(format, change.newRow, 'full');
+      return {
+        document: document(format, 'insert', transaction, null, after.row, after.unchanged),
+        key: keyOf(format, after.row, null),
+        commitLsn: transaction.commitLsn,
+      };
+    }
+    case 'update': {
+      const before = change.oldKey ? renderRow(format, change.oldKey, 'old').row : null;
+      const after = renderRow(format, change.newRow, 'full');
+      return {
+        document: document(format, 'update', transaction, before, after.row, after.unchanged),
+        key: keyOf(format, after.row, before),
+        commitLsn: transaction.commitLsn,
+      };
+    }
+    case 'delete': {
+      const before = renderRow(format, change.oldKey, 'old').row;
+      return {
+        document: document(format, 'delete', transaction, before, null, []),
+        key: keyOf(format, before, null),
+        commitLsn: transaction.commitLsn,
+      };
+    }
+    case 'truncate':
+      return {
+        document: document(format, 'truncate', transaction, null, null, []),
+        key: null,
+        commitLsn: transaction.commitLsn,
+      };
+  }
+}
+
+function document(
+  format: TableFormat,
+  kind: RecordKind,
+  transaction: SourceTransaction | undefined,
+  before: Row | null,
+  after: Row | null,
+  unchanged: readonly string[],
+): RecordDocument {
+  return {
+    kind,
+    source: { schema: format.table.source.schema, table: format.table.source.table },
+    target: format.topic,
+    lsn: transaction ? formatLsn(transaction.commitLsn) : null,
+    commit_time: transaction ? isoTimestamp(transaction.commitTimeMicros, 'Z') : null,
+    xid: transaction ? transaction.xid : null,
+    old: before,
+    new: after,
+    unchanged_columns: unchanged,
+  };
+}
+
+/**
+ * The key columns as a JSON object, in key order. A key column missing from the
+ * row (an unchanged TOASTed key) is taken from the old image.
+ */
+function keyOf(format: TableFormat, row: Row, fallback: Row | null): string | null {
+  if (format.keyIndexes.length === 0) return null;
+  const key: Record<string, Rendered> = {};
+  for (const name of format.table.keyColumns) key[name] = row[name] ?? fallback?.[name] ?? null;
+  return JSON.stringify(key);
+}
+
+/**
+ * Renders a row image. An old image ('old') holds only the key columns unless
+ * the source sent the whole row (REPLICA IDENTITY FULL): pgoutput sends
+ * non-key columns of a key-only image as nulls, so an old image whose non-key
+ * columns are all null is rendered with its key columns only.
+ */
+function renderRow(
+  format: TableFormat,
+  image: RowImage,
+  which: 'full' | 'old',
+): { row: Row; unchanged: string[] } {
+  const { columns } = format.table;
+  const keyOnly =
+    which === 'old' &&
+    format.keyIndexes.length > 0 &&
+    columns.every((_, index) => format.keyIndexes.includes(index) || image[index] === null);
+  const row: Record<string, Rendered> = {};
+  const unchanged: string[] = [];
+  for (let index = 0; index < columns.length; index++) {
+    const column = columns[index];
+    if (!column) continue;
+    if (keyOnly && !format.keyIndexes.includes(index)) continue;
+    const cell = image[index] ?? null;
+    if (cell === null) row[column.name] = null;
+    else if (isUnchangedToast(cell)) unchanged.push(column.name);
+    else if (typeof cell === 'string') row[column.name] = renderText(format.types[index] ?? textType, cell);
+    else {
+      throw new EngineError(
+        'decode',
+        `binary tuple value in ${format.table.source.schema}.${format.table.source.table}; text format expected`,
+      );
+    }
+  }
+  return { row, unchanged };
+}
+
+const textType: ColumnType = { kind: 'unknown_text' };
+
+// The usual shape of a timestamp's text output under the engine's session
+// settings (DateStyle=ISO, TimeZone=UTC): rewritten to ISO 8601 as text, the
+// same result the parse below gives, at a fraction of its cost.
+const plainTimestamp = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(\.\d*[1-9])?0*(\+00)?$/;
+
+/** PostgreSQL's text output of one value, rendered for JSON. */
+export function renderText(type: ColumnType, text: string): Rendered {
+  if (type.kind === 'timestamptz' || type.kind === 'timestamp') {
+    const match = plainTimestamp.exec(text);
+    if (match && (match[4] !== undefined) === (type.kind === 'timestamptz')) {
+      return `${match[1]}T${match[2]}${match[3] ?? ''}${match[4] ? 'Z' : ''}`;
+    }
+  }
+  if (type.kind === 'array') return renderArray(type.element, parseTextValue(type, text));
+  return renderScalar(type, parseTextValue(type, text));
+}
+
+function renderArray(element: ScalarColumnType, values: readonly unknown[]): Rendered[] {
+  return values.map((value) => {
+    if (value === null) return null;
+    if (Array.isArray(value)) return renderArray(element, value);
+    return renderScalar(element, value as Value);
+  });
+}
+
+function renderScalar(type: ScalarColumnType, value: Value): Rendered {
+  switch (type.kind) {
+    case 'int64':
+      return (value as bigint).toString();
+    case 'float32':
+    case 'float64': {
+      const number = value as number;
+      if (Number.isFinite(number)) return number;
+      return Number.isNaN(number) ? 'NaN' : number > 0 ? 'Infinity' : '-Infinity';
+    }
+    case 'bytes':
+      return (value as Buffer).toString('base64');
+    case 'time':
+      return timeOfDay(value as bigint);
+    case 'timestamp':
+      return isoTimestamp(value as bigint, '');
+    case 'timestamptz':
+      return isoTimestamp(value as bigint, 'Z');
+    case 'interval': {
+      const interval = value as Interval;
+      return { months: interval.months, days: interval.days, microseconds: interval.microseconds.toString() };
+    }
+    case 'hstore':
+      return { ...(value as Hstore) };
+    default:
+      // int16, int32 (numbers), boolean, and every kind whose value is a string.
+      return value as string | number | boolean;
+  }
+}
+
+const microsPerDay = 86_400_000_000n;
+
+/** `HH:MM:SS` with the fraction PostgreSQL would print (trailing zeros dropped). */
+function timeOfDay(micros: bigint): string {
+  const seconds = Number(micros / 1_000_000n);
+  const fraction = Number(micros % 1_000_000n);
+  const clock = [Math.floor(seconds / 3600), Math.floor(seconds / 60) % 60, seconds % 60]
+    .map((part) => String(part).padStart(2, '0'))
+    .join(':');
+  return fraction === 0 ? clock : `${clock}.${String(fraction).padStart(6, '0').replace(/0+$/, '')}`;
+}
+
+/**
+ * Microseconds since the epoch as ISO 8601 (`Z` for timestamptz, nothing for
+ * timestamp). Years before 1 are astronomical (1 BC is 0000, 44 BC is -0043)
+ * and years past 9999 have more digits, as the model writes dates.
+ */
+export function isoTimestamp(micros: bigint, zone: 'Z' | ''): string {
+  if (micros === timestampInfinity) return 'infinity';
+  if (micros === timestampMinusInfinity) return '-infinity';
+  let days = micros / microsPerDay;
+  let rest = micros % microsPerDay;
+  if (rest < 0n) {
+    rest += microsPerDay;
+    days -= 1n;
+  }
+  const { year, month, day } = civilFromDays(Number(days));
+  const yearText = year < 0 ? `-${String(-year).padStart(4, '0')}` : String(year).padStart(4, '0');
+  const date = `${yearText}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
+  return `${date}T${timeOfDay(rest)}${zone}`;
+}
+
+/** Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's civil_from_days). */
+function civilFromDays(days: number): { year: number; month: number; day: number } {
+  const shifted = days + 719_468;
+  const era = Math.floor(shifted / 146_097);
+  const dayOfEra = shifted - era * 146_097;
+  const yearOfEra = Math.floor(
+    (dayOfEra -
+      Math.floor(dayOfEra / 1460) +
+      Math.floor(dayOfEra / 36_524) -
+      Math.floor(dayOfEra / 146_096)) /
+      365,
+  );
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const monthIndex = Math.floor((5 * dayOfYear + 2) / 153);
+  const day = dayOfYear - Math.floor((153 * monthIndex + 2) / 5) + 1;
+  const month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9;
+  return { year: yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day };
+}

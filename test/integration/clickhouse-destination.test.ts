@@ -1,0 +1,487 @@
+// The ClickHouse destination against both test engines (clickhouse-server 18.16
+// and current ClickHouse through chdb), driven directly with batches: table
+// shapes per server, exact values, idempotent replays, TOAST filling from the
+// destination, rows moving between sorting keys, soft delete and truncates.
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkAnalyticsPeer } from '../../engine/src/connectors/clickhouse/check.ts';
+import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/destination.ts';
+import { unchangedToast } from '../../engine/src/connectors/postgres/pgoutput.ts';
+import type { SourceColumn } from '../../engine/src/connectors/postgres/table-info.ts';
+import type {
+  ChangeBatch,
+  DestinationTable,
+  RowChange,
+  RowImage,
+} from '../../engine/src/connectors/records.ts';
+import type { TableMapping } from '../../engine/src/resources/mirror.ts';
+import type { AnalyticsConfig } from '../../engine/src/resources/peer.ts';
+import { clickhouse } from '../support/testenv.ts';
+
+interface Engine {
+  readonly name: string;
+  readonly modern: boolean;
+  config(database: string): AnalyticsConfig;
+}
+
+const engines: readonly Engine[] = [
+  {
+    name: 'clickhouse-server 18.16',
+    modern: false,
+    config: (database) => ({
+      host: '127.0.0.1',
+      port: clickhouse.server.nativePort,
+      httpPort: Number(new URL(clickhouse.server.url).port),
+      user: clickhouse.server.user,
+      password: clickhouse.server.password,
+      database,
+      disableTls: true,
+    }),
+  },
+  {
+    name: 'chdb (current ClickHouse)',
+    modern: true,
+    config: (database) => ({
+      host: '127.0.0.1',
+      port: 9000,
+      httpPort: Number(new URL(clickhouse.chdb.url).port),
+      user: 'default',
+      password: '',
+      database,
+      disableTls: true,
+    }),
+  },
+];
+
+const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
+const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
+
+function column(
+  name: string,
+  typeOid: number,
+  typeName: string,
+  extra: Partial<SourceColumn> = {},
+): SourceColumn {
+  return { name, typeOid, typeModifier: -1, typeName, notNull: false, ...extra };
+}
+
+/** numeric(p, s)'s type modifier. */
+const numericModifier = (precision: number, scale: number) => ((precision << 16) | (scale & 0x7ff)) + 4;
+
+function table(name: string, columns: SourceColumn[], keyColumns = ['id']): DestinationTable {
+  return {
+    source: { schema: 'public', table: name },
+    destination: { schema: 'public', table: name },
+    columns,
+    keyColumns,
+  };
+}
+
+function batch(mirror: string, batchId: bigint, target: DestinationTable, changes: RowChange[]): ChangeBatch {
+  return {
+    mirror,
+    batchId,
+    endLsn: batchId * 1000n,
+    tables: [{ table: target, changes }],
+    rowCount: changes.length,
+  };
+}
+
+const insert = (...newRow: (string | null)[]): RowChange => ({ transaction, kind: 'insert', newRow });
+const update = (newRow: RowImage, oldKey: RowImage | null = null): RowChange => ({
+  transaction,
+  kind: 'update',
+  oldKey,
+  newRow,
+});
+const remove = (...oldKey: (string | null)[]): RowChange => ({ transaction, kind: 'delete', oldKey });
+
+/** COPY text of rows: tab-separated, \N for null, backslash escapes. */
+function copyText(rows: (string | null)[][]): Readable {
+  const escapeCopy = (value: string) =>
+    value.replace(
+      /[\\\n\r\t]/g,
+      (char) => ({ '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' })[char] ?? char,
+    );
+  return Readable.from([
+    `${rows.map((row) => row.map((cell) => (cell === null ? '\\N' : escapeCopy(cell))).join('\t')).join('\n')}\n`,
+  ]);
+}
+
+describe.each(engines)('ClickHouse destination on $name', (engine) => {
+  const database = `tributary_it_${randomBytes(4).toString('hex')}`;
+  let admin: ClickHouseClient;
+
+  const newDestination = (
+    options: { softDeleteColumn?: string; syncedAtColumn?: string; mappings?: TableMapping[] } = {},
+  ) =>
+    new ClickHouseDestination(engine.config(database), {
+      mirrorColumns: { softDeleteColumn: options.softDeleteColumn, syncedAtColumn: options.syncedAtColumn },
+      tableMappings: options.mappings ?? [],
+      maxBatchSize: 1_000_000,
+      logger,
+    });
+
+  /** Visible rows under FINAL (18.16 has no is_deleted engine parameter: readers filter). */
+  async function rows(name: string, select: string, order = 'id'): Promise<Record<string, unknown>[]> {
+    const result = await admin.query({
+      query: `SELECT ${select} FROM ${database}.${name} FINAL WHERE _tributary_is_deleted = 0 ORDER BY ${order}`,
+      format: 'JSONEachRow',
+    });
+    return result.json();
+  }
+
+  beforeAll(async () => {
+    const config = engine.config('default');
+    admin = createClient({
+      url: `http://127.0.0.1:${config.httpPort}`,
+      username: config.user,
+      password: config.password,
+      request_timeout: 60_000,
+      log: { level: ClickHouseLogLevel.OFF },
+    });
+    await admin.command({ query: `CREATE DATABASE ${database}` });
+  });
+
+  afterAll(async () => {
+    await admin?.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    await admin?.close();
+  });
+
+  it('checks the server, and creates tables of the best shape the server supports', async () => {
+    const destination = newDestination();
+    try {
+      expect((await destination.check()).version).toMatch(engine.modern ? /^2\d\./ : /^18\./);
+      // The peer check proves CREATE TABLE and INSERT with a scratch table, and leaves nothing behind.
+      expect((await checkAnalyticsPeer(engine.config(database), 10_000)).version).toMatch(/^\d+\./);
+      const scratch = await admin.query({
+        query: `SELECT name FROM system.tables WHERE database = '${database}' AND name LIKE '_tributary_check_%'`,
+        format: 'JSONEachRow',
+      });
+      expect(await scratch.json()).toEqual([]);
+      const shapes = table('shapes', [
+        column('id', 23, 'integer', { notNull: true }),
+        column('n', 1700, 'numeric(12,2)', { typeModifier: numericModifier(12, 2) }),
+        column('wide', 1700, 'numeric(50,5)', { typeModifier: numericModifier(50, 5) }),
+        column('free', 1700, 'numeric'),
+        column('ts', 1184, 'timestamp with time zone'),
+        column('d', 1082, 'date'),
+        column('flag', 16, 'boolean', { notNull: true }),
+        column('tags', 1009, 'text[]'),
+        column('grid', 1007, 'integer[]', { arrayDimensions: 2 }),
+        column('attrs', 99_999, 'hstore'),
+        column('doc', 3802, 'jsonb'),
+        column('dom', 99_998, 'positive_int', { domainBaseTypeName: 'integer' }),
+      ]);
+      await destination.setupTables([shapes]);
+      await destination.setupTables([shapes]);
+      const types = await admin.query({
+        query: `SELECT name, type FROM system.columns WHERE database = '${database}' AND table = 'shapes'`,
+        format: 'JSONEachRow',
+      });
+      const byName = Object.fromEntries(
+        (await types.json<{ name: string; type: string }>()).map((row) => [row.name, row.type]),
+      );
+      expect(byName).toEqual({
+        id: 'Int32',
+        n: 'Nullable(Decimal(12, 2))',
+        wide: engine.modern ? 'Nullable(Decimal(50, 5))' : 'Nullable(String)',
+        free: 'Nullable(String)',
+        ts: engine.modern ? "Nullable(DateTime64(6, 'UTC'))" : 'Nullable(Int64)',
+        d: engine.modern ? 'Nullable(Date32)' : 'Nullable(Date)',
+        flag: engine.modern ? 'Bool' : 'UInt8',
+        tags: 'Array(Nullable(String))',
+        grid: 'Array(Array(Nullable(Int32)))',
+        attrs: engine.modern ? 'Map(String, Nullable(String))' : 'Nullable(String)',
+        doc: 'Nullable(String)',
+        dom: 'Nullable(Int32)',
+        _tributary_synced_at: engine.modern ? "DateTime64(6, 'UTC')" : "DateTime('UTC')",
+        _tributary_is_deleted: 'UInt8',
+        _tributary_version: 'UInt64',
+      });
+      const engineFull = await admin.query({
+        query: `SELECT engine_full FROM system.tables WHERE database = '${database}' AND name = 'shapes'`,
+        format: 'JSONEachRow',
+      });
+      const [{ engine_full: engineText = '' } = {}] = await engineFull.json<{ engine_full: string }>();
+      expect(engineText).toContain(
+        engine.modern
+          ? 'ReplacingMergeTree(_tributary_version, _tributary_is_deleted)'
+          : 'ReplacingMergeTree(_tributary_version)',
+      );
+      expect(engineText).toMatch(/ORDER BY \(?id\)?/);
+    } finally {
+      await destination.close();
+    }
+  });
+
+  it('writes snapshot rows and batches exactly, and a replayed batch changes nothing', async () => {
+    const destination = newDestination();
+    // Not named `values`: the chdb front takes an INSERT naming VALUES for one with inline data.
+    const values = table('typed', [
+      column('id', 20, 'bigint', { notNull: true }),
+      column('amount', 1700, 'numeric(12,2)', { typeModifier: numericModifier(12, 2) }),
+      column('name', 25, 'text'),
+      column('raw', 17, 'bytea'),
+      column('u', 2950, 'uuid'),
+      column('ts', 1184, 'timestamp with time zone'),
+      column('d', 1082, 'date'),
+      column('f8', 701, 'double precision'),
+      column('ia', 1007, 'integer[]'),
+    ]);
+    try {
+      await destination.setupTables([values]);
+      const loaded = await destination.writeSnapshotPartition(
+        values,
+        copyText([
+          [
+            '1',
+            '-12.50',
+            "it's \\ a\ttab",
+            '\\xdeadbeef00ff',
+            'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11',
+            '2024-02-29 23:59:59.123456+00',
+            '2024-02-29',
+            '-0',
+            '{1,NULL,3}',
+          ],
+          ['9223372036854775807', null, 'é ünïcode', '\\x', null, 'infinity', '1969-12-31', 'NaN', '{}'],
+        ]),
+      );
+      expect(loaded).toBe(2);
+      const mirror = `typed-${randomBytes(3).toString('hex')}`;
+      const first = batch(mirror, 1n, values, [
+        insert('2', '3.00', 'two', null, null, '1999-12-31 23:59:59.5+02', '2000-01-01', '1.5', '{7}'),
+        update(['1', '99.99', 'one', '\\x01', null, null, null, null, '{}']),
+        insert('3', '1.00', 'gone', null, null, null, null, null, '{}'),
+        remove('3', null, null, null, null, null, null, null, null),
+      ]);
+      await destination.syncBatch(first);
+      expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 1n, lsn: 1000n });
+      const select = engine.modern
+        ? 'toString(id) AS id, toString(amount) AS amount, name, hex(raw) AS raw, toString(u) AS u, toString(toUnixTimestamp64Micro(ts)) AS ts, toString(d) AS d, toString(f8) AS f8, ia'
+        : 'toString(id) AS id, toString(amount) AS amount, name, hex(raw) AS raw, toString(u) AS u, toString(ts) AS ts, toString(d) AS d, toString(f8) AS f8, ia';
+      const expected = [
+        {
+          id: '1',
+          amount: engine.modern ? '99.99' : '99.99',
+          name: 'one',
+          raw: '01',
+          u: null,
+          ts: null,
+          d: null,
+          f8: null,
+          ia: [],
+        },
+        {
+          id: '2',
+          amount: engine.modern ? '3' : '3.00',
+          name: 'two',
+          raw: null,
+          u: null,
+          ts: '946677599500000',
+          d: '2000-01-01',
+          f8: '1.5',
+          ia: [7],
+        },
+        {
+          id: '9223372036854775807',
+          amount: null,
+          name: 'é ünïcode',
+          raw: '',
+          u: null,
+          // infinity is clamped to DateTime64's range; Int64 micros keep the sentinel.
+          ts: engine.modern ? '10413791999999999' : '9223372036854775807',
+          // 1969-12-31 is before Date's first day on 18.16, which shows day 0 as 0000-00-00.
+          d: engine.modern ? '1969-12-31' : '0000-00-00',
+          f8: 'nan',
+          ia: [],
+        },
+      ];
+      const before = await rows('typed', select, 'toInt64(id)');
+      expect(before).toEqual(expected);
+      // The same batch again (a replay after a crash before the checkpoint was read) is skipped...
+      await destination.syncBatch(first);
+      expect(await rows('typed', select, 'toInt64(id)')).toEqual(expected);
+      // ...and a batch re-applied under a new id (its rows written twice) converges too.
+      await destination.syncBatch({ ...first, batchId: 2n });
+      expect(await rows('typed', select, 'toInt64(id)')).toEqual(expected);
+      await destination.removeCheckpoint(mirror);
+      expect(await destination.readCheckpoint(mirror)).toBeUndefined();
+    } finally {
+      await destination.close();
+    }
+  });
+
+  it('fills unchanged TOAST values from the stored row, in one lookup, and keeps rows on their sorting key', async () => {
+    const mappings: TableMapping[] = [
+      {
+        source: { schema: 'public', table: 'docs' },
+        destination: { schema: 'public', table: 'docs' },
+        exclude: [],
+        columns: [{ sourceName: 'category', ordering: 1 }],
+      },
+    ];
+    const destination = newDestination({ mappings });
+    const docs = table('docs', [
+      column('id', 23, 'integer', { notNull: true }),
+      column('category', 25, 'text'),
+      column('title', 25, 'text'),
+      column('body', 25, 'text'),
+    ]);
+    const mirror = `docs-${randomBytes(3).toString('hex')}`;
+    try {
+      await destination.setupTables([docs]);
+      const big = 'x'.repeat(50_000);
+      await destination.syncBatch(
+        batch(mirror, 1n, docs, [
+          insert('1', 'a', 'first', big),
+          insert('2', 'a', 'second', `${big}2`),
+          insert('3', null, 'third', 'b3'),
+        ]),
+      );
+      await destination.syncBatch(
+        batch(mirror, 2n, docs, [
+          update(['1', 'a', 'renamed', unchangedToast]),
+          // A new sorting key: the row at the old one must disappear.
+          update(['2', 'b', 'moved', unchangedToast]),
+          remove('3', null, null, null),
+          // Missing at the destination: written with the value null.
+          update(['4', 'c', 'orphan', unchangedToast]),
+        ]),
+      );
+      const current = await rows(
+        'docs',
+        "id, category, title, toString(length(body)) AS size, replaceAll(body, 'x', '') AS rest",
+      );
+      expect(current).toEqual([
+        { id: 1, category: 'a', title: 'renamed', size: '50000', rest: '' },
+        { id: 2, category: 'b', title: 'moved', size: '50001', rest: '2' },
+        { id: 4, category: 'c', title: 'orphan', size: null, rest: null },
+      ]);
+      const all = await admin.query({
+        query: `SELECT toString(count()) AS n FROM ${database}.docs FINAL WHERE _tributary_is_deleted = 0 AND id = 2`,
+        format: 'JSONEachRow',
+      });
+      expect(await all.json()).toEqual([{ n: '1' }]);
+    } finally {
+      await destination.close();
+    }
+  });
+
+  it('looks up the stored rows of many keys in one long query', async () => {
+    const destination = newDestination();
+    const wide = table('wide', [
+      column('id', 25, 'text', { notNull: true }),
+      column('a', 25, 'text'),
+      column('b', 25, 'text'),
+    ]);
+    const mirror = `wide-${randomBytes(3).toString('hex')}`;
+    const ids = Array.from({ length: 8000 }, (_, index) => `key ${index} ${'k'.repeat(40)}`);
+    try {
+      await destination.setupTables([wide]);
+      await destination.syncBatch(
+        batch(
+          mirror,
+          1n,
+          wide,
+          ids.map((id) => insert(id, `a ${id}`, `b ${id}`)),
+        ),
+      );
+      await destination.syncBatch(
+        batch(
+          mirror,
+          2n,
+          wide,
+          ids.map((id) => update([id, 'changed', unchangedToast])),
+        ),
+      );
+      const result = await admin.query({
+        query: `SELECT toString(count()) AS n, toString(countIf(a = 'changed' AND b = concat('b ', id))) AS kept
+                FROM ${database}.wide FINAL WHERE _tributary_is_deleted = 0`,
+        format: 'JSONEachRow',
+      });
+      expect(await result.json()).toEqual([{ n: '8000', kept: '8000' }]);
+    } finally {
+      await destination.close();
+    }
+  });
+
+  it('soft-deletes with the row values kept, flags every row on truncate, and adds columns', async () => {
+    const destination = newDestination({ softDeleteColumn: '_deleted', syncedAtColumn: '_synced' });
+    const people = table('people', [
+      column('id', 23, 'integer', { notNull: true }),
+      column('name', 25, 'text'),
+    ]);
+    const mirror = `soft-${randomBytes(3).toString('hex')}`;
+    try {
+      await destination.setupTables([people]);
+      await destination.syncBatch(
+        batch(mirror, 1n, people, [insert('1', 'ann'), insert('2', 'bob'), insert('3', 'cy')]),
+      );
+      await destination.syncBatch(batch(mirror, 2n, people, [remove('2', null), update(['3', 'cyd'])]));
+      const flag = engine.modern ? 'toUInt8(_deleted)' : '_deleted';
+      expect(await rows('people', `id, name, ${flag} AS deleted`)).toEqual([
+        { id: 1, name: 'ann', deleted: 0 },
+        { id: 2, name: 'bob', deleted: 1 },
+        { id: 3, name: 'cyd', deleted: 0 },
+      ]);
+      await destination.syncBatch(
+        batch(mirror, 3n, people, [
+          { transaction, kind: 'truncate' },
+          insert('4', 'dee'),
+          insert('1', 'ann again'),
+        ]),
+      );
+      expect(await rows('people', `id, name, ${flag} AS deleted`)).toEqual([
+        { id: 1, name: 'ann again', deleted: 0 },
+        { id: 2, name: 'bob', deleted: 1 },
+        { id: 3, name: 'cyd', deleted: 1 },
+        { id: 4, name: 'dee', deleted: 0 },
+      ]);
+      const grown = { ...people, columns: [...people.columns, column('age', 21, 'smallint')] };
+      await destination.addColumns(grown, [column('age', 21, 'smallint')]);
+      await destination.addColumns(grown, [column('age', 21, 'smallint')]);
+      await destination.syncBatch(batch(mirror, 4n, grown, [insert('5', 'eve', '42')]));
+      expect(await rows('people', `id, age`, 'id')).toEqual([
+        { id: 1, age: null },
+        { id: 2, age: null },
+        { id: 3, age: null },
+        { id: 4, age: null },
+        { id: 5, age: 42 },
+      ]);
+    } finally {
+      await destination.close();
+    }
+  });
+
+  it('hard-deletes and truncates without soft delete', async () => {
+    const destination = newDestination();
+    const items = table('items', [column('id', 23, 'integer', { notNull: true }), column('v', 25, 'text')]);
+    const mirror = `hard-${randomBytes(3).toString('hex')}`;
+    try {
+      await destination.setupTables([items]);
+      await destination.syncBatch(batch(mirror, 1n, items, [insert('1', 'a'), insert('2', 'b')]));
+      await destination.syncBatch(
+        batch(mirror, 2n, items, [remove('1', null), update(['3', 'c'], ['2', null])]),
+      );
+      expect(await rows('items', 'id, v')).toEqual([{ id: 3, v: 'c' }]);
+      await destination.syncBatch(
+        batch(mirror, 3n, items, [insert('4', 'd'), { transaction, kind: 'truncate' }, insert('5', 'e')]),
+      );
+      expect(await rows('items', 'id, v')).toEqual([{ id: 5, v: 'e' }]);
+      expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 3n, lsn: 3000n });
+      // Dropped and created again: batch ids start over, and still win over the rows already there.
+      await destination.removeCheckpoint(mirror);
+      expect(await destination.readCheckpoint(mirror)).toBeUndefined();
+      await destination.syncBatch(batch(mirror, 1n, items, [update(['5', 'e again'])]));
+      expect(await rows('items', 'id, v')).toEqual([{ id: 5, v: 'e again' }]);
+      expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 1n, lsn: 1000n });
+    } finally {
+      await destination.close();
+    }
+  });
+});

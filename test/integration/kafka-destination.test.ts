@@ -1,0 +1,304 @@
+// The Kafka destination against the test broker: every listener, the message
+// format, checkpoints, and each partitioner's distribution.
+import { Readable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
+import { keyPartition, type PartitionerName } from '../../engine/src/connectors/kafka/partitioners.ts';
+import { unchangedToast } from '../../engine/src/connectors/postgres/pgoutput.ts';
+import type { ChangeBatch, DestinationTable, RowChange } from '../../engine/src/connectors/records.ts';
+import {
+  createTopics,
+  deleteTopics,
+  kafkaClient,
+  type Listener,
+  type Received,
+  randomTopic,
+  streamConfig,
+  TopicCollector,
+} from './kafka-support.ts';
+
+const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
+const admin = kafkaClient('PLAINTEXT');
+
+function destination(listener: Listener, partitioner: PartitionerName = '', extra: { script?: string } = {}) {
+  return new KafkaDestination(streamConfig(listener, partitioner), {
+    mirror: `m-${randomTopic('x')}`,
+    logger,
+    ...(listener === 'PLAINTEXT' ? { client: kafkaClient('PLAINTEXT') } : {}),
+    ...(extra.script ? { script: { name: 'test-script', lang: 'lua' as const, source: extra.script } } : {}),
+  });
+}
+
+function ordersTable(topic: string, keyColumns: string[] = ['id']): DestinationTable {
+  const column = (name: string, typeOid: number, typeName: string) => ({
+    name,
+    typeOid,
+    typeModifier: -1,
+    typeName,
+    notNull: false,
+  });
+  return {
+    source: { schema: 'public', table: 'orders' },
+    destination: { schema: 'public', table: topic },
+    columns: [
+      column('id', 20, 'bigint'),
+      column('amount', 1700, 'numeric'),
+      column('placed', 1184, 'timestamptz'),
+      column('doc', 3802, 'jsonb'),
+    ],
+    keyColumns,
+  };
+}
+
+const transaction = (xid: number) => ({
+  xid,
+  commitLsn: BigInt(0x1000 + xid),
+  commitTimeMicros: 1_767_225_600_000_000n + BigInt(xid),
+});
+
+function batch(table: DestinationTable, batchId: bigint, changes: RowChange[]): ChangeBatch {
+  return {
+    mirror: '',
+    batchId,
+    endLsn: 0x2000n + batchId,
+    tables: [{ table, changes }],
+    rowCount: changes.length,
+  };
+}
+
+const values = (messages: readonly Received[]) =>
+  messages.map((message) => (message.value === null ? null : JSON.parse(message.value)));
+
+describe('Kafka destination', () => {
+  const topics: string[] = [];
+
+  afterAll(async () => {
+    await deleteTopics(admin, topics);
+  });
+
+  it.each<Listener>(['PLAINTEXT', 'PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'])(
+    'writes snapshot rows and changes, and keeps its checkpoint, over %s',
+    async (listener) => {
+      const topic = randomTopic(`dest-${listener.toLowerCase()}`);
+      topics.push(topic);
+      const table = ordersTable(topic);
+      const target = destination(listener);
+      const mirror = `mirror-${topic}`;
+      try {
+        await target.setupTables([table]);
+        const copied = await target.writeSnapshotPartition(
+          table,
+          Readable.from(['1\t1.50\t2026-01-01 00:00:00.5+00\t{"a": [1, 2]}\n', '2\t\\N\t\\N\t\\N\n']),
+        );
+        expect(copied).toBe(2);
+        expect(await target.readCheckpoint(mirror)).toBeUndefined();
+        const changes: RowChange[] = [
+          { kind: 'insert', transaction: transaction(1), newRow: ['3', '9223372036854775807.5', null, null] },
+          {
+            kind: 'update',
+            transaction: transaction(2),
+            oldKey: null,
+            newRow: ['3', '2', null, unchangedToast],
+          },
+          {
+            kind: 'update',
+            transaction: transaction(2),
+            oldKey: ['2', null, null, null],
+            newRow: ['4', null, null, null],
+          },
+          { kind: 'delete', transaction: transaction(3), oldKey: ['1', null, null, null] },
+          { kind: 'truncate', transaction: transaction(4) },
+        ];
+        await target.syncBatch({ ...batch(table, 1n, changes), mirror });
+        expect(await target.readCheckpoint(mirror)).toEqual({ batchId: 1n, lsn: 0x2001n });
+        // A replayed batch is recognised and not sent again.
+        await target.syncBatch({ ...batch(table, 1n, changes), mirror });
+
+        const collector = new TopicCollector(kafkaClient(listener));
+        await collector.start([topic]);
+        try {
+          await collector.untilCount(7);
+          // Nothing more arrives (the replay was skipped).
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          const { messages } = collector;
+          expect(messages).toHaveLength(7);
+          expect(messages.map((m) => m.key)).toEqual([
+            '{"id":"1"}',
+            '{"id":"2"}',
+            '{"id":"3"}',
+            '{"id":"3"}',
+            '{"id":"4"}',
+            '{"id":"1"}',
+            null,
+          ]);
+          expect(messages.every((m) => m.partition === 0)).toBe(true);
+          const [snapshot, , insert, update, keyChange, deleted, truncated] = values(messages);
+          expect(snapshot).toEqual({
+            kind: 'snapshot',
+            source: { schema: 'public', table: 'orders' },
+            target: topic,
+            lsn: null,
+            commit_time: null,
+            xid: null,
+            old: null,
+            new: { id: '1', amount: '1.50', placed: '2026-01-01T00:00:00.5Z', doc: '{"a": [1, 2]}' },
+            unchanged_columns: [],
+          });
+          expect(insert).toMatchObject({
+            kind: 'insert',
+            lsn: '0/1001',
+            commit_time: '2026-01-01T00:00:00.000001Z',
+            xid: 1,
+            new: { id: '3', amount: '9223372036854775807.5' },
+          });
+          expect(update).toMatchObject({ kind: 'update', old: null, unchanged_columns: ['doc'] });
+          expect(update.new).toEqual({ id: '3', amount: '2', placed: null });
+          expect(keyChange).toMatchObject({ kind: 'update', old: { id: '2' }, new: { id: '4' } });
+          expect(deleted).toMatchObject({ kind: 'delete', old: { id: '1' }, new: null, xid: 3 });
+          expect(truncated).toMatchObject({ kind: 'truncate', old: null, new: null, xid: 4 });
+        } finally {
+          await collector.stop();
+        }
+        await target.removeCheckpoint(mirror);
+        expect(await target.readCheckpoint(mirror)).toBeUndefined();
+      } finally {
+        await target.close();
+      }
+    },
+  );
+
+  describe('partitioners on a 4-partition topic', () => {
+    const partitionCount = 4;
+    const batches = 3;
+    const perBatch = 40;
+
+    async function distribute(
+      partitioner: PartitionerName,
+      options: { script?: string; keyless?: boolean } = {},
+    ) {
+      const topic = randomTopic(`part-${partitioner.toLowerCase() || 'default'}`);
+      topics.push(topic);
+      await createTopics(admin, [topic], partitionCount);
+      const table = ordersTable(topic, options.keyless ? [] : ['id']);
+      const target = destination('PLAINTEXT', partitioner, options.script ? { script: options.script } : {});
+      try {
+        await target.setupTables([table]);
+        for (let b = 0; b < batches; b++) {
+          const changes: RowChange[] = Array.from({ length: perBatch }, (_, i) => ({
+            kind: 'insert',
+            transaction: transaction(b + 1),
+            newRow: [String(b * perBatch + i), '1', null, null],
+          }));
+          await target.syncBatch({ ...batch(table, BigInt(b + 1), changes), mirror: `mirror-${topic}` });
+        }
+      } finally {
+        await target.close();
+      }
+      const collector = new TopicCollector(admin);
+      await collector.start([topic]);
+      try {
+        await collector.untilCount(batches * perBatch);
+        return collector.messages.map((message) => {
+          const value = JSON.parse(message.value ?? 'null');
+          return { ...message, id: Number(value.new.id), batch: value.xid as number };
+        });
+      } finally {
+        await collector.stop();
+      }
+    }
+
+    const counts = (messages: readonly { partition: number }[]) => {
+      const perPartition = new Array(partitionCount).fill(0);
+      for (const message of messages) perPartition[message.partition]++;
+      return perPartition;
+    };
+
+    it("'' (kafkajs's default) and StickyKey put each key where the Java client would", async () => {
+      for (const partitioner of ['', 'StickyKey'] as const) {
+        const messages = await distribute(partitioner);
+        for (const message of messages) {
+          expect(message.partition).toBe(keyPartition(Buffer.from(message.key ?? ''), partitionCount));
+        }
+        expect(counts(messages).every((count) => count > 10)).toBe(true);
+      }
+    });
+
+    it('StickyKey keeps key-less messages on one partition per batch', async () => {
+      const messages = await distribute('StickyKey', { keyless: true });
+      const perBatch = new Map<number, Set<number>>();
+      for (const message of messages) {
+        expect(message.key).toBeNull();
+        perBatch.set(message.batch, (perBatch.get(message.batch) ?? new Set()).add(message.partition));
+      }
+      expect([...perBatch.values()].map((partitions) => partitions.size)).toEqual([1, 1, 1]);
+    });
+
+    it('RoundRobin rotates over every partition', async () => {
+      const messages = await distribute('RoundRobin');
+      expect(counts(messages)).toEqual([30, 30, 30, 30]);
+      for (const message of messages) expect(message.partition).toBe(message.id % partitionCount);
+    });
+
+    it('Sticky sends each batch to one partition and the next batch elsewhere', async () => {
+      const messages = await distribute('Sticky');
+      const partitionOfBatch = new Map<number, Set<number>>();
+      for (const message of messages) {
+        partitionOfBatch.set(
+          message.batch,
+          (partitionOfBatch.get(message.batch) ?? new Set()).add(message.partition),
+        );
+      }
+      const chosen = [...partitionOfBatch.values()].map((partitions) => {
+        expect(partitions.size).toBe(1);
+        return [...partitions][0];
+      });
+      expect(new Set(chosen).size).toBe(batches);
+    });
+
+    it('LeastBackup evens out what is in flight', async () => {
+      const messages = await distribute('LeastBackup');
+      expect(counts(messages)).toEqual([30, 30, 30, 30]);
+    });
+
+    it('Manual uses the partition the script chose', async () => {
+      const messages = await distribute('Manual', {
+        script: 'function onRecord(r) return { partition = tonumber(r.new.id) % 4 } end',
+      });
+      for (const message of messages) expect(message.partition).toBe(message.id % partitionCount);
+      expect(counts(messages)).toEqual([30, 30, 30, 30]);
+    });
+  });
+
+  describe('a truncate', () => {
+    let topic: string;
+    beforeAll(async () => {
+      topic = randomTopic('truncate');
+      topics.push(topic);
+      await createTopics(admin, [topic], 3);
+    });
+
+    it('reaches every partition of the topic', async () => {
+      const table = ordersTable(topic);
+      const target = destination('PLAINTEXT');
+      try {
+        await target.setupTables([table]);
+        await target.syncBatch({
+          ...batch(table, 1n, [{ kind: 'truncate', transaction: transaction(9) }]),
+          mirror: topic,
+        });
+      } finally {
+        await target.close();
+      }
+      const collector = new TopicCollector(admin);
+      await collector.start([topic]);
+      try {
+        await collector.untilCount(3);
+        expect(collector.messages.map((m) => m.partition).sort()).toEqual([0, 1, 2]);
+        expect(collector.messages.every((m) => m.key === null && m.value?.includes('"truncate"'))).toBe(true);
+      } finally {
+        await collector.stop();
+      }
+    });
+  });
+});

@@ -1,0 +1,161 @@
+// Helpers for the Kafka destination suites: clients for each listener of the
+// test broker, throw-away topics, and a consumer that collects what arrives.
+import { randomUUID } from 'node:crypto';
+import kafkajs, { type Consumer, type Kafka, type KafkaConfig, type SASLOptions } from 'kafkajs';
+import type { StreamConfig } from '../../engine/src/resources/peer.ts';
+import { waitFor } from '../support/databases.ts';
+import { kafka } from '../support/testenv.ts';
+
+export type Listener = 'PLAINTEXT' | 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512';
+
+/** A stream peer's config for a listener (PLAINTEXT has no SASL: the destination gets its own client). */
+export function streamConfig(
+  listener: Listener,
+  partitioner: StreamConfig['partitioner'] = '',
+): StreamConfig {
+  const sasl = listener === 'PLAINTEXT' ? 'PLAIN' : listener;
+  const credentials = sasl === 'PLAIN' ? kafka.plain : kafka.scram;
+  return {
+    servers: [listener === 'PLAINTEXT' ? kafka.plaintextBroker : kafka.saslBroker],
+    ...credentials,
+    sasl,
+    disableTls: true,
+    partitioner,
+  };
+}
+
+/** A client for a listener; a fresh SASL object every time (kafkajs caches its authenticator on it). */
+export function kafkaClient(listener: Listener, extra: Partial<KafkaConfig> = {}): Kafka {
+  const mechanisms = {
+    PLAIN: 'plain',
+    'SCRAM-SHA-256': 'scram-sha-256',
+    'SCRAM-SHA-512': 'scram-sha-512',
+  } as const;
+  const config = streamConfig(listener);
+  return new kafkajs.Kafka({
+    clientId: 'tributary-test',
+    brokers: [...config.servers],
+    ...(listener === 'PLAINTEXT'
+      ? {}
+      : {
+          sasl: {
+            mechanism: mechanisms[listener],
+            username: config.username,
+            password: config.password,
+          } as SASLOptions,
+        }),
+    connectionTimeout: 5_000,
+    requestTimeout: 15_000,
+    retry: { retries: 3 },
+    logLevel: kafkajs.logLevel.NOTHING,
+    ...extra,
+  });
+}
+
+export function randomTopic(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+export async function createTopics(
+  client: Kafka,
+  topics: readonly string[],
+  partitions: number,
+): Promise<void> {
+  const admin = client.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({
+      topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })),
+      waitForLeaders: true,
+      timeout: 15_000,
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export async function deleteTopics(client: Kafka, topics: readonly string[]): Promise<void> {
+  const admin = client.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const present = topics.filter((topic) => existing.has(topic));
+    if (present.length > 0) await admin.deleteTopics({ topics: present, timeout: 15_000 });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export interface Received {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: string | null;
+  readonly value: string | null;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** Collects every message of some topics from their start, in arrival order per partition. */
+export class TopicCollector {
+  readonly messages: Received[] = [];
+  readonly #client: Kafka;
+  readonly #groupId = `tributary-test-${randomUUID()}`;
+  #consumer: Consumer | undefined;
+
+  constructor(client: Kafka) {
+    this.#client = client;
+  }
+
+  async start(topics: readonly string[]): Promise<void> {
+    const consumer = this.#client.consumer({
+      groupId: this.#groupId,
+      allowAutoTopicCreation: false,
+      maxWaitTimeInMs: 100,
+      sessionTimeout: 10_000,
+    });
+    this.#consumer = consumer;
+    await consumer.connect();
+    await consumer.subscribe({ topics: [...topics], fromBeginning: true });
+    let joined: () => void = () => {};
+    const ready = new Promise<void>((resolve) => {
+      joined = resolve;
+    });
+    consumer.on(consumer.events.GROUP_JOIN, () => joined());
+    await consumer.run({
+      eachMessage: async ({ topic, partition, message }) => {
+        const headers: Record<string, string> = {};
+        for (const [name, value] of Object.entries(message.headers ?? {})) headers[name] = String(value);
+        this.messages.push({
+          topic,
+          partition,
+          offset: Number(message.offset),
+          key: message.key ? message.key.toString() : null,
+          value: message.value ? message.value.toString() : null,
+          headers,
+        });
+      },
+    });
+    await ready;
+  }
+
+  /** Waits until `check` holds over the messages received so far. */
+  async until(
+    check: (messages: readonly Received[]) => boolean,
+    timeoutMs = 30_000,
+    what = 'messages',
+  ): Promise<void> {
+    await waitFor(async () => check(this.messages), timeoutMs, what);
+  }
+
+  async untilCount(count: number, timeoutMs = 30_000): Promise<void> {
+    await this.until((messages) => messages.length >= count, timeoutMs, `${count} messages`);
+  }
+
+  async stop(): Promise<void> {
+    await this.#consumer?.disconnect().catch(() => {});
+    const admin = this.#client.admin();
+    await admin.connect();
+    await admin.deleteGroups([this.#groupId]).catch(() => {});
+    await admin.disconnect();
+  }
+}
