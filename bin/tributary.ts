@@ -30,7 +30,9 @@ async function run(): Promise<void> {
   }
   const modulePath = join(import.meta.dirname, '..', roles[role]);
   const roleModule = (await import(pathToFileURL(modulePath).href)) as RoleModule;
-  process.exitCode = await roleModule.main(rest);
+  // A role returns once it has shut down cleanly; watches, sockets or timers a
+  // library left open must not keep the process alive after that.
+  process.exit(await roleModule.main(rest));
 }
 
 if (import.meta.main) await run();

@@ -1,6 +1,105 @@
-// Entry point of the `api-server` role (see bin/tributary.ts). The role is not part
-// of this build yet: it says so and exits non-zero rather than pretending to run.
-export async function main(_argv: readonly string[]): Promise<number> {
-  console.error('tributary api-server: this role is not available in this build yet');
-  return 1;
+// The `api-server` role (cluster mode): the /api/v1 facade over the Kubernetes
+// API (Peer, Mirror, Script resources and peer Secrets in one namespace) and
+// the catalog database. The operator does the reconciling.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import pg from 'pg';
+import pino from 'pino';
+import { z } from 'zod';
+import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
+import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
+import { findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
+import { KubeStore } from '../../operator/src/kube/kube-store.ts';
+import { buildApp } from './http/app.ts';
+import type { AuthConfig } from './http/auth.ts';
+
+const usage = `usage: tributary api-server [options]
+
+  --namespace NS         TRIBUTARY_NAMESPACE (or POD_NAMESPACE)
+  --catalog-url URL      TRIBUTARY_CATALOG_URL
+  --host HOST            TRIBUTARY_HOST (default 0.0.0.0)
+  --port PORT            TRIBUTARY_PORT (default 8112)
+  --password-file FILE   TRIBUTARY_API_PASSWORD_FILE, or TRIBUTARY_API_PASSWORD
+  --user NAME            TRIBUTARY_API_USER
+  --scripts-disabled     TRIBUTARY_SCRIPTS=disabled
+  --kubeconfig FILE      KUBECONFIG (outside a cluster)`;
+
+const configSchema = z.object({
+  namespace: z.string().min(1),
+  catalogUrl: z.string().min(1),
+  host: z.string().default('0.0.0.0'),
+  port: z.coerce.number().int().min(0).max(65_535).default(8112),
+  password: z.string().min(1, 'no API password: set TRIBUTARY_API_PASSWORD_FILE or TRIBUTARY_API_PASSWORD'),
+  user: z.string().optional(),
+  scriptsDisabled: z.boolean().default(false),
+  kubeconfig: z.string().optional(),
+  logLevel: z.string().default('info'),
+});
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      namespace: { type: 'string' },
+      'catalog-url': { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'password-file': { type: 'string' },
+      user: { type: 'string' },
+      'scripts-disabled': { type: 'boolean' },
+      kubeconfig: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(usage);
+    return 0;
+  }
+  const env = process.env;
+  const passwordFile = values['password-file'] ?? env.TRIBUTARY_API_PASSWORD_FILE;
+  const parsed = configSchema.safeParse({
+    namespace: values.namespace ?? env.TRIBUTARY_NAMESPACE ?? env.POD_NAMESPACE,
+    catalogUrl: values['catalog-url'] ?? env.TRIBUTARY_CATALOG_URL,
+    host: values.host ?? env.TRIBUTARY_HOST,
+    port: values.port ?? env.TRIBUTARY_PORT,
+    password: passwordFile ? readFileSync(passwordFile, 'utf8').trim() : (env.TRIBUTARY_API_PASSWORD ?? ''),
+    user: values.user ?? env.TRIBUTARY_API_USER,
+    scriptsDisabled: values['scripts-disabled'] ?? env.TRIBUTARY_SCRIPTS === 'disabled',
+    kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
+    logLevel: env.TRIBUTARY_LOG_LEVEL,
+  });
+  if (!parsed.success) {
+    console.error(
+      `tributary api-server: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n\n${usage}`,
+    );
+    return 2;
+  }
+  const config = Object.freeze(parsed.data);
+  const logger = pino({ level: config.logLevel, base: { role: 'api-server' } });
+  const kubeConfig = new KubeConfig();
+  if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
+  else kubeConfig.loadFromCluster();
+  const pool = new pg.Pool({ connectionString: config.catalogUrl, max: 8 });
+  pool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));
+  const catalog = new PostgresCatalog(pool);
+  await catalog.migrate();
+  const auth: AuthConfig = { mode: 'basic', password: config.password, user: config.user };
+  const app = buildApp({
+    store: new KubeStore(kubeConfig, config.namespace),
+    catalog,
+    checkPeer: (peer) => checkPeer(peer),
+    findMissingTables,
+    scriptsEnabled: !config.scriptsDisabled,
+    auth,
+    logger,
+  });
+  await app.listen({ host: config.host, port: config.port });
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  await app.close();
+  await pool.end();
+  return 0;
 }

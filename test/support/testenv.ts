@@ -76,3 +76,12 @@ export const snowflake = Object.freeze({
   url: `http://127.0.0.1:${port('TESTENV_SNOWFLAKE_PORT')}`,
   port: port('TESTENV_SNOWFLAKE_PORT'),
 });
+
+/** Helm, built by scripts/testenv/helm.sh into the machine-wide cache. */
+export const helmBinary = join(
+  process.env.XDG_CACHE_HOME ?? join(process.env.HOME ?? '/root', '.cache'),
+  'tributary',
+  'testenv',
+  'helm-v3.19.2',
+  'helm',
+);

@@ -9,6 +9,7 @@ import Fastify, {
 import { isAuthorized } from './auth.ts';
 import type { FacadeContext } from './context.ts';
 import { ApiError, grpcStyleBody } from './errors.ts';
+import { mirrorMetricsRegistry } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
 import { mirrorRoutes } from './routes/mirrors.ts';
 import { peerRoutes } from './routes/peers.ts';
@@ -62,6 +63,9 @@ export function buildApp(context: FacadeContext): FastifyInstance {
     bodyLimit: context.bodyLimitBytes ?? defaultBodyLimitBytes,
   });
 
+  // Bodies are JSON only (the interface's rule); Fastify would otherwise hand text/plain bodies through as strings.
+  app.removeContentTypeParser('text/plain');
+
   app.setErrorHandler((error: FastifyError | ApiError, request: FastifyRequest, reply: FastifyReply) => {
     const apiError = error instanceof ApiError ? error : fromFastifyError(error as FastifyError);
     if (apiError.kind === 'internal') request.log.error({ err: error, url: request.url }, 'request failed');
@@ -74,7 +78,9 @@ export function buildApp(context: FacadeContext): FastifyInstance {
   });
 
   app.addHook('onRequest', async (request, reply) => {
-    if (request.url === '/healthz') return;
+    // The route, not the raw URL: probes may add a query string.
+    // Probes and Prometheus scrape without credentials; neither reveals a secret.
+    if (request.routeOptions.url === '/healthz' || request.routeOptions.url === '/metrics') return;
     if (isAuthorized(context.auth, request.headers.authorization)) return;
     const error = new ApiError('unauthenticated', 'authentication required');
     reply.header('WWW-Authenticate', 'Basic realm="tributary", charset="UTF-8"');
@@ -82,6 +88,11 @@ export function buildApp(context: FacadeContext): FastifyInstance {
   });
 
   app.get('/healthz', async () => ({ ok: true }));
+  const metrics = mirrorMetricsRegistry(context);
+  app.get('/metrics', async (_request, reply) => {
+    reply.header('Content-Type', metrics.contentType);
+    return metrics.metrics();
+  });
   const document = openApiDocument();
   app.get('/api/v1/openapi.json', async () => document);
   peerRoutes(app, context);

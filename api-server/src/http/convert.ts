@@ -1,10 +1,16 @@
 // Between the interface's wire shapes and the control plane's resources.
 import type { z } from 'zod';
-import type { MirrorResource, MirrorResourceSpec } from '../../../engine/src/control/resources.ts';
+import {
+  type MirrorResource,
+  type MirrorResourceSpec,
+  mirrorResourceSpecSchema,
+} from '../../../engine/src/control/resources.ts';
 import {
   formatTableName,
   parseTableIdentifier,
   type TableMapping,
+  type TableName,
+  tableNameSchema,
 } from '../../../engine/src/resources/mirror.ts';
 import { maskPeerSecrets, type Peer, type PeerKind, peerSchema } from '../../../engine/src/resources/peer.ts';
 import { ApiError, describeValidation } from './errors.ts';
@@ -81,12 +87,29 @@ function excludedColumns(exclude: string | readonly string[] | undefined): strin
   return list.map((column) => column.trim()).filter((column) => column.length > 0);
 }
 
-function tableName(identifier: string, field: string) {
+function tableName(identifier: string, field: string): TableName {
+  let parsed: TableName;
   try {
-    return parseTableIdentifier(identifier);
+    parsed = parseTableIdentifier(identifier);
   } catch {
     throw new ApiError('invalidArgument', `${field}: expected schema.table`);
   }
+  if (!tableNameSchema.safeParse(parsed).success) {
+    throw new ApiError('invalidArgument', `${field}: schema and table names are 1 to 63 characters`);
+  }
+  return parsed;
+}
+
+/**
+ * The spec as the store will hold it, validated against the resource schema:
+ * the store re-validates on every read, so a spec that slipped past the wire
+ * schema would be stored and then break every read of the mirror list.
+ */
+export function validMirrorSpec(spec: MirrorResourceSpec): MirrorResourceSpec {
+  const parsed = mirrorResourceSpecSchema.safeParse(spec);
+  if (!parsed.success)
+    throw new ApiError('invalidArgument', `invalid mirror: ${describeValidation(parsed.error)}`);
+  return parsed.data;
 }
 
 export function mappingFromWire(
@@ -109,23 +132,50 @@ export function mappingFromWire(
   };
 }
 
+/**
+ * Each source and each destination table at most once in a mirror: the engine
+ * routes changes by source table, so a second mapping of one would be loaded by
+ * the snapshot and then silently left behind by CDC.
+ */
+export function checkDistinctTables(
+  mappings: readonly TableMapping[],
+  fieldOf: (index: number) => string,
+): void {
+  const seen = { source: new Set<string>(), destination: new Set<string>() };
+  mappings.forEach((mapping, index) => {
+    for (const side of ['source', 'destination'] as const) {
+      const key = JSON.stringify([mapping[side].schema, mapping[side].table]);
+      if (seen[side].has(key)) {
+        throw new ApiError(
+          'invalidArgument',
+          `${fieldOf(index)}.${side}_table_identifier: ${formatTableName(mapping[side])} is in more than one mapping`,
+        );
+      }
+      seen[side].add(key);
+    }
+  });
+}
+
 export function mirrorSpecFromWire(request: CreateMirrorRequest['connection_configs']): MirrorResourceSpec {
   const optional = <T>(key: string, value: T | undefined) => (value === undefined ? {} : { [key]: value });
-  return {
+  const field = (index: number) => `connection_configs.table_mappings[${index}]`;
+  const tableMappings = request.table_mappings.map((mapping, index) =>
+    mappingFromWire(
+      {
+        sourceTableIdentifier: mapping.source_table_identifier,
+        destinationTableIdentifier: mapping.destination_table_identifier,
+        exclude: mapping.exclude,
+        columns: mapping.columns,
+      },
+      field(index),
+    ),
+  );
+  checkDistinctTables(tableMappings, field);
+  return validMirrorSpec({
     name: request.flow_job_name,
     sourcePeer: request.source_name,
     destinationPeer: request.destination_name,
-    tableMappings: request.table_mappings.map((mapping, index) =>
-      mappingFromWire(
-        {
-          sourceTableIdentifier: mapping.source_table_identifier,
-          destinationTableIdentifier: mapping.destination_table_identifier,
-          exclude: mapping.exclude,
-          columns: mapping.columns,
-        },
-        `connection_configs.table_mappings[${index}]`,
-      ),
-    ),
+    tableMappings,
     maxBatchSize: request.max_batch_size ?? 1_000_000,
     idleTimeoutSeconds: request.idle_timeout_seconds ?? 60,
     doInitialSnapshot: request.do_initial_snapshot,
@@ -141,7 +191,7 @@ export function mirrorSpecFromWire(request: CreateMirrorRequest['connection_conf
     ...optional('softDeleteColName', request.soft_delete_col_name),
     ...optional('syncedAtColName', request.synced_at_col_name),
     ...optional('script', request.script),
-  } as MirrorResourceSpec;
+  } as MirrorResourceSpec);
 }
 
 /** The configuration as the status endpoint shows it (camelCase, 64-bit values as text). */

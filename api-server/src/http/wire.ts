@@ -3,6 +3,7 @@
 // spellings are the interface's own (snake_case here, camelCase there); where
 // it shows both, both are accepted.
 import { z } from 'zod';
+import { mirrorSpecFields } from '../../../engine/src/resources/mirror.ts';
 import { partitioners, saslMechanisms } from '../../../engine/src/resources/peer.ts';
 
 const port = z.number().int().min(1).max(65_535);
@@ -122,7 +123,8 @@ export const createMirrorRequest = z
   .object({
     connection_configs: z
       .object({
-        flow_job_name: name,
+        // The resource's own rule: a name it would refuse must not get past the API.
+        flow_job_name: mirrorSpecFields.shape.name,
         source_name: z.string().min(1),
         destination_name: z.string().min(1),
         table_mappings: z.array(tableMappingWire).min(1).max(1000),

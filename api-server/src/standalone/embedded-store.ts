@@ -65,6 +65,15 @@ interface ScriptRow {
   source: string;
 }
 
+/** Script ids are a `serial` column: an id outside its range names no script (and would make the query fail). */
+function isScriptId(id: number): boolean {
+  return Number.isInteger(id) && id >= 1 && id <= 2_147_483_647;
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '23505';
+}
+
 function toMirror(row: MirrorRow): MirrorResource {
   return {
     name: row.name,
@@ -192,6 +201,7 @@ export class EmbeddedStore implements ResourceStore {
   }
 
   async getScript(id: number): Promise<ScriptResource | undefined> {
+    if (!isScriptId(id)) return undefined;
     const { rows } = await this.#sql.query<ScriptRow>(`SELECT * FROM resources.scripts WHERE id = $1`, [id]);
     return rows[0];
   }
@@ -219,10 +229,18 @@ export class EmbeddedStore implements ResourceStore {
   }
 
   async updateScript(script: ScriptResource): Promise<ScriptResource> {
-    const { rows } = await this.#sql.query<ScriptRow>(
-      `UPDATE resources.scripts SET name = $2, lang = $3, source = $4 WHERE id = $1 RETURNING *`,
-      [script.id, script.name, script.lang, script.source],
-    );
+    if (!isScriptId(script.id)) throw new ResourceNotFoundError('script', String(script.id));
+    let rows: ScriptRow[];
+    try {
+      ({ rows } = await this.#sql.query<ScriptRow>(
+        `UPDATE resources.scripts SET name = $2, lang = $3, source = $4 WHERE id = $1 RETURNING *`,
+        [script.id, script.name, script.lang, script.source],
+      ));
+    } catch (error) {
+      // The new name belongs to another script.
+      if (isUniqueViolation(error)) throw new ResourceExistsError('script', script.name);
+      throw error;
+    }
     if (!rows[0]) throw new ResourceNotFoundError('script', String(script.id));
     return rows[0];
   }

@@ -110,6 +110,8 @@ export interface Catalog {
   /** Removes batches that never became durable (ids above the destination's checkpoint). */
   discardBatchesAfter(mirror: string, batchId: bigint): Promise<void>;
   lastBatchId(mirror: string): Promise<bigint>;
+  /** Rows of every finished batch of the mirror. */
+  cdcRowCount(mirror: string): Promise<bigint>;
   listBatches(mirror: string, query: BatchQuery): Promise<{ batches: CdcBatch[]; total: number }>;
 
   appendLog(mirror: string, level: LogLevel, message: string): Promise<void>;

@@ -222,6 +222,14 @@ export class PostgresCatalog implements Catalog {
     return BigInt(rows[0]?.last ?? '0');
   }
 
+  async cdcRowCount(mirror: string): Promise<bigint> {
+    const { rows } = await this.#sql.query<{ total: string }>(
+      `SELECT coalesce(sum(row_count), 0)::text AS total FROM tributary.cdc_batches WHERE mirror = $1 AND end_time IS NOT NULL`,
+      [mirror],
+    );
+    return BigInt(rows[0]?.total ?? '0');
+  }
+
   async listBatches(mirror: string, query: BatchQuery): Promise<{ batches: CdcBatch[]; total: number }> {
     const params: unknown[] = [mirror];
     let where = 'mirror = $1';

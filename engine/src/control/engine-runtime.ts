@@ -16,7 +16,7 @@ export interface EngineRunConfig {
 
 export interface EngineRuntime {
   /** The generation of the mirror spec the running engine was started with. */
-  runningGeneration(mirror: string): number | undefined;
+  runningGeneration(mirror: string): Promise<number | undefined>;
   /**
    * Starts the engine (at most one per mirror: a second start while one runs is
    * refused). `onExit` is called once, when the engine ends by itself or stops.
@@ -26,7 +26,7 @@ export interface EngineRuntime {
     generation: number,
     config: EngineRunConfig,
     onExit: (outcome: SupervisedOutcome) => void,
-  ): void;
+  ): Promise<void>;
   /** Asks the engine to stop at its next batch boundary and waits until it has. */
   stop(mirror: string): Promise<void>;
   /** Drops the mirror at the source (slot, created publication) and in the catalog. */

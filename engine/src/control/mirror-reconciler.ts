@@ -60,7 +60,7 @@ export class MirrorReconciler {
 
   async #pause(mirror: MirrorResource): Promise<void> {
     const { runtime, catalog } = this.#options;
-    if (runtime.runningGeneration(mirror.name) !== undefined) {
+    if ((await runtime.runningGeneration(mirror.name)) !== undefined) {
       await this.#moveTo(mirror.name, 'pausing');
       await runtime.stop(mirror.name);
     }
@@ -75,18 +75,19 @@ export class MirrorReconciler {
   async #run(mirror: MirrorResource): Promise<void> {
     const { runtime, catalog } = this.#options;
     const phase = await this.#phase(mirror.name);
-    const runningGeneration = runtime.runningGeneration(mirror.name);
+    const runningGeneration = await runtime.runningGeneration(mirror.name);
+    const waitsForPerson = phase === 'failed' && mirror.failedGeneration === mirror.generation;
     if (runningGeneration !== undefined) {
-      if (runningGeneration === mirror.generation) return;
-      // The spec changed under a running engine: restart it at a batch boundary.
+      if (runningGeneration === mirror.generation && !waitsForPerson && phase !== 'completed') return;
+      // The spec changed under a running engine (restart it at a batch boundary),
+      // or the engine failed for good or finished: stop it.
       await runtime.stop(mirror.name);
     }
-    if (phase === 'completed') return;
-    if (phase === 'failed' && mirror.failedGeneration === mirror.generation) return;
+    if (phase === 'completed' || waitsForPerson) return;
     if (phase === 'pausing') await catalog.transition(mirror.name, 'paused');
     const config = await this.#engineConfig(mirror);
     if (!config) return;
-    runtime.start(mirror.name, mirror.generation, config, (outcome) => {
+    await runtime.start(mirror.name, mirror.generation, config, (outcome) => {
       if (outcome === 'failed') {
         void this.#options.store
           .recordMirrorFailure(mirror.name, mirror.generation)

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { LogLevel, MirrorPhase } from '../../../../engine/src/catalog/catalog.ts';
 import { isSupportedDestination } from '../../../../engine/src/connectors/registry.ts';
+import { flowStateByPhase } from '../../../../engine/src/control/flow-state.ts';
 import {
   type MirrorResource,
   type MirrorResourceSpec,
@@ -9,7 +10,14 @@ import {
 import { ResourceExistsError } from '../../../../engine/src/control/store.ts';
 import { formatTableName, type TableMapping } from '../../../../engine/src/resources/mirror.ts';
 import type { FacadeContext } from '../context.ts';
-import { mappingFromWire, mirrorConfigToWire, mirrorSpecFromWire, parseWith } from '../convert.ts';
+import {
+  checkDistinctTables,
+  mappingFromWire,
+  mirrorConfigToWire,
+  mirrorSpecFromWire,
+  parseWith,
+  validMirrorSpec,
+} from '../convert.ts';
 import { ApiError } from '../errors.ts';
 import {
   batchesRequest,
@@ -23,18 +31,6 @@ import {
 import { scriptsDisabledMessage } from './scripts.ts';
 
 type FlowState = (typeof flowStates)[number];
-
-const flowStateByPhase = {
-  setup: 'STATUS_SETUP',
-  snapshot: 'STATUS_SNAPSHOT',
-  running: 'STATUS_RUNNING',
-  pausing: 'STATUS_PAUSING',
-  paused: 'STATUS_PAUSED',
-  completed: 'STATUS_COMPLETED',
-  failed: 'STATUS_FAILED',
-  terminating: 'STATUS_TERMINATING',
-  terminated: 'STATUS_TERMINATED',
-} as const satisfies Record<MirrorPhase, FlowState>;
 
 /** The phases from which each requested state is accepted (see docs/api.md). */
 const pausableFrom: readonly MirrorPhase[] = ['setup', 'snapshot', 'running', 'pausing', 'paused', 'failed'];
@@ -114,8 +110,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       if (mirror.spec.state !== 'Paused' || phase !== 'paused') {
         throw new ApiError('failedPrecondition', `mirror ${mirror.name} must be paused before it is edited`);
       }
-      const spec = await editedSpec(context, mirror, edit);
-      await store.updateMirrorSpec(mirror.name, { ...spec, state: 'Running' });
+      const spec = validMirrorSpec({ ...(await editedSpec(context, mirror, edit)), state: 'Running' });
+      await store.updateMirrorSpec(mirror.name, spec);
       return {};
     }
     if (phase === 'completed') {
@@ -198,7 +194,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
     const limit = body.limit ?? 0;
     const page = Math.max(1, body.page ?? 1);
     const { batches, total } = await catalog.listBatches(body.flowJobName, {
-      limit: limit > 0 ? limit * page : 0,
+      // Capped: beyond 2^53 the product is inexact, and the catalog writes it into SQL as text.
+      limit: limit > 0 ? Math.min(limit * page, Number.MAX_SAFE_INTEGER) : 0,
       ascending: body.ascending ?? false,
       ...(body.beforeId !== undefined && body.beforeId !== -1 ? { beforeId: BigInt(body.beforeId) } : {}),
       ...(body.afterId !== undefined && body.afterId !== -1 ? { afterId: BigInt(body.afterId) } : {}),
@@ -299,10 +296,13 @@ async function editedSpec(
     if (current.has(key(mapping)))
       throw new ApiError('invalidArgument', `table ${key(mapping)} is already in the mirror`);
   }
-  const tableMappings = [
-    ...mirror.spec.tableMappings.filter((mapping) => !removedKeys.has(key(mapping))),
-    ...added,
-  ];
+  const kept = mirror.spec.tableMappings.filter((mapping) => !removedKeys.has(key(mapping)));
+  const tableMappings = [...kept, ...added];
+  checkDistinctTables(tableMappings, (index) =>
+    index < kept.length
+      ? 'flowConfigUpdate.cdcFlowConfigUpdate'
+      : `flowConfigUpdate.cdcFlowConfigUpdate.additional_tables[${index - kept.length}]`,
+  );
   if (tableMappings.length === 0) throw new ApiError('invalidArgument', 'a mirror needs at least one table');
   if (added.length > 0) {
     const source = await context.store.getPeer(mirror.spec.sourcePeer);

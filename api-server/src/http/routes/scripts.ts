@@ -44,8 +44,7 @@ export function scriptRoutes(app: FastifyInstance, context: FacadeContext): void
   });
 
   app.get<{ Params: { id: string } }>('/api/v1/scripts/:id', async (request) => {
-    if (!/^-?\d{1,9}$/.test(request.params.id))
-      throw new ApiError('invalidArgument', 'id: expected an integer');
+    if (!/^-?\d+$/.test(request.params.id)) throw new ApiError('invalidArgument', 'id: expected an integer');
     const id = Number(request.params.id);
     if (id === -1) return { scripts: (await context.store.listScripts()).map(wire) };
     const script = await context.store.getScript(id);

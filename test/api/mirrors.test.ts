@@ -1,0 +1,1337 @@
+// POST /api/v1/flows/cdc/create, /api/v1/mirrors/state_change and
+// /api/v1/mirrors/status through app.inject(). No engines run: state changes are
+// asserted on the resource store, runtime phases are set through the catalog.
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MirrorPhase } from '../../engine/src/catalog/catalog.ts';
+import { peerSchema } from '../../engine/src/resources/peer.ts';
+import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
+import { createFacade, type Facade } from '../support/facade.ts';
+
+async function stateOf(facade: Facade): Promise<string> {
+  const { store, catalog } = facade.controlPlane;
+  const mirrors = await store.listMirrors();
+  const runtimes = await Promise.all(mirrors.map((mirror) => catalog.getRuntime(mirror.name)));
+  return JSON.stringify({
+    peers: await store.listPeers(),
+    mirrors,
+    runtimes,
+    scripts: await store.listScripts(),
+  });
+}
+
+function expectError(
+  response: LightMyRequestResponse,
+  status: number,
+  code: number,
+  message: RegExp | string,
+): void {
+  expect(response.statusCode, response.body).toBe(status);
+  expect(response.json()).toEqual({
+    code,
+    message: typeof message === 'string' ? expect.stringContaining(message) : expect.stringMatching(message),
+    details: [],
+  });
+}
+
+const ok = { ok: true, errorMessage: '' };
+
+describe('mirrors', () => {
+  let facade: Facade;
+  let source: TestDatabase;
+  let destination: TestDatabase;
+  const suffix = randomSuffix();
+  const sourcePeer = `src-${suffix}`;
+  const destinationPeer = `dst-${suffix}`;
+  const analyticsPeer = `ch-${suffix}`;
+  const streamPeer = `kafka-${suffix}`;
+  const datawarehousePeer = `sf-${suffix}`;
+  const unreachablePeer = `gone-${suffix}`;
+  let mirrorCount = 0;
+  const mirrorName = (label: string) => `${label}-${suffix}-${++mirrorCount}`;
+
+  const relationalPeer = (name: string, database: TestDatabase) => ({
+    peer: { name, type: 3, relational_config: { ...database.config } },
+  });
+
+  const connectionConfigs = (name: string, overrides: Record<string, unknown> = {}) => ({
+    flow_job_name: name,
+    source_name: sourcePeer,
+    destination_name: destinationPeer,
+    table_mappings: [
+      { source_table_identifier: 'public.orders', destination_table_identifier: 'public.orders_copy' },
+    ],
+    do_initial_snapshot: true,
+    ...overrides,
+  });
+
+  async function createMirror(name: string, overrides: Record<string, unknown> = {}): Promise<void> {
+    const response = await facade.post('/api/v1/flows/cdc/create', {
+      connection_configs: connectionConfigs(name, overrides),
+    });
+    expect(response.statusCode, response.body).toBe(200);
+  }
+
+  const stateChange = (body: unknown) => facade.post('/api/v1/mirrors/state_change', body);
+  const status = (flowJobName: string, includeFlowInfo?: boolean) =>
+    facade.post('/api/v1/mirrors/status', {
+      flowJobName,
+      ...(includeFlowInfo === undefined ? {} : { includeFlowInfo }),
+    });
+
+  async function walk(name: string, phases: readonly MirrorPhase[]): Promise<void> {
+    for (const phase of phases) await facade.controlPlane.catalog.transition(name, phase);
+  }
+  const toPaused: readonly MirrorPhase[] = ['setup', 'running', 'pausing', 'paused'];
+
+  async function putPeer(peer: unknown): Promise<void> {
+    await facade.controlPlane.store.putPeer(peerSchema.parse(peer), null);
+  }
+
+  beforeAll(async () => {
+    [source, destination] = await Promise.all([
+      createTestDatabase('api_mirrors_src'),
+      createTestDatabase('api_mirrors_dst'),
+    ]);
+    await source.client.query(`
+      CREATE TABLE orders (id bigint PRIMARY KEY, customer text, note text, amount numeric);
+      CREATE TABLE customers (id bigint PRIMARY KEY, name text, note text);
+      CREATE TABLE items (id bigint PRIMARY KEY, label text);
+      CREATE SCHEMA sales;
+      CREATE TABLE sales.invoices (id bigint PRIMARY KEY, total numeric);
+      CREATE TABLE "Mixed Case" (id bigint PRIMARY KEY)`);
+    facade = await createFacade();
+    for (const [name, database] of [
+      [sourcePeer, source],
+      [destinationPeer, destination],
+    ] as const) {
+      const response = await facade.post('/api/v1/peers/create', relationalPeer(name, database));
+      expect(response.json()).toMatchObject({ status: 'CREATED' });
+    }
+    // Peers that are never contacted here go straight into the store.
+    await putPeer({
+      name: analyticsPeer,
+      kind: 'analytics',
+      config: { host: '127.0.0.1', port: 9000, user: 'u', password: 'p', database: 'default' },
+    });
+    await putPeer({
+      name: streamPeer,
+      kind: 'stream',
+      config: { servers: ['127.0.0.1:9'], username: 'u', password: 'p', sasl: 'PLAIN' },
+    });
+    await putPeer({
+      name: datawarehousePeer,
+      kind: 'datawarehouse',
+      config: { accountId: 'a', username: 'u', privateKey: 'k', database: 'd', warehouse: 'w', role: 'r' },
+    });
+    // Nothing listens on port 1: the source-table lookup cannot connect.
+    await putPeer({
+      name: unreachablePeer,
+      kind: 'relational',
+      config: { host: '127.0.0.1', port: 1, user: 'u', password: 'unreachable-secret', database: 'd' },
+    });
+    const script = await facade.post('/api/v1/scripts', {
+      script: {
+        id: -1,
+        name: `transform-${suffix}`,
+        lang: 'lua',
+        source: 'function onRecord(r) return r end',
+      },
+    });
+    expect(script.statusCode).toBe(200);
+  });
+
+  afterAll(async () => {
+    await facade?.close();
+    await Promise.all([source?.drop(), destination?.drop()]);
+  });
+
+  describe('flows/cdc/create', () => {
+    it('creates a mirror with the interface defaults and reports them in the status', async () => {
+      const name = mirrorName('defaults');
+      const response = await facade.post('/api/v1/flows/cdc/create', {
+        connection_configs: connectionConfigs(name),
+      });
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toEqual({ workflowId: expect.stringMatching(new RegExp(`^${name}-.+`)) });
+
+      const mirror = await facade.controlPlane.store.getMirror(name);
+      expect(mirror?.spec.state).toBe('Running');
+      expect(mirror?.deleting).toBe(false);
+
+      const info = await status(name, true);
+      expect(info.statusCode).toBe(200);
+      expect(info.json()).toEqual({
+        flowJobName: name,
+        errorMessage: '',
+        currentFlowState: 'STATUS_SETUP',
+        ok: true,
+        cdcStatus: {
+          config: {
+            flowJobName: name,
+            sourceName: sourcePeer,
+            destinationName: destinationPeer,
+            tableMappings: [
+              {
+                sourceTableIdentifier: 'public.orders',
+                destinationTableIdentifier: 'public.orders_copy',
+                exclude: [],
+                columns: [],
+                partitionKey: '',
+              },
+            ],
+            maxBatchSize: 1_000_000,
+            idleTimeoutSeconds: '60',
+            publicationName: '',
+            replicationSlotName: '',
+            doInitialSnapshot: true,
+            snapshotNumRowsPerPartition: 1_000_000,
+            snapshotMaxParallelWorkers: 4,
+            snapshotNumTablesInParallel: 1,
+            resync: false,
+            initialSnapshotOnly: false,
+            softDelete: false,
+            softDeleteColName: '',
+            syncedAtColName: '',
+            script: '',
+            system: 'Q',
+            cdcStagingPath: '',
+            snapshotStagingPath: '',
+          },
+          snapshotStatus: { clones: [] },
+          cdcSyncs: [],
+          sourceType: 'RELATIONAL',
+          destinationType: 'RELATIONAL',
+        },
+      });
+      // Without includeFlowInfo: the status alone.
+      expect((await status(name)).json()).toEqual({
+        flowJobName: name,
+        errorMessage: '',
+        currentFlowState: 'STATUS_SETUP',
+        ok: true,
+      });
+      expect((await status(name, false)).json()).not.toHaveProperty('cdcStatus');
+    });
+
+    it('takes every field of the interface', async () => {
+      const name = mirrorName('full');
+      await createMirror(name, {
+        table_mappings: [
+          {
+            source_table_identifier: 'public.orders',
+            destination_table_identifier: 'public.orders_copy',
+            exclude: 'note, amount',
+            columns: [{ sourceName: 'id', ordering: 1 }, { sourceName: 'customer' }],
+          },
+          {
+            source_table_identifier: 'sales.invoices',
+            destination_table_identifier: 'archive.invoices',
+            exclude: ['total'],
+          },
+          // A bare table name means the public schema; quotes keep case and spaces.
+          { source_table_identifier: 'items', destination_table_identifier: 'items' },
+          { source_table_identifier: 'public."Mixed Case"', destination_table_identifier: 'public.mixed' },
+        ],
+        do_initial_snapshot: true,
+        max_batch_size: 5_000,
+        idle_timeout_seconds: 15,
+        publication_name: 'my_publication',
+        replication_slot_name: 'my_slot',
+        snapshot_num_rows_per_partition: 250,
+        snapshot_max_parallel_workers: 2,
+        snapshot_num_tables_in_parallel: 3,
+        resync: false,
+        initial_snapshot_only: true,
+        soft_delete_col_name: '_deleted',
+        synced_at_col_name: '_synced_at',
+        script: `transform-${suffix}`,
+        system: 'PG',
+      });
+      const info = await status(name, true);
+      expect(info.json().cdcStatus.config).toEqual({
+        flowJobName: name,
+        sourceName: sourcePeer,
+        destinationName: destinationPeer,
+        tableMappings: [
+          {
+            sourceTableIdentifier: 'public.orders',
+            destinationTableIdentifier: 'public.orders_copy',
+            exclude: ['note', 'amount'],
+            columns: [{ sourceName: 'id', ordering: 1 }, { sourceName: 'customer' }],
+            partitionKey: '',
+          },
+          {
+            sourceTableIdentifier: 'sales.invoices',
+            destinationTableIdentifier: 'archive.invoices',
+            exclude: ['total'],
+            columns: [],
+            partitionKey: '',
+          },
+          {
+            sourceTableIdentifier: 'public.items',
+            destinationTableIdentifier: 'public.items',
+            exclude: [],
+            columns: [],
+            partitionKey: '',
+          },
+          {
+            sourceTableIdentifier: 'public.Mixed Case',
+            destinationTableIdentifier: 'public.mixed',
+            exclude: [],
+            columns: [],
+            partitionKey: '',
+          },
+        ],
+        maxBatchSize: 5_000,
+        idleTimeoutSeconds: '15',
+        publicationName: 'my_publication',
+        replicationSlotName: 'my_slot',
+        doInitialSnapshot: true,
+        snapshotNumRowsPerPartition: 250,
+        snapshotMaxParallelWorkers: 2,
+        snapshotNumTablesInParallel: 3,
+        resync: false,
+        initialSnapshotOnly: true,
+        softDelete: true,
+        softDeleteColName: '_deleted',
+        syncedAtColName: '_synced_at',
+        script: `transform-${suffix}`,
+        system: 'PG',
+        cdcStagingPath: '',
+        snapshotStagingPath: '',
+      });
+    });
+
+    it('refuses a duplicate name with 409 code 2 and changes nothing', async () => {
+      const name = mirrorName('dup');
+      await createMirror(name);
+      const before = await stateOf(facade);
+      const response = await facade.post('/api/v1/flows/cdc/create', {
+        connection_configs: connectionConfigs(name, {
+          table_mappings: [{ source_table_identifier: 'items', destination_table_identifier: 'items' }],
+        }),
+      });
+      expectError(response, 409, 2, /^invalid mirror: .*already exists/);
+      expect(response.json().message).toContain(name);
+      expect(await stateOf(facade)).toBe(before);
+    });
+
+    it('creates only one of two concurrent requests for the same name', async () => {
+      const name = mirrorName('race');
+      const responses = await Promise.all(
+        [0, 1].map(() =>
+          facade.post('/api/v1/flows/cdc/create', { connection_configs: connectionConfigs(name) }),
+        ),
+      );
+      expect(responses.map((response) => response.statusCode).sort()).toEqual([200, 409]);
+      const refused = responses.find((response) => response.statusCode === 409);
+      expect(refused?.json()).toEqual({
+        code: 2,
+        message: expect.stringMatching(/^invalid mirror: /),
+        details: [],
+      });
+      expect(
+        (await facade.controlPlane.store.listMirrors()).filter((mirror) => mirror.name === name),
+      ).toHaveLength(1);
+    });
+
+    it('refuses a duplicate of a mirror that is being dropped', async () => {
+      const name = mirrorName('dup-drop');
+      await createMirror(name);
+      expect(
+        (await stateChange({ flowJobName: name, requestedFlowState: 'STATUS_TERMINATING' })).json(),
+      ).toEqual(ok);
+      const before = await stateOf(facade);
+      expectError(
+        await facade.post('/api/v1/flows/cdc/create', { connection_configs: connectionConfigs(name) }),
+        409,
+        2,
+        /^invalid mirror: /,
+      );
+      expect(await stateOf(facade)).toBe(before);
+    });
+
+    const refusals: {
+      name: string;
+      configs: (name: string) => Record<string, unknown>;
+      status: number;
+      code: number;
+      message: RegExp | string;
+    }[] = [
+      {
+        name: 'an unknown source peer',
+        configs: (name) => connectionConfigs(name, { source_name: 'no-such-peer' }),
+        status: 400,
+        code: 3,
+        message: 'invalid mirror: source peer no-such-peer does not exist',
+      },
+      {
+        name: 'an unknown destination peer',
+        configs: (name) => connectionConfigs(name, { destination_name: 'no-such-peer' }),
+        status: 400,
+        code: 3,
+        message: 'invalid mirror: destination peer no-such-peer does not exist',
+      },
+      {
+        name: 'a source peer named like SQL',
+        configs: (name) => connectionConfigs(name, { source_name: `x'; DROP TABLE y; --` }),
+        status: 400,
+        code: 3,
+        message: `invalid mirror: source peer x'; DROP TABLE y; -- does not exist`,
+      },
+      {
+        name: 'a quoted destination peer name',
+        configs: (name) => connectionConfigs(name, { destination_name: '"quoted"' }),
+        status: 400,
+        code: 3,
+        message: 'invalid mirror: destination peer "quoted" does not exist',
+      },
+      {
+        name: 'a source that is not relational',
+        configs: (name) => connectionConfigs(name, { source_name: analyticsPeer }),
+        status: 400,
+        code: 3,
+        message: `invalid mirror: source peer ${analyticsPeer} is not a relational peer`,
+      },
+      {
+        name: 'a datawarehouse destination',
+        configs: (name) => connectionConfigs(name, { destination_name: datawarehousePeer }),
+        status: 400,
+        code: 3,
+        message: 'cannot be mirror destinations',
+      },
+      {
+        name: 'source tables that do not exist',
+        configs: (name) =>
+          connectionConfigs(name, {
+            table_mappings: [
+              { source_table_identifier: 'public.orders', destination_table_identifier: 'public.orders' },
+              { source_table_identifier: 'public.nope', destination_table_identifier: 'public.nope' },
+              { source_table_identifier: 'sales.orders', destination_table_identifier: 'sales.orders' },
+            ],
+          }),
+        status: 400,
+        code: 3,
+        message: 'invalid mirror: source table(s) public.nope, sales.orders do not exist',
+      },
+      {
+        name: 'a source table named like SQL',
+        configs: (name) =>
+          connectionConfigs(name, {
+            table_mappings: [
+              {
+                source_table_identifier: `x'; DROP TABLE orders; --`,
+                destination_table_identifier: 'public.x',
+              },
+            ],
+          }),
+        status: 400,
+        code: 3,
+        message: 'invalid mirror: source table(s) ',
+      },
+      {
+        name: 'an unknown script',
+        configs: (name) => connectionConfigs(name, { script: 'no-such-script' }),
+        status: 400,
+        code: 3,
+        message: 'invalid mirror: script no-such-script does not exist',
+      },
+      {
+        name: 'a source that cannot be reached',
+        configs: (name) => connectionConfigs(name, { source_name: unreachablePeer }),
+        status: 422,
+        code: 9,
+        message: 'invalid mirror: cannot connect to the source peer',
+      },
+    ];
+
+    it.each(refusals)('refuses $name and changes nothing', async (refusal) => {
+      const name = mirrorName('refused');
+      const before = await stateOf(facade);
+      const response = await facade.post('/api/v1/flows/cdc/create', {
+        connection_configs: refusal.configs(name),
+      });
+      expectError(response, refusal.status, refusal.code, refusal.message);
+      expect(response.body).not.toContain('unreachable-secret');
+      expect(await stateOf(facade)).toBe(before);
+      expect(await facade.controlPlane.store.getMirror(name)).toBeUndefined();
+    });
+
+    it('refuses a mirror with a script with 403 when scripts are disabled', async () => {
+      const disabled = await createFacade({ scriptsEnabled: false });
+      try {
+        const { store } = disabled.controlPlane;
+        for (const peer of [sourcePeer, destinationPeer]) {
+          const found = await facade.controlPlane.store.getPeer(peer);
+          if (found) await store.putPeer(found.peer, found.version);
+        }
+        const before = JSON.stringify(await store.listMirrors());
+        const response = await disabled.post('/api/v1/flows/cdc/create', {
+          connection_configs: connectionConfigs(mirrorName('scripted'), { script: 'anything' }),
+        });
+        expectError(response, 403, 7, 'scripts are disabled on this service');
+        expect(JSON.stringify(await store.listMirrors())).toBe(before);
+        // Without a script the same service creates mirrors.
+        const plain = await disabled.post('/api/v1/flows/cdc/create', {
+          connection_configs: connectionConfigs(mirrorName('unscripted')),
+        });
+        expect(plain.statusCode, plain.body).toBe(200);
+      } finally {
+        await disabled.close();
+      }
+    });
+  });
+
+  describe('flows/cdc/create bad input', () => {
+    const mapping = {
+      source_table_identifier: 'public.orders',
+      destination_table_identifier: 'public.orders_copy',
+    };
+    const cases: { name: string; body: (name: string) => unknown; message: RegExp | string }[] = [
+      { name: 'an empty body', body: () => ({}), message: 'connection_configs: ' },
+      {
+        name: 'configs at the top level',
+        body: (name) => connectionConfigs(name),
+        message: 'unknown field(s) ',
+      },
+      {
+        name: 'an unknown top-level field',
+        body: (name) => ({ connection_configs: connectionConfigs(name), dry_run: true }),
+        message: 'unknown field(s) dry_run',
+      },
+      {
+        name: 'an unknown config field',
+        body: (name) => ({ connection_configs: connectionConfigs(name, { cdc_staging_path: 's3://x/y' }) }),
+        message: 'connection_configs: unknown field(s) cdc_staging_path',
+      },
+      {
+        name: 'a camelCase config field',
+        body: (name) => ({ connection_configs: connectionConfigs(name, { maxBatchSize: 10 }) }),
+        message: 'connection_configs: unknown field(s) maxBatchSize',
+      },
+      {
+        name: 'a missing flow_job_name',
+        body: (name) => {
+          const { flow_job_name: _, ...rest } = connectionConfigs(name);
+          return { connection_configs: rest };
+        },
+        message: 'connection_configs.flow_job_name: ',
+      },
+      {
+        name: 'a missing source_name',
+        body: (name) => {
+          const { source_name: _, ...rest } = connectionConfigs(name);
+          return { connection_configs: rest };
+        },
+        message: 'connection_configs.source_name: ',
+      },
+      {
+        name: 'a missing do_initial_snapshot',
+        body: (name) => {
+          const { do_initial_snapshot: _, ...rest } = connectionConfigs(name);
+          return { connection_configs: rest };
+        },
+        message: 'connection_configs.do_initial_snapshot: ',
+      },
+      {
+        name: 'do_initial_snapshot as a string',
+        body: (name) => ({ connection_configs: connectionConfigs(name, { do_initial_snapshot: 'true' }) }),
+        message: 'connection_configs.do_initial_snapshot: ',
+      },
+      {
+        name: 'no table mappings',
+        body: (name) => ({ connection_configs: connectionConfigs(name, { table_mappings: [] }) }),
+        message: 'connection_configs.table_mappings: ',
+      },
+      {
+        name: 'table mappings as an object',
+        body: (name) => ({ connection_configs: connectionConfigs(name, { table_mappings: mapping }) }),
+        message: 'connection_configs.table_mappings: ',
+      },
+      {
+        name: 'a mapping without a destination',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, {
+            table_mappings: [{ source_table_identifier: 'public.orders' }],
+          }),
+        }),
+        message: 'connection_configs.table_mappings[0].destination_table_identifier: ',
+      },
+      {
+        name: 'a mapping with an unknown field',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, {
+            table_mappings: [{ ...mapping, sourceTableIdentifier: 'x' }],
+          }),
+        }),
+        message: 'connection_configs.table_mappings[0]: unknown field(s) sourceTableIdentifier',
+      },
+      {
+        name: 'a three-part source identifier',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, {
+            table_mappings: [mapping, { ...mapping, source_table_identifier: 'db.public.orders' }],
+          }),
+        }),
+        message: 'connection_configs.table_mappings[1].source_table_identifier: expected schema.table',
+      },
+      {
+        name: 'an unterminated quote in a destination identifier',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, {
+            table_mappings: [{ ...mapping, destination_table_identifier: 'public."orders' }],
+          }),
+        }),
+        message: 'connection_configs.table_mappings[0].destination_table_identifier: expected schema.table',
+      },
+      {
+        name: 'one source table in two mappings',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, {
+            table_mappings: [mapping, { ...mapping, destination_table_identifier: 'public.orders_second' }],
+          }),
+        }),
+        message:
+          'connection_configs.table_mappings[1].source_table_identifier: public.orders is in more than one mapping',
+      },
+      {
+        name: 'one destination table in two mappings',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, {
+            table_mappings: [mapping, { ...mapping, source_table_identifier: 'public.items' }],
+          }),
+        }),
+        message:
+          'connection_configs.table_mappings[1].destination_table_identifier: public.orders_copy is in more than one mapping',
+      },
+      {
+        name: 'a source table name over 63 characters',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, {
+            table_mappings: [{ ...mapping, source_table_identifier: `public.${'t'.repeat(64)}` }],
+          }),
+        }),
+        message: 'connection_configs.table_mappings[0].source_table_identifier: ',
+      },
+      {
+        name: 'a destination schema name over 63 characters',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, {
+            table_mappings: [{ ...mapping, destination_table_identifier: `${'s'.repeat(64)}.orders` }],
+          }),
+        }),
+        message: 'connection_configs.table_mappings[0].destination_table_identifier: ',
+      },
+      {
+        name: 'exclude as a number',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, { table_mappings: [{ ...mapping, exclude: 3 }] }),
+        }),
+        message: 'connection_configs.table_mappings[0].exclude: ',
+      },
+      {
+        name: 'columns without sourceName',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, {
+            table_mappings: [{ ...mapping, columns: [{ ordering: 1 }] }],
+          }),
+        }),
+        message: 'connection_configs.table_mappings[0].columns[0].sourceName: ',
+      },
+      {
+        name: 'max_batch_size as a string',
+        body: (name) => ({ connection_configs: connectionConfigs(name, { max_batch_size: '1000' }) }),
+        message: 'connection_configs.max_batch_size: ',
+      },
+      {
+        name: 'a zero max_batch_size',
+        body: (name) => ({ connection_configs: connectionConfigs(name, { max_batch_size: 0 }) }),
+        message: 'connection_configs.max_batch_size: ',
+      },
+      {
+        name: 'a negative idle_timeout_seconds',
+        body: (name) => ({ connection_configs: connectionConfigs(name, { idle_timeout_seconds: -1 }) }),
+        message: 'connection_configs.idle_timeout_seconds: ',
+      },
+      {
+        name: 'a fractional idle_timeout_seconds',
+        body: (name) => ({ connection_configs: connectionConfigs(name, { idle_timeout_seconds: 1.5 }) }),
+        message: 'connection_configs.idle_timeout_seconds: ',
+      },
+      {
+        name: 'an unknown type system',
+        body: (name) => ({ connection_configs: connectionConfigs(name, { system: 'X' }) }),
+        message: 'connection_configs.system: ',
+      },
+      {
+        name: 'initial_snapshot_only without do_initial_snapshot',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, {
+            initial_snapshot_only: true,
+            do_initial_snapshot: false,
+          }),
+        }),
+        message: 'connection_configs.initial_snapshot_only: initial_snapshot_only needs do_initial_snapshot',
+      },
+      {
+        name: 'a name with SQL in it',
+        body: () => ({ connection_configs: connectionConfigs(`x'; DROP TABLE y; --`) }),
+        message: 'connection_configs.flow_job_name: ',
+      },
+      {
+        name: 'a quoted name',
+        body: () => ({ connection_configs: connectionConfigs('"quoted"') }),
+        message: 'connection_configs.flow_job_name: ',
+      },
+      {
+        name: 'an upper-case name',
+        body: () => ({ connection_configs: connectionConfigs('Orders') }),
+        message: 'connection_configs.flow_job_name: ',
+      },
+      {
+        name: 'a name over 63 characters',
+        body: () => ({ connection_configs: connectionConfigs('m'.repeat(64)) }),
+        message: 'connection_configs.flow_job_name: ',
+      },
+      { name: 'an array body', body: () => [], message: /expected object/ },
+    ];
+
+    it.each(cases)('refuses $name with 400 code 3 and changes nothing', async ({ body, message }) => {
+      const before = await stateOf(facade);
+      const response = await facade.post('/api/v1/flows/cdc/create', body(mirrorName('bad')));
+      expectError(response, 400, 3, message);
+      expect(await stateOf(facade)).toBe(before);
+    });
+  });
+
+  describe('mirrors/status', () => {
+    it('answers 404 with the status error shape for an unknown mirror', async () => {
+      for (const name of ['no-such-mirror', `x'; DROP TABLE y; --`, '"quoted"']) {
+        const response = await status(name, true);
+        expect(response.statusCode).toBe(404);
+        expect(response.json()).toEqual({
+          flowJobName: name,
+          errorMessage: expect.stringContaining('not found'),
+          currentFlowState: 'STATUS_UNKNOWN',
+          ok: false,
+        });
+      }
+    });
+
+    it('follows the catalog phase', async () => {
+      const name = mirrorName('phases');
+      await createMirror(name);
+      expect((await status(name)).json().currentFlowState).toBe('STATUS_SETUP');
+      const walkAndExpect: [MirrorPhase, string][] = [
+        ['setup', 'STATUS_SETUP'],
+        ['snapshot', 'STATUS_SNAPSHOT'],
+        ['running', 'STATUS_RUNNING'],
+        ['pausing', 'STATUS_PAUSING'],
+        ['paused', 'STATUS_PAUSED'],
+        ['running', 'STATUS_RUNNING'],
+        ['terminating', 'STATUS_TERMINATING'],
+        ['terminated', 'STATUS_TERMINATED'],
+      ];
+      for (const [phase, expected] of walkAndExpect) {
+        await facade.controlPlane.catalog.transition(name, phase);
+        const response = await status(name, true);
+        expect(response.statusCode).toBe(200);
+        expect(response.json()).toMatchObject({
+          flowJobName: name,
+          errorMessage: '',
+          currentFlowState: expected,
+          ok: true,
+        });
+        expect(response.json().cdcStatus).toMatchObject({
+          sourceType: 'RELATIONAL',
+          destinationType: 'RELATIONAL',
+        });
+      }
+      // Teardown done and the resource removed: the catalog still knows it ended.
+      await facade.controlPlane.store.removeMirror(name);
+      expect((await status(name, true)).json()).toEqual({
+        flowJobName: name,
+        errorMessage: '',
+        currentFlowState: 'STATUS_TERMINATED',
+        ok: true,
+      });
+    });
+
+    it('reports a failure with its message, and a completed initial load', async () => {
+      const failed = mirrorName('failed');
+      await createMirror(failed);
+      await facade.controlPlane.catalog.transition(failed, 'setup');
+      await facade.controlPlane.catalog.transition(failed, 'failed', 'replication slot was invalidated');
+      expect((await status(failed)).json()).toEqual({
+        flowJobName: failed,
+        errorMessage: 'replication slot was invalidated',
+        currentFlowState: 'STATUS_FAILED',
+        ok: true,
+      });
+
+      const completed = mirrorName('completed');
+      await createMirror(completed, { initial_snapshot_only: true });
+      await walk(completed, ['setup', 'snapshot', 'completed']);
+      expect((await status(completed)).json().currentFlowState).toBe('STATUS_COMPLETED');
+    });
+
+    it('lists snapshot clones', async () => {
+      const name = mirrorName('clones');
+      await createMirror(name);
+      const { catalog } = facade.controlPlane;
+      await walk(name, ['setup', 'snapshot']);
+      await catalog.startSnapshotTable(name, {
+        sourceTable: 'public.orders',
+        destinationTable: 'public.orders_copy',
+        partitionsTotal: 4,
+        cdcStartLsn: 100n,
+      });
+      await catalog.recordSnapshotPartition(name, 'public.orders', 9_007_199_254_740_993n, 30);
+      await catalog.recordSnapshotPartition(name, 'public.orders', 7n, 10);
+      const response = await status(name, true);
+      expect(response.json().currentFlowState).toBe('STATUS_SNAPSHOT');
+      expect(response.json().cdcStatus.snapshotStatus).toEqual({
+        clones: [
+          {
+            tableName: 'public.orders_copy',
+            startTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+            numPartitionsCompleted: 2,
+            numPartitionsTotal: 4,
+            numRowsSynced: '9007199254741000',
+            avgTimePerPartitionMs: '20',
+            flowJobName: `${name}-clone-public.orders`,
+            sourceTable: 'public.orders',
+            fetchCompleted: false,
+            consolidateCompleted: false,
+            mirrorName: name,
+          },
+        ],
+      });
+    });
+
+    const bad: { name: string; body: unknown; flowJobName: string; message: string }[] = [
+      { name: 'an empty body', body: {}, flowJobName: '', message: 'flowJobName: ' },
+      { name: 'an empty name', body: { flowJobName: '' }, flowJobName: '', message: 'flowJobName: ' },
+      { name: 'a numeric name', body: { flowJobName: 7 }, flowJobName: '', message: 'flowJobName: ' },
+      {
+        name: 'a snake_case name',
+        body: { flow_job_name: 'm' },
+        flowJobName: '',
+        message: 'unknown field(s) flow_job_name',
+      },
+      {
+        name: 'includeFlowInfo as a string',
+        body: { flowJobName: 'm', includeFlowInfo: 'yes' },
+        flowJobName: 'm',
+        message: 'includeFlowInfo: ',
+      },
+      {
+        name: 'an unknown field',
+        body: { flowJobName: 'm', verbose: true },
+        flowJobName: 'm',
+        message: 'unknown field(s) verbose',
+      },
+    ];
+
+    it.each(bad)(
+      'refuses $name with 400 in the status error shape',
+      async ({ body, flowJobName, message }) => {
+        const before = await stateOf(facade);
+        const response = await facade.post('/api/v1/mirrors/status', body);
+        expect(response.statusCode).toBe(400);
+        expect(response.json()).toEqual({
+          flowJobName,
+          errorMessage: expect.stringContaining(message),
+          currentFlowState: 'STATUS_UNKNOWN',
+          ok: false,
+        });
+        expect(await stateOf(facade)).toBe(before);
+      },
+    );
+  });
+
+  describe('mirrors/state_change', () => {
+    it('pauses and resumes by name and by code', async () => {
+      const name = mirrorName('pause');
+      await createMirror(name);
+      const { store } = facade.controlPlane;
+      const created = await store.getMirror(name);
+
+      expect((await stateChange({ flowJobName: name, requestedFlowState: 'STATUS_PAUSED' })).json()).toEqual(
+        ok,
+      );
+      const paused = await store.getMirror(name);
+      expect(paused?.spec.state).toBe('Paused');
+      expect(paused?.generation).toBe((created?.generation ?? 0) + 1);
+      expect(paused?.spec.tableMappings).toEqual(created?.spec.tableMappings);
+
+      // Pausing a paused mirror is a no-op.
+      const again = await stateChange({ flowJobName: name, requestedFlowState: 2 });
+      expect(again.statusCode).toBe(200);
+      expect(again.json()).toEqual(ok);
+      expect((await store.getMirror(name))?.generation).toBe(paused?.generation);
+
+      const resumed = await stateChange({ flowJobName: name, requestedFlowState: 1 });
+      expect(resumed.statusCode).toBe(200);
+      expect(resumed.json()).toEqual(ok);
+      expect((await store.getMirror(name))?.spec.state).toBe('Running');
+
+      expect((await stateChange({ flowJobName: name, requestedFlowState: 2 })).json()).toEqual(ok);
+      expect((await store.getMirror(name))?.spec.state).toBe('Paused');
+      expect((await stateChange({ flowJobName: name, requestedFlowState: 'STATUS_RUNNING' })).json()).toEqual(
+        ok,
+      );
+      expect((await store.getMirror(name))?.spec.state).toBe('Running');
+    });
+
+    it('asks for a retry when a failed mirror is resumed', async () => {
+      const name = mirrorName('retry');
+      await createMirror(name);
+      await walk(name, ['setup', 'failed']);
+      const before = await facade.controlPlane.store.getMirror(name);
+      expect((await stateChange({ flowJobName: name, requestedFlowState: 'STATUS_RUNNING' })).json()).toEqual(
+        ok,
+      );
+      const after = await facade.controlPlane.store.getMirror(name);
+      expect(after?.generation).toBe((before?.generation ?? 0) + 1);
+      expect(after?.spec).toEqual(before?.spec);
+    });
+
+    it('drops a mirror by name and by code, after which it is unknown to state_change', async () => {
+      for (const requestedFlowState of ['STATUS_TERMINATING', 6]) {
+        const name = mirrorName('drop');
+        await createMirror(name);
+        await walk(name, ['setup', 'running']);
+        const response = await stateChange({ flowJobName: name, requestedFlowState });
+        expect(response.statusCode).toBe(200);
+        expect(response.json()).toEqual(ok);
+        expect((await facade.controlPlane.store.getMirror(name))?.deleting).toBe(true);
+        expect((await status(name)).json().currentFlowState).toBe('STATUS_TERMINATING');
+
+        const before = await stateOf(facade);
+        expectError(await stateChange({ flowJobName: name, requestedFlowState: 2 }), 404, 2, name);
+        expect(await stateOf(facade)).toBe(before);
+      }
+    });
+
+    it('answers 404 code 2 naming the workflow id for an unknown mirror', async () => {
+      const before = await stateOf(facade);
+      for (const requestedFlowState of ['STATUS_PAUSED', 'STATUS_RUNNING', 'STATUS_TERMINATING', 1, 2, 6]) {
+        const response = await stateChange({ flowJobName: 'no-such-mirror', requestedFlowState });
+        expectError(response, 404, 2, /workflow id.*no-such-mirror.*not found/);
+      }
+      expectError(
+        await stateChange({
+          flowJobName: 'no-such-mirror',
+          requestedFlowState: 'STATUS_RUNNING',
+          flowConfigUpdate: { cdcFlowConfigUpdate: { batch_size: 10 } },
+        }),
+        404,
+        2,
+        'no-such-mirror',
+      );
+      expect(await stateOf(facade)).toBe(before);
+    });
+
+    it('refuses to pause or resume a mirror that completed its initial load', async () => {
+      const name = mirrorName('done');
+      await createMirror(name, { initial_snapshot_only: true });
+      await walk(name, ['setup', 'snapshot', 'completed']);
+      const before = await stateOf(facade);
+      expectError(
+        await stateChange({ flowJobName: name, requestedFlowState: 2 }),
+        409,
+        9,
+        'cannot be paused',
+      );
+      expectError(
+        await stateChange({ flowJobName: name, requestedFlowState: 1 }),
+        409,
+        9,
+        'cannot be resumed',
+      );
+      expect(await stateOf(facade)).toBe(before);
+      // Dropping it is allowed.
+      expect((await stateChange({ flowJobName: name, requestedFlowState: 6 })).json()).toEqual(ok);
+    });
+
+    it('edits a paused mirror and resumes it', async () => {
+      const name = mirrorName('edit');
+      await createMirror(name, {
+        table_mappings: [
+          { source_table_identifier: 'public.orders', destination_table_identifier: 'public.orders_copy' },
+          { source_table_identifier: 'public.items', destination_table_identifier: 'public.items_copy' },
+        ],
+      });
+      expect((await stateChange({ flowJobName: name, requestedFlowState: 'STATUS_PAUSED' })).json()).toEqual(
+        ok,
+      );
+      await walk(name, toPaused);
+
+      const response = await stateChange({
+        flowJobName: name,
+        requestedFlowState: 'STATUS_RUNNING',
+        flowConfigUpdate: {
+          cdcFlowConfigUpdate: {
+            additional_tables: [
+              {
+                sourceTableIdentifier: 'public.customers',
+                destinationTableIdentifier: 'public.customers_copy',
+                exclude: ['note'],
+              },
+            ],
+            removed_tables: [
+              { sourceTableIdentifier: 'public.orders', destinationTableIdentifier: 'public.orders_copy' },
+            ],
+            batch_size: 250,
+            idle_timeout: 7,
+          },
+        },
+      });
+      expect(response.statusCode, response.body).toBe(200);
+      expect(response.json()).toEqual({});
+
+      const mirror = await facade.controlPlane.store.getMirror(name);
+      expect(mirror?.spec).toMatchObject({ state: 'Running', maxBatchSize: 250, idleTimeoutSeconds: 7 });
+      const config = (await status(name, true)).json().cdcStatus.config;
+      expect(config).toMatchObject({ maxBatchSize: 250, idleTimeoutSeconds: '7' });
+      expect(config.tableMappings).toEqual([
+        {
+          sourceTableIdentifier: 'public.items',
+          destinationTableIdentifier: 'public.items_copy',
+          exclude: [],
+          columns: [],
+          partitionKey: '',
+        },
+        {
+          sourceTableIdentifier: 'public.customers',
+          destinationTableIdentifier: 'public.customers_copy',
+          exclude: ['note'],
+          columns: [],
+          partitionKey: '',
+        },
+      ]);
+    });
+
+    it('accepts the camelCase spellings of an edit, and a numeric requested state', async () => {
+      const name = mirrorName('edit-camel');
+      await createMirror(name);
+      await stateChange({ flowJobName: name, requestedFlowState: 2 });
+      await walk(name, toPaused);
+      const response = await stateChange({
+        flowJobName: name,
+        requestedFlowState: 1,
+        flowConfigUpdate: {
+          cdcFlowConfigUpdate: {
+            additionalTables: [
+              { sourceTableIdentifier: 'sales.invoices', destinationTableIdentifier: 'sales.invoices' },
+            ],
+            batchSize: 99,
+            idleTimeout: 3,
+          },
+        },
+      });
+      expect(response.statusCode, response.body).toBe(200);
+      expect(response.json()).toEqual({});
+      const mirror = await facade.controlPlane.store.getMirror(name);
+      expect(mirror?.spec).toMatchObject({ state: 'Running', maxBatchSize: 99, idleTimeoutSeconds: 3 });
+      expect(
+        mirror?.spec.tableMappings.map((mapping) => `${mapping.source.schema}.${mapping.source.table}`),
+      ).toEqual(['public.orders', 'sales.invoices']);
+    });
+
+    it('refuses an edit of a mirror that is not paused with 409 code 9', async () => {
+      const name = mirrorName('edit-running');
+      await createMirror(name);
+      await walk(name, ['setup', 'running']);
+      const edit = {
+        flowJobName: name,
+        requestedFlowState: 'STATUS_RUNNING',
+        flowConfigUpdate: { cdcFlowConfigUpdate: { batch_size: 10 } },
+      };
+      let before = await stateOf(facade);
+      expectError(await stateChange(edit), 409, 9, `mirror ${name} must be paused`);
+      expect(await stateOf(facade)).toBe(before);
+
+      // Pause requested but the engine has not reached paused yet.
+      await stateChange({ flowJobName: name, requestedFlowState: 2 });
+      await facade.controlPlane.catalog.transition(name, 'pausing');
+      before = await stateOf(facade);
+      expectError(await stateChange(edit), 409, 9, 'must be paused');
+      expect(await stateOf(facade)).toBe(before);
+    });
+
+    describe('edit refusals', () => {
+      let name: string;
+      beforeAll(async () => {
+        name = mirrorName('edit-bad');
+        await createMirror(name, {
+          table_mappings: [
+            { source_table_identifier: 'public.orders', destination_table_identifier: 'public.orders_copy' },
+          ],
+        });
+        await stateChange({ flowJobName: name, requestedFlowState: 'STATUS_PAUSED' });
+        await walk(name, toPaused);
+      });
+
+      const orders = {
+        sourceTableIdentifier: 'public.orders',
+        destinationTableIdentifier: 'public.orders_copy',
+      };
+      const customers = {
+        sourceTableIdentifier: 'public.customers',
+        destinationTableIdentifier: 'public.customers',
+      };
+      const edits: {
+        name: string;
+        requestedFlowState?: unknown;
+        update: unknown;
+        status?: number;
+        message: RegExp | string;
+      }[] = [
+        {
+          name: 'the same table added and removed',
+          update: { cdcFlowConfigUpdate: { additional_tables: [customers], removed_tables: [customers] } },
+          message: 'table public.customers is both added and removed',
+        },
+        {
+          name: 'the same table added and removed in different spellings',
+          update: { cdcFlowConfigUpdate: { additionalTables: [orders], removed_tables: [orders] } },
+          message: 'table public.orders is both added and removed',
+        },
+        {
+          name: 'an edit with STATUS_PAUSED',
+          requestedFlowState: 'STATUS_PAUSED',
+          update: { cdcFlowConfigUpdate: { batch_size: 10 } },
+          message: 'flowConfigUpdate: only allowed with STATUS_RUNNING',
+        },
+        {
+          name: 'an edit with code 2',
+          requestedFlowState: 2,
+          update: { cdcFlowConfigUpdate: { batch_size: 10 } },
+          message: 'flowConfigUpdate: only allowed with STATUS_RUNNING',
+        },
+        {
+          name: 'an edit with STATUS_TERMINATING',
+          requestedFlowState: 'STATUS_TERMINATING',
+          update: { cdcFlowConfigUpdate: { batch_size: 10 } },
+          message: 'flowConfigUpdate: only allowed with STATUS_RUNNING',
+        },
+        {
+          name: 'removing a table that is not mapped',
+          update: { cdcFlowConfigUpdate: { removed_tables: [customers] } },
+          message: 'table public.customers is not in the mirror',
+        },
+        {
+          name: 'adding a table that is mapped',
+          update: { cdcFlowConfigUpdate: { additional_tables: [orders] } },
+          message: 'table public.orders is already in the mirror',
+        },
+        {
+          name: 'removing every table',
+          update: { cdcFlowConfigUpdate: { removed_tables: [orders] } },
+          message: 'at least one table',
+        },
+        {
+          name: 'adding a table that does not exist',
+          update: {
+            cdcFlowConfigUpdate: {
+              additional_tables: [
+                { sourceTableIdentifier: 'public.nope', destinationTableIdentifier: 'public.nope' },
+              ],
+            },
+          },
+          message: 'invalid mirror: source table(s) public.nope do not exist',
+        },
+        {
+          name: 'the same table added twice',
+          update: {
+            cdcFlowConfigUpdate: {
+              additional_tables: [customers],
+              additionalTables: [{ ...customers, destinationTableIdentifier: 'public.customers_second' }],
+            },
+          },
+          message:
+            'flowConfigUpdate.cdcFlowConfigUpdate.additional_tables[1].source_table_identifier: public.customers is in more than one mapping',
+        },
+        {
+          name: 'an added table writing into a mapped destination',
+          update: {
+            cdcFlowConfigUpdate: {
+              additional_tables: [{ ...customers, destinationTableIdentifier: 'public.orders_copy' }],
+            },
+          },
+          message:
+            'flowConfigUpdate.cdcFlowConfigUpdate.additional_tables[0].destination_table_identifier: public.orders_copy is in more than one mapping',
+        },
+        {
+          name: 'an added table with a bad identifier',
+          update: {
+            cdcFlowConfigUpdate: {
+              additional_tables: [{ sourceTableIdentifier: 'a.b.c', destinationTableIdentifier: 'public.x' }],
+            },
+          },
+          message:
+            'flowConfigUpdate.cdcFlowConfigUpdate.additional_tables[0].source_table_identifier: expected schema.table',
+        },
+        {
+          name: 'an added table name over 63 characters',
+          update: {
+            cdcFlowConfigUpdate: {
+              additional_tables: [
+                {
+                  sourceTableIdentifier: 'public.customers',
+                  destinationTableIdentifier: `public.${'d'.repeat(64)}`,
+                },
+              ],
+            },
+          },
+          message: 'flowConfigUpdate.cdcFlowConfigUpdate.additional_tables[0].destination_table_identifier: ',
+        },
+        {
+          name: 'snake_case table fields',
+          update: {
+            cdcFlowConfigUpdate: {
+              additional_tables: [
+                { source_table_identifier: 'public.customers', destination_table_identifier: 'x.y' },
+              ],
+            },
+          },
+          message: 'unknown field(s) source_table_identifier, destination_table_identifier',
+        },
+        {
+          name: 'exclude on a removed table',
+          update: { cdcFlowConfigUpdate: { removed_tables: [{ ...orders, exclude: ['note'] }] } },
+          message: 'flowConfigUpdate.cdcFlowConfigUpdate.removed_tables[0]: unknown field(s) exclude',
+        },
+        {
+          name: 'a zero batch size',
+          update: { cdcFlowConfigUpdate: { batch_size: 0 } },
+          message: 'flowConfigUpdate.cdcFlowConfigUpdate.batch_size: ',
+        },
+        {
+          name: 'an idle timeout as a string',
+          update: { cdcFlowConfigUpdate: { idle_timeout: '60' } },
+          message: 'flowConfigUpdate.cdcFlowConfigUpdate.idle_timeout: ',
+        },
+        {
+          name: 'an idle timeout over a day',
+          update: { cdcFlowConfigUpdate: { idle_timeout: 86_401 } },
+          message: 'flowConfigUpdate.cdcFlowConfigUpdate.idle_timeout: ',
+        },
+        {
+          name: 'an unknown edit field',
+          update: { cdcFlowConfigUpdate: { snapshot_num_rows_per_partition: 10 } },
+          message: 'flowConfigUpdate.cdcFlowConfigUpdate: unknown field(s) snapshot_num_rows_per_partition',
+        },
+        {
+          name: 'an unknown update kind',
+          update: { qrepFlowConfigUpdate: {} },
+          message: 'flowConfigUpdate: unknown field(s) qrepFlowConfigUpdate',
+        },
+        {
+          name: 'additional tables as an object',
+          update: { cdcFlowConfigUpdate: { additional_tables: customers } },
+          message: 'flowConfigUpdate.cdcFlowConfigUpdate.additional_tables: ',
+        },
+      ];
+
+      it.each(edits)('refuses $name with 400 and changes nothing', async (edit) => {
+        const before = await stateOf(facade);
+        const response = await stateChange({
+          flowJobName: name,
+          requestedFlowState: edit.requestedFlowState ?? 'STATUS_RUNNING',
+          flowConfigUpdate: edit.update,
+        });
+        expectError(response, edit.status ?? 400, 3, edit.message);
+        expect(await stateOf(facade)).toBe(before);
+        expect((await facade.controlPlane.store.getMirror(name))?.spec.state).toBe('Paused');
+      });
+    });
+
+    describe('bad input', () => {
+      let name: string;
+      beforeAll(async () => {
+        name = mirrorName('sc-bad');
+        await createMirror(name);
+      });
+
+      const cases: { name: string; body: (name: string) => unknown; message: RegExp | string }[] = [
+        { name: 'an empty body', body: () => ({}), message: /flowJobName: .*requestedFlowState: /s },
+        { name: 'a missing state', body: (name) => ({ flowJobName: name }), message: 'requestedFlowState: ' },
+        { name: 'a missing name', body: () => ({ requestedFlowState: 2 }), message: 'flowJobName: ' },
+        {
+          name: 'an empty name',
+          body: () => ({ flowJobName: '', requestedFlowState: 2 }),
+          message: 'flowJobName: ',
+        },
+        {
+          name: 'the state STATUS_BOGUS',
+          body: (name) => ({ flowJobName: name, requestedFlowState: 'STATUS_BOGUS' }),
+          message: 'requestedFlowState: ',
+        },
+        {
+          name: 'the state code 5',
+          body: (name) => ({ flowJobName: name, requestedFlowState: 5 }),
+          message: 'requestedFlowState: ',
+        },
+        {
+          name: 'the state code 0',
+          body: (name) => ({ flowJobName: name, requestedFlowState: 0 }),
+          message: 'requestedFlowState: ',
+        },
+        {
+          name: 'the state code as a string',
+          body: (name) => ({ flowJobName: name, requestedFlowState: '2' }),
+          message: 'requestedFlowState: ',
+        },
+        {
+          name: 'a lower-case state name',
+          body: (name) => ({ flowJobName: name, requestedFlowState: 'status_paused' }),
+          message: 'requestedFlowState: ',
+        },
+        {
+          name: 'a state that cannot be requested',
+          body: (name) => ({ flowJobName: name, requestedFlowState: 'STATUS_TERMINATED' }),
+          message: 'requestedFlowState: ',
+        },
+        {
+          name: 'a null state',
+          body: (name) => ({ flowJobName: name, requestedFlowState: null }),
+          message: 'requestedFlowState: ',
+        },
+        {
+          name: 'a snake_case name field',
+          body: (name) => ({ flow_job_name: name, requestedFlowState: 2 }),
+          message: 'unknown field(s) flow_job_name',
+        },
+        {
+          name: 'an unknown field',
+          body: (name) => ({ flowJobName: name, requestedFlowState: 2, force: true }),
+          message: 'unknown field(s) force',
+        },
+        {
+          name: 'flowConfigUpdate as a string',
+          body: (name) => ({ flowJobName: name, requestedFlowState: 1, flowConfigUpdate: 'batch_size=1' }),
+          message: 'flowConfigUpdate: ',
+        },
+      ];
+
+      it.each(cases)('refuses $name with 400 code 3 and changes nothing', async ({ body, message }) => {
+        const before = await stateOf(facade);
+        const response = await stateChange(body(name));
+        expectError(response, 400, 3, message);
+        expect(await stateOf(facade)).toBe(before);
+      });
+
+      it('treats names with SQL or quotes as unknown mirrors', async () => {
+        const before = await stateOf(facade);
+        for (const flowJobName of [`x'; DROP TABLE y; --`, '"quoted"']) {
+          expectError(await stateChange({ flowJobName, requestedFlowState: 6 }), 404, 2, 'workflow id');
+        }
+        expect(await stateOf(facade)).toBe(before);
+      });
+    });
+  });
+});
