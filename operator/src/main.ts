@@ -1,6 +1,211 @@
-// Entry point of the `operator` role (see bin/tributary.ts). The role is not part
-// of this build yet: it says so and exits non-zero rather than pretending to run.
-export async function main(_argv: readonly string[]): Promise<number> {
-  console.error('tributary operator: this role is not available in this build yet');
-  return 1;
+// The `operator` role: reconciles Peer, Mirror and Script resources of one
+// namespace, one engine workload per mirror, with leader election so that of
+// several replicas only one acts.
+//
+//   tributary operator --namespace NS --catalog-url URL [--engine-runtime statefulset|local-process]
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import pg from 'pg';
+import pino from 'pino';
+import { z } from 'zod';
+import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
+import { checkPeer, describeCheckFailure } from '../../engine/src/connectors/peer-check.ts';
+import type { EngineRuntime } from '../../engine/src/control/engine-runtime.ts';
+import { MirrorReconciler } from '../../engine/src/control/mirror-reconciler.ts';
+import { WorkQueue } from '../../engine/src/control/work-queue.ts';
+import { splitPeerSecrets } from '../../engine/src/resources/peer.ts';
+import { EventRecorder } from './events.ts';
+import { KubeStore } from './kube/kube-store.ts';
+import { LeaderElector } from './leader-election.ts';
+import { setCondition, syncMirrorStatus } from './mirror-status.ts';
+import { LocalProcessEngineRuntime } from './runtime/local-process-runtime.ts';
+import { StatefulSetEngineRuntime } from './runtime/statefulset-runtime.ts';
+
+const usage = `usage: tributary operator [options]
+
+  --namespace NS         TRIBUTARY_NAMESPACE (or POD_NAMESPACE)   namespace to reconcile
+  --catalog-url URL      TRIBUTARY_CATALOG_URL    PostgreSQL URL of the catalog
+  --engine-runtime KIND  TRIBUTARY_ENGINE_RUNTIME statefulset (default) or local-process
+  --engine-image IMAGE   TRIBUTARY_ENGINE_IMAGE   image of engine pods
+  --kubeconfig FILE      KUBECONFIG               outside a cluster
+  --identity NAME        POD_NAME / hostname       leader election identity
+  --lease-seconds N      lease duration (default 15)`;
+
+const configSchema = z.object({
+  namespace: z.string().min(1),
+  catalogUrl: z.string().min(1),
+  engineRuntime: z.enum(['statefulset', 'local-process']).default('statefulset'),
+  engineImage: z.string().default('ghcr.io/tributary/tributary:latest'),
+  kubeconfig: z.string().optional(),
+  identity: z.string().min(1),
+  leaseSeconds: z.coerce.number().int().min(2).default(15),
+  logLevel: z.string().default('info'),
+});
+
+const peerRecheckMs = 5 * 60_000;
+const mirrorResyncMs = 10_000;
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      namespace: { type: 'string' },
+      'catalog-url': { type: 'string' },
+      'engine-runtime': { type: 'string' },
+      'engine-image': { type: 'string' },
+      kubeconfig: { type: 'string' },
+      identity: { type: 'string' },
+      'lease-seconds': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(usage);
+    return 0;
+  }
+  const env = process.env;
+  const parsed = configSchema.safeParse({
+    namespace: values.namespace ?? env.TRIBUTARY_NAMESPACE ?? env.POD_NAMESPACE,
+    catalogUrl: values['catalog-url'] ?? env.TRIBUTARY_CATALOG_URL,
+    engineRuntime: values['engine-runtime'] ?? env.TRIBUTARY_ENGINE_RUNTIME,
+    engineImage: values['engine-image'] ?? env.TRIBUTARY_ENGINE_IMAGE,
+    kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
+    identity: values.identity ?? env.POD_NAME ?? hostname(),
+    leaseSeconds: values['lease-seconds'],
+    logLevel: env.TRIBUTARY_LOG_LEVEL,
+  });
+  if (!parsed.success) {
+    console.error(
+      `tributary operator: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n\n${usage}`,
+    );
+    return 2;
+  }
+  const config = Object.freeze(parsed.data);
+  const logger = pino({ level: config.logLevel, base: { role: 'operator', identity: config.identity } });
+  const kubeConfig = new KubeConfig();
+  if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
+  else kubeConfig.loadFromCluster();
+
+  const pool = new pg.Pool({ connectionString: config.catalogUrl, max: 4 });
+  pool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));
+  const catalog = new PostgresCatalog(pool);
+  const store = new KubeStore(kubeConfig, config.namespace);
+  const events = new EventRecorder(kubeConfig, config.namespace, logger);
+  const runtime: EngineRuntime & { stopAll?: () => Promise<void> } =
+    config.engineRuntime === 'local-process'
+      ? new LocalProcessEngineRuntime({
+          catalog,
+          catalogUrl: config.catalogUrl,
+          logger,
+          workDir: join(process.env.TMPDIR ?? '/tmp', `tributary-engines-${process.pid}`),
+          entryPoint: join(import.meta.dirname, '..', '..', 'bin', 'tributary.ts'),
+        })
+      : new StatefulSetEngineRuntime({
+          kubeConfig,
+          namespace: config.namespace,
+          image: config.engineImage,
+          catalog,
+          catalogUrl: config.catalogUrl,
+          logger,
+        });
+
+  let mirrorQueue: WorkQueue | undefined;
+  const reconciler = new MirrorReconciler({
+    store,
+    catalog,
+    runtime,
+    logger,
+    requeue: (name) => mirrorQueue?.add(name),
+  });
+  mirrorQueue = new WorkQueue(
+    async (name) => {
+      await store.ensureMirrorFinalizer(name);
+      await reconciler.reconcile(name);
+      const mirror = await store.getMirror(name);
+      if (mirror) {
+        const stored = await store.mirrorObjectStatus(name);
+        await syncMirrorStatus(mirror, stored?.status, { store, catalog, events, uid: stored?.uid });
+      }
+      return mirror ? { requeueAfterMs: mirrorResyncMs } : undefined;
+    },
+    {
+      onError: (name, error) =>
+        logger.warn({ mirror: name, err: error }, 'mirror reconcile failed; retrying'),
+    },
+  );
+  const peerQueue = new WorkQueue(
+    async (name) => {
+      const found = await store.getPeer(name);
+      if (!found) return undefined;
+      let status: Record<string, unknown>;
+      try {
+        const { version } = await checkPeer(found.peer);
+        status = {
+          version: version ?? '',
+          lastCheckTime: new Date().toISOString(),
+          ready: true,
+          message: 'connected',
+        };
+      } catch (error) {
+        const message = describeCheckFailure(error, Object.values(splitPeerSecrets(found.peer).secrets));
+        status = { lastCheckTime: new Date().toISOString(), ready: false, message };
+        await events.record({ kind: 'Peer', name }, 'Warning', 'PeerUnreachable', message);
+      }
+      const conditions = setCondition([], {
+        type: 'Ready',
+        status: status.ready ? 'True' : 'False',
+        reason: status.ready ? 'Connected' : 'Unreachable',
+        message: String(status.message),
+        observedGeneration: 0,
+      });
+      await store.setPeerStatus(name, {
+        ...(status.version !== undefined ? { version: status.version } : {}),
+        lastCheckTime: status.lastCheckTime,
+        conditions,
+      });
+      return { requeueAfterMs: peerRecheckMs };
+    },
+    { onError: (name, error) => logger.warn({ peer: name, err: error }, 'peer check failed; retrying') },
+  );
+
+  let unwatch: (() => void) | undefined;
+  const elector = new LeaderElector({
+    kubeConfig,
+    namespace: config.namespace,
+    leaseName: 'tributary-operator',
+    identity: config.identity,
+    leaseDurationMs: config.leaseSeconds * 1000,
+    renewDeadlineMs: Math.round(config.leaseSeconds * 666),
+    retryPeriodMs: Math.max(500, Math.round(config.leaseSeconds * 133)),
+    logger,
+  });
+  const stopped = new Promise<number>((resolve) => {
+    elector.run(
+      () => {
+        unwatch = store.watch((event) => {
+          if (event.kind === 'mirror') mirrorQueue?.add(event.name);
+          else peerQueue.add(event.name);
+        });
+        void (async () => {
+          for (const mirror of await store.listMirrors()) mirrorQueue?.add(mirror.name);
+          for (const name of await store.scriptsWithoutId()) await store.assignScriptId(name);
+        })().catch((error: unknown) => logger.error({ err: error }, 'initial listing failed'));
+      },
+      // Lost the lease: stop at once, so the new leader is the only one acting.
+      () => resolve(1),
+    );
+    process.once('SIGTERM', () => resolve(0));
+    process.once('SIGINT', () => resolve(0));
+  });
+  const code = await stopped;
+  logger.info({ code }, 'operator stopping');
+  unwatch?.();
+  await mirrorQueue.stop();
+  await peerQueue.stop();
+  await runtime.stopAll?.();
+  await elector.stop();
+  await pool.end();
+  return code;
 }

@@ -1,0 +1,122 @@
+// Copies a mirror's progress from the catalog (where its engine reports) into
+// the Mirror's status, and records an Event for every phase change and failure.
+// Engines need no access to the Kubernetes API this way.
+import type { Catalog } from '../../engine/src/catalog/catalog.ts';
+import { flowStateByPhase } from '../../engine/src/control/flow-state.ts';
+import { type MirrorResource, workflowId } from '../../engine/src/control/resources.ts';
+import type { EventRecorder } from './events.ts';
+import type { KubeStore } from './kube/kube-store.ts';
+
+interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration: number;
+}
+
+interface StoredStatus {
+  phase?: string;
+  conditions?: Condition[];
+  errorMessage?: string;
+}
+
+/** Sets a condition, keeping lastTransitionTime when its status did not change. */
+export function setCondition(
+  conditions: readonly Condition[],
+  next: Omit<Condition, 'lastTransitionTime'>,
+): Condition[] {
+  const previous = conditions.find((condition) => condition.type === next.type);
+  const lastTransitionTime =
+    previous && previous.status === next.status ? previous.lastTransitionTime : new Date().toISOString();
+  return [...conditions.filter((condition) => condition.type !== next.type), { ...next, lastTransitionTime }];
+}
+
+export async function syncMirrorStatus(
+  mirror: MirrorResource,
+  previous: StoredStatus | undefined,
+  deps: { store: KubeStore; catalog: Catalog; events: EventRecorder; uid?: string | undefined },
+): Promise<void> {
+  const { catalog, store, events } = deps;
+  const runtime = await catalog.getRuntime(mirror.name);
+  const phase =
+    mirror.deleting && runtime?.phase !== 'terminated'
+      ? 'STATUS_TERMINATING'
+      : runtime
+        ? flowStateByPhase[runtime.phase]
+        : 'STATUS_SETUP';
+  const [{ batches }, snapshot, cdcRows] = await Promise.all([
+    catalog.listBatches(mirror.name, { limit: 1, ascending: false }),
+    catalog.listSnapshotProgress(mirror.name),
+    catalog.cdcRowCount(mirror.name),
+  ]);
+  const lastBatch = batches.find((batch) => batch.endTime !== null);
+  const snapshotRows = snapshot.reduce((rows, table) => rows + table.rowsSynced, 0n);
+  const failed = runtime?.phase === 'failed';
+  const generation = mirror.generation;
+  let conditions = previous?.conditions ?? [];
+  conditions = setCondition(conditions, {
+    type: 'Ready',
+    status: phase === 'STATUS_RUNNING' ? 'True' : 'False',
+    reason: phase
+      .replace('STATUS_', '')
+      .toLowerCase()
+      .replace(/^\w/, (letter) => letter.toUpperCase()),
+    message: phase === 'STATUS_RUNNING' ? 'streaming changes' : `mirror is ${phase}`,
+    observedGeneration: generation,
+  });
+  conditions = setCondition(conditions, {
+    type: 'Failed',
+    status: failed ? 'True' : 'False',
+    reason: failed ? 'EngineFailed' : 'NoFailure',
+    message: failed ? (runtime?.errorMessage ?? 'failed') : '',
+    observedGeneration: generation,
+  });
+  conditions = setCondition(conditions, {
+    type: 'Progressing',
+    status: phase === 'STATUS_SETUP' || phase === 'STATUS_SNAPSHOT' ? 'True' : 'False',
+    reason: phase === 'STATUS_SNAPSHOT' ? 'InitialLoad' : 'Steady',
+    message: phase === 'STATUS_SNAPSHOT' ? 'initial load in progress' : '',
+    observedGeneration: generation,
+  });
+  await store.patchMirrorStatus(mirror.name, {
+    observedGeneration: generation,
+    phase,
+    workflowId: workflowId(mirror),
+    errorMessage: failed ? (runtime?.errorMessage ?? '') : '',
+    conditions,
+    snapshot: {
+      tables: snapshot.map((table) => ({
+        table: table.sourceTable,
+        partitionsCompleted: table.partitionsCompleted,
+        partitionsTotal: table.partitionsTotal,
+        rowsSynced: table.rowsSynced.toString(),
+      })),
+    },
+    ...(lastBatch
+      ? {
+          lastBatchId: lastBatch.batchId.toString(),
+          lastSyncedLsn: lastBatch.endLsn.toString(),
+          lastSyncTime: lastBatch.endTime?.toISOString(),
+          lagSeconds: Math.max(
+            0,
+            Math.round((Date.now() - (lastBatch.endTime?.getTime() ?? Date.now())) / 1000),
+          ),
+        }
+      : {}),
+    rowsSynced: (snapshotRows + cdcRows).toString(),
+  });
+  const target = { kind: 'Mirror' as const, name: mirror.name, uid: deps.uid };
+  if (previous?.phase !== phase) {
+    await events.record(
+      target,
+      failed ? 'Warning' : 'Normal',
+      'PhaseChanged',
+      `${previous?.phase ?? 'new'} -> ${phase}`,
+    );
+  }
+  if (failed && previous?.errorMessage !== runtime?.errorMessage) {
+    await events.record(target, 'Warning', 'MirrorFailed', runtime?.errorMessage ?? 'failed');
+  }
+}

@@ -1,0 +1,89 @@
+// Engines as local processes (`tributary engine run`), standing in for pods
+// where no kubelet runs (the test control plane) or for an operator run outside
+// a cluster. The engine config is written to a 0600 file, never to arguments or
+// the environment.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
+import type { EngineRunConfig, EngineRuntime } from '../../../engine/src/control/engine-runtime.ts';
+import { teardownWithConfig } from '../../../engine/src/control/in-process-runtime.ts';
+import type { SupervisedOutcome } from '../../../engine/src/pipeline/supervisor.ts';
+import { engineConfigDocument } from './engine-config-file.ts';
+
+interface RunningProcess {
+  readonly generation: number;
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+}
+
+export interface LocalProcessRuntimeOptions {
+  readonly catalog: Catalog;
+  readonly catalogUrl: string;
+  readonly logger: Logger;
+  /** Where config files are written (created 0700). */
+  readonly workDir: string;
+  /** The `tributary` entry point to run. */
+  readonly entryPoint: string;
+}
+
+export class LocalProcessEngineRuntime implements EngineRuntime {
+  readonly #options: LocalProcessRuntimeOptions;
+  readonly #processes = new Map<string, RunningProcess>();
+
+  constructor(options: LocalProcessRuntimeOptions) {
+    this.#options = options;
+    mkdirSync(options.workDir, { recursive: true, mode: 0o700 });
+  }
+
+  async runningGeneration(mirror: string): Promise<number | undefined> {
+    return this.#processes.get(mirror)?.generation;
+  }
+
+  async start(
+    mirror: string,
+    generation: number,
+    config: EngineRunConfig,
+    onExit: (outcome: SupervisedOutcome) => void,
+  ): Promise<void> {
+    if (this.#processes.has(mirror)) return;
+    const configPath = join(this.#options.workDir, `${mirror}.json`);
+    writeFileSync(configPath, JSON.stringify(engineConfigDocument(config, this.#options.catalogUrl)), {
+      mode: 0o600,
+    });
+    const child = spawn(
+      process.execPath,
+      [this.#options.entryPoint, 'engine', 'run', '--mirror', mirror, '--config', configPath],
+      {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env: { ...process.env, TRIBUTARY_LOG_LEVEL: process.env.TRIBUTARY_LOG_LEVEL ?? 'warn' },
+      },
+    );
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    this.#processes.set(mirror, { generation, child, exited });
+    this.#options.logger.info({ mirror, pid: child.pid, generation }, 'engine process started');
+    void exited.then((code) => {
+      this.#processes.delete(mirror);
+      rmSync(configPath, { force: true });
+      // Exit 0: stopped or completed (the catalog says which); 1: failed for good.
+      onExit(code === 0 ? 'stopped' : 'failed');
+    });
+  }
+
+  async stop(mirror: string): Promise<void> {
+    const running = this.#processes.get(mirror);
+    if (!running) return;
+    running.child.kill('SIGTERM');
+    await running.exited;
+    while (this.#processes.get(mirror) === running) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.#processes.keys()].map((mirror) => this.stop(mirror)));
+  }
+
+  teardown(config: EngineRunConfig): Promise<void> {
+    return teardownWithConfig(config, this.#options.catalog, this.#options.logger);
+  }
+}

@@ -1,0 +1,178 @@
+// The /api/v1 facade in cluster mode: it writes custom resources and Secrets,
+// the operator (a separate process) reconciles them, status comes back through
+// the catalog. The same calls as standalone mode, against the real apiserver.
+import type { ChildProcess } from 'node:child_process';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../api-server/src/http/app.ts';
+import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
+import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
+import { findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
+import { group, version } from '../../operator/src/crds/schemas.ts';
+import { KubeStore } from '../../operator/src/kube/kube-store.ts';
+import { createTestDatabase, type TestDatabase, tableRows, waitFor } from '../support/databases.ts';
+import { basicAuth } from '../support/facade.ts';
+import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
+import { exitOf, startOperator } from '../support/operator-process.ts';
+
+const password = 'cluster-facade-password';
+
+describe('facade in cluster mode', () => {
+  const config = adminConfig();
+  let namespace = '';
+  let app: FastifyInstance;
+  let pool: pg.Pool;
+  let operator: ChildProcess | undefined;
+  let source: TestDatabase;
+  let destination: TestDatabase;
+  let catalogDatabase: TestDatabase;
+
+  const post = async (url: string, body: unknown) => {
+    const response = await app.inject({
+      method: 'POST',
+      url,
+      payload: body as object,
+      headers: { authorization: basicAuth('', password) },
+    });
+    return { status: response.statusCode, body: response.json() as Record<string, unknown> };
+  };
+  const state = async (name: string) =>
+    (await post('/api/v1/mirrors/status', { flowJobName: name })).body.currentFlowState;
+  const peer = (name: string, database: TestDatabase) => {
+    const { host, port, user, password: secret, database: db } = database.config;
+    return {
+      peer: { name, type: 3, relational_config: { host, port, user, password: secret, database: db } },
+    };
+  };
+
+  beforeAll(async () => {
+    await installCrds(config);
+    namespace = await createNamespace('facade');
+    [source, destination, catalogDatabase] = await Promise.all([
+      createTestDatabase('cf_src'),
+      createTestDatabase('cf_dst'),
+      createTestDatabase('cf_cat'),
+    ]);
+    await source.client.query(`CREATE TABLE things (id int PRIMARY KEY, v text)`);
+    await source.client.query(`INSERT INTO things SELECT g, 'v' || g FROM generate_series(1, 200) g`);
+    pool = new pg.Pool({ ...catalogDatabase.config, max: 4 });
+    const catalog = new PostgresCatalog(pool);
+    await catalog.migrate();
+    app = buildApp({
+      store: new KubeStore(config, namespace),
+      catalog,
+      checkPeer: (candidate) => checkPeer(candidate, 5_000),
+      findMissingTables,
+      scriptsEnabled: true,
+      auth: { mode: 'basic', password },
+      logger: pino({ level: 'silent' }),
+    });
+    await app.ready();
+    operator = startOperator(namespace, catalogDatabase.config, 'facade-operator');
+  });
+
+  afterAll(async () => {
+    operator?.kill('SIGTERM');
+    if (operator) await exitOf(operator);
+    await app?.close();
+    await pool?.end();
+    await Promise.all([source?.drop(), destination?.drop(), catalogDatabase?.drop()]);
+  });
+
+  it('stores peers as resources with their secrets in Secrets', async () => {
+    expect(await post('/api/v1/peers/create', peer('src', source))).toMatchObject({
+      status: 200,
+      body: { status: 'CREATED' },
+    });
+    expect(await post('/api/v1/peers/create', peer('dst', destination))).toMatchObject({ status: 200 });
+    const objects = config.makeApiClient(CustomObjectsApi);
+    const stored = (await objects.getNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'peers',
+      name: 'src',
+    })) as {
+      spec: Record<string, unknown>;
+    };
+    expect(JSON.stringify(stored.spec)).not.toContain(source.config.password);
+    const secret = await config
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ name: 'tributary-peer-src', namespace });
+    expect(Buffer.from(secret.data?.password ?? '', 'base64').toString()).toBe(source.config.password);
+    const info = await app.inject({
+      method: 'GET',
+      url: '/api/v1/peers/info/src',
+      headers: { authorization: basicAuth('', password) },
+    });
+    expect(info.json()).toMatchObject({
+      peer: { type: 'RELATIONAL', relationalConfig: { password: '********' } },
+    });
+  });
+
+  it('creates, pauses, resumes and drops a mirror through the operator', async () => {
+    const created = await post('/api/v1/flows/cdc/create', {
+      connection_configs: {
+        flow_job_name: 'things',
+        source_name: 'src',
+        destination_name: 'dst',
+        table_mappings: [
+          { source_table_identifier: 'public.things', destination_table_identifier: 'public.things' },
+        ],
+        do_initial_snapshot: true,
+        idle_timeout_seconds: 1,
+      },
+    });
+    expect(created.status).toBe(200);
+    expect(String(created.body.workflowId)).toMatch(/^things-/);
+    await waitFor(async () => (await state('things')) === 'STATUS_RUNNING', 60_000, 'running');
+    await source.client.query(`INSERT INTO things VALUES (201, 'new')`);
+    await waitFor(
+      async () =>
+        JSON.stringify(await tableRows(source.client, 'things', 'id')) ===
+        JSON.stringify(await tableRows(destination.client, 'things', 'id')),
+      60_000,
+      'rows',
+    );
+    expect(
+      await post('/api/v1/mirrors/state_change', { flowJobName: 'things', requestedFlowState: 2 }),
+    ).toMatchObject({
+      body: { ok: true },
+    });
+    await waitFor(async () => (await state('things')) === 'STATUS_PAUSED', 60_000, 'paused');
+    await post('/api/v1/mirrors/state_change', {
+      flowJobName: 'things',
+      requestedFlowState: 'STATUS_RUNNING',
+    });
+    await waitFor(async () => (await state('things')) === 'STATUS_RUNNING', 60_000, 'resumed');
+    const batches = await post('/api/v1/mirrors/cdc/batches', { flowJobName: 'things', limit: 0 });
+    expect(Number(batches.body.total)).toBeGreaterThan(0);
+    await post('/api/v1/mirrors/state_change', {
+      flowJobName: 'things',
+      requestedFlowState: 'STATUS_TERMINATING',
+    });
+    await waitFor(async () => (await state('things')) === 'STATUS_TERMINATED', 60_000, 'terminated');
+    const slots = await source.client.query(`SELECT 1 FROM pg_replication_slots WHERE database = $1`, [
+      source.name,
+    ]);
+    expect(slots.rowCount).toBe(0);
+    const logs = await post('/api/v1/mirrors/logs', { flowJobName: 'things', numPerPage: 50 });
+    expect(JSON.stringify(logs.body.errors)).toContain('mirror dropped');
+  });
+
+  it('gives scripts numeric ids', async () => {
+    const created = await post('/api/v1/scripts', {
+      script: { id: -1, name: 'renamer', lang: 'lua', source: 'return 1' },
+    });
+    expect(created.body).toEqual({ id: 1 });
+    const read = await app.inject({
+      method: 'GET',
+      url: '/api/v1/scripts/1',
+      headers: { authorization: basicAuth('', password) },
+    });
+    expect(read.json()).toEqual({ scripts: [{ id: 1, name: 'renamer', lang: 'lua', source: 'return 1' }] });
+  });
+});

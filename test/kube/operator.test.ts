@@ -1,0 +1,203 @@
+// The operator against the real kube-apiserver: resources applied as a user
+// would, engines as local processes standing in for pods, real PostgreSQL.
+import type { ChildProcess } from 'node:child_process';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
+import { group, version } from '../../operator/src/crds/schemas.ts';
+import { createTestDatabase, type TestDatabase, tableRows, waitFor } from '../support/databases.ts';
+import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
+import { exitOf, startOperator } from '../support/operator-process.ts';
+
+interface MirrorObject {
+  metadata: { name: string; finalizers?: string[] };
+  spec: Record<string, unknown>;
+  status?: { phase?: string; rowsSynced?: string; conditions?: { type: string; status: string }[] };
+}
+
+describe('operator', () => {
+  const config = adminConfig();
+  const objects = config.makeApiClient(CustomObjectsApi);
+  const core = config.makeApiClient(CoreV1Api);
+  let namespace = '';
+  let source: TestDatabase;
+  let destination: TestDatabase;
+  let catalogDatabase: TestDatabase;
+  const operators: ChildProcess[] = [];
+  const at = (plural: string) => ({ group, version, namespace, plural });
+
+  const mirror = async (name: string) =>
+    (await objects.getNamespacedCustomObject({ ...at('mirrors'), name }).catch(() => undefined)) as
+      | MirrorObject
+      | undefined;
+
+  const sameRows = (table: string) =>
+    waitFor(
+      async () =>
+        JSON.stringify(await tableRows(source.client, table, 'id')) ===
+        JSON.stringify(await tableRows(destination.client, table, 'id')),
+      60_000,
+      `${table} to match`,
+    );
+
+  async function applyPeer(name: string, database: TestDatabase) {
+    const { password, ...rest } = database.config;
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: `${name}-secret` }, stringData: { password } },
+    });
+    await objects.createNamespacedCustomObject({
+      ...at('peers'),
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Peer',
+        metadata: { name },
+        spec: { kind: 'relational', relational: rest, secretRef: { name: `${name}-secret` } },
+      },
+    });
+  }
+
+  beforeAll(async () => {
+    await installCrds(config);
+    namespace = await createNamespace('op');
+    [source, destination, catalogDatabase] = await Promise.all([
+      createTestDatabase('op_src'),
+      createTestDatabase('op_dst'),
+      createTestDatabase('op_cat'),
+    ]);
+    const pool = new pg.Pool({ ...catalogDatabase.config, max: 1 });
+    await new PostgresCatalog(pool).migrate();
+    await pool.end();
+    await source.client.query(`CREATE TABLE items (id int PRIMARY KEY, v text)`);
+    await source.client.query(`CREATE TABLE extra (id int PRIMARY KEY)`);
+    await source.client.query(`INSERT INTO items SELECT g, 'v' || g FROM generate_series(1, 1000) g`);
+    await source.client.query(`INSERT INTO extra SELECT generate_series(1, 50)`);
+    await applyPeer('source', source);
+    await applyPeer('destination', destination);
+    operators.push(startOperator(namespace, catalogDatabase.config, 'operator-a'));
+  });
+
+  afterAll(async () => {
+    for (const operator of operators) operator.kill('SIGTERM');
+    await Promise.all(operators.map(exitOf));
+    await Promise.all([source?.drop(), destination?.drop(), catalogDatabase?.drop()]);
+  });
+
+  it('checks peers and records their version and readiness', async () => {
+    await waitFor(
+      async () => {
+        const peer = (await objects.getNamespacedCustomObject({ ...at('peers'), name: 'source' })) as {
+          status?: { version?: string; conditions?: { type: string; status: string }[] };
+        };
+        return peer.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+      },
+      30_000,
+      'peer ready',
+    );
+  });
+
+  it('runs an applied mirror, reports its status, pauses, resumes and takes an edit', async () => {
+    await objects.createNamespacedCustomObject({
+      ...at('mirrors'),
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Mirror',
+        metadata: { name: 'items' },
+        spec: {
+          sourcePeer: 'source',
+          destinationPeer: 'destination',
+          tableMappings: [
+            {
+              source: { schema: 'public', table: 'items' },
+              destination: { schema: 'public', table: 'items' },
+            },
+          ],
+          doInitialSnapshot: true,
+          idleTimeoutSeconds: 1,
+        },
+      },
+    });
+    await sameRows('items');
+    await waitFor(
+      async () => (await mirror('items'))?.status?.phase === 'STATUS_RUNNING',
+      60_000,
+      'running status',
+    );
+    const running = await mirror('items');
+    expect(running?.metadata.finalizers).toContain('tributary.dev/teardown');
+    expect(running?.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    await waitFor(
+      async () => Number((await mirror('items'))?.status?.rowsSynced ?? 0) >= 1000,
+      30_000,
+      'rows',
+    );
+
+    const events = await core.listNamespacedEvent({ namespace });
+    expect(
+      events.items.some((event) => event.involvedObject.name === 'items' && event.reason === 'PhaseChanged'),
+    ).toBe(true);
+
+    await objects.patchNamespacedCustomObject({
+      ...at('mirrors'),
+      name: 'items',
+      body: [{ op: 'replace', path: '/spec/state', value: 'Paused' }],
+    });
+    await waitFor(async () => (await mirror('items'))?.status?.phase === 'STATUS_PAUSED', 60_000, 'paused');
+    await source.client.query(`INSERT INTO items VALUES (5000, 'while paused')`);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect((await destination.client.query(`SELECT 1 FROM items WHERE id = 5000`)).rowCount).toBe(0);
+
+    await objects.patchNamespacedCustomObject({
+      ...at('mirrors'),
+      name: 'items',
+      body: [
+        { op: 'replace', path: '/spec/state', value: 'Running' },
+        {
+          op: 'add',
+          path: '/spec/tableMappings/-',
+          value: {
+            source: { schema: 'public', table: 'extra' },
+            destination: { schema: 'public', table: 'extra' },
+          },
+        },
+      ],
+    });
+    await sameRows('items');
+    await sameRows('extra');
+  });
+
+  it('hands over to a second replica when the leader dies', async () => {
+    const second = startOperator(namespace, catalogDatabase.config, 'operator-b');
+    operators.push(second);
+    const leases = config.makeApiClient(CoordinationV1Api);
+    const holder = async () =>
+      (await leases.readNamespacedLease({ name: 'tributary-operator', namespace })).spec?.holderIdentity;
+    expect(await holder()).toBe('operator-a');
+    // The standby does not act: still operator-a after a few of its retries.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await holder()).toBe('operator-a');
+    const first = operators[0];
+    first?.kill('SIGKILL');
+    const killedAt = Date.now();
+    await waitFor(async () => (await holder()) === 'operator-b', 30_000, 'takeover');
+    // Lease of 4 s: taken over after it expired, within a few retry periods.
+    expect(Date.now() - killedAt).toBeLessThan(15_000);
+    await source.client.query(`INSERT INTO items VALUES (6000, 'after takeover')`);
+    await sameRows('items');
+  });
+
+  it('tears a deleted mirror down before the object goes', async () => {
+    await objects.deleteNamespacedCustomObject({ ...at('mirrors'), name: 'items' });
+    await waitFor(async () => (await mirror('items')) === undefined, 60_000, 'mirror gone');
+    const slots = await source.client.query(`SELECT 1 FROM pg_replication_slots WHERE database = $1`, [
+      source.name,
+    ]);
+    expect(slots.rowCount).toBe(0);
+    const publications = await source.client.query(`SELECT 1 FROM pg_publication`);
+    expect(publications.rowCount).toBe(0);
+    expect(
+      (await destination.client.query(`SELECT count(*)::int AS n FROM items`)).rows[0]?.n,
+    ).toBeGreaterThan(1000);
+  });
+});

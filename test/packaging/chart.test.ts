@@ -1,0 +1,123 @@
+// The Helm chart: lint, render, and check the rendered manifests field by field.
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { helmBinary, repoRoot } from '../support/testenv.ts';
+
+const run = promisify(execFile);
+const chart = join(repoRoot, 'charts', 'tributary');
+const values = ['--set', 'catalog.url=postgres://u:p@db:5432/catalog', '--set', 'api.password=secret'];
+
+type Manifest = { kind: string; metadata: { name: string }; spec?: Record<string, unknown> } & Record<
+  string,
+  unknown
+>;
+
+export async function renderChart(extra: string[] = []): Promise<Manifest[]> {
+  const { stdout } = await run(helmBinary, [
+    'template',
+    'tributary',
+    chart,
+    '--namespace',
+    'tributary',
+    ...values,
+    ...extra,
+  ]);
+  return parseAllDocuments(stdout)
+    .map((document) => document.toJS() as Manifest | null)
+    .filter((manifest): manifest is Manifest => manifest !== null);
+}
+
+const byKind = (manifests: Manifest[], kind: string) =>
+  manifests.filter((manifest) => manifest.kind === kind);
+
+describe('Helm chart', () => {
+  it('passes helm lint', async () => {
+    const { stdout } = await run(helmBinary, ['lint', chart, ...values]);
+    expect(stdout).toContain('0 chart(s) failed');
+  });
+
+  it('ships the same CRDs as crds/', () => {
+    for (const file of readdirSync(join(repoRoot, 'crds'))) {
+      expect(readFileSync(join(chart, 'crds', file), 'utf8')).toBe(
+        readFileSync(join(repoRoot, 'crds', file), 'utf8'),
+      );
+    }
+  });
+
+  it('refuses to render without an API password or a catalog', async () => {
+    await expect(
+      run(helmBinary, ['template', 'x', chart, '--set', 'catalog.url=postgres://db/c']),
+    ).rejects.toThrow(/no default password/);
+    await expect(run(helmBinary, ['template', 'x', chart, '--set', 'api.password=p'])).rejects.toThrow(
+      /catalog/,
+    );
+  });
+
+  it('renders least-privilege accounts, hardened pods and leader-elected operators', async () => {
+    const manifests = await renderChart();
+    const accounts = byKind(manifests, 'ServiceAccount')
+      .map((account) => account.metadata.name)
+      .sort();
+    expect(accounts).toEqual(['tributary-api-server', 'tributary-engine', 'tributary-operator']);
+    const engine = byKind(manifests, 'ServiceAccount').find(
+      (account) => account.metadata.name === 'tributary-engine',
+    );
+    expect(engine?.automountServiceAccountToken).toBe(false);
+    const bindings = byKind(manifests, 'RoleBinding');
+    expect(JSON.stringify(bindings)).not.toContain('tributary-engine');
+    expect(byKind(manifests, 'ClusterRole')).toEqual([]);
+
+    for (const deployment of byKind(manifests, 'Deployment')) {
+      const pod = (deployment.spec as { template: { spec: Record<string, unknown> } }).template.spec as {
+        securityContext: Record<string, unknown>;
+        containers: {
+          securityContext: Record<string, unknown>;
+          resources: { requests: Record<string, string> };
+        }[];
+      };
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true });
+      for (const container of pod.containers) {
+        expect(container.securityContext).toMatchObject({
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+        });
+        expect(container.resources.requests.memory).toBeDefined();
+      }
+    }
+    const operator = byKind(manifests, 'Deployment').find(
+      (deployment) => deployment.metadata.name === 'tributary-operator',
+    );
+    expect((operator?.spec as { replicas: number }).replicas).toBe(2);
+    expect(byKind(manifests, 'Service').map((service) => service.metadata.name)).toEqual(['tributary-api']);
+    expect(byKind(manifests, 'ServiceMonitor')).toEqual([]);
+    const monitored = await renderChart(['--set', 'metrics.serviceMonitor.enabled=true']);
+    expect(byKind(monitored, 'ServiceMonitor')).toHaveLength(1);
+  });
+
+  it('uses existing Secrets instead of creating them when told to', async () => {
+    const manifests = await renderChart([
+      '--set',
+      'catalog.existingSecret=my-catalog',
+      '--set',
+      'api.existingSecret=my-api',
+    ]);
+    expect(byKind(manifests, 'Secret')).toEqual([]);
+    expect(JSON.stringify(manifests)).toContain('my-catalog');
+  });
+});
+
+describe('Argo CD health check', () => {
+  it('is the same script in the ConfigMap patch and in its own file', () => {
+    const lua = readFileSync(join(repoRoot, 'examples', 'argocd', 'health-mirror.lua'), 'utf8');
+    const patch = parseAllDocuments(
+      readFileSync(join(repoRoot, 'examples', 'argocd', 'argocd-cm-patch.yaml'), 'utf8'),
+    )[0]?.toJS() as {
+      data: Record<string, string>;
+    };
+    expect(patch.data['resource.customizations.health.tributary.dev_Mirror']?.trim()).toBe(lua.trim());
+  });
+});
