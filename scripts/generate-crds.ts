@@ -1,4 +1,5 @@
-// Writes crds/<plural>.yaml from operator/src/crds/definitions.ts (`make crds`).
+// Writes crds/<plural>.yaml and the Helm chart's copy from
+// operator/src/crds/definitions.ts (`make crds`).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -16,8 +17,10 @@ export function crdFileName(definition: Record<string, unknown>): string {
 }
 
 if (import.meta.main) {
-  const directory = join(import.meta.dirname, '..', 'crds');
-  for (const definition of customResourceDefinitions()) {
-    writeFileSync(join(directory, crdFileName(definition)), renderDefinition(definition));
+  const root = join(import.meta.dirname, '..');
+  for (const directory of [join(root, 'crds'), join(root, 'charts', 'tributary', 'crds')]) {
+    for (const definition of customResourceDefinitions()) {
+      writeFileSync(join(directory, crdFileName(definition)), renderDefinition(definition));
+    }
   }
 }
