@@ -16,7 +16,7 @@ type Manifest = { kind: string; metadata: { name: string }; spec?: Record<string
   unknown
 >;
 
-export async function renderChart(extra: string[] = []): Promise<Manifest[]> {
+async function renderChart(extra: string[] = []): Promise<Manifest[]> {
   const { stdout } = await run(helmBinary, [
     'template',
     'tributary',
@@ -91,7 +91,7 @@ describe('Helm chart', () => {
     const operator = byKind(manifests, 'Deployment').find(
       (deployment) => deployment.metadata.name === 'tributary-operator',
     );
-    expect((operator?.spec as { replicas: number }).replicas).toBe(2);
+    expect((operator?.spec as { replicas: number } | undefined)?.replicas).toBe(2);
     expect(byKind(manifests, 'Service').map((service) => service.metadata.name)).toEqual(['tributary-api']);
     expect(byKind(manifests, 'ServiceMonitor')).toEqual([]);
     const monitored = await renderChart(['--set', 'metrics.serviceMonitor.enabled=true']);
