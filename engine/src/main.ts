@@ -51,6 +51,18 @@ export async function main(argv: readonly string[]): Promise<number> {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  // Started by a local-process runtime: stop when that process is gone (it was
+  // killed), or its replacement would start a second engine for this mirror.
+  const parentPid = Number(process.env.TRIBUTARY_PARENT_PID ?? 0);
+  if (parentPid > 0) {
+    const watch = setInterval(() => {
+      if (process.ppid !== parentPid) {
+        clearInterval(watch);
+        stop('parent exited');
+      }
+    }, 500);
+    watch.unref();
+  }
 
   const catalogPool = new pg.Pool({ connectionString: config.catalog.url, max: 2 });
   catalogPool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));

@@ -185,6 +185,11 @@ describe('operator', () => {
     expect(Date.now() - killedAt).toBeLessThan(15_000);
     await source.client.query(`INSERT INTO items VALUES (6000, 'after takeover')`);
     await sameRows('items');
+    // The dead leader's engine stopped with it: one engine reads the slot.
+    const readers = await source.client.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'tributary:items:cdc'`,
+    );
+    expect(readers.rows[0]?.n).toBe(1);
   });
 
   it('tears a deleted mirror down before the object goes', async () => {

@@ -57,7 +57,11 @@ export class LocalProcessEngineRuntime implements EngineRuntime {
       [this.#options.entryPoint, 'engine', 'run', '--mirror', mirror, '--config', configPath],
       {
         stdio: ['ignore', 'ignore', 'inherit'],
-        env: { ...process.env, TRIBUTARY_LOG_LEVEL: process.env.TRIBUTARY_LOG_LEVEL ?? 'warn' },
+        env: {
+          ...process.env,
+          TRIBUTARY_LOG_LEVEL: process.env.TRIBUTARY_LOG_LEVEL ?? 'warn',
+          TRIBUTARY_PARENT_PID: String(process.pid),
+        },
       },
     );
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
