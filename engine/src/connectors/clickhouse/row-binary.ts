@@ -17,7 +17,9 @@
 // The writer turns source values (PostgreSQL text, parsed by the value model)
 // into these bytes; the reader reads them back, to fill unchanged TOAST values
 // from the destination's current rows and to write those rows' keys as SQL.
+
 import { EngineError } from '../../errors.ts';
+import { civilFromDays as civilDate, daysFromCivil, formatCivilDate } from '../../model/calendar.ts';
 import { type ArrayValue, type Hstore, parseTextValue, type Value } from '../../model/parse-text.ts';
 import { type ColumnType, describeColumnType } from '../../model/value-kind.ts';
 import { type ChType, formatChType } from './types.ts';
@@ -237,36 +239,12 @@ export function dateDays(date: string): number {
   if (date === '-infinity') return Number.NEGATIVE_INFINITY;
   const match = datePattern.exec(date);
   if (!match) throw new EngineError('decode', 'cannot decode date value');
-  const year = Number(match[1]);
-  const month = Number(match[2]);
-  const day = Number(match[3]);
-  const shiftedYear = month <= 2 ? year - 1 : year;
-  const era = Math.floor(shiftedYear / 400);
-  const yearOfEra = shiftedYear - era * 400;
-  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
-  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
-  return era * 146_097 + dayOfEra - 719_468;
+  return daysFromCivil(Number(match[1]), Number(match[2]), Number(match[3]));
 }
 
-/** 'YYYY-MM-DD' of a day number (Howard Hinnant's civil_from_days). */
+/** 'YYYY-MM-DD' of a day number. */
 export function civilFromDays(days: number): string {
-  const shifted = days + 719_468;
-  const era = Math.floor(shifted / 146_097);
-  const dayOfEra = shifted - era * 146_097;
-  const yearOfEra = Math.floor(
-    (dayOfEra -
-      Math.floor(dayOfEra / 1460) +
-      Math.floor(dayOfEra / 36_524) -
-      Math.floor(dayOfEra / 146_096)) /
-      365,
-  );
-  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
-  const monthIndex = Math.floor((5 * dayOfYear + 2) / 153);
-  const day = dayOfYear - Math.floor((153 * monthIndex + 2) / 5) + 1;
-  const month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9;
-  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
-  const yearText = year < 0 ? `-${String(-year).padStart(4, '0')}` : String(year).padStart(4, '0');
-  return `${yearText}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
+  return formatCivilDate(civilDate(days));
 }
 
 function clampDays(days: number, min: number, max: number): number {

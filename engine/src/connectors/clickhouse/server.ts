@@ -5,6 +5,7 @@
 // Thresholds are the first release with the feature generally available, from
 // the ClickHouse changelog (https://clickhouse.com/docs/whats-new/changelog),
 // rounded up to an LTS release where the feature was experimental before.
+import { daysFromCivil } from '../../model/calendar.ts';
 
 export interface ServerVersion {
   readonly major: number;
@@ -44,15 +45,6 @@ function atLeast(version: ServerVersion, major: number, minor: number): boolean 
   return version.major > major || (version.major === major && version.minor >= minor);
 }
 
-/** Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
-export function daysFromCivil(year: number, month: number, day: number): number {
-  const shiftedYear = month <= 2 ? year - 1 : year;
-  const era = Math.floor(shiftedYear / 400);
-  const yearOfEra = shiftedYear - era * 400;
-  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
-  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
-  return era * 146_097 + dayOfEra - 719_468;
-}
 
 export function serverCapabilities(versionText: string): ServerCapabilities {
   const version = parseServerVersion(versionText);

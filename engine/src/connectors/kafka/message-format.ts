@@ -5,7 +5,9 @@
 // written so that nothing is lost in JSON: 64-bit integers and numerics as
 // strings, bytes as base64, timestamps as ISO 8601 with microseconds, NaN and
 // infinities as strings.
+
 import { EngineError } from '../../errors.ts';
+import { civilFromDays, formatCivilDate } from '../../model/calendar.ts';
 import {
   type Hstore,
   type Interval,
@@ -281,27 +283,5 @@ export function isoTimestamp(micros: bigint, zone: 'Z' | ''): string {
     rest += microsPerDay;
     days -= 1n;
   }
-  const { year, month, day } = civilFromDays(Number(days));
-  const yearText = year < 0 ? `-${String(-year).padStart(4, '0')}` : String(year).padStart(4, '0');
-  const date = `${yearText}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
-  return `${date}T${timeOfDay(rest)}${zone}`;
-}
-
-/** Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's civil_from_days). */
-function civilFromDays(days: number): { year: number; month: number; day: number } {
-  const shifted = days + 719_468;
-  const era = Math.floor(shifted / 146_097);
-  const dayOfEra = shifted - era * 146_097;
-  const yearOfEra = Math.floor(
-    (dayOfEra -
-      Math.floor(dayOfEra / 1460) +
-      Math.floor(dayOfEra / 36_524) -
-      Math.floor(dayOfEra / 146_096)) /
-      365,
-  );
-  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
-  const monthIndex = Math.floor((5 * dayOfYear + 2) / 153);
-  const day = dayOfYear - Math.floor((153 * monthIndex + 2) / 5) + 1;
-  const month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9;
-  return { year: yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day };
+  return `${formatCivilDate(civilFromDays(Number(days)))}T${timeOfDay(rest)}${zone}`;
 }
