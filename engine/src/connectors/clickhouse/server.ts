@@ -45,7 +45,6 @@ function atLeast(version: ServerVersion, major: number, minor: number): boolean 
   return version.major > major || (version.major === major && version.minor >= minor);
 }
 
-
 export function serverCapabilities(versionText: string): ServerCapabilities {
   const version = parseServerVersion(versionText);
   const extended = atLeast(version, 22, 8);
