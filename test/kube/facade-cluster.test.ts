@@ -163,6 +163,33 @@ describe('facade in cluster mode', () => {
     expect(JSON.stringify(logs.body.errors)).toContain('mirror dropped');
   });
 
+  it('refuses names Kubernetes cannot hold with a 400, creating nothing', async () => {
+    const refused = await post('/api/v1/peers/create', peer('under_score', source));
+    expect(refused).toEqual({
+      status: 400,
+      body: {
+        status: 'FAILED',
+        message:
+          'peer under_score cannot be stored: in cluster mode names are Kubernetes object names: lower-case letters, digits and -',
+      },
+    });
+    const script = await post('/api/v1/scripts', {
+      script: { id: -1, name: 'Bad Name', lang: 'lua', source: '' },
+    });
+    expect(script.status).toBe(400);
+    expect(script.body).toMatchObject({ code: 3 });
+    const objects = config.makeApiClient(CustomObjectsApi);
+    const scripts = (await objects.listNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'scripts',
+    })) as {
+      items: unknown[];
+    };
+    expect(scripts.items).toEqual([]);
+  });
+
   it('gives scripts numeric ids', async () => {
     const created = await post('/api/v1/scripts', {
       script: { id: -1, name: 'renamer', lang: 'lua', source: 'return 1' },

@@ -6,6 +6,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
+import { ResourceInvalidError } from '../../../engine/src/control/store.ts';
 import { isAuthorized } from './auth.ts';
 import type { FacadeContext } from './context.ts';
 import { ApiError, grpcStyleBody } from './errors.ts';
@@ -66,11 +67,18 @@ export function buildApp(context: FacadeContext): FastifyInstance {
   // Bodies are JSON only (the interface's rule); Fastify would otherwise hand text/plain bodies through as strings.
   app.removeContentTypeParser('text/plain');
 
-  app.setErrorHandler((error: FastifyError | ApiError, request: FastifyRequest, reply: FastifyReply) => {
-    const apiError = error instanceof ApiError ? error : fromFastifyError(error as FastifyError);
-    if (apiError.kind === 'internal') request.log.error({ err: error, url: request.url }, 'request failed');
-    return reply.code(apiError.status).send(errorBody(request, apiError));
-  });
+  app.setErrorHandler(
+    (error: FastifyError | ApiError | ResourceInvalidError, request: FastifyRequest, reply: FastifyReply) => {
+      const apiError =
+        error instanceof ApiError
+          ? error
+          : error instanceof ResourceInvalidError
+            ? new ApiError('invalidArgument', error.message)
+            : fromFastifyError(error as FastifyError);
+      if (apiError.kind === 'internal') request.log.error({ err: error, url: request.url }, 'request failed');
+      return reply.code(apiError.status).send(errorBody(request, apiError));
+    },
+  );
 
   app.setNotFoundHandler((request, reply) => {
     const error = new ApiError('notFound', `no route ${request.method} ${request.url.split('?')[0]}`);

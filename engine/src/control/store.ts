@@ -18,6 +18,14 @@ export class ResourceNotFoundError extends Error {
   }
 }
 
+/** The store cannot hold a resource of that name or shape (e.g. not a Kubernetes object name). */
+export class ResourceInvalidError extends Error {
+  constructor(kind: string, name: string, rule: string) {
+    super(`${kind} ${name} cannot be stored: ${rule}`);
+    this.name = 'ResourceInvalidError';
+  }
+}
+
 export type ResourceEvent =
   | { readonly kind: 'mirror'; readonly name: string }
   | { readonly kind: 'peer'; readonly name: string };

@@ -22,6 +22,7 @@ import { mirrorResourceSpecSchema } from '../../../engine/src/control/resources.
 import {
   type ResourceEvent,
   ResourceExistsError,
+  ResourceInvalidError,
   ResourceNotFoundError,
   type ResourceStore,
 } from '../../../engine/src/control/store.ts';
@@ -65,6 +66,20 @@ type ScriptObject = CustomObject<{ lang: 'lua'; source: string }, { id?: number 
 
 function isStatus(error: unknown, code: number): boolean {
   return error instanceof ApiException && error.code === code;
+}
+
+const objectNameRule = 'in cluster mode names are Kubernetes object names: lower-case letters, digits and -';
+
+/** Kubernetes refuses names it cannot use (422): say so as a typed error. */
+function invalidName(error: unknown, kind: string, name: string): Error {
+  return isStatus(error, 422) ? new ResourceInvalidError(kind, name, objectNameRule) : (error as Error);
+}
+
+/** DNS-1123 label: what every name here must be before any call is made. */
+function requireObjectName(kind: string, name: string): void {
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 63) {
+    throw new ResourceInvalidError(kind, name, objectNameRule);
+  }
 }
 
 export function peerSecretName(peer: string): string {
@@ -134,6 +149,7 @@ export class KubeStore implements ResourceStore {
   }
 
   async putPeer(peer: Peer, peerVersion: string | null): Promise<void> {
+    requireObjectName('peer', peer.name);
     const split = splitPeerSecrets(peer);
     const secretName = peerSecretName(peer.name);
     const secret: V1Secret = {
@@ -211,6 +227,7 @@ export class KubeStore implements ResourceStore {
 
   async createMirror(spec: MirrorResourceSpec): Promise<MirrorResource> {
     const { name, ...rest } = spec;
+    requireObjectName('mirror', name);
     try {
       const created = (await this.#objects.createNamespacedCustomObject({
         ...this.#at('mirrors'),
@@ -224,7 +241,7 @@ export class KubeStore implements ResourceStore {
       return this.#toMirror(created);
     } catch (error) {
       if (isStatus(error, 409)) throw new ResourceExistsError('mirror', name);
-      throw error;
+      throw invalidName(error, 'mirror', name);
     }
   }
 
@@ -369,6 +386,7 @@ export class KubeStore implements ResourceStore {
   }
 
   async createScript(script: Omit<ScriptResource, 'id'>): Promise<ScriptResource> {
+    requireObjectName('script', script.name);
     try {
       await this.#objects.createNamespacedCustomObject({
         ...this.#at('scripts'),
@@ -381,7 +399,7 @@ export class KubeStore implements ResourceStore {
       });
     } catch (error) {
       if (isStatus(error, 409)) throw new ResourceExistsError('script', script.name);
-      throw error;
+      throw invalidName(error, 'script', script.name);
     }
     return { ...script, id: await this.assignScriptId(script.name) };
   }
