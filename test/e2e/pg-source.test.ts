@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectPostgres } from '../../engine/src/connectors/postgres/connect.ts';
+import { defaultSlotName } from '../../engine/src/connectors/postgres/slot.ts';
 import { validateSource } from '../../engine/src/connectors/postgres/validate-source.ts';
 import { EngineError } from '../../engine/src/errors.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
@@ -28,8 +29,6 @@ async function slotLag(harness: Harness, slotName: string): Promise<bigint> {
   );
   return BigInt(result.rows[0]?.lag ?? '-1');
 }
-
-const slotOf = (mirror: string) => `tributary_${mirror.replace(/-/g, '_')}`;
 
 describe('PostgreSQL source', () => {
   let harness: Harness;
@@ -197,11 +196,11 @@ describe('PostgreSQL source', () => {
     const walWritten = await client.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`);
     expect(walWritten.rows[0]?.lsn).toBeDefined();
     await waitFor(
-      async () => (await slotLag(harness, slotOf(spec.name))) < 1_000_000n,
+      async () => (await slotLag(harness, defaultSlotName(spec.name))) < 1_000_000n,
       45_000,
       'the slot to follow',
     );
-    expect(await slotLag(harness, slotOf(spec.name))).toBeLessThan(1_000_000n);
+    expect(await slotLag(harness, defaultSlotName(spec.name))).toBeLessThan(1_000_000n);
     await mirror.stop();
     await dropMirror(harness, spec);
   });
@@ -309,7 +308,7 @@ describe('PostgreSQL source', () => {
     await client.query(`INSERT INTO outage SELECT g, 0 FROM generate_series(1, 100) g`);
     await expectSameRows(harness, 'outage', { timeoutMs: 60_000 });
 
-    const slot = slotOf(spec.name);
+    const slot = defaultSlotName(spec.name);
     const before = await client.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`);
     faulty?.failNextSyncs(5);
     for (let i = 101; i <= 400; i++) await client.query(`INSERT INTO outage VALUES ($1, $1)`, [i]);
