@@ -11,15 +11,14 @@ import pg from 'pg';
 import pino from 'pino';
 import { z } from 'zod';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
-import { checkPeer, describeCheckFailure } from '../../engine/src/connectors/peer-check.ts';
 import type { EngineRuntime } from '../../engine/src/control/engine-runtime.ts';
 import { MirrorReconciler } from '../../engine/src/control/mirror-reconciler.ts';
 import { WorkQueue } from '../../engine/src/control/work-queue.ts';
-import { splitPeerSecrets } from '../../engine/src/resources/peer.ts';
 import { EventRecorder } from './events.ts';
 import { KubeStore } from './kube/kube-store.ts';
 import { LeaderElector } from './leader-election.ts';
-import { setCondition, syncMirrorStatus } from './mirror-status.ts';
+import { syncMirrorStatus } from './mirror-status.ts';
+import { checkAndRecordPeer } from './peer-status.ts';
 import { LocalProcessEngineRuntime } from './runtime/local-process-runtime.ts';
 import { StatefulSetEngineRuntime } from './runtime/statefulset-runtime.ts';
 
@@ -45,6 +44,8 @@ const configSchema = z.object({
 });
 
 const peerRecheckMs = 5 * 60_000;
+// A peer that is down is looked at more often, so it turns Ready soon after it is fixed.
+const unreadyPeerRecheckMs = 30_000;
 const mirrorResyncMs = 10_000;
 
 export async function main(argv: readonly string[]): Promise<number> {
@@ -137,35 +138,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   );
   const peerQueue = new WorkQueue(
     async (name) => {
-      const found = await store.getPeer(name);
-      if (!found) return undefined;
-      let status: Record<string, unknown>;
-      try {
-        const { version } = await checkPeer(found.peer);
-        status = {
-          version: version ?? '',
-          lastCheckTime: new Date().toISOString(),
-          ready: true,
-          message: 'connected',
-        };
-      } catch (error) {
-        const message = describeCheckFailure(error, Object.values(splitPeerSecrets(found.peer).secrets));
-        status = { lastCheckTime: new Date().toISOString(), ready: false, message };
-        await events.record({ kind: 'Peer', name }, 'Warning', 'PeerUnreachable', message);
-      }
-      const conditions = setCondition([], {
-        type: 'Ready',
-        status: status.ready ? 'True' : 'False',
-        reason: status.ready ? 'Connected' : 'Unreachable',
-        message: String(status.message),
-        observedGeneration: 0,
-      });
-      await store.setPeerStatus(name, {
-        ...(status.version !== undefined ? { version: status.version } : {}),
-        lastCheckTime: status.lastCheckTime,
-        conditions,
-      });
-      return { requeueAfterMs: peerRecheckMs };
+      const outcome = await checkAndRecordPeer(name, { store, events });
+      if (!outcome) return undefined;
+      return { requeueAfterMs: outcome.ready ? peerRecheckMs : unreadyPeerRecheckMs };
     },
     { onError: (name, error) => logger.warn({ peer: name, err: error }, 'peer check failed; retrying') },
   );

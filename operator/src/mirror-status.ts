@@ -4,33 +4,14 @@
 import type { Catalog } from '../../engine/src/catalog/catalog.ts';
 import { flowStateByPhase } from '../../engine/src/control/flow-state.ts';
 import { type MirrorResource, workflowId } from '../../engine/src/control/resources.ts';
+import { type Condition, setCondition } from './conditions.ts';
 import type { EventRecorder } from './events.ts';
 import type { KubeStore } from './kube/kube-store.ts';
-
-interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-  observedGeneration: number;
-}
 
 interface StoredStatus {
   phase?: string;
   conditions?: Condition[];
   errorMessage?: string;
-}
-
-/** Sets a condition, keeping lastTransitionTime when its status did not change. */
-export function setCondition(
-  conditions: readonly Condition[],
-  next: Omit<Condition, 'lastTransitionTime'>,
-): Condition[] {
-  const previous = conditions.find((condition) => condition.type === next.type);
-  const lastTransitionTime =
-    previous && previous.status === next.status ? previous.lastTransitionTime : new Date().toISOString();
-  return [...conditions.filter((condition) => condition.type !== next.type), { ...next, lastTransitionTime }];
 }
 
 export async function syncMirrorStatus(

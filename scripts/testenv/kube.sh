@@ -4,10 +4,11 @@
 # and a user bound to no roles). No controller-manager, scheduler or kubelet:
 # objects are stored and watched, RBAC and admission run, nothing reconciles.
 #
-# Both programs are built from source through the Go module proxy by the
-# wrapper modules in kube-build/ (the pinned versions live in their go.mod
-# files) into the machine-wide cache, so only the first `up` on a machine pays
-# for the build.
+# Both programs, and the kubectl of the same release, are built from source
+# through the Go module proxy by the wrapper modules in kube-build/ (the pinned
+# versions live in their go.mod files) into the machine-wide cache, so only the
+# first `up` on a machine pays for the build. kubectl is linked at
+# .testenv/bin/kubectl.
 source "$(dirname "$0")/lib.sh"
 
 BUILD_DIR="$TESTENV_ROOT/scripts/testenv/kube-build"
@@ -24,7 +25,13 @@ KUBE_VERSION="$(mod_version k8s.io/kubernetes "$BUILD_DIR/apiserver/go.mod")"
 ETCD_VERSION="$(mod_version go.etcd.io/etcd/server/v3 "$BUILD_DIR/etcd/go.mod")"
 : "${KUBE_VERSION:?no k8s.io/kubernetes version in kube-build/apiserver/go.mod}"
 : "${ETCD_VERSION:?no go.etcd.io/etcd/server/v3 version in kube-build/etcd/go.mod}"
+KUBECTL_VERSION="$(mod_version k8s.io/kubernetes "$BUILD_DIR/kubectl/go.mod")"
+[ "$KUBECTL_VERSION" = "$KUBE_VERSION" ] || {
+  echo "testenv: kube-build/kubectl pins $KUBECTL_VERSION, kube-build/apiserver $KUBE_VERSION" >&2
+  exit 1
+}
 KUBE_APISERVER="$TESTENV_CACHE/kube-$KUBE_VERSION/kube-apiserver"
+KUBECTL="$TESTENV_CACHE/kube-$KUBE_VERSION/kubectl"
 ETCD="$TESTENV_CACHE/etcd-$ETCD_VERSION/etcd"
 SERVER="https://127.0.0.1:$TESTENV_KUBE_APISERVER_PORT"
 ETCD_URL="http://127.0.0.1:$TESTENV_ETCD_CLIENT_PORT"
@@ -100,6 +107,9 @@ build_programs() {
       "-X $pkg.gitTreeState=clean")
   done
   build_tool "$BUILD_DIR/apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_APISERVER" "${flags[@]}"
+  build_tool "$BUILD_DIR/kubectl" k8s.io/kubernetes/cmd/kubectl "$KUBECTL" "${flags[@]}"
+  mkdir -p "$TESTENV_DATA/bin"
+  ln -sfn "$KUBECTL" "$TESTENV_DATA/bin/kubectl"
 }
 
 # --- credentials ------------------------------------------------------------
@@ -254,7 +264,7 @@ start_apiserver() {
 
 up() {
   if alive "$KUBE_DIR/etcd.pid" && alive "$KUBE_DIR/kube-apiserver.pid" && credentials_complete \
-    && apiserver_ready; then
+    && apiserver_ready && [ -x "$TESTENV_DATA/bin/kubectl" ]; then
     status_line kube "ready on $SERVER (already running)"
     return 0
   fi

@@ -95,6 +95,66 @@ describe('operator', () => {
       30_000,
       'peer ready',
     );
+    // Writing the status is itself a change the operator watches: it must not
+    // take it for a reason to check again (the next check is minutes away).
+    const checkedAt = async () =>
+      (
+        (await objects.getNamespacedCustomObject({ ...at('peers'), name: 'source' })) as {
+          status?: { lastCheckTime?: string };
+        }
+      ).status?.lastCheckTime;
+    const first = await checkedAt();
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await checkedAt()).toBe(first);
+  });
+
+  it('says which Secret a peer lacks, and records an Event once rather than on every check', async () => {
+    const { password: _password, ...relational } = destination.config;
+    await objects.createNamespacedCustomObject({
+      ...at('peers'),
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Peer',
+        metadata: { name: 'orphan' },
+        spec: { kind: 'relational', relational, secretRef: { name: 'not-created' } },
+      },
+    });
+    type PeerStatus = {
+      observedGeneration?: number;
+      conditions?: { type: string; status: string; reason: string; message: string }[];
+    };
+    const orphanStatus = async () =>
+      (
+        (await objects.getNamespacedCustomObject({ ...at('peers'), name: 'orphan' })) as {
+          status?: PeerStatus;
+        }
+      ).status;
+    let status: PeerStatus | undefined;
+    await waitFor(
+      async () => {
+        status = await orphanStatus();
+        return status?.conditions !== undefined;
+      },
+      30_000,
+      'orphan peer status',
+    );
+    expect(status?.observedGeneration).toBe(1);
+    const ready = status?.conditions?.find((condition) => condition.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'SecretNotFound' });
+    expect(ready?.message).toContain('Secret not-created not found');
+    const warnings = async () =>
+      (await core.listNamespacedEvent({ namespace })).items.filter(
+        (event) => event.involvedObject.name === 'orphan' && event.reason === 'SecretNotFound',
+      ).length;
+    await waitFor(async () => (await warnings()) === 1, 10_000, 'SecretNotFound event');
+    // An edit makes the operator check again: same failure, no second Event.
+    await objects.patchNamespacedCustomObject({
+      ...at('peers'),
+      name: 'orphan',
+      body: [{ op: 'replace', path: '/spec/relational/port', value: relational.port + 1 }],
+    });
+    await waitFor(async () => (await orphanStatus())?.observedGeneration === 2, 30_000, 'second check');
+    expect(await warnings()).toBe(1);
   });
 
   it('runs an applied mirror, reports its status, pauses, resumes and takes an edit', async () => {

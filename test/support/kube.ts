@@ -1,5 +1,7 @@
 // Helpers for tests against the real kube-apiserver of the test environment.
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import {
   ApiException,
   ApiextensionsV1Api,
@@ -26,16 +28,15 @@ export async function installCrds(config = adminConfig()): Promise<void> {
     // `default`): plain JSON must be deserialised into the model first.
     const definition = loadYaml<V1CustomResourceDefinition>(JSON.stringify(raw));
     const name = definition.metadata?.name ?? '';
-    try {
-      const current = await api.readCustomResourceDefinition({ name });
-      definition.metadata = {
-        ...definition.metadata,
-        ...(current.metadata?.resourceVersion ? { resourceVersion: current.metadata.resourceVersion } : {}),
-      };
-      await api.replaceCustomResourceDefinition({ name, body: definition });
-    } catch (error) {
-      if (!(error instanceof ApiException) || error.code !== 404) throw error;
-      await api.createCustomResourceDefinition({ body: definition });
+    // Suites running in parallel (and kubectl in one of them) write the same
+    // definitions: a conflict means another writer won the race, so go again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await createOrReplace(api, name, definition);
+        break;
+      } catch (error) {
+        if (!(error instanceof ApiException) || error.code !== 409 || attempt === 5) throw error;
+      }
     }
     await waitFor(
       async () =>
@@ -45,6 +46,25 @@ export async function installCrds(config = adminConfig()): Promise<void> {
       30_000,
       `${name} established`,
     );
+  }
+}
+
+async function createOrReplace(
+  api: ApiextensionsV1Api,
+  name: string,
+  definition: V1CustomResourceDefinition,
+): Promise<void> {
+  try {
+    const current = await api.readCustomResourceDefinition({ name });
+    const resourceVersion = current.metadata?.resourceVersion;
+    const body = {
+      ...definition,
+      metadata: { ...definition.metadata, ...(resourceVersion ? { resourceVersion } : {}) },
+    };
+    await api.replaceCustomResourceDefinition({ name, body });
+  } catch (error) {
+    if (!(error instanceof ApiException) || error.code !== 404) throw error;
+    await api.createCustomResourceDefinition({ body: definition });
   }
 }
 
@@ -65,5 +85,22 @@ export async function statusOf(call: Promise<unknown>): Promise<{ code: number; 
     const body: unknown = typeof error.body === 'string' ? JSON.parse(error.body) : error.body;
     const message = (body as { message?: unknown } | undefined)?.message;
     return { code: error.code, message: typeof message === 'string' ? message : '' };
+  }
+}
+
+const execFileAsync = promisify(execFile);
+
+/** Runs the real kubectl as the admin identity; rejects with its stderr when it fails. */
+export async function kubectl(args: readonly string[]): Promise<string> {
+  try {
+    const { stdout } = await execFileAsync(kube.kubectl, ['--kubeconfig', kube.adminKubeconfig, ...args], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return stdout;
+  } catch (error) {
+    const stderr = (error as { stderr?: unknown }).stderr;
+    throw new Error(
+      `kubectl ${args.join(' ')} failed: ${typeof stderr === 'string' ? stderr.trim() : error}`,
+    );
   }
 }

@@ -62,6 +62,8 @@ export const kube = Object.freeze({
   /** An identity bound to no roles until a test grants some: proves RBAC refusals. */
   restrictedKubeconfig: join(testenvDir, 'kube', 'restricted.kubeconfig'),
   restrictedUser: 'tributary-restricted',
+  /** The kubectl of the same release, built by scripts/testenv/kube.sh. */
+  kubectl: join(testenvDir, 'bin', 'kubectl'),
 });
 
 export const ssh = Object.freeze({

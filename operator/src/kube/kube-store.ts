@@ -32,6 +32,7 @@ import {
   type PeerKind,
   splitPeerSecrets,
 } from '../../../engine/src/resources/peer.ts';
+import type { Condition } from '../conditions.ts';
 import { group, version } from '../crds/schemas.ts';
 
 export const teardownFinalizer = 'tributary.dev/teardown';
@@ -59,7 +60,7 @@ export interface CustomObject<Spec, Status> {
 
 type PeerObject = CustomObject<
   { kind: PeerKind; secretRef: { name: string } } & Record<string, unknown>,
-  { version?: string }
+  { version?: string; conditions?: Condition[] }
 >;
 type MirrorObject = CustomObject<Omit<MirrorResourceSpec, 'name'>, { failedGeneration?: number | null }>;
 type ScriptObject = CustomObject<{ lang: 'lua'; source: string }, { id?: number }>;
@@ -80,6 +81,32 @@ function requireObjectName(kind: string, name: string): void {
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 63) {
     throw new ResourceInvalidError(kind, name, objectNameRule);
   }
+}
+
+/** A Peer names a Secret that does not exist (yet): it cannot be used until it does. */
+export class PeerSecretMissingError extends Error {
+  readonly peer: string;
+  readonly secret: string;
+
+  constructor(peer: string, secret: string, namespace: string) {
+    super(
+      `peer ${peer}: Secret ${secret} not found in namespace ${namespace}; create it with the peer's secret fields as keys`,
+    );
+    this.name = 'PeerSecretMissingError';
+    this.peer = peer;
+    this.secret = secret;
+  }
+}
+
+/**
+ * What a reconcile acts on: the spec (by generation), deletion, finalizers and
+ * a mirror's failure mark. Status writes, including the operator's own, change
+ * none of it, so they do not wake the reconcilers up again.
+ */
+function reconcileFingerprint(object: KubernetesObject): string {
+  const { generation, deletionTimestamp, finalizers } = object.metadata ?? {};
+  const status = (object as { status?: { failedGeneration?: number | null } }).status;
+  return JSON.stringify([generation, deletionTimestamp, finalizers, status?.failedGeneration ?? null]);
 }
 
 export function peerSecretName(peer: string): string {
@@ -130,10 +157,13 @@ export class KubeStore implements ResourceStore {
 
   async #toPeer(object: PeerObject): Promise<PeerResource> {
     const { kind, secretRef } = object.spec;
-    const secret = await this.#core.readNamespacedSecret({
-      name: secretRef.name,
-      namespace: this.#namespace,
-    });
+    const secret = await this.#core
+      .readNamespacedSecret({ name: secretRef.name, namespace: this.#namespace })
+      .catch((error: unknown) => {
+        throw isStatus(error, 404)
+          ? new PeerSecretMissingError(object.metadata.name, secretRef.name, this.#namespace)
+          : error;
+      });
     const secrets = Object.fromEntries(
       Object.entries(secret.data ?? {}).map(([key, value]) => [
         key,
@@ -182,6 +212,16 @@ export class KubeStore implements ResourceStore {
       });
     }
     if (peerVersion !== null) await this.setPeerStatus(peer.name, { version: peerVersion });
+  }
+
+  /** The Peer's uid, generation and stored status, for the status writer. */
+  async peerObjectStatus(
+    name: string,
+  ): Promise<{ uid: string | undefined; generation: number; status: PeerObject['status'] } | undefined> {
+    const object = await this.#get<PeerObject>('peers', name);
+    return object
+      ? { uid: object.metadata.uid, generation: object.metadata.generation ?? 1, status: object.status }
+      : undefined;
   }
 
   async setPeerStatus(name: string, status: Record<string, unknown>): Promise<void> {
@@ -434,10 +474,21 @@ export class KubeStore implements ResourceStore {
           >,
       );
       const kind = plural === 'mirrors' ? 'mirror' : 'peer';
+      const seen = new Map<string, string>();
       const emit = (object: KubernetesObject) => listener({ kind, name: object.metadata?.name ?? '' });
-      informer.on('add', emit);
-      informer.on('update', emit);
-      informer.on('delete', emit);
+      const emitIfChanged = (object: KubernetesObject) => {
+        const name = object.metadata?.name ?? '';
+        const fingerprint = reconcileFingerprint(object);
+        if (seen.get(name) === fingerprint) return;
+        seen.set(name, fingerprint);
+        emit(object);
+      };
+      informer.on('add', emitIfChanged);
+      informer.on('update', emitIfChanged);
+      informer.on('delete', (object) => {
+        seen.delete(object.metadata?.name ?? '');
+        emit(object);
+      });
       // The informer reconnects by itself after an error.
       informer.on('error', () => setTimeout(() => void informer.start(), 1_000));
       void informer.start();
