@@ -45,7 +45,7 @@ test-unit: deps
 	vitest run --project unit
 
 test-integration: deps testenv-up
-	vitest run --project integration
+	vitest run --project integration --project api-cluster
 
 # Standalone mode with its state in $(DATA_DIR). The API password is generated
 # on first start into $(DATA_DIR)/api-password (send it with an empty user name).

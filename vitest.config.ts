@@ -21,6 +21,19 @@ export default defineConfig({
           maxWorkers: 2,
         },
       },
+      {
+        // The facade's endpoint tests again, over custom resources and a real
+        // kube-apiserver: both modes must answer alike (test/support/facade.ts).
+        test: {
+          name: 'api-cluster',
+          include: ['test/api/**/*.test.ts'],
+          environment: 'node',
+          env: { TRIBUTARY_FACADE_MODE: 'cluster' },
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          maxWorkers: 2,
+        },
+      },
     ],
   },
 });

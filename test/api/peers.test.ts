@@ -5,10 +5,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { group, version } from '../../operator/src/crds/schemas.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
-import { createFacade, type Facade } from '../support/facade.ts';
+import { clusterMode, createFacade, type Facade } from '../support/facade.ts';
+import { adminConfig } from '../support/kube.ts';
 import { clickhouse, kafka, postgres, snowflake, ssh } from '../support/testenv.ts';
 
 const mask = '********';
@@ -469,7 +472,28 @@ describe('peers', () => {
   });
 
   describe('storage', () => {
-    it('keeps secrets out of the peer row', async () => {
+    it.runIf(clusterMode)('keeps secrets out of the Peer object, in a Secret of its own', async () => {
+      const name = peerName('pg-stored');
+      expectCreated(await facade.post('/api/v1/peers/create', relationalPeer(name)));
+      const { kube: cluster } = facade.controlPlane;
+      if (!cluster) throw new Error('cluster mode without a namespace');
+      const objects = adminConfig().makeApiClient(CustomObjectsApi);
+      const peer = (await objects.getNamespacedCustomObject({
+        group,
+        version,
+        namespace: cluster.namespace,
+        plural: 'peers',
+        name,
+      })) as { spec: { relational: Record<string, unknown>; secretRef: { name: string } } };
+      expect(peer.spec.relational).not.toHaveProperty('password');
+      expect(JSON.stringify(peer)).not.toContain(postgres.superuser.password);
+      const secret = await adminConfig()
+        .makeApiClient(CoreV1Api)
+        .readNamespacedSecret({ name: peer.spec.secretRef.name, namespace: cluster.namespace });
+      expect(Buffer.from(secret.data?.password ?? '', 'base64').toString()).toBe(postgres.superuser.password);
+    });
+
+    it.skipIf(clusterMode)('keeps secrets out of the peer row', async () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'tributary-api-peers-'));
       try {
         const onDisk = await createFacade({ dataDir });

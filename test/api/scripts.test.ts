@@ -2,7 +2,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomSuffix } from '../support/databases.ts';
-import { createFacade, type Facade } from '../support/facade.ts';
+import { clusterMode, createFacade, type Facade } from '../support/facade.ts';
 
 function expectError(response: LightMyRequestResponse, status: number, code: number, message: string): void {
   expect(response.statusCode, response.body).toBe(status);
@@ -78,7 +78,8 @@ describe('scripts', () => {
   });
 
   it('keeps names and sources with SQL or quotes verbatim', async () => {
-    const name = `x'; DROP TABLE y; -- ${suffix}`;
+    // Cluster mode stores a script as an object named after it: such a name is refused there (below).
+    const name = clusterMode ? `quoted-${suffix}` : `x'; DROP TABLE y; -- ${suffix}`;
     const quotedSource = `return "quoted" .. 'single' -- '); DROP TABLE scripts; --`;
     const response = await upsert({ id: -1, name, lang: 'lua', source: quotedSource });
     expect(response.statusCode).toBe(200);
@@ -87,6 +88,20 @@ describe('scripts', () => {
     });
     expect((await get(-1)).statusCode).toBe(200);
   });
+
+  it.runIf(clusterMode)(
+    'refuses a name Kubernetes cannot hold with 400 code 3, changing nothing',
+    async () => {
+      const kept = await create(`keep-${suffix}`);
+      const before = await stateOf(facade);
+      for (const name of [`x'; DROP TABLE y; -- ${suffix}`, `Upper-${suffix}`, `under_score-${suffix}`]) {
+        const rule = 'in cluster mode names are Kubernetes object names';
+        expectError(await upsert({ id: -1, name, lang: 'lua', source }), 400, 3, rule);
+        expectError(await upsert({ id: kept, name, lang: 'lua', source }), 400, 3, rule);
+      }
+      expect(await stateOf(facade)).toBe(before);
+    },
+  );
 
   it('answers 404 code 5 for an id that does not exist, on read and on update', async () => {
     const before = await stateOf(facade);

@@ -42,7 +42,12 @@ export interface ResourceStore {
   createMirror(spec: MirrorResourceSpec): Promise<MirrorResource>;
   /** Replaces the spec and bumps the generation. Throws ResourceNotFoundError. */
   updateMirrorSpec(name: string, spec: MirrorResourceSpec): Promise<MirrorResource>;
-  /** Bumps the generation without a spec change: asks for a retry of a failed mirror. */
+  /**
+   * Asks for a retry of a failed mirror with its spec unchanged: afterwards its
+   * current generation is no longer marked failed (the embedded store bumps the
+   * generation; a Kubernetes generation only moves with the spec, so the
+   * cluster store clears the mark instead).
+   */
   requestMirrorRetry(name: string): Promise<MirrorResource>;
   recordMirrorFailure(name: string, generation: number | null): Promise<void>;
   markMirrorDeleting(name: string): Promise<MirrorResource>;

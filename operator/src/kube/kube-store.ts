@@ -374,18 +374,31 @@ export class KubeStore implements ResourceStore {
   }
 
   async removeMirror(name: string): Promise<void> {
+    let deleting = false;
     try {
-      await this.#modifyMirror(name, (object) => ({
-        ...object,
-        metadata: {
-          ...object.metadata,
-          finalizers: (object.metadata.finalizers ?? []).filter(
-            (finalizer) => finalizer !== teardownFinalizer,
-          ),
-        },
-      }));
+      await this.#modifyMirror(name, (object) => {
+        deleting = object.metadata.deletionTimestamp !== undefined;
+        return {
+          ...object,
+          metadata: {
+            ...object.metadata,
+            finalizers: (object.metadata.finalizers ?? []).filter(
+              (finalizer) => finalizer !== teardownFinalizer,
+            ),
+          },
+        };
+      });
     } catch (error) {
       if (!(error instanceof ResourceNotFoundError)) throw error;
+      return;
+    }
+    // Without a deletion under way, dropping the finalizer alone would leave the object.
+    if (!deleting) {
+      await this.#objects
+        .deleteNamespacedCustomObject({ ...this.#at('mirrors'), name })
+        .catch((error: unknown) => {
+          if (!isStatus(error, 404)) throw error;
+        });
     }
   }
 
@@ -449,14 +462,46 @@ export class KubeStore implements ResourceStore {
       (object) => object.status?.id === script.id,
     );
     if (!current) throw new ResourceNotFoundError('script', String(script.id));
-    if (current.metadata.name !== script.name) {
-      throw new ResourceExistsError('script', `${script.name} (a script cannot be renamed in cluster mode)`);
-    }
+    if (current.metadata.name !== script.name) return this.#renameScript(current, script);
     await this.#objects.replaceNamespacedCustomObject({
       ...this.#at('scripts'),
       name: script.name,
       body: { ...current, spec: { lang: script.lang, source: script.source } },
     });
+    return script;
+  }
+
+  /**
+   * An object's name cannot change: a renamed script is a new object holding
+   * the same id, and the old one is deleted after it. Mirrors name their
+   * script, as in standalone mode, so a rename does not follow into them.
+   */
+  async #renameScript(current: ScriptObject, script: ScriptResource): Promise<ScriptResource> {
+    requireObjectName('script', script.name);
+    try {
+      await this.#objects.createNamespacedCustomObject({
+        ...this.#at('scripts'),
+        body: {
+          apiVersion: `${group}/${version}`,
+          kind: 'Script',
+          metadata: { name: script.name },
+          spec: { lang: script.lang, source: script.source },
+        },
+      });
+    } catch (error) {
+      if (isStatus(error, 409)) throw new ResourceExistsError('script', script.name);
+      throw invalidName(error, 'script', script.name);
+    }
+    await this.#objects.patchNamespacedCustomObjectStatus({
+      ...this.#at('scripts'),
+      name: script.name,
+      body: [{ op: 'add', path: '/status', value: { id: script.id } }],
+    });
+    await this.#objects
+      .deleteNamespacedCustomObject({ ...this.#at('scripts'), name: current.metadata.name })
+      .catch((error: unknown) => {
+        if (!isStatus(error, 404)) throw error;
+      });
     return script;
   }
 
