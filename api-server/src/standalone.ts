@@ -111,6 +111,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     scriptsEnabled: !config.scriptsDisabled,
     auth,
     logger,
+    ...(controlPlane.engineMetrics ? { engineMetrics: controlPlane.engineMetrics.registry } : {}),
   });
   await app.listen({ host: config.host, port: config.port });
   logger.info(

@@ -1,7 +1,7 @@
 // The `engine` role: runs one mirror until it is stopped (SIGTERM/SIGINT: the
 // current batch is finished and acknowledged first) or fails for good.
 //
-//   tributary engine run --mirror <name> --config <file>
+//   tributary engine run --mirror <name> --config <file> [--metrics-port N]
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import pino from 'pino';
@@ -9,15 +9,19 @@ import { PostgresCatalog } from './catalog/postgres-catalog.ts';
 import { createDestination } from './connectors/registry.ts';
 import { loadEngineConfig } from './engine-config.ts';
 import { isEngineError } from './errors.ts';
+import { EngineMetrics } from './observability/engine-metrics.ts';
+import { type MetricsServer, serveMetrics } from './observability/metrics-server.ts';
 import { defaultBatchMemoryBudgetBytes } from './pipeline/context.ts';
 import { superviseMirror } from './pipeline/supervisor.ts';
 
-const usage = `usage: tributary engine run --mirror <name> --config <file>
+const usage = `usage: tributary engine run --mirror <name> --config <file> [--metrics-port N]
 
 Runs one mirror from an engine config file (YAML or JSON: mirror spec, source
 and destination peers with their secrets, catalog URL). Stops at a batch
-boundary on SIGTERM or SIGINT. Exit codes: 0 stopped or completed, 1 failed,
-2 usage or configuration error.`;
+boundary on SIGTERM or SIGINT. With --metrics-port (or TRIBUTARY_METRICS_PORT)
+it serves Prometheus metrics on GET /metrics of that port (0: any free port,
+logged). Exit codes: 0 stopped or completed, 1 failed, 2 usage or
+configuration error.`;
 
 export async function main(argv: readonly string[]): Promise<number> {
   let parsed: ReturnType<typeof parseCommand>;
@@ -64,6 +68,18 @@ export async function main(argv: readonly string[]): Promise<number> {
     watch.unref();
   }
 
+  const metrics = new EngineMetrics({ processMetrics: true });
+  let metricsServer: MetricsServer | undefined;
+  if (parsed.metricsPort !== undefined) {
+    try {
+      metricsServer = await serveMetrics(metrics.registry, parsed.metricsPort);
+    } catch (error) {
+      logger.error({ err: error, port: parsed.metricsPort }, 'cannot serve metrics');
+      return 2;
+    }
+    logger.info({ port: metricsServer.port }, 'serving metrics on /metrics');
+  }
+
   const catalogPool = new pg.Pool({ connectionString: config.catalog.url, max: 2 });
   catalogPool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));
   const catalog = new PostgresCatalog(catalogPool);
@@ -84,6 +100,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       logger,
       signal: controller.signal,
       batchMemoryBudgetBytes: config.batchMemoryBudgetBytes ?? defaultBatchMemoryBudgetBytes,
+      metrics,
     });
     logger.info({ outcome }, 'engine finished');
     return outcome === 'failed' ? 1 : 0;
@@ -93,16 +110,24 @@ export async function main(argv: readonly string[]): Promise<number> {
   } finally {
     await destination.close().catch(() => {});
     await catalogPool.end().catch(() => {});
+    await metricsServer?.close();
   }
 }
 
-function parseCommand(argv: readonly string[]): { mirror: string; configPath: string } | 'help' {
+interface EngineCommand {
+  readonly mirror: string;
+  readonly configPath: string;
+  readonly metricsPort: number | undefined;
+}
+
+function parseCommand(argv: readonly string[]): EngineCommand | 'help' {
   const { values, positionals } = parseArgs({
     args: [...argv],
     allowPositionals: true,
     options: {
       mirror: { type: 'string' },
       config: { type: 'string' },
+      'metrics-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -110,5 +135,13 @@ function parseCommand(argv: readonly string[]): { mirror: string; configPath: st
   if (positionals[0] !== 'run' || positionals.length !== 1) throw new Error('expected the command `run`');
   if (!values.mirror) throw new Error('--mirror is required');
   if (!values.config) throw new Error('--config is required');
-  return { mirror: values.mirror, configPath: values.config };
+  const port = values['metrics-port'] ?? process.env.TRIBUTARY_METRICS_PORT;
+  const metricsPort = port === undefined || port === '' ? undefined : Number(port);
+  if (
+    metricsPort !== undefined &&
+    !(Number.isInteger(metricsPort) && metricsPort >= 0 && metricsPort <= 65535)
+  ) {
+    throw new Error(`--metrics-port must be a port number (0-65535), not ${port}`);
+  }
+  return { mirror: values.mirror, configPath: values.config, metricsPort };
 }

@@ -145,6 +145,16 @@ describe('standalone mode over HTTP', () => {
       (entry) => entry.errorMessage,
     );
     expect(messages).toEqual(expect.arrayContaining([expect.stringContaining('initial load finished')]));
+
+    // Prometheus: the per-mirror gauges and what the in-process engine itself counted.
+    const metrics = await (await fetch(`${service.baseUrl}/metrics`)).text();
+    const value = (pattern: string) => Number(new RegExp(`^${pattern} (\\S+)$`, 'm').exec(metrics)?.[1]);
+    expect(value(`tributary_engine_snapshot_rows_total\\{mirror="${mirror}",table="public.orders"\\}`)).toBe(
+      5000,
+    );
+    expect(value(`tributary_engine_cdc_rows_total\\{mirror="${mirror}"\\}`)).toBeGreaterThanOrEqual(60);
+    expect(value(`tributary_mirror_phase\\{mirror="${mirror}",phase="STATUS_RUNNING"\\}`)).toBe(1);
+    expect(value('tributary_engine_process_resident_memory_bytes')).toBeGreaterThan(0);
   });
 
   it('pauses, is edited (a table added, batch size changed), resumes and loads the new table', async () => {

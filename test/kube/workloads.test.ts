@@ -63,7 +63,13 @@ describe('engine workloads on Kubernetes', () => {
       'orders',
       '--config',
       '/etc/tributary/engine.json',
+      '--metrics-port',
+      '9090',
     ]);
+    expect(container?.ports).toEqual([{ name: 'metrics', containerPort: 9090, protocol: 'TCP' }]);
+    expect(set.spec?.template.metadata?.labels).toMatchObject({
+      'app.kubernetes.io/name': 'tributary-engine',
+    });
     expect(container?.securityContext).toMatchObject({
       readOnlyRootFilesystem: true,
       allowPrivilegeEscalation: false,

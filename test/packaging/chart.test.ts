@@ -96,6 +96,20 @@ describe('Helm chart', () => {
     expect(byKind(manifests, 'ServiceMonitor')).toEqual([]);
     const monitored = await renderChart(['--set', 'metrics.serviceMonitor.enabled=true']);
     expect(byKind(monitored, 'ServiceMonitor')).toHaveLength(1);
+    expect(byKind(monitored, 'PodMonitor')).toEqual([]);
+    const engines = byKind(
+      await renderChart(['--set', 'metrics.podMonitor.enabled=true']),
+      'PodMonitor',
+    ) as unknown as {
+      spec: { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: { port: string }[] };
+    }[];
+    expect(engines).toHaveLength(1);
+    // The labels and port name the operator gives engine pods (statefulset-runtime.ts).
+    expect(engines[0]?.spec.selector.matchLabels).toEqual({
+      'app.kubernetes.io/name': 'tributary-engine',
+      'app.kubernetes.io/managed-by': 'tributary',
+    });
+    expect(engines[0]?.spec.podMetricsEndpoints[0]?.port).toBe('metrics');
   });
 
   it('uses existing Secrets instead of creating them when told to', async () => {

@@ -2,6 +2,7 @@
 // and standalone mode do, for tests that kill it or cap its memory.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MirrorSpecInput } from '../../engine/src/resources/mirror.ts';
@@ -36,11 +37,15 @@ export function writeEngineConfig(
   return path;
 }
 
-export function startEngine(mirror: string, configPath: string, nodeOptions: string[] = []): ChildProcess {
+export function startEngine(
+  mirror: string,
+  configPath: string,
+  options: { nodeOptions?: readonly string[]; metricsPort?: number } = {},
+): ChildProcess {
   return spawn(
     process.execPath,
     [
-      ...nodeOptions,
+      ...(options.nodeOptions ?? []),
       join(repoRoot, 'bin', 'tributary.ts'),
       'engine',
       'run',
@@ -48,6 +53,7 @@ export function startEngine(mirror: string, configPath: string, nodeOptions: str
       mirror,
       '--config',
       configPath,
+      ...(options.metricsPort !== undefined ? ['--metrics-port', String(options.metricsPort)] : []),
     ],
     {
       stdio: ['ignore', process.env.ENGINE_STDOUT ? 'inherit' : 'ignore', 'inherit'],
@@ -59,4 +65,13 @@ export function startEngine(mirror: string, configPath: string, nodeOptions: str
 export function exited(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+/** A port no one listens on right now, for a child process to take. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

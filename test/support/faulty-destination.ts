@@ -15,7 +15,10 @@ export class FaultInjectingDestination implements Destination {
     this.#inner = inner;
   }
 
-  /** The next `count` syncBatch calls fail as if the destination were down. */
+  /**
+   * The next `count` syncBatch calls fail as if the destination were down
+   * (Infinity: until called again; 0 ends the outage).
+   */
   failNextSyncs(count: number): void {
     this.#failingSyncs = count;
   }

@@ -6,6 +6,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
+import { Registry } from 'prom-client';
 import { ResourceInvalidError } from '../../../engine/src/control/store.ts';
 import { isAuthorized } from './auth.ts';
 import type { FacadeContext } from './context.ts';
@@ -96,7 +97,10 @@ export function buildApp(context: FacadeContext): FastifyInstance {
   });
 
   app.get('/healthz', async () => ({ ok: true }));
-  const metrics = mirrorMetricsRegistry(context);
+  const mirrorMetrics = mirrorMetricsRegistry(context);
+  const metrics = context.engineMetrics
+    ? Registry.merge([mirrorMetrics, context.engineMetrics])
+    : mirrorMetrics;
   app.get('/metrics', async (_request, reply) => {
     reply.header('Content-Type', metrics.contentType);
     return metrics.metrics();

@@ -1,6 +1,7 @@
 // What the routes work with. Both modes provide it: standalone from its embedded
 // store and catalog, cluster mode from the Kubernetes API and the catalog database.
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
 import type { PeerCheckResult } from '../../../engine/src/connectors/peer-check.ts';
 import type { ResourceStore } from '../../../engine/src/control/store.ts';
@@ -22,4 +23,6 @@ export interface FacadeContext {
   readonly logger: Logger;
   /** Largest request body accepted, in bytes. */
   readonly bodyLimitBytes?: number;
+  /** Served on /metrics beside the per-mirror gauges: standalone mode's in-process engines. */
+  readonly engineMetrics?: Registry;
 }

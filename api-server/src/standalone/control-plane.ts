@@ -9,6 +9,7 @@ import { PostgresCatalog } from '../../../engine/src/catalog/postgres-catalog.ts
 import { InProcessEngineRuntime } from '../../../engine/src/control/in-process-runtime.ts';
 import { MirrorReconciler } from '../../../engine/src/control/mirror-reconciler.ts';
 import { WorkQueue } from '../../../engine/src/control/work-queue.ts';
+import { EngineMetrics } from '../../../engine/src/observability/engine-metrics.ts';
 import { EmbeddedStore } from './embedded-store.ts';
 
 export interface ControlPlaneOptions {
@@ -23,6 +24,8 @@ export interface ControlPlaneOptions {
 export interface ControlPlane {
   readonly store: EmbeddedStore;
   readonly catalog: PostgresCatalog;
+  /** What the in-process engines report, for the facade's /metrics (absent when engines do not run). */
+  readonly engineMetrics?: EngineMetrics;
   /** Resolves once every reconcile in progress has finished (for tests). */
   idle(): Promise<void>;
   close(): Promise<void>;
@@ -46,9 +49,12 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     };
   }
 
+  // The engines share this process, so the process's own metrics come with theirs.
+  const engineMetrics = new EngineMetrics({ processMetrics: true });
   const runtime = new InProcessEngineRuntime({
     catalog,
     logger,
+    metrics: engineMetrics,
     ...(options.retryBackoffMs ? { retryBackoffMs: options.retryBackoffMs } : {}),
   });
   // The queue and the reconciler refer to each other: an engine that ends requeues its mirror.
@@ -72,6 +78,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   return {
     store,
     catalog,
+    engineMetrics,
     idle: () => workQueue.idle(),
     async close() {
       unwatch();

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Catalog } from '../catalog/catalog.ts';
 import { createDestination } from '../connectors/registry.ts';
 import { EngineError } from '../errors.ts';
+import type { PipelineMetrics } from '../observability/engine-metrics.ts';
 import { defaultBatchMemoryBudgetBytes } from '../pipeline/context.ts';
 import { teardownMirror } from '../pipeline/run-mirror.ts';
 import { type SupervisedOutcome, superviseMirror } from '../pipeline/supervisor.ts';
@@ -18,6 +19,7 @@ export interface InProcessRuntimeOptions {
   readonly catalog: Catalog;
   readonly logger: Logger;
   readonly batchMemoryBudgetBytes?: number;
+  readonly metrics?: PipelineMetrics;
   readonly retryBackoffMs?: { readonly initial: number; readonly max: number };
 }
 
@@ -61,6 +63,7 @@ export class InProcessEngineRuntime implements EngineRuntime {
         logger,
         signal: controller.signal,
         batchMemoryBudgetBytes: this.#options.batchMemoryBudgetBytes ?? defaultBatchMemoryBudgetBytes,
+        ...(this.#options.metrics ? { metrics: this.#options.metrics } : {}),
       },
       backoff ? { initialBackoffMs: backoff.initial, maxBackoffMs: backoff.max } : {},
     )

@@ -65,7 +65,9 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   const flush = async () => {
     if (builder.isEmpty) return;
     const batch = builder.take(spec.name, currentBatchId);
+    const started = performance.now();
     await destination.syncBatch(batch);
+    context.metrics?.batchSynced(spec.name, batch.rowCount, (performance.now() - started) / 1000);
     lastBatchId = batch.batchId;
     await catalog.finishBatch(spec.name, {
       batchId: batch.batchId,
@@ -248,6 +250,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         }
         await handle(event.message, event.walStart);
       }
+      context.metrics?.replicationPosition(spec.name, stream.serverWalEnd, stream.flushedLsn);
       if (!builder.isEmpty && builder.ageMs(Date.now()) >= idleTimeoutMs) await flush();
     }
     // Pause or shutdown: make what is buffered durable, so nothing is redone.

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { Catalog, LogLevel } from '../catalog/catalog.ts';
 import type { Destination } from '../connectors/destination.ts';
+import type { PipelineMetrics } from '../observability/engine-metrics.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
 import type { RelationalConfig } from '../resources/peer.ts';
 
@@ -15,6 +16,7 @@ export interface MirrorContext {
   readonly signal: AbortSignal;
   /** Bytes of decoded row text one batch may hold before it is synced early. */
   readonly batchMemoryBudgetBytes: number;
+  readonly metrics?: PipelineMetrics;
 }
 
 export const defaultBatchMemoryBudgetBytes = 64 * 1024 * 1024;

@@ -106,6 +106,7 @@ async function copyOnePartition(
     );
     const rowCount = await context.destination.writeSnapshotPartition(table, rows);
     await connection.client.query('COMMIT');
+    context.metrics?.snapshotPartitionLoaded(context.spec.name, formatTableName(table.source), rowCount);
     await context.catalog.recordSnapshotPartition(
       context.spec.name,
       formatTableName(table.source),

@@ -30,6 +30,7 @@ export async function superviseMirror(
         : new EngineError('internal', 'unexpected engine failure', { cause: caught });
       const { retry, remedy } = error.policy;
       context.logger.error({ err: error, kind: error.kind }, 'mirror run failed');
+      context.metrics?.runFailed(context.spec.name, error.kind, retry === 'timed');
       if (retry !== 'timed') {
         await mirrorLog(context, 'ERROR', `${error.message}. ${remedy}`);
         await context.catalog

@@ -430,15 +430,20 @@ export class KubeStore implements ResourceStore {
   async assignScriptId(name: string): Promise<number> {
     const ids = (await this.listScripts()).map((script) => script.id);
     const id = Math.max(0, ...ids) + 1;
+    await this.#setScriptId(name, id);
+    return id;
+  }
+
+  async #setScriptId(name: string, id: number): Promise<void> {
     await this.#objects.patchNamespacedCustomObjectStatus({
       ...this.#at('scripts'),
       name,
       body: [{ op: 'add', path: '/status', value: { id } }],
     });
-    return id;
   }
 
-  async createScript(script: Omit<ScriptResource, 'id'>): Promise<ScriptResource> {
+  /** Creates the Script object; its id is set apart, in the status. */
+  async #createScriptObject(script: Omit<ScriptResource, 'id'>): Promise<void> {
     requireObjectName('script', script.name);
     try {
       await this.#objects.createNamespacedCustomObject({
@@ -454,6 +459,10 @@ export class KubeStore implements ResourceStore {
       if (isStatus(error, 409)) throw new ResourceExistsError('script', script.name);
       throw invalidName(error, 'script', script.name);
     }
+  }
+
+  async createScript(script: Omit<ScriptResource, 'id'>): Promise<ScriptResource> {
+    await this.#createScriptObject(script);
     return { ...script, id: await this.assignScriptId(script.name) };
   }
 
@@ -477,26 +486,8 @@ export class KubeStore implements ResourceStore {
    * script, as in standalone mode, so a rename does not follow into them.
    */
   async #renameScript(current: ScriptObject, script: ScriptResource): Promise<ScriptResource> {
-    requireObjectName('script', script.name);
-    try {
-      await this.#objects.createNamespacedCustomObject({
-        ...this.#at('scripts'),
-        body: {
-          apiVersion: `${group}/${version}`,
-          kind: 'Script',
-          metadata: { name: script.name },
-          spec: { lang: script.lang, source: script.source },
-        },
-      });
-    } catch (error) {
-      if (isStatus(error, 409)) throw new ResourceExistsError('script', script.name);
-      throw invalidName(error, 'script', script.name);
-    }
-    await this.#objects.patchNamespacedCustomObjectStatus({
-      ...this.#at('scripts'),
-      name: script.name,
-      body: [{ op: 'add', path: '/status', value: { id: script.id } }],
-    });
+    await this.#createScriptObject(script);
+    await this.#setScriptId(script.name, script.id);
     await this.#objects
       .deleteNamespacedCustomObject({ ...this.#at('scripts'), name: current.metadata.name })
       .catch((error: unknown) => {

@@ -35,6 +35,8 @@ export interface StatefulSetRuntimeOptions {
 
 export const generationAnnotation = 'tributary.dev/generation';
 export const mirrorLabel = 'tributary.dev/mirror';
+/** Where an engine pod serves Prometheus metrics (the chart's PodMonitor scrapes it by name). */
+export const engineMetricsPort = 9090;
 
 export function engineObjectName(mirror: string): string {
   return `tributary-engine-${mirror}`;
@@ -98,7 +100,17 @@ export function engineStatefulSet(
             {
               name: 'engine',
               image: options.image,
-              args: ['engine', 'run', '--mirror', mirror, '--config', '/etc/tributary/engine.json'],
+              args: [
+                'engine',
+                'run',
+                '--mirror',
+                mirror,
+                '--config',
+                '/etc/tributary/engine.json',
+                '--metrics-port',
+                String(engineMetricsPort),
+              ],
+              ports: [{ name: 'metrics', containerPort: engineMetricsPort, protocol: 'TCP' }],
               env: [{ name: 'NODE_OPTIONS', value: '--max-old-space-size=768' }],
               resources: options.resources ?? {
                 requests: { cpu: '250m', memory: '512Mi' },

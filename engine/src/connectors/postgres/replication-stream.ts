@@ -55,6 +55,7 @@ export class ReplicationStream {
   readonly #copy: Duplex;
   readonly #timer: NodeJS.Timeout;
   #flushedLsn: bigint;
+  #serverWalEnd = 0n;
   #closed = false;
   /** The stream's error, kept until `events()` can throw it. */
   #failure: Error | undefined;
@@ -130,11 +131,17 @@ export class ReplicationStream {
 
   #decode(chunk: Buffer): StreamEvent {
     const message = parseReplicationMessage(chunk);
+    if (message.walEnd > this.#serverWalEnd) this.#serverWalEnd = message.walEnd;
     if (message.tag === 'keepalive') {
       if (message.replyRequested) this.#sendStatus(false);
       return { tag: 'keepalive', walEnd: message.walEnd };
     }
     return { tag: 'change', walStart: message.walStart, message: decodePgoutput(message.data) };
+  }
+
+  /** The server's WAL end as it last reported it (0 until it has). */
+  get serverWalEnd(): bigint {
+    return this.#serverWalEnd;
   }
 
   get flushedLsn(): bigint {
