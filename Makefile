@@ -65,23 +65,13 @@ clean:
 
 # For machines with Docker: builds the image, creates a kind cluster, installs
 # the chart with an in-cluster PostgreSQL for the catalog and as source and
-# destination, applies a mirror and waits until rows arrive. Not run by CI
-# (no Docker engine there).
+# destination, and runs scripts/kind/e2e.sh: rows arrive, pause and resume, an
+# added table, deletion drops the slot. Not run by CI (no Docker engine there);
+# test/packaging/kind.test.ts checks its manifests against the test apiserver.
 KIND_CLUSTER ?= tributary-e2e
 IMAGE ?= tributary:e2e
 kind-e2e:
 	docker build -t $(IMAGE) .
 	kind create cluster --name $(KIND_CLUSTER) --wait 120s
 	kind load docker-image $(IMAGE) --name $(KIND_CLUSTER)
-	kubectl create namespace tributary
-	kubectl -n tributary apply -f scripts/kind/postgres.yaml
-	kubectl -n tributary rollout status statefulset/postgres --timeout=180s
-	helm install tributary charts/tributary --namespace tributary \
-	  --set image.repository=$(firstword $(subst :, ,$(IMAGE))) --set image.tag=$(lastword $(subst :, ,$(IMAGE))) \
-	  --set image.pullPolicy=Never \
-	  --set catalog.url=postgres://postgres:postgres@postgres:5432/catalog --set api.password=e2e
-	kubectl -n tributary rollout status deployment/tributary-operator --timeout=180s
-	kubectl -n tributary apply -f scripts/kind/mirror.yaml
-	kubectl -n tributary wait mirror/e2e --for=jsonpath='{.status.phase}'=STATUS_RUNNING --timeout=300s
-	kubectl -n tributary exec statefulset/postgres -- psql -U postgres -d destination -c 'SELECT count(*) FROM items'
-	kind delete cluster --name $(KIND_CLUSTER)
+	IMAGE=$(IMAGE) scripts/kind/e2e.sh; status=$$?; kind delete cluster --name $(KIND_CLUSTER); exit $$status

@@ -5,38 +5,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { byKind, chart, renderChart, requiredValues } from '../support/chart.ts';
 import { helmBinary, repoRoot } from '../support/testenv.ts';
 
 const run = promisify(execFile);
-const chart = join(repoRoot, 'charts', 'tributary');
-const values = ['--set', 'catalog.url=postgres://u:p@db:5432/catalog', '--set', 'api.password=secret'];
-
-type Manifest = { kind: string; metadata: { name: string }; spec?: Record<string, unknown> } & Record<
-  string,
-  unknown
->;
-
-async function renderChart(extra: string[] = []): Promise<Manifest[]> {
-  const { stdout } = await run(helmBinary, [
-    'template',
-    'tributary',
-    chart,
-    '--namespace',
-    'tributary',
-    ...values,
-    ...extra,
-  ]);
-  return parseAllDocuments(stdout)
-    .map((document) => document.toJS() as Manifest | null)
-    .filter((manifest): manifest is Manifest => manifest !== null);
-}
-
-const byKind = (manifests: Manifest[], kind: string) =>
-  manifests.filter((manifest) => manifest.kind === kind);
 
 describe('Helm chart', () => {
   it('passes helm lint', async () => {
-    const { stdout } = await run(helmBinary, ['lint', chart, ...values]);
+    const { stdout } = await run(helmBinary, ['lint', chart, ...requiredValues]);
     expect(stdout).toContain('0 chart(s) failed');
   });
 
