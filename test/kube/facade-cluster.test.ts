@@ -58,6 +58,8 @@ describe('facade in cluster mode', () => {
     ]);
     await source.client.query(`CREATE TABLE things (id int PRIMARY KEY, v text)`);
     await source.client.query(`INSERT INTO things SELECT g, 'v' || g FROM generate_series(1, 200) g`);
+    await source.client.query(`CREATE TABLE others (id int PRIMARY KEY)`);
+    await source.client.query(`INSERT INTO others SELECT generate_series(1, 30)`);
     pool = new pg.Pool({ ...catalogDatabase.config, max: 4 });
     const catalog = new PostgresCatalog(pool);
     await catalog.migrate();
@@ -113,7 +115,16 @@ describe('facade in cluster mode', () => {
     });
   });
 
-  it('creates, pauses, resumes and drops a mirror through the operator', async () => {
+  const sameRows = (table: string) =>
+    waitFor(
+      async () =>
+        JSON.stringify(await tableRows(source.client, table, 'id')) ===
+        JSON.stringify(await tableRows(destination.client, table, 'id').catch(() => [])),
+      60_000,
+      `${table} rows`,
+    );
+
+  it('creates, pauses, edits, resumes and drops a mirror through the operator', async () => {
     const created = await post('/api/v1/flows/cdc/create', {
       connection_configs: {
         flow_job_name: 'things',
@@ -130,24 +141,41 @@ describe('facade in cluster mode', () => {
     expect(String(created.body.workflowId)).toMatch(/^things-/);
     await waitFor(async () => (await state('things')) === 'STATUS_RUNNING', 60_000, 'running');
     await source.client.query(`INSERT INTO things VALUES (201, 'new')`);
-    await waitFor(
-      async () =>
-        JSON.stringify(await tableRows(source.client, 'things', 'id')) ===
-        JSON.stringify(await tableRows(destination.client, 'things', 'id')),
-      60_000,
-      'rows',
-    );
+    await sameRows('things');
     expect(
       await post('/api/v1/mirrors/state_change', { flowJobName: 'things', requestedFlowState: 2 }),
     ).toMatchObject({
       body: { ok: true },
     });
     await waitFor(async () => (await state('things')) === 'STATUS_PAUSED', 60_000, 'paused');
-    await post('/api/v1/mirrors/state_change', {
+    await source.client.query(`INSERT INTO things VALUES (202, 'while paused')`);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect((await destination.client.query(`SELECT 1 FROM things WHERE id = 202`)).rowCount).toBe(0);
+    // The edit becomes a spec change of the Mirror object, which the operator applies.
+    const edited = await post('/api/v1/mirrors/state_change', {
       flowJobName: 'things',
       requestedFlowState: 'STATUS_RUNNING',
+      flowConfigUpdate: {
+        cdcFlowConfigUpdate: {
+          additional_tables: [
+            { sourceTableIdentifier: 'public.others', destinationTableIdentifier: 'public.others' },
+          ],
+        },
+      },
     });
+    expect(edited).toMatchObject({ status: 200 });
+    const mirror = (await config.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'mirrors',
+      name: 'things',
+    })) as { spec: { state: string; tableMappings: { source: { table: string } }[] } };
+    expect(mirror.spec.state).toBe('Running');
+    expect(mirror.spec.tableMappings.map((m) => m.source.table)).toEqual(['things', 'others']);
     await waitFor(async () => (await state('things')) === 'STATUS_RUNNING', 60_000, 'resumed');
+    await sameRows('things');
+    await sameRows('others');
     const batches = await post('/api/v1/mirrors/cdc/batches', { flowJobName: 'things', limit: 0 });
     expect(Number(batches.body.total)).toBeGreaterThan(0);
     await post('/api/v1/mirrors/state_change', {
