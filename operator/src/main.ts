@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import type { EngineRuntime } from '../../engine/src/control/engine-runtime.ts';
 import { MirrorReconciler } from '../../engine/src/control/mirror-reconciler.ts';
+import { ResourceNotFoundError } from '../../engine/src/control/store.ts';
 import { WorkQueue } from '../../engine/src/control/work-queue.ts';
 import { EventRecorder } from './events.ts';
 import { KubeStore } from './kube/kube-store.ts';
@@ -145,6 +146,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     { onError: (name, error) => logger.warn({ peer: name, err: error }, 'peer check failed; retrying') },
   );
 
+  // A Script applied with kubectl gets its numeric id (the API's handle) here.
+  const scriptQueue = new WorkQueue(
+    async (name) => {
+      await store.assignScriptId(name).catch((error: unknown) => {
+        if (!(error instanceof ResourceNotFoundError)) throw error;
+      });
+      return undefined;
+    },
+    { onError: (name, error) => logger.warn({ script: name, err: error }, 'script id failed; retrying') },
+  );
+
   let unwatch: (() => void) | undefined;
   const elector = new LeaderElector({
     kubeConfig,
@@ -159,14 +171,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   const stopped = new Promise<number>((resolve) => {
     elector.run(
       () => {
+        // The informers' initial listing announces every existing object too.
         unwatch = store.watch((event) => {
           if (event.kind === 'mirror') mirrorQueue?.add(event.name);
-          else peerQueue.add(event.name);
+          else if (event.kind === 'peer') peerQueue.add(event.name);
+          else scriptQueue.add(event.name);
         });
-        void (async () => {
-          for (const mirror of await store.listMirrors()) mirrorQueue?.add(mirror.name);
-          for (const name of await store.scriptsWithoutId()) await store.assignScriptId(name);
-        })().catch((error: unknown) => logger.error({ err: error }, 'initial listing failed'));
       },
       // Lost the lease: stop at once, so the new leader is the only one acting.
       () => resolve(1),
@@ -179,6 +189,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   unwatch?.();
   await mirrorQueue.stop();
   await peerQueue.stop();
+  await scriptQueue.stop();
   await runtime.stopAll?.();
   await elector.stop();
   await pool.end();

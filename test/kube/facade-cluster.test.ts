@@ -15,7 +15,7 @@ import { group, version } from '../../operator/src/crds/schemas.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import { createTestDatabase, type TestDatabase, tableRows, waitFor } from '../support/databases.ts';
 import { basicAuth } from '../support/facade.ts';
-import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
+import { adminConfig, createNamespace, installCrds, kubectl } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';
 
 const password = 'cluster-facade-password';
@@ -229,5 +229,62 @@ describe('facade in cluster mode', () => {
       headers: { authorization: basicAuth('', password) },
     });
     expect(read.json()).toEqual({ scripts: [{ id: 1, name: 'renamer', lang: 'lua', source: 'return 1' }] });
+  });
+
+  it('gives a Script applied with kubectl its id, and never one id twice under concurrent writers', async () => {
+    const objects = config.makeApiClient(CustomObjectsApi);
+    const scriptObject = (name: string) => ({
+      apiVersion: `${group}/${version}`,
+      kind: 'Script',
+      metadata: { name },
+      spec: { lang: 'lua', source: `return "${name}"` },
+    });
+    await kubectl(['apply', '--namespace', namespace, '-f', '-'], JSON.stringify(scriptObject('applied')));
+    const idOf = async (name: string) =>
+      (
+        (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'scripts', name })) as {
+          status?: { id?: number };
+        }
+      ).status?.id;
+    await waitFor(async () => (await idOf('applied')) !== undefined, 30_000, 'the operator to give an id');
+    const listed = await app.inject({
+      method: 'GET',
+      url: '/api/v1/scripts/-1',
+      headers: { authorization: basicAuth('', password) },
+    });
+    expect(listed.json().scripts).toContainEqual({
+      id: await idOf('applied'),
+      name: 'applied',
+      lang: 'lua',
+      source: 'return "applied"',
+    });
+
+    // Two facade replicas creating through the API while kubectl-applied
+    // scripts wait for the operator: every id is handed out once.
+    const replicas = [new KubeStore(config, namespace), new KubeStore(config, namespace)];
+    const created = await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) =>
+        replicas[i % 2]?.createScript({ name: `concurrent-${i}`, lang: 'lua', source: 'return 1' }),
+      ),
+      ...Array.from({ length: 3 }, (_, i) =>
+        objects.createNamespacedCustomObject({
+          group,
+          version,
+          namespace,
+          plural: 'scripts',
+          body: scriptObject(`applied-${i}`),
+        }),
+      ),
+    ]);
+    expect(created).toHaveLength(9);
+    await waitFor(
+      async () =>
+        (await Promise.all([0, 1, 2].map((i) => idOf(`applied-${i}`)))).every((id) => id !== undefined),
+      30_000,
+      'ids for the applied scripts',
+    );
+    const ids = (await replicas[0]?.listScripts())?.map((script) => script.id) ?? [];
+    expect(ids).toHaveLength(11);
+    expect(new Set(ids).size).toBe(ids.length);
   });
 });

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { AuthorizationV1Api, KubernetesObjectApi, loadYaml } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { scriptIdCounterName } from '../../operator/src/kube/kube-store.ts';
 import { adminConfig, createNamespace } from '../support/kube.ts';
 import { helmBinary, repoRoot } from '../support/testenv.ts';
 
@@ -62,7 +63,14 @@ describe('chart RBAC', () => {
     expect(await operator({ group: 'apps', resource: 'statefulsets', verb: 'create' })).toBe(true);
     expect(await operator({ group: '', resource: 'events', verb: 'create' })).toBe(true);
     expect(await operator({ group: 'coordination.k8s.io', resource: 'leases', verb: 'update' })).toBe(true);
+    expect(
+      await operator({ group: '', resource: 'configmaps', name: scriptIdCounterName, verb: 'update' }),
+    ).toBe(true);
     // ...and nothing beyond.
+    expect(
+      await operator({ group: '', resource: 'configmaps', name: 'kube-root-ca.crt', verb: 'update' }),
+    ).toBe(false);
+    expect(await operator({ group: '', resource: 'configmaps', verb: 'list' })).toBe(false);
     expect(await operator({ group: 'tributary.dev', resource: 'mirrors', verb: 'create' })).toBe(false);
     expect(await operator({ group: '', resource: 'secrets', verb: 'list' })).toBe(false);
     expect(await operator({ group: '', resource: 'pods', verb: 'create' })).toBe(false);
@@ -82,6 +90,13 @@ describe('chart RBAC', () => {
     expect(await api({ group: 'tributary.dev', resource: 'mirrors', verb: 'create' })).toBe(true);
     expect(await api({ group: 'tributary.dev', resource: 'mirrors', verb: 'delete' })).toBe(true);
     expect(await api({ group: '', resource: 'secrets', verb: 'create' })).toBe(true);
+    expect(
+      await api({ group: 'tributary.dev', resource: 'scripts', subresource: 'status', verb: 'update' }),
+    ).toBe(true);
+    expect(await api({ group: '', resource: 'configmaps', name: scriptIdCounterName, verb: 'get' })).toBe(
+      true,
+    );
+    expect(await api({ group: '', resource: 'configmaps', name: 'other', verb: 'get' })).toBe(false);
     expect(await api({ group: 'apps', resource: 'statefulsets', verb: 'create' })).toBe(false);
     expect(await api({ group: 'coordination.k8s.io', resource: 'leases', verb: 'update' })).toBe(false);
     expect(await api({ group: '', resource: 'secrets', verb: 'delete' })).toBe(false);

@@ -90,12 +90,17 @@ export async function statusOf(call: Promise<unknown>): Promise<{ code: number; 
 
 const execFileAsync = promisify(execFile);
 
-/** Runs the real kubectl as the admin identity; rejects with its stderr when it fails. */
-export async function kubectl(args: readonly string[]): Promise<string> {
+/**
+ * Runs the real kubectl as the admin identity, with `input` on its standard
+ * input (for `-f -`); rejects with its stderr when it fails.
+ */
+export async function kubectl(args: readonly string[], input?: string): Promise<string> {
   try {
-    const { stdout } = await execFileAsync(kube.kubectl, ['--kubeconfig', kube.adminKubeconfig, ...args], {
+    const run = execFileAsync(kube.kubectl, ['--kubeconfig', kube.adminKubeconfig, ...args], {
       maxBuffer: 16 * 1024 * 1024,
     });
+    run.child.stdin?.end(input ?? '');
+    const { stdout } = await run;
     return stdout;
   } catch (error) {
     const stderr = (error as { stderr?: unknown }).stderr;

@@ -28,7 +28,8 @@ export class ResourceInvalidError extends Error {
 
 export type ResourceEvent =
   | { readonly kind: 'mirror'; readonly name: string }
-  | { readonly kind: 'peer'; readonly name: string };
+  | { readonly kind: 'peer'; readonly name: string }
+  | { readonly kind: 'script'; readonly name: string };
 
 export interface ResourceStore {
   getPeer(name: string): Promise<PeerResource | undefined>;

@@ -10,6 +10,7 @@ import {
   type KubernetesListObject,
   type KubernetesObject,
   makeInformer,
+  type V1ConfigMap,
   type V1Secret,
 } from '@kubernetes/client-node';
 import type {
@@ -99,15 +100,24 @@ export class PeerSecretMissingError extends Error {
 }
 
 /**
- * What a reconcile acts on: the spec (by generation), deletion, finalizers and
- * a mirror's failure mark. Status writes, including the operator's own, change
+ * What a reconcile acts on: the spec (by generation), deletion, finalizers, a
+ * mirror's failure mark and whether a script has its id. Status writes, including the operator's own, change
  * none of it, so they do not wake the reconcilers up again.
  */
 function reconcileFingerprint(object: KubernetesObject): string {
   const { generation, deletionTimestamp, finalizers } = object.metadata ?? {};
-  const status = (object as { status?: { failedGeneration?: number | null } }).status;
-  return JSON.stringify([generation, deletionTimestamp, finalizers, status?.failedGeneration ?? null]);
+  const status = (object as { status?: { failedGeneration?: number | null; id?: number } }).status;
+  return JSON.stringify([
+    generation,
+    deletionTimestamp,
+    finalizers,
+    status?.failedGeneration ?? null,
+    status?.id,
+  ]);
 }
+
+/** The ConfigMap holding the last script id handed out in the namespace. */
+export const scriptIdCounterName = 'tributary-script-ids';
 
 export function peerSecretName(peer: string): string {
   return `tributary-peer-${peer}`;
@@ -346,13 +356,6 @@ export class KubeStore implements ResourceStore {
     }));
   }
 
-  /** Scripts applied with kubectl that have no id yet. */
-  async scriptsWithoutId(): Promise<string[]> {
-    return (await this.#list<ScriptObject>('scripts'))
-      .filter((object) => object.status?.id === undefined)
-      .map((object) => object.metadata.name);
-  }
-
   /** Merges `status` fields into the Mirror's status. */
   async patchMirrorStatus(name: string, status: Record<string, unknown>): Promise<void> {
     const current = await this.#get<MirrorObject>('mirrors', name);
@@ -426,12 +429,69 @@ export class KubeStore implements ResourceStore {
     return object ? this.#toScript(object) : undefined;
   }
 
-  /** Gives a script applied with kubectl (no id yet) the next free id. */
+  /**
+   * Gives a script its id unless it has one (a script applied with kubectl has
+   * none until the operator or the facade sees it); returns the id it holds.
+   * Both may race for the same script: the status write is guarded by the
+   * object's resourceVersion, and the loser reads the winner's id.
+   */
   async assignScriptId(name: string): Promise<number> {
-    const ids = (await this.listScripts()).map((script) => script.id);
-    const id = Math.max(0, ...ids) + 1;
-    await this.#setScriptId(name, id);
-    return id;
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const object = await this.#get<ScriptObject>('scripts', name);
+      if (!object) throw new ResourceNotFoundError('script', name);
+      if (object.status?.id !== undefined) return object.status.id;
+      const id = await this.#nextScriptId();
+      try {
+        await this.#objects.replaceNamespacedCustomObjectStatus({
+          ...this.#at('scripts'),
+          name,
+          body: { ...object, status: { ...object.status, id } },
+        });
+        return id;
+      } catch (error) {
+        if (!isStatus(error, 409)) throw error;
+      }
+    }
+    throw new Error(`could not give script ${name} an id: its object kept changing`);
+  }
+
+  /**
+   * Draws the next script id from a counter ConfigMap, updated with optimistic
+   * concurrency, so facade replicas and the operator never hand out one id
+   * twice. Never below an id in use (the counter may be new or deleted).
+   */
+  async #nextScriptId(): Promise<number> {
+    const name = scriptIdCounterName;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const inUse = Math.max(0, ...(await this.listScripts()).map((script) => script.id));
+      const counter = await this.#core
+        .readNamespacedConfigMap({ name, namespace: this.#namespace })
+        .catch((error: unknown) => {
+          if (isStatus(error, 404)) return undefined;
+          throw error;
+        });
+      const next = Math.max(inUse, Number(counter?.data?.last ?? 0)) + 1;
+      const body: V1ConfigMap = {
+        metadata: {
+          name,
+          namespace: this.#namespace,
+          labels: managedByLabel,
+          ...(counter?.metadata?.resourceVersion
+            ? { resourceVersion: counter.metadata.resourceVersion }
+            : {}),
+        },
+        data: { last: String(next) },
+      };
+      try {
+        if (counter) await this.#core.replaceNamespacedConfigMap({ name, namespace: this.#namespace, body });
+        else await this.#core.createNamespacedConfigMap({ namespace: this.#namespace, body });
+        return next;
+      } catch (error) {
+        // Another writer took this id (409 on replace, or created the counter first).
+        if (!isStatus(error, 409)) throw error;
+      }
+    }
+    throw new Error('could not draw a script id: too many concurrent writers');
   }
 
   async #setScriptId(name: string, id: number): Promise<void> {
@@ -499,7 +559,8 @@ export class KubeStore implements ResourceStore {
   // --- notifications -------------------------------------------------------------
 
   watch(listener: (event: ResourceEvent) => void): () => void {
-    const informers = (['mirrors', 'peers'] as const).map((plural) => {
+    const kinds = { mirrors: 'mirror', peers: 'peer', scripts: 'script' } as const;
+    const informers = (['mirrors', 'peers', 'scripts'] as const).map((plural) => {
       const path = `/apis/${group}/${version}/namespaces/${this.#namespace}/${plural}`;
       const informer = makeInformer<KubernetesObject>(
         this.#config,
@@ -509,7 +570,7 @@ export class KubeStore implements ResourceStore {
             KubernetesListObject<KubernetesObject>
           >,
       );
-      const kind = plural === 'mirrors' ? 'mirror' : 'peer';
+      const kind = kinds[plural];
       const seen = new Map<string, string>();
       const emit = (object: KubernetesObject) => listener({ kind, name: object.metadata?.name ?? '' });
       const emitIfChanged = (object: KubernetesObject) => {
