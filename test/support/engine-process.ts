@@ -6,16 +6,20 @@ import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MirrorSpecInput } from '../../engine/src/resources/mirror.ts';
-import type { Peer } from '../../engine/src/resources/peer.ts';
-import type { Harness } from './mirror-harness.ts';
+import type { Peer, RelationalConfig } from '../../engine/src/resources/peer.ts';
 import { repoRoot } from './testenv.ts';
+
+/** Where an engine's source, destination and catalog live (a Harness has them all). */
+export type EngineDatabases = {
+  readonly [side in 'source' | 'destination' | 'catalogDatabase']: { readonly config: RelationalConfig };
+};
 
 /**
  * Writes an engine config for a mirror of the harness, into its PostgreSQL
  * destination unless `extra.destination` names another peer; returns its path.
  */
 export function writeEngineConfig(
-  harness: Harness,
+  harness: EngineDatabases,
   mirror: MirrorSpecInput,
   extra: { batchMemoryBudgetBytes?: number; destination?: Peer } = {},
 ): string {
