@@ -164,6 +164,12 @@ describe('batches and logs', () => {
       expect(batchIds(await batches({ beforeId: -1, afterId: -1 }))).toEqual(all);
       expect(batchIds(await batches({ beforeId: 4, afterId: -1, limit: 1 }))).toEqual(['3']);
       expect(batchIds(await batches({ beforeId: 1 }))).toEqual([]);
+      // Ids as the service sends them: decimal strings, exact past 2^53.
+      expect(batchIds(await batches({ beforeId: '4' }))).toEqual(['3', '2', '1']);
+      expect(batchIds(await batches({ afterId: '9007199254740992' }))).toEqual(['9007199254740993']);
+      expect(batchIds(await batches({ beforeId: '9223372036854775807', limit: 1 }))).toEqual([
+        '9007199254740993',
+      ]);
       // `total` counts the mirror's batches, whatever the filter.
       expect((await batches({ beforeId: 3, limit: 1 })).json()).toMatchObject({ total: 5, page: 1 });
     });
@@ -219,7 +225,17 @@ describe('batches and logs', () => {
         body: { flowJobName: mirror, ascending: 'true' },
         message: 'ascending: ',
       },
-      { name: 'a string beforeId', body: { flowJobName: mirror, beforeId: '4' }, message: 'beforeId: ' },
+      { name: 'a word as beforeId', body: { flowJobName: mirror, beforeId: 'four' }, message: 'beforeId: ' },
+      {
+        name: 'an id past 2^53 as a number',
+        body: { flowJobName: mirror, afterId: 2 ** 53 + 2 },
+        message: 'afterId: send ids beyond 2^53 as decimal strings',
+      },
+      {
+        name: 'an id past 64 bits',
+        body: { flowJobName: mirror, beforeId: '9223372036854775808' },
+        message: 'beforeId: outside the 64-bit range',
+      },
       { name: 'a fractional afterId', body: { flowJobName: mirror, afterId: 2.5 }, message: 'afterId: ' },
       { name: 'a negative page', body: { flowJobName: mirror, page: -1 }, message: 'page: ' },
       {
@@ -417,7 +433,7 @@ describe('batches and logs', () => {
       { name: 'a negative page size', body: { numPerPage: -1 }, message: 'numPerPage: ' },
       { name: 'a negative page', body: { page: -1 }, message: 'page: ' },
       { name: 'a string page', body: { page: 'one' }, message: 'page: ' },
-      { name: 'a string before_id', body: { before_id: '5' }, message: 'before_id: ' },
+      { name: 'a word as before_id', body: { before_id: 'five' }, message: 'before_id: ' },
       { name: 'a fractional afterId', body: { afterId: 1.5 }, message: 'afterId: ' },
       { name: 'a numeric name', body: { flow_job_name: 5 }, message: 'flow_job_name: ' },
       { name: 'an unknown field', body: { mirror: 'x' }, message: 'unknown field(s) mirror' },

@@ -496,6 +496,13 @@ describe('mirrors', () => {
         message: 'unknown field(s) ',
       },
       {
+        name: 'a replication slot name PostgreSQL refuses',
+        body: (name) => ({
+          connection_configs: connectionConfigs(name, { replication_slot_name: 'My-Slot' }),
+        }),
+        message: 'a replication slot name is 1-63 lower-case letters, digits and _',
+      },
+      {
         name: 'an unknown top-level field',
         body: (name) => ({ connection_configs: connectionConfigs(name), dry_run: true }),
         message: 'unknown field(s) dry_run',

@@ -222,7 +222,21 @@ export const mirrorStatusResponse = z.object({
   cdcStatus: z.record(z.string(), z.unknown()).optional(),
 });
 
-const optionalId = z.number().int().optional();
+const int64Min = -(2n ** 63n);
+const int64Max = 2n ** 63n - 1n;
+
+/**
+ * A 64-bit id as a JSON number, or as the decimal string the service itself
+ * sends ids as: a number past 2^53 has already lost digits when it arrives.
+ */
+const optionalId = z
+  .union([
+    z.number().int().refine(Number.isSafeInteger, 'send ids beyond 2^53 as decimal strings'),
+    z.string().regex(/^-?\d{1,19}$/, 'expected an integer'),
+  ])
+  .transform((value) => BigInt(value))
+  .refine((value) => value >= int64Min && value <= int64Max, 'outside the 64-bit range')
+  .optional();
 
 export const batchesRequest = z
   .object({

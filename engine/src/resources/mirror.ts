@@ -32,7 +32,11 @@ export const mirrorSpecFields = z.object({
   maxBatchSize: z.number().int().positive().default(1_000_000),
   idleTimeoutSeconds: z.number().int().positive().default(60),
   publicationName: z.string().min(1).max(63).optional(),
-  replicationSlotName: z.string().min(1).max(63).optional(),
+  // PostgreSQL's rule for slot names; anything else fails only later, at setup.
+  replicationSlotName: z
+    .string()
+    .regex(/^[a-z0-9_]{1,63}$/, 'a replication slot name is 1-63 lower-case letters, digits and _')
+    .optional(),
   doInitialSnapshot: z.boolean(),
   snapshotNumRowsPerPartition: z.number().int().positive().default(1_000_000),
   snapshotMaxParallelWorkers: z.number().int().positive().default(4),

@@ -197,8 +197,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       // Capped: beyond 2^53 the product is inexact, and the catalog writes it into SQL as text.
       limit: limit > 0 ? Math.min(limit * page, Number.MAX_SAFE_INTEGER) : 0,
       ascending: body.ascending ?? false,
-      ...(body.beforeId !== undefined && body.beforeId !== -1 ? { beforeId: BigInt(body.beforeId) } : {}),
-      ...(body.afterId !== undefined && body.afterId !== -1 ? { afterId: BigInt(body.afterId) } : {}),
+      ...(body.beforeId !== undefined && body.beforeId !== -1n ? { beforeId: body.beforeId } : {}),
+      ...(body.afterId !== undefined && body.afterId !== -1n ? { afterId: body.afterId } : {}),
     });
     const pageRows = limit > 0 ? batches.slice((page - 1) * limit) : batches;
     return {
@@ -227,8 +227,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
     const { entries, total } = await catalog.listLogs({
       ...(mirror ? { mirror } : {}),
       ...(level === 'ALL' ? {} : { levels: [level as LogLevel] }),
-      ...(beforeId !== undefined && beforeId >= 0 ? { beforeId: BigInt(beforeId) } : {}),
-      ...(afterId !== undefined && afterId >= 0 ? { afterId: BigInt(afterId) } : {}),
+      ...(beforeId !== undefined && beforeId >= 0n ? { beforeId } : {}),
+      ...(afterId !== undefined && afterId >= 0n ? { afterId } : {}),
       offset: (page - 1) * perPage,
       limit: perPage,
     });
