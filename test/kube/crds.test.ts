@@ -75,6 +75,17 @@ describe('custom resource definitions', () => {
       );
       expect(moved).toMatchObject({ code: 422 });
       expect(moved.message).toContain('sourcePeer is immutable');
+      for (const field of ['replicationSlotName', 'publicationName']) {
+        const named = await statusOf(
+          objects.patchNamespacedCustomObject({
+            ...at('mirrors'),
+            name: 'orders',
+            body: [{ op: 'add', path: `/spec/${field}`, value: 'renamed' }],
+          }),
+        );
+        expect(named).toMatchObject({ code: 422 });
+        expect(named.message).toContain(`${field} is immutable`);
+      }
 
       const paused = await statusOf(
         objects.patchNamespacedCustomObject({

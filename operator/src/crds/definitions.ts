@@ -89,6 +89,12 @@ const mirrorRules = [
   },
   { rule: 'self.sourcePeer == oldSelf.sourcePeer', message: 'sourcePeer is immutable' },
   { rule: 'self.destinationPeer == oldSelf.destinationPeer', message: 'destinationPeer is immutable' },
+  // The slot and publication are created under these names at setup; a later
+  // change would be silently ignored, so it is refused instead.
+  ...(['replicationSlotName', 'publicationName'] as const).map((field) => ({
+    rule: `has(self.${field}) == has(oldSelf.${field}) && (!has(self.${field}) || self.${field} == oldSelf.${field})`,
+    message: `${field} is immutable`,
+  })),
 ];
 
 export function customResourceDefinitions(): Schema[] {
