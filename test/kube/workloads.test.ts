@@ -67,6 +67,11 @@ describe('engine workloads on Kubernetes', () => {
       '9090',
     ]);
     expect(container?.ports).toEqual([{ name: 'metrics', containerPort: 9090, protocol: 'TCP' }]);
+    expect(container?.livenessProbe).toMatchObject({
+      httpGet: { path: '/healthz', port: 'metrics' },
+      periodSeconds: 30,
+      failureThreshold: 5,
+    });
     expect(set.spec?.template.metadata?.labels).toMatchObject({
       'app.kubernetes.io/name': 'tributary-engine',
     });

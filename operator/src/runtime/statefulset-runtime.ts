@@ -111,6 +111,15 @@ export function engineStatefulSet(
                 String(engineMetricsPort),
               ],
               ports: [{ name: 'metrics', containerPort: engineMetricsPort, protocol: 'TCP' }],
+              // Answered by the event loop that runs the pipeline: an engine stuck
+              // for minutes is restarted (safe: the slot holds what is not durable).
+              livenessProbe: {
+                httpGet: { path: '/healthz', port: 'metrics' },
+                initialDelaySeconds: 10,
+                periodSeconds: 30,
+                timeoutSeconds: 10,
+                failureThreshold: 5,
+              },
               env: [{ name: 'NODE_OPTIONS', value: '--max-old-space-size=768' }],
               resources: options.resources ?? {
                 requests: { cpu: '250m', memory: '512Mi' },
