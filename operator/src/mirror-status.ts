@@ -2,6 +2,7 @@
 // the Mirror's status, and records an Event for every phase change and failure.
 // Engines need no access to the Kubernetes API this way.
 import type { Catalog } from '../../engine/src/catalog/catalog.ts';
+import { resolveDependencies } from '../../engine/src/control/dependencies.ts';
 import { flowStateByPhase } from '../../engine/src/control/flow-state.ts';
 import { type MirrorResource, workflowId } from '../../engine/src/control/resources.ts';
 import { type Condition, setCondition } from './conditions.ts';
@@ -36,17 +37,33 @@ export async function syncMirrorStatus(
   const snapshotRows = snapshot.reduce((rows, table) => rows + table.rowsSynced, 0n);
   const failed = runtime?.phase === 'failed';
   const generation = mirror.generation;
+  const dependencies = mirror.deleting ? undefined : await resolveDependencies(store, mirror);
+  const waiting = dependencies && !dependencies.ready ? dependencies : undefined;
   let conditions = previous?.conditions ?? [];
-  conditions = setCondition(conditions, {
-    type: 'Ready',
-    status: phase === 'STATUS_RUNNING' ? 'True' : 'False',
-    reason: phase
-      .replace('STATUS_', '')
-      .toLowerCase()
-      .replace(/^\w/, (letter) => letter.toUpperCase()),
-    message: phase === 'STATUS_RUNNING' ? 'streaming changes' : `mirror is ${phase}`,
-    observedGeneration: generation,
-  });
+  const wasWaiting = conditions.find(
+    (condition) => condition.type === 'Ready' && condition.reason.startsWith('WaitingFor'),
+  );
+  conditions = setCondition(
+    conditions,
+    waiting
+      ? {
+          type: 'Ready',
+          status: 'False',
+          reason: waiting.reason,
+          message: waiting.message,
+          observedGeneration: generation,
+        }
+      : {
+          type: 'Ready',
+          status: phase === 'STATUS_RUNNING' ? 'True' : 'False',
+          reason: phase
+            .replace('STATUS_', '')
+            .toLowerCase()
+            .replace(/^\w/, (letter) => letter.toUpperCase()),
+          message: phase === 'STATUS_RUNNING' ? 'streaming changes' : `mirror is ${phase}`,
+          observedGeneration: generation,
+        },
+  );
   conditions = setCondition(conditions, {
     type: 'Failed',
     status: failed ? 'True' : 'False',
@@ -96,6 +113,9 @@ export async function syncMirrorStatus(
       'PhaseChanged',
       `${previous?.phase ?? 'new'} -> ${phase}`,
     );
+  }
+  if (waiting && wasWaiting?.message !== waiting.message) {
+    await events.record(target, 'Warning', waiting.reason, waiting.message);
   }
   if (failed && previous?.errorMessage !== runtime?.errorMessage) {
     await events.record(target, 'Warning', 'MirrorFailed', runtime?.errorMessage ?? 'failed');

@@ -144,6 +144,10 @@ describe('kubectl with the shipped examples', () => {
     await kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')]);
     await kubectl(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(repoRoot, 'crds')]);
     await kubectl(['create', 'namespace', namespace]);
+    // As a user would: the operator runs before the examples arrive, and
+    // kubectl creates them in its own order (the Mirror before its Peers).
+    operator = startOperator(namespace, catalogDatabase.config, 'kubectl-operator');
+    await new Promise((resolve) => setTimeout(resolve, 3_000)); // leading and watching
     const applied = await kubectl(['apply', '-k', overlayDirectory]);
     for (const object of [
       'secret/shop-db',
@@ -158,7 +162,6 @@ describe('kubectl with the shipped examples', () => {
   });
 
   it('reconciles: every example peer is checked and Ready', async () => {
-    operator = startOperator(namespace, catalogDatabase.config, 'kubectl-operator');
     await inNamespace(
       'wait',
       '--for=condition=Ready',

@@ -13,7 +13,11 @@ import { exitOf, startOperator } from '../support/operator-process.ts';
 interface MirrorObject {
   metadata: { name: string; finalizers?: string[] };
   spec: Record<string, unknown>;
-  status?: { phase?: string; rowsSynced?: string; conditions?: { type: string; status: string }[] };
+  status?: {
+    phase?: string;
+    rowsSynced?: string;
+    conditions?: { type: string; status: string; reason?: string }[];
+  };
 }
 
 describe('operator', () => {
@@ -225,6 +229,50 @@ describe('operator', () => {
     });
     await sameRows('items');
     await sameRows('extra');
+  });
+
+  it('lets a mirror applied before its peers wait for them, then run', async () => {
+    await source.client.query(`CREATE TABLE early (id int PRIMARY KEY)`);
+    await source.client.query(`INSERT INTO early SELECT generate_series(1, 20)`);
+    await objects.createNamespacedCustomObject({
+      ...at('mirrors'),
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Mirror',
+        metadata: { name: 'early' },
+        spec: {
+          sourcePeer: 'late-source',
+          destinationPeer: 'destination',
+          tableMappings: [
+            {
+              source: { schema: 'public', table: 'early' },
+              destination: { schema: 'public', table: 'early' },
+            },
+          ],
+          doInitialSnapshot: true,
+          idleTimeoutSeconds: 1,
+        },
+      },
+    });
+    // Seen by the operator (it adds its finalizer), with the source peer still missing.
+    await waitFor(
+      async () => (await mirror('early'))?.metadata.finalizers?.includes('tributary.dev/teardown') === true,
+      30_000,
+      'the operator to take the mirror',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const waiting = await mirror('early');
+    expect(waiting?.status?.phase).not.toBe('STATUS_FAILED');
+    expect(waiting?.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'WaitingForPeer',
+    });
+
+    await applyPeer('late-source', source);
+    await sameRows('early');
+    await waitFor(async () => (await mirror('early'))?.status?.phase === 'STATUS_RUNNING', 60_000, 'running');
+    await objects.deleteNamespacedCustomObject({ ...at('mirrors'), name: 'early' });
+    await waitFor(async () => (await mirror('early')) === undefined, 60_000, 'early mirror gone');
   });
 
   it('hands over to a second replica when the leader dies', async () => {

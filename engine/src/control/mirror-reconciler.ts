@@ -7,6 +7,7 @@ import type { Catalog, MirrorPhase } from '../catalog/catalog.ts';
 import { canTransition } from '../catalog/phases.ts';
 import { EngineError } from '../errors.ts';
 import type { ScriptSource } from '../resources/script.ts';
+import { type MissingDependency, resolveDependencies } from './dependencies.ts';
 import type { EngineRunConfig, EngineRuntime } from './engine-runtime.ts';
 import type { MirrorResource } from './resources.ts';
 import type { ResourceStore } from './store.ts';
@@ -22,9 +23,13 @@ export interface MirrorReconcilerOptions {
 
 /** How often a settled mirror is looked at again. */
 const resyncMs = 30_000;
+/** How often a mirror waiting for a peer or script looks for it. */
+const waitingRecheckMs = 3_000;
 
 export class MirrorReconciler {
   readonly #options: MirrorReconcilerOptions;
+  /** What each waiting mirror last logged that it waits for. */
+  readonly #waitingFor = new Map<string, string>();
 
   constructor(options: MirrorReconcilerOptions) {
     this.#options = options;
@@ -41,9 +46,12 @@ export class MirrorReconciler {
       await this.#drop(mirror);
       return {};
     }
-    if (mirror.spec.state === 'Paused') await this.#pause(mirror);
-    else await this.#run(mirror);
-    return { requeueAfterMs: resyncMs };
+    if (mirror.spec.state === 'Paused') {
+      await this.#pause(mirror);
+      return { requeueAfterMs: resyncMs };
+    }
+    const outcome = await this.#run(mirror);
+    return { requeueAfterMs: outcome === 'waiting' ? waitingRecheckMs : resyncMs };
   }
 
   async #phase(name: string): Promise<MirrorPhase | undefined> {
@@ -72,21 +80,31 @@ export class MirrorReconciler {
     }
   }
 
-  async #run(mirror: MirrorResource): Promise<void> {
+  async #run(mirror: MirrorResource): Promise<'settled' | 'waiting'> {
     const { runtime, catalog } = this.#options;
     const phase = await this.#phase(mirror.name);
     const runningGeneration = await runtime.runningGeneration(mirror.name);
     const waitsForPerson = phase === 'failed' && mirror.failedGeneration === mirror.generation;
     if (runningGeneration !== undefined) {
-      if (runningGeneration === mirror.generation && !waitsForPerson && phase !== 'completed') return;
+      if (runningGeneration === mirror.generation && !waitsForPerson && phase !== 'completed')
+        return 'settled';
       // The spec changed under a running engine (restart it at a batch boundary),
       // or the engine failed for good or finished: stop it.
       await runtime.stop(mirror.name);
     }
-    if (phase === 'completed' || waitsForPerson) return;
+    if (phase === 'completed' || waitsForPerson) return 'settled';
     if (phase === 'pausing') await catalog.transition(mirror.name, 'paused');
     const config = await this.#engineConfig(mirror);
-    if (!config) return;
+    if (!config) return 'settled';
+    if ('reason' in config) {
+      // Logged once per cause: the mirror is looked at again every few seconds.
+      if (this.#waitingFor.get(mirror.name) !== config.message) {
+        this.#waitingFor.set(mirror.name, config.message);
+        await catalog.appendLog(mirror.name, 'WARN', `waiting: ${config.message}`);
+      }
+      return 'waiting';
+    }
+    this.#waitingFor.delete(mirror.name);
     await runtime.start(mirror.name, mirror.generation, config, (outcome) => {
       if (outcome === 'failed') {
         void this.#options.store
@@ -97,18 +115,25 @@ export class MirrorReconciler {
       }
     });
     if (phase === 'paused') await catalog.appendLog(mirror.name, 'INFO', 'mirror resumed');
+    return 'settled';
   }
 
   async #drop(mirror: MirrorResource): Promise<void> {
     const { runtime, store, logger } = this.#options;
     await runtime.stop(mirror.name);
     const config = await this.#engineConfig(mirror);
-    if (config) {
+    if (config && !('reason' in config)) {
       await runtime.teardown(config);
     } else {
+      const cause = config?.message ?? 'its peers cannot be used';
       logger.warn(
-        { mirror: mirror.name },
-        'a peer is gone: the slot and publication at the source were not removed',
+        { mirror: mirror.name, cause },
+        'dropped without removing the slot and publication at the source',
+      );
+      await this.#options.catalog.appendLog(
+        mirror.name,
+        'WARN',
+        `dropped without removing the replication slot and publication at the source (${cause}); remove them by hand`,
       );
     }
     await store.removeMirror(mirror.name);
@@ -124,34 +149,25 @@ export class MirrorReconciler {
     await store.recordMirrorFailure(mirror.name, mirror.generation);
   }
 
-  /** The engine config, or undefined after recording why the mirror cannot run. */
-  async #engineConfig(mirror: MirrorResource): Promise<EngineRunConfig | undefined> {
-    const { store } = this.#options;
-    const [source, destination] = await Promise.all([
-      store.getPeer(mirror.spec.sourcePeer),
-      store.getPeer(mirror.spec.destinationPeer),
-    ]);
-    const problem = !source
-      ? `source peer ${mirror.spec.sourcePeer} does not exist`
-      : source.peer.kind !== 'relational'
-        ? `source peer ${mirror.spec.sourcePeer} is not a relational peer`
-        : !destination
-          ? `destination peer ${mirror.spec.destinationPeer} does not exist`
-          : undefined;
-    if (problem || !source || source.peer.kind !== 'relational' || !destination) {
-      await this.#fail(mirror, new EngineError('config', problem ?? 'peers missing'));
+  /**
+   * The engine config; or what the mirror waits for; or undefined after
+   * recording why it cannot run at all.
+   */
+  async #engineConfig(mirror: MirrorResource): Promise<EngineRunConfig | MissingDependency | undefined> {
+    const dependencies = await resolveDependencies(this.#options.store, mirror);
+    if (!dependencies.ready) return { reason: dependencies.reason, message: dependencies.message };
+    const { source, destination, script } = dependencies;
+    if (source.peer.kind !== 'relational') {
+      await this.#fail(
+        mirror,
+        new EngineError('config', `source peer ${mirror.spec.sourcePeer} is not a relational peer`),
+      );
       return undefined;
     }
     const { state: _state, ...spec } = mirror.spec;
-    let script: ScriptSource | undefined;
-    if (spec.script) {
-      const found = await store.getScriptByName(spec.script);
-      if (!found) {
-        await this.#fail(mirror, new EngineError('script', `script ${spec.script} does not exist`));
-        return undefined;
-      }
-      script = { name: found.name, lang: found.lang, source: found.source };
-    }
-    return { spec, source: source.peer.config, destination: destination.peer, script };
+    const scriptSource: ScriptSource | undefined = script
+      ? { name: script.name, lang: script.lang, source: script.source }
+      : undefined;
+    return { spec, source: source.peer.config, destination: destination.peer, script: scriptSource };
   }
 }

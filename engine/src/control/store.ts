@@ -18,6 +18,14 @@ export class ResourceNotFoundError extends Error {
   }
 }
 
+/** A peer exists but its secrets cannot be read (in cluster mode: its Secret is missing). */
+export class PeerSecretsUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PeerSecretsUnavailableError';
+  }
+}
+
 /** The store cannot hold a resource of that name or shape (e.g. not a Kubernetes object name). */
 export class ResourceInvalidError extends Error {
   constructor(kind: string, name: string, rule: string) {

@@ -21,6 +21,7 @@ import type {
 } from '../../../engine/src/control/resources.ts';
 import { mirrorResourceSpecSchema } from '../../../engine/src/control/resources.ts';
 import {
+  PeerSecretsUnavailableError,
   type ResourceEvent,
   ResourceExistsError,
   ResourceInvalidError,
@@ -85,7 +86,7 @@ function requireObjectName(kind: string, name: string): void {
 }
 
 /** A Peer names a Secret that does not exist (yet): it cannot be used until it does. */
-export class PeerSecretMissingError extends Error {
+export class PeerSecretMissingError extends PeerSecretsUnavailableError {
   readonly peer: string;
   readonly secret: string;
 
