@@ -37,7 +37,14 @@ export async function syncMirrorStatus(
   const snapshotRows = snapshot.reduce((rows, table) => rows + table.rowsSynced, 0n);
   const failed = runtime?.phase === 'failed';
   const generation = mirror.generation;
-  const dependencies = mirror.deleting ? undefined : await resolveDependencies(store, mirror);
+  // Only where a mirror can be held up by a missing object: before its engine
+  // first starts, or resuming. A running engine already had everything, and
+  // the look costs API reads (peers and their Secrets) on every resync.
+  const mayWait =
+    !mirror.deleting &&
+    mirror.spec.state === 'Running' &&
+    (phase === 'STATUS_SETUP' || phase === 'STATUS_PAUSED');
+  const dependencies = mayWait ? await resolveDependencies(store, mirror) : undefined;
   const waiting = dependencies && !dependencies.ready ? dependencies : undefined;
   let conditions = previous?.conditions ?? [];
   const wasWaiting = conditions.find(
