@@ -15,10 +15,12 @@ import type { EngineRuntime } from '../../engine/src/control/engine-runtime.ts';
 import { MirrorReconciler } from '../../engine/src/control/mirror-reconciler.ts';
 import { ResourceNotFoundError } from '../../engine/src/control/store.ts';
 import { WorkQueue } from '../../engine/src/control/work-queue.ts';
+import { type MetricsServer, serveMetrics } from '../../engine/src/observability/metrics-server.ts';
 import { EventRecorder } from './events.ts';
 import { KubeStore } from './kube/kube-store.ts';
 import { LeaderElector } from './leader-election.ts';
 import { syncMirrorStatus } from './mirror-status.ts';
+import { OperatorMetrics } from './operator-metrics.ts';
 import { checkAndRecordPeer } from './peer-status.ts';
 import { LocalProcessEngineRuntime } from './runtime/local-process-runtime.ts';
 import { StatefulSetEngineRuntime } from './runtime/statefulset-runtime.ts';
@@ -31,7 +33,8 @@ const usage = `usage: tributary operator [options]
   --engine-image IMAGE   TRIBUTARY_ENGINE_IMAGE   image of engine pods
   --kubeconfig FILE      KUBECONFIG               outside a cluster
   --identity NAME        POD_NAME / hostname       leader election identity
-  --lease-seconds N      lease duration (default 15)`;
+  --lease-seconds N      lease duration (default 15)
+  --metrics-port N       TRIBUTARY_METRICS_PORT   serve Prometheus metrics on GET /metrics`;
 
 const configSchema = z.object({
   namespace: z.string().min(1),
@@ -41,6 +44,7 @@ const configSchema = z.object({
   kubeconfig: z.string().optional(),
   identity: z.string().min(1),
   leaseSeconds: z.coerce.number().int().min(2).default(15),
+  metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
   logLevel: z.string().default('info'),
 });
 
@@ -60,6 +64,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       kubeconfig: { type: 'string' },
       identity: { type: 'string' },
       'lease-seconds': { type: 'string' },
+      'metrics-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -76,6 +81,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     identity: values.identity ?? env.POD_NAME ?? hostname(),
     leaseSeconds: values['lease-seconds'],
+    metricsPort: values['metrics-port'] ?? (env.TRIBUTARY_METRICS_PORT || undefined),
     logLevel: env.TRIBUTARY_LOG_LEVEL,
   });
   if (!parsed.success) {
@@ -86,6 +92,17 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const config = Object.freeze(parsed.data);
   const logger = pino({ level: config.logLevel, base: { role: 'operator', identity: config.identity } });
+  const metrics = new OperatorMetrics();
+  let metricsServer: MetricsServer | undefined;
+  if (config.metricsPort !== undefined) {
+    try {
+      metricsServer = await serveMetrics(metrics.registry, config.metricsPort);
+    } catch (error) {
+      logger.error({ err: error, port: config.metricsPort }, 'cannot serve metrics');
+      return 2;
+    }
+    logger.info({ port: metricsServer.port }, 'serving metrics on /metrics');
+  }
   const kubeConfig = new KubeConfig();
   if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
   else kubeConfig.loadFromCluster();
@@ -122,7 +139,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     requeue: (name) => mirrorQueue?.add(name),
   });
   mirrorQueue = new WorkQueue(
-    async (name) => {
+    metrics.instrument('mirror', async (name: string) => {
       await store.ensureMirrorFinalizer(name);
       await reconciler.reconcile(name);
       const mirror = await store.getMirror(name);
@@ -131,29 +148,29 @@ export async function main(argv: readonly string[]): Promise<number> {
         await syncMirrorStatus(mirror, stored?.status, { store, catalog, events, uid: stored?.uid });
       }
       return mirror ? { requeueAfterMs: mirrorResyncMs } : undefined;
-    },
+    }),
     {
       onError: (name, error) =>
         logger.warn({ mirror: name, err: error }, 'mirror reconcile failed; retrying'),
     },
   );
   const peerQueue = new WorkQueue(
-    async (name) => {
+    metrics.instrument('peer', async (name: string) => {
       const outcome = await checkAndRecordPeer(name, { store, events });
       if (!outcome) return undefined;
       return { requeueAfterMs: outcome.ready ? peerRecheckMs : unreadyPeerRecheckMs };
-    },
+    }),
     { onError: (name, error) => logger.warn({ peer: name, err: error }, 'peer check failed; retrying') },
   );
 
   // A Script applied with kubectl gets its numeric id (the API's handle) here.
   const scriptQueue = new WorkQueue(
-    async (name) => {
+    metrics.instrument('script', async (name: string) => {
       await store.assignScriptId(name).catch((error: unknown) => {
         if (!(error instanceof ResourceNotFoundError)) throw error;
       });
       return undefined;
-    },
+    }),
     { onError: (name, error) => logger.warn({ script: name, err: error }, 'script id failed; retrying') },
   );
 
@@ -171,6 +188,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const stopped = new Promise<number>((resolve) => {
     elector.run(
       () => {
+        metrics.leading(true);
         // The informers' initial listing announces every existing object too.
         unwatch = store.watch((event) => {
           if (event.kind === 'mirror') mirrorQueue?.add(event.name);
@@ -185,6 +203,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.once('SIGINT', () => resolve(0));
   });
   const code = await stopped;
+  metrics.leading(false);
   logger.info({ code }, 'operator stopping');
   unwatch?.();
   await mirrorQueue.stop();
@@ -193,5 +212,6 @@ export async function main(argv: readonly string[]): Promise<number> {
   await runtime.stopAll?.();
   await elector.stop();
   await pool.end();
+  await metricsServer?.close();
   return code;
 }

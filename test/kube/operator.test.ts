@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { createTestDatabase, type TestDatabase, tableRows, waitFor } from '../support/databases.ts';
+import { freePort } from '../support/engine-process.ts';
 import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';
 
@@ -30,6 +31,13 @@ describe('operator', () => {
   let catalogDatabase: TestDatabase;
   const operators: ChildProcess[] = [];
   const at = (plural: string) => ({ group, version, namespace, plural });
+  const metricsPorts = { a: 0, b: 0 };
+  /** One sample of an operator's /metrics, by its name and labels as printed. */
+  const metric = async (port: number, sample: string): Promise<number | undefined> => {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const line = text.split('\n').find((candidate) => candidate.startsWith(`${sample} `));
+    return line === undefined ? undefined : Number(line.slice(sample.length + 1));
+  };
 
   const mirror = async (name: string) =>
     (await objects.getNamespacedCustomObject({ ...at('mirrors'), name }).catch(() => undefined)) as
@@ -79,7 +87,8 @@ describe('operator', () => {
     await source.client.query(`INSERT INTO extra SELECT generate_series(1, 50)`);
     await applyPeer('source', source);
     await applyPeer('destination', destination);
-    operators.push(startOperator(namespace, catalogDatabase.config, 'operator-a'));
+    metricsPorts.a = await freePort();
+    operators.push(startOperator(namespace, catalogDatabase.config, 'operator-a', 4, metricsPorts.a));
   });
 
   afterAll(async () => {
@@ -276,7 +285,8 @@ describe('operator', () => {
   });
 
   it('hands over to a second replica when the leader dies', async () => {
-    const second = startOperator(namespace, catalogDatabase.config, 'operator-b');
+    metricsPorts.b = await freePort();
+    const second = startOperator(namespace, catalogDatabase.config, 'operator-b', 4, metricsPorts.b);
     operators.push(second);
     const leases = config.makeApiClient(CoordinationV1Api);
     const holder = async () =>
@@ -285,10 +295,21 @@ describe('operator', () => {
     // The standby does not act: still operator-a after a few of its retries.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect(await holder()).toBe('operator-a');
+    // Prometheus sees the same: one leader, and the leader's reconciles.
+    expect(await metric(metricsPorts.a, 'tributary_operator_leader')).toBe(1);
+    expect(await metric(metricsPorts.b, 'tributary_operator_leader')).toBe(0);
+    expect(
+      await metric(metricsPorts.a, 'tributary_operator_reconciles_total{kind="mirror",result="ok"}'),
+    ).toBeGreaterThan(0);
     const first = operators[0];
     first?.kill('SIGKILL');
     const killedAt = Date.now();
     await waitFor(async () => (await holder()) === 'operator-b', 30_000, 'takeover');
+    await waitFor(
+      async () => (await metric(metricsPorts.b, 'tributary_operator_leader')) === 1,
+      10_000,
+      'b leads',
+    );
     // Lease of 4 s: taken over after it expired, within a few retry periods.
     expect(Date.now() - killedAt).toBeLessThan(15_000);
     await source.client.query(`INSERT INTO items VALUES (6000, 'after takeover')`);

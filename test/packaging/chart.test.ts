@@ -73,19 +73,37 @@ describe('Helm chart', () => {
     const monitored = await renderChart(['--set', 'metrics.serviceMonitor.enabled=true']);
     expect(byKind(monitored, 'ServiceMonitor')).toHaveLength(1);
     expect(byKind(monitored, 'PodMonitor')).toEqual([]);
-    const engines = byKind(
-      await renderChart(['--set', 'metrics.podMonitor.enabled=true']),
-      'PodMonitor',
-    ) as unknown as {
+    const podMonitored = await renderChart(['--set', 'metrics.podMonitor.enabled=true']);
+    const podMonitors = byKind(podMonitored, 'PodMonitor') as unknown as {
+      metadata: { name: string };
       spec: { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: { port: string }[] };
     }[];
-    expect(engines).toHaveLength(1);
+    expect(podMonitors.map((monitor) => monitor.metadata.name)).toEqual([
+      'tributary-engines',
+      'tributary-operator',
+    ]);
     // The labels and port name the operator gives engine pods (statefulset-runtime.ts).
-    expect(engines[0]?.spec.selector.matchLabels).toEqual({
+    expect(podMonitors[0]?.spec.selector.matchLabels).toEqual({
       'app.kubernetes.io/name': 'tributary-engine',
       'app.kubernetes.io/managed-by': 'tributary',
     });
-    expect(engines[0]?.spec.podMetricsEndpoints[0]?.port).toBe('metrics');
+    // The operator's: its Deployment's pod labels and the port it serves metrics on.
+    const operatorDeployment = byKind(podMonitored, 'Deployment').find(
+      (deployment) => deployment.metadata.name === 'tributary-operator',
+    ) as unknown as {
+      spec: {
+        template: {
+          metadata: { labels: Record<string, string> };
+          spec: { containers: { args: string[]; ports: { name: string; containerPort: number }[] }[] };
+        };
+      };
+    };
+    const operatorPod = operatorDeployment.spec.template;
+    expect(operatorPod.metadata.labels).toMatchObject(podMonitors[1]?.spec.selector.matchLabels ?? {});
+    const container = operatorPod.spec.containers[0];
+    const port = container?.ports.find((candidate) => candidate.name === 'metrics');
+    expect(container?.args.slice(-2)).toEqual(['--metrics-port', String(port?.containerPort)]);
+    for (const monitor of podMonitors) expect(monitor.spec.podMetricsEndpoints[0]?.port).toBe('metrics');
   });
 
   it('uses existing Secrets instead of creating them when told to', async () => {

@@ -14,6 +14,7 @@ export function startOperator(
   catalog: RelationalConfig,
   identity: string,
   leaseSeconds = 4,
+  metricsPort?: number,
 ): ChildProcess {
   return spawn(
     process.execPath,
@@ -32,6 +33,7 @@ export function startOperator(
       identity,
       '--lease-seconds',
       String(leaseSeconds),
+      ...(metricsPort !== undefined ? ['--metrics-port', String(metricsPort)] : []),
     ],
     { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' } },
   );

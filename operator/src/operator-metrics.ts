@@ -1,0 +1,61 @@
+// The operator's own Prometheus metrics: whether this replica leads, and how
+// its reconciles go (a reconcile that keeps failing shows here before anyone
+// reads the logs). Mirror progress is in the api-server's and engines' metrics.
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export type ReconcileKind = 'mirror' | 'peer' | 'script';
+
+export class OperatorMetrics {
+  readonly registry = new Registry();
+  readonly #leader: Gauge;
+  readonly #reconciles: Counter<'kind' | 'result'>;
+  readonly #seconds: Histogram<'kind'>;
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'tributary_operator_' });
+    this.#leader = new Gauge({
+      name: 'tributary_operator_leader',
+      help: '1 while this replica holds the leader Lease and acts, 0 while it stands by',
+      registers,
+    });
+    this.#leader.set(0);
+    this.#reconciles = new Counter({
+      name: 'tributary_operator_reconciles_total',
+      help: 'Reconciles by resource kind and result (error: retried with backoff)',
+      labelNames: ['kind', 'result'],
+      registers,
+    });
+    this.#seconds = new Histogram({
+      name: 'tributary_operator_reconcile_seconds',
+      help: 'Time one reconcile took',
+      labelNames: ['kind'],
+      buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+  }
+
+  leading(isLeader: boolean): void {
+    this.#leader.set(isLeader ? 1 : 0);
+  }
+
+  /** Wraps a reconcile function so that each run is timed and counted. */
+  instrument<Args extends unknown[], Result>(
+    kind: ReconcileKind,
+    reconcile: (...args: Args) => Promise<Result>,
+  ): (...args: Args) => Promise<Result> {
+    return async (...args) => {
+      const stop = this.#seconds.startTimer({ kind });
+      try {
+        const result = await reconcile(...args);
+        this.#reconciles.inc({ kind, result: 'ok' });
+        return result;
+      } catch (error) {
+        this.#reconciles.inc({ kind, result: 'error' });
+        throw error;
+      } finally {
+        stop();
+      }
+    };
+  }
+}
