@@ -292,7 +292,14 @@ describe('operator', () => {
     const holder = async () =>
       (await leases.readNamespacedLease({ name: 'tributary-operator', namespace })).spec?.holderIdentity;
     expect(await holder()).toBe('operator-a');
-    // The standby does not act: still operator-a after a few of its retries.
+    // The standby is up (it serves metrics once started) and does not act:
+    // still operator-a after a few of its retries.
+    await waitFor(
+      async () =>
+        (await metric(metricsPorts.b, 'tributary_operator_leader').catch(() => undefined)) !== undefined,
+      30_000,
+      'the standby to start',
+    );
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect(await holder()).toBe('operator-a');
     // Prometheus sees the same: one leader, and the leader's reconciles.
