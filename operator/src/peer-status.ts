@@ -12,7 +12,9 @@ export interface PeerCheckOutcome {
   readonly ready: boolean;
 }
 
-type Check = { ready: true; version: string } | { ready: false; reason: string; message: string };
+type Check =
+  | { ready: true; version: string }
+  | { ready: false; reason: 'SecretNotFound' | 'Unreachable'; message: string };
 
 async function check(store: KubeStore, name: string): Promise<Check | undefined> {
   let found: Awaited<ReturnType<KubeStore['getPeer']>>;
