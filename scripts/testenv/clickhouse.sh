@@ -4,7 +4,8 @@
 #   clickhouse  Debian's clickhouse-server package (bookworm: 18.16), a separate
 #               instance with its own config under .testenv/clickhouse:
 #               HTTP 127.0.0.1:$TESTENV_CH_HTTP_PORT, native TCP 127.0.0.1:$TESTENV_CH_NATIVE_PORT,
-#               no interserver port, user tributary / ch-secret with rights on every
+#               HTTPS 127.0.0.1:$TESTENV_CH_HTTPS_PORT with a certificate of a test CA
+#               (client certificates verified when presented), no interserver port, user tributary / ch-secret with rights on every
 #               database (18.16 has no SQL access management: users.xml is the ACL),
 #               no `default` user at all, so a request without credentials fails.
 #   chdb        test/support/chdb-http-server.ts: a Node process holding an in-process
@@ -56,8 +57,50 @@ pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # ---------------------------------------------------------------- clickhouse-server
 
+# tls_issue DIR NAME CA SUBJECT EXTENSIONS: a P-256 key and a certificate signed by CA.
+tls_issue() {
+  local dir="$1" name="$2" ca="$3" subject="$4" extensions="$5"
+  openssl ecparam -name prime256v1 -genkey -noout -out "$dir/$name.key" 2>/dev/null
+  openssl req -new -key "$dir/$name.key" -subj "$subject" -out "$dir/$name.csr" 2>/dev/null
+  printf '%s\n' "$extensions" >"$dir/$name.ext"
+  openssl x509 -req -in "$dir/$name.csr" -CA "$dir/$ca.crt" -CAkey "$dir/$ca.key" -CAcreateserial \
+    -days 3650 -sha256 -extfile "$dir/$name.ext" -out "$dir/$name.crt" 2>/dev/null
+  rm -f "$dir/$name.csr" "$dir/$name.ext"
+}
+
+tls_ca() {
+  openssl ecparam -name prime256v1 -genkey -noout -out "$1/$2.key" 2>/dev/null
+  openssl req -x509 -new -key "$1/$2.key" -subj "/CN=$3" -days 3650 -sha256 \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -out "$1/$2.crt" 2>/dev/null
+}
+
+# The HTTPS listener's material, made once per checkout in $CH_DIR/tls: a test CA
+# and the server's certificate, a client certificate of the same CA, and a
+# foreign CA with a client certificate of its own (which the server must refuse).
+ch_write_tls() {
+  local dir="$CH_DIR/tls"
+  [ -s "$dir/foreign-client.crt" ] && return 0
+  apt_install openssl
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  chmod 700 "$dir"
+  tls_ca "$dir" ca tributary-testenv-clickhouse-ca
+  tls_issue "$dir" server ca "/CN=localhost" "basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost"
+  local client="basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+  tls_issue "$dir" client ca "/CN=tributary" "$client"
+  tls_ca "$dir" foreign-ca tributary-testenv-foreign-ca
+  tls_issue "$dir" foreign-client foreign-ca "/CN=stranger" "$client"
+}
+
 ch_write_config() {
   mkdir -p "$CH_DIR/data" "$CH_DIR/tmp" "$CH_DIR/user_files" "$CH_DIR/format_schemas" "$CH_DIR/log"
+  ch_write_tls
   # 18.16 reads <yandex> roots. Without <interserver_http_port> no interserver
   # listener starts. Caches are sized for a 2-core test machine.
   cat >"$CH_DIR/config.xml" <<EOF
@@ -74,6 +117,20 @@ ch_write_config() {
   <listen_host>127.0.0.1</listen_host>
   <http_port>$TESTENV_CH_HTTP_PORT</http_port>
   <tcp_port>$TESTENV_CH_NATIVE_PORT</tcp_port>
+  <https_port>$TESTENV_CH_HTTPS_PORT</https_port>
+  <openSSL>
+    <server>
+      <certificateFile>$CH_DIR/tls/server.crt</certificateFile>
+      <privateKeyFile>$CH_DIR/tls/server.key</privateKeyFile>
+      <caConfig>$CH_DIR/tls/ca.crt</caConfig>
+      <!-- relaxed: a client certificate is verified against caConfig when one is sent. -->
+      <verificationMode>relaxed</verificationMode>
+      <loadDefaultCAFile>false</loadDefaultCAFile>
+      <cacheSessions>true</cacheSessions>
+      <disableProtocols>sslv2,sslv3</disableProtocols>
+      <preferServerCiphers>true</preferServerCiphers>
+    </server>
+  </openSSL>
   <max_connections>256</max_connections>
   <keep_alive_timeout>10</keep_alive_timeout>
   <max_concurrent_queries>64</max_concurrent_queries>
@@ -132,15 +189,15 @@ EOF
 ch_version() { engine_version "$TESTENV_CH_HTTP_PORT" "Authorization: Basic $(printf %s tributary:ch-secret | base64)"; }
 
 ch_up() {
-  local desc="127.0.0.1 http :$TESTENV_CH_HTTP_PORT native :$TESTENV_CH_NATIVE_PORT"
-  if pid_alive "$CH_PIDFILE" && http_ping "$TESTENV_CH_HTTP_PORT"; then
+  local desc="127.0.0.1 http :$TESTENV_CH_HTTP_PORT native :$TESTENV_CH_NATIVE_PORT https :$TESTENV_CH_HTTPS_PORT"
+  if pid_alive "$CH_PIDFILE" && http_ping "$TESTENV_CH_HTTP_PORT" && port_open "$TESTENV_CH_HTTPS_PORT"; then
     status_line clickhouse "running $(ch_version || true) ($desc)"
     return 0
   fi
   apt_install clickhouse-server
   stop_pidfile "$CH_PIDFILE"
   local port
-  for port in "$TESTENV_CH_HTTP_PORT" "$TESTENV_CH_NATIVE_PORT"; do
+  for port in "$TESTENV_CH_HTTP_PORT" "$TESTENV_CH_NATIVE_PORT" "$TESTENV_CH_HTTPS_PORT"; do
     if port_open "$port"; then
       echo "testenv: port $port is taken by a process this checkout did not start" >&2
       return 1

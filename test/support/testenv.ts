@@ -41,6 +41,10 @@ export const clickhouse = Object.freeze({
     nativePort: port('TESTENV_CH_NATIVE_PORT'),
     user: 'tributary',
     password: 'ch-secret',
+    /** HTTPS with a certificate of a test CA; client certificates are verified when sent. */
+    httpsPort: port('TESTENV_CH_HTTPS_PORT'),
+    /** ca.crt, client.crt/.key (same CA), foreign-ca.crt, foreign-client.crt/.key. */
+    tlsDir: join(testenvDir, 'clickhouse', 'tls'),
   },
   /** The in-process chdb engine (current ClickHouse) behind a test-only HTTP front. */
   chdb: {

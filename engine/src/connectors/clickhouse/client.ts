@@ -1,7 +1,7 @@
 // @clickhouse/client for an analytics peer: HTTP(S) on the port derived from the
 // native port (see analyticsHttpPort), TLS unless disabled, mutual TLS when a
 // client certificate is given.
-import { type ClickHouseClient, createClient } from '@clickhouse/client';
+import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { EngineError } from '../../errors.ts';
 import { type AnalyticsConfig, analyticsHttpPort } from '../../resources/peer.ts';
 
@@ -31,6 +31,9 @@ export function createAnalyticsClient(config: AnalyticsConfig, requestTimeoutMs 
     database: config.database,
     request_timeout: requestTimeoutMs,
     application: 'tributary',
+    // Its own logger writes unstructured lines to the console; every error it
+    // would print reaches our code as a rejection and is logged there.
+    log: { level: ClickHouseLogLevel.OFF },
     ...(tls ? { tls } : {}),
   });
 }
