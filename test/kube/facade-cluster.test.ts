@@ -218,6 +218,35 @@ describe('facade in cluster mode', () => {
     expect(scripts.items).toEqual([]);
   });
 
+  it('answers 409 naming the Secret when a peer applied with kubectl has none', async () => {
+    await config.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'peers',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Peer',
+        metadata: { name: 'secretless' },
+        spec: {
+          kind: 'relational',
+          relational: { host: '127.0.0.1', port: 5432, user: 'u', database: 'd' },
+          secretRef: { name: 'not-there' },
+        },
+      },
+    });
+    const info = await app.inject({
+      method: 'GET',
+      url: '/api/v1/peers/info/secretless',
+      headers: { authorization: basicAuth('', password) },
+    });
+    expect(info.statusCode).toBe(409);
+    expect(info.json()).toMatchObject({
+      code: 9,
+      message: expect.stringContaining('Secret not-there not found'),
+    });
+  });
+
   it('gives scripts numeric ids', async () => {
     const created = await post('/api/v1/scripts', {
       script: { id: -1, name: 'renamer', lang: 'lua', source: 'return 1' },

@@ -7,7 +7,7 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import { Registry } from 'prom-client';
-import { ResourceInvalidError } from '../../../engine/src/control/store.ts';
+import { PeerSecretsUnavailableError, ResourceInvalidError } from '../../../engine/src/control/store.ts';
 import { isAuthorized } from './auth.ts';
 import type { FacadeContext } from './context.ts';
 import { ApiError, grpcStyleBody } from './errors.ts';
@@ -69,13 +69,20 @@ export function buildApp(context: FacadeContext): FastifyInstance {
   app.removeContentTypeParser('text/plain');
 
   app.setErrorHandler(
-    (error: FastifyError | ApiError | ResourceInvalidError, request: FastifyRequest, reply: FastifyReply) => {
+    (
+      error: FastifyError | ApiError | ResourceInvalidError | PeerSecretsUnavailableError,
+      request: FastifyRequest,
+      reply: FastifyReply,
+    ) => {
       const apiError =
         error instanceof ApiError
           ? error
           : error instanceof ResourceInvalidError
             ? new ApiError('invalidArgument', error.message)
-            : fromFastifyError(error as FastifyError);
+            : // A peer applied with kubectl whose Secret is not there (yet): the message names it.
+              error instanceof PeerSecretsUnavailableError
+              ? new ApiError('failedPrecondition', error.message)
+              : fromFastifyError(error as FastifyError);
       if (apiError.kind === 'internal') request.log.error({ err: error, url: request.url }, 'request failed');
       return reply.code(apiError.status).send(errorBody(request, apiError));
     },
