@@ -4,6 +4,7 @@
 // astronomical: 1 BC is year 0.
 
 export interface CivilDate {
+  /** Astronomical year: 1 BC is 0, 2 BC is -1. */
   readonly year: number;
   readonly month: number;
   readonly day: number;

@@ -55,6 +55,7 @@
 // Messages never contain the value: row data may be secret.
 
 import { EngineError } from '../errors.ts';
+import { type CivilDate, daysFromCivil } from './calendar.ts';
 import {
   type ArrayColumnType,
   type ColumnType,
@@ -274,13 +275,6 @@ function parseUuid(text: string, subject: string): string {
 
 const datePattern = /^(\d{4,})-(\d{2})-(\d{2})( BC)?$/;
 
-interface CivilDate {
-  /** Astronomical year: 1 BC is 0, 2 BC is -1. */
-  readonly year: number;
-  readonly month: number;
-  readonly day: number;
-}
-
 function isLeapYear(year: number): boolean {
   return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
 }
@@ -298,16 +292,6 @@ function civilDate(yearText: string, monthText: string, dayText: string, bc: boo
     throw decodeError(subject, 'not a valid date');
   }
   return { year, month, day } satisfies CivilDate;
-}
-
-/** Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
-function daysSinceEpoch({ year, month, day }: CivilDate): number {
-  const shiftedYear = month <= 2 ? year - 1 : year;
-  const era = Math.floor(shiftedYear / 400);
-  const yearOfEra = shiftedYear - era * 400;
-  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
-  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
-  return era * 146_097 + dayOfEra - 719_468;
 }
 
 function parseDate(text: string, subject: string): string {
@@ -384,7 +368,7 @@ function parseTimestamp(text: string, withTimeZone: boolean, subject: string): b
   const date = civilDate(yearText, monthText, dayText, bc !== undefined, subject);
   const timeOfDay = timeOfDayMicros(hourText, minuteText, secondText, fraction, subject);
   if (timeOfDay >= microsPerDay) throw decodeError(subject, 'time out of range');
-  const local = BigInt(daysSinceEpoch(date)) * microsPerDay + timeOfDay;
+  const local = BigInt(daysFromCivil(date.year, date.month, date.day)) * microsPerDay + timeOfDay;
   const utc = offset === undefined ? local : local - BigInt(offsetSeconds(offset)) * microsPerSecond;
   // The sentinels must stay unambiguous: a finite value never equals them.
   if (utc >= timestampInfinity || utc <= timestampMinusInfinity) {
