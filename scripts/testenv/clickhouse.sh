@@ -57,24 +57,6 @@ pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # ---------------------------------------------------------------- clickhouse-server
 
-# tls_issue DIR NAME CA SUBJECT EXTENSIONS: a P-256 key and a certificate signed by CA.
-tls_issue() {
-  local dir="$1" name="$2" ca="$3" subject="$4" extensions="$5"
-  openssl ecparam -name prime256v1 -genkey -noout -out "$dir/$name.key" 2>/dev/null
-  openssl req -new -key "$dir/$name.key" -subj "$subject" -out "$dir/$name.csr" 2>/dev/null
-  printf '%s\n' "$extensions" >"$dir/$name.ext"
-  openssl x509 -req -in "$dir/$name.csr" -CA "$dir/$ca.crt" -CAkey "$dir/$ca.key" -CAcreateserial \
-    -days 3650 -sha256 -extfile "$dir/$name.ext" -out "$dir/$name.crt" 2>/dev/null
-  rm -f "$dir/$name.csr" "$dir/$name.ext"
-}
-
-tls_ca() {
-  openssl ecparam -name prime256v1 -genkey -noout -out "$1/$2.key" 2>/dev/null
-  openssl req -x509 -new -key "$1/$2.key" -subj "/CN=$3" -days 3650 -sha256 \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-    -out "$1/$2.crt" 2>/dev/null
-}
-
 # The HTTPS listener's material, made once per checkout in $CH_DIR/tls: a test CA
 # and the server's certificate, a client certificate of the same CA, and a
 # foreign CA with a client certificate of its own (which the server must refuse).

@@ -114,17 +114,6 @@ build_programs() {
 
 # --- credentials ------------------------------------------------------------
 
-# issue NAME SUBJECT EXTENSIONS: a P-256 key and a certificate signed by the CA.
-issue() {
-  local name="$1" subject="$2" extensions="$3"
-  openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/$name.key" 2>/dev/null
-  openssl req -new -key "$PKI/$name.key" -subj "$subject" -out "$PKI/$name.csr" 2>/dev/null
-  printf '%s\n' "$extensions" >"$PKI/$name.ext"
-  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
-    -days 3650 -sha256 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null
-  rm -f "$PKI/$name.csr" "$PKI/$name.ext"
-}
-
 b64() { base64 -w0 <"$1"; }
 
 # write_kubeconfig FILE USER CERT_NAME: a self-contained kubeconfig (CA and
@@ -175,19 +164,16 @@ ensure_credentials() {
   rm -rf "$PKI"
   mkdir -p "$PKI"
   chmod 700 "$PKI"
-  openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/ca.key" 2>/dev/null
-  openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=tributary-testenv-ca" -days 3650 -sha256 \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-    -out "$PKI/ca.crt" 2>/dev/null
-  issue apiserver "/CN=kube-apiserver" "basicConstraints=critical,CA:FALSE
+  tls_ca "$PKI" ca tributary-testenv-ca
+  tls_issue "$PKI" apiserver ca "/CN=kube-apiserver" "basicConstraints=critical,CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
 subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   local client="basicConstraints=critical,CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=clientAuth"
-  issue admin "/O=system:masters/CN=tributary-admin" "$client"
-  issue restricted "/CN=tributary-restricted" "$client"
+  tls_issue "$PKI" admin ca "/O=system:masters/CN=tributary-admin" "$client"
+  tls_issue "$PKI" restricted ca "/CN=tributary-restricted" "$client"
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key" 2>/dev/null
   openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
   write_kubeconfig "$KUBE_DIR/admin.kubeconfig" tributary-admin admin

@@ -49,3 +49,23 @@ stop_pidfile() {
   fi
   rm -f "$file"
 }
+
+# Test certificates (openssl must be installed).
+# tls_issue DIR NAME CA SUBJECT EXTENSIONS: a P-256 key and a certificate signed by CA.
+tls_issue() {
+  local dir="$1" name="$2" ca="$3" subject="$4" extensions="$5"
+  openssl ecparam -name prime256v1 -genkey -noout -out "$dir/$name.key" 2>/dev/null
+  openssl req -new -key "$dir/$name.key" -subj "$subject" -out "$dir/$name.csr" 2>/dev/null
+  printf '%s\n' "$extensions" >"$dir/$name.ext"
+  openssl x509 -req -in "$dir/$name.csr" -CA "$dir/$ca.crt" -CAkey "$dir/$ca.key" -CAcreateserial \
+    -days 3650 -sha256 -extfile "$dir/$name.ext" -out "$dir/$name.crt" 2>/dev/null
+  rm -f "$dir/$name.csr" "$dir/$name.ext"
+}
+
+# tls_ca DIR NAME COMMON_NAME: a P-256 certificate authority DIR/NAME.{key,crt}.
+tls_ca() {
+  openssl ecparam -name prime256v1 -genkey -noout -out "$1/$2.key" 2>/dev/null
+  openssl req -x509 -new -key "$1/$2.key" -subj "/CN=$3" -days 3650 -sha256 \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -out "$1/$2.crt" 2>/dev/null
+}
