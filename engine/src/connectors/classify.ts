@@ -7,7 +7,8 @@ interface PgDriverError {
   message: string;
 }
 
-const networkCodes = new Set([
+/** Socket and resolver error codes that mean the server could not be reached. */
+export const networkErrorCodes: ReadonlySet<string> = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
   'ETIMEDOUT',
@@ -19,7 +20,7 @@ const networkCodes = new Set([
 
 function pgErrorKind(error: PgDriverError): ErrorKind {
   const code = error.code ?? '';
-  if (networkCodes.has(code)) return 'connection';
+  if (networkErrorCodes.has(code)) return 'connection';
   // SQLSTATE classes: https://www.postgresql.org/docs/current/errcodes-appendix.html
   if (code === '28P01' || code === '28000') return 'auth';
   if (code === '42501') return 'permission';
@@ -92,7 +93,7 @@ export function classifyClickHouseError(
   if (isEngineError(error)) return error;
   if (!(error instanceof Error)) return new EngineError(fallback, `${what}: ${String(error)}`);
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && networkCodes.has(code)) {
+  if (typeof code === 'string' && networkErrorCodes.has(code)) {
     return new EngineError('connection', `${what} failed (${code})`, { cause: error });
   }
   const serverCode =

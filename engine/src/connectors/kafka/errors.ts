@@ -2,6 +2,7 @@
 // in retry and aggregate errors; the innermost one decides. A message never
 // carries the driver's text, which can quote topic data; that goes to `cause`.
 import { EngineError, type ErrorKind, isEngineError } from '../../errors.ts';
+import { networkErrorCodes } from '../classify.ts';
 
 interface KafkaJsError {
   readonly name?: string;
@@ -27,14 +28,6 @@ const configTypes = new Set([
   'POLICY_VIOLATION',
   'INVALID_CONFIG',
 ]);
-const networkCodes = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'EPIPE',
-]);
 
 /** The innermost error kafkajs wrapped. */
 function rootOf(error: unknown): KafkaJsError {
@@ -53,7 +46,7 @@ function kindOf(error: unknown, fallback: ErrorKind): { kind: ErrorKind; detail:
     return { kind: 'auth', detail: 'authentication failed' };
   if (root.type && permissionTypes.has(root.type)) return { kind: 'permission', detail: root.type };
   if (root.type && configTypes.has(root.type)) return { kind: 'config', detail: root.type };
-  if (root.name === 'KafkaJSConnectionError' || (root.code && networkCodes.has(root.code))) {
+  if (root.name === 'KafkaJSConnectionError' || (root.code && networkErrorCodes.has(root.code))) {
     return { kind: 'connection', detail: 'cannot reach the brokers' };
   }
   if (root.name === 'KafkaJSRequestTimeoutError') return { kind: fallback, detail: 'request timed out' };
