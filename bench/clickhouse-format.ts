@@ -28,41 +28,15 @@ import type { DestinationTable } from '../engine/src/connectors/records.ts';
 import { parseTextValue, type Value } from '../engine/src/model/parse-text.ts';
 import { destinationTable } from '../engine/src/pipeline/tables.ts';
 import { tableMappingSchema } from '../engine/src/resources/mirror.ts';
-import type { AnalyticsConfig } from '../engine/src/resources/peer.ts';
+import { clickhouseEngines } from '../test/support/clickhouse-engines.ts';
 import { createTestDatabase } from '../test/support/databases.ts';
-import { clickhouse } from '../test/support/testenv.ts';
 
 const rowCount = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const repeat = Number(process.env.BENCH_REPEAT ?? 2);
 const logger = pino({ level: 'warn' });
 const chunkBytes = 1 << 20;
 
-const engines = [
-  {
-    name: 'clickhouse-server 18.16',
-    config: (database: string): AnalyticsConfig => ({
-      host: '127.0.0.1',
-      port: clickhouse.server.nativePort,
-      httpPort: Number(new URL(clickhouse.server.url).port),
-      user: clickhouse.server.user,
-      password: clickhouse.server.password,
-      database,
-      disableTls: true,
-    }),
-  },
-  {
-    name: 'chdb 26.7 (HTTP front)',
-    config: (database: string): AnalyticsConfig => ({
-      host: '127.0.0.1',
-      port: 9000,
-      httpPort: Number(new URL(clickhouse.chdb.url).port),
-      user: 'default',
-      password: '',
-      database,
-      disableTls: true,
-    }),
-  },
-];
+const engines = clickhouseEngines;
 
 // --- a JSONEachRow encoder for the bench table's types -----------------------------------
 

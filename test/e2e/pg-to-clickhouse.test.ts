@@ -12,7 +12,8 @@ import { parseTextValue } from '../../engine/src/model/parse-text.ts';
 import type { ColumnType } from '../../engine/src/model/value-kind.ts';
 import { teardownMirror } from '../../engine/src/pipeline/run-mirror.ts';
 import { mirrorSpecSchema } from '../../engine/src/resources/mirror.ts';
-import type { AnalyticsConfig, Peer } from '../../engine/src/resources/peer.ts';
+import type { Peer } from '../../engine/src/resources/peer.ts';
+import { type ClickHouseEngine, clickhouseEngines } from '../support/clickhouse-engines.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import {
@@ -23,43 +24,8 @@ import {
   type SpecInput,
   startMirror,
 } from '../support/mirror-harness.ts';
-import { clickhouse } from '../support/testenv.ts';
 
-interface Engine {
-  readonly name: string;
-  /** Current ClickHouse: DateTime64, Date32, Bool, Map, is_deleted. */
-  readonly modern: boolean;
-  config(database: string): AnalyticsConfig;
-}
-
-const engines: readonly Engine[] = [
-  {
-    name: 'clickhouse-server 18.16',
-    modern: false,
-    config: (database) => ({
-      host: '127.0.0.1',
-      port: clickhouse.server.nativePort,
-      httpPort: Number(new URL(clickhouse.server.url).port),
-      user: clickhouse.server.user,
-      password: clickhouse.server.password,
-      database,
-      disableTls: true,
-    }),
-  },
-  {
-    name: 'chdb (current ClickHouse)',
-    modern: true,
-    config: (database) => ({
-      host: '127.0.0.1',
-      port: 9000,
-      httpPort: Number(new URL(clickhouse.chdb.url).port),
-      user: 'default',
-      password: '',
-      database,
-      disableTls: true,
-    }),
-  },
-];
+const engines = clickhouseEngines;
 
 const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
 
@@ -115,7 +81,7 @@ const microsMin = -2_208_988_800_000_000n; // 1900-01-01 00:00:00
 const microsMax = 10_413_791_999_999_999n; // 2299-12-31 23:59:59.999999
 
 /** A timestamp column: DateTime64(6) (clamped to 1900–2299) or, on 18.16, Int64 microseconds (exact). */
-function timestamp(name: string, engine: Engine): Check {
+function timestamp(name: string, engine: ClickHouseEngine): Check {
   return {
     pg: `CASE WHEN ${name} = 'infinity' THEN '${2n ** 63n - 1n}' WHEN ${name} = '-infinity' THEN '${-(2n ** 63n)}'
           ELSE (extract(epoch FROM ${name}) * 1000000)::bigint::text END`,
@@ -129,7 +95,7 @@ function timestamp(name: string, engine: Engine): Check {
 }
 
 /** A date column: Date32 (clamped to 1900–2299) or, on 18.16, Date (from 1970; day 0 shows as 0000-00-00). */
-function date(name: string, engine: Engine): Check {
+function date(name: string, engine: ClickHouseEngine): Check {
   return {
     pg: `${name}::text`,
     ch: `toString(${name})`,

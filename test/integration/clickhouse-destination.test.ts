@@ -18,43 +18,9 @@ import type {
   RowImage,
 } from '../../engine/src/connectors/records.ts';
 import type { TableMapping } from '../../engine/src/resources/mirror.ts';
-import type { AnalyticsConfig } from '../../engine/src/resources/peer.ts';
-import { clickhouse } from '../support/testenv.ts';
+import { clickhouseEngines } from '../support/clickhouse-engines.ts';
 
-interface Engine {
-  readonly name: string;
-  readonly modern: boolean;
-  config(database: string): AnalyticsConfig;
-}
-
-const engines: readonly Engine[] = [
-  {
-    name: 'clickhouse-server 18.16',
-    modern: false,
-    config: (database) => ({
-      host: '127.0.0.1',
-      port: clickhouse.server.nativePort,
-      httpPort: Number(new URL(clickhouse.server.url).port),
-      user: clickhouse.server.user,
-      password: clickhouse.server.password,
-      database,
-      disableTls: true,
-    }),
-  },
-  {
-    name: 'chdb (current ClickHouse)',
-    modern: true,
-    config: (database) => ({
-      host: '127.0.0.1',
-      port: 9000,
-      httpPort: Number(new URL(clickhouse.chdb.url).port),
-      user: 'default',
-      password: '',
-      database,
-      disableTls: true,
-    }),
-  },
-];
+const engines = clickhouseEngines;
 
 const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
