@@ -7,8 +7,8 @@ import {
   createTestDatabase,
   randomSuffix,
   type TestDatabase,
-  tableRows,
   waitFor,
+  waitForSameRows,
 } from '../support/databases.ts';
 import { type StandaloneProcess, startStandalone } from '../support/standalone-process.ts';
 import { clickhouse } from '../support/testenv.ts';
@@ -28,14 +28,7 @@ describe('standalone mode over HTTP', () => {
   const suffix = randomSuffix();
   const mirror = `orders-${suffix}`;
 
-  const sameRows = (table: string) =>
-    waitFor(
-      async () =>
-        JSON.stringify(await tableRows(source.client, table, 'id')) ===
-        JSON.stringify(await tableRows(destination.client, table, 'id')),
-      60_000,
-      `${table} to match`,
-    );
+  const sameRows = (table: string) => waitForSameRows(source.client, destination.client, table);
 
   const state = async () =>
     (

@@ -13,7 +13,7 @@ import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
 import { findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
-import { createTestDatabase, type TestDatabase, tableRows, waitFor } from '../support/databases.ts';
+import { createTestDatabase, type TestDatabase, waitFor, waitForSameRows } from '../support/databases.ts';
 import { basicAuth } from '../support/facade.ts';
 import { adminConfig, createNamespace, installCrds, kubectl } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';
@@ -115,14 +115,7 @@ describe('facade in cluster mode', () => {
     });
   });
 
-  const sameRows = (table: string) =>
-    waitFor(
-      async () =>
-        JSON.stringify(await tableRows(source.client, table, 'id')) ===
-        JSON.stringify(await tableRows(destination.client, table, 'id').catch(() => [])),
-      60_000,
-      `${table} rows`,
-    );
+  const sameRows = (table: string) => waitForSameRows(source.client, destination.client, table);
 
   it('creates, pauses, edits, resumes and drops a mirror through the operator', async () => {
     const created = await post('/api/v1/flows/cdc/create', {

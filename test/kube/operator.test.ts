@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
-import { createTestDatabase, type TestDatabase, tableRows, waitFor } from '../support/databases.ts';
+import { createTestDatabase, type TestDatabase, waitFor, waitForSameRows } from '../support/databases.ts';
 import { freePort } from '../support/engine-process.ts';
 import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';
@@ -44,14 +44,7 @@ describe('operator', () => {
       | MirrorObject
       | undefined;
 
-  const sameRows = (table: string) =>
-    waitFor(
-      async () =>
-        JSON.stringify(await tableRows(source.client, table, 'id')) ===
-        JSON.stringify(await tableRows(destination.client, table, 'id')),
-      60_000,
-      `${table} to match`,
-    );
+  const sameRows = (table: string) => waitForSameRows(source.client, destination.client, table);
 
   async function applyPeer(name: string, database: TestDatabase) {
     const { password, ...rest } = database.config;

@@ -99,6 +99,22 @@ export async function tableRows(client: pg.Client, table: string, orderBy: strin
   return result.rows.map((row) => row.row);
 }
 
+/** Waits until `table` holds the same rows, ordered by `id`, in both databases. */
+export function waitForSameRows(
+  source: pg.Client,
+  destination: pg.Client,
+  table: string,
+  timeoutMs = 60_000,
+): Promise<void> {
+  return waitFor(
+    async () =>
+      JSON.stringify(await tableRows(source, table, 'id')) ===
+      JSON.stringify(await tableRows(destination, table, 'id')),
+    timeoutMs,
+    `${table} to match`,
+  );
+}
+
 /** Every cell as `rowNumber.column=value` text: a failing comparison then names the cell. */
 export async function tableCells(client: pg.Client, table: string, orderBy: string): Promise<string[]> {
   const result = await client.query<{ cell: string }>(
