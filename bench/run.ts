@@ -27,6 +27,7 @@ import type { Destination } from '../engine/src/connectors/destination.ts';
 import { PostgresDestination } from '../engine/src/connectors/postgres/destination.ts';
 import { formatLsn, parseLsn } from '../engine/src/connectors/postgres/lsn.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/table-info.ts';
+import { EngineMetrics } from '../engine/src/observability/engine-metrics.ts';
 import { runCdc } from '../engine/src/pipeline/cdc.ts';
 import { defaultBatchMemoryBudgetBytes, type MirrorContext } from '../engine/src/pipeline/context.ts';
 import { runSnapshot } from '../engine/src/pipeline/snapshot.ts';
@@ -57,6 +58,8 @@ function mapping(table: string) {
   return { source: { schema: 'public', table }, destination: { schema: 'public', table } };
 }
 
+const engineMetrics = new EngineMetrics();
+
 function context(
   source: TestDatabase,
   catalog: PostgresCatalog,
@@ -72,6 +75,8 @@ function context(
     logger,
     signal,
     batchMemoryBudgetBytes: defaultBatchMemoryBudgetBytes,
+    // As in an engine process, which always keeps its metrics.
+    metrics: engineMetrics,
   };
 }
 
