@@ -10,6 +10,7 @@ import type { Catalog } from '../../engine/src/catalog/catalog.ts';
 import { mirrorSpecSchema } from '../../engine/src/resources/mirror.ts';
 import { StatefulSetEngineRuntime } from '../../operator/src/runtime/statefulset-runtime.ts';
 import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
+import { readableByContainer, secretFiles } from '../support/pod-files.ts';
 import { repoRoot } from '../support/testenv.ts';
 
 describe('engine workloads on Kubernetes', () => {
@@ -83,8 +84,18 @@ describe('engine workloads on Kubernetes', () => {
     expect(JSON.stringify(set)).not.toContain('top-secret');
     expect(pod?.volumes?.[0]?.secret).toMatchObject({
       secretName: 'tributary-engine-orders',
-      defaultMode: 0o400,
+      defaultMode: 0o440,
     });
+    // As a kubelet writes it: root-owned, group fsGroup, readable by the engine's uid 1000.
+    if (!pod || !container) throw new Error('no pod template');
+    const files = secretFiles(pod, container, ['engine.json']);
+    expect(files.map((file) => file.path)).toEqual(['/etc/tributary/engine.json']);
+    expect(pod.securityContext).toMatchObject({ runAsUser: 1000, fsGroup: 1000 });
+    for (const file of files) {
+      expect(file.mode & 0o040).not.toBe(0);
+      expect(file.mode & 0o004).toBe(0);
+      expect(readableByContainer(pod, container, file)).toBe(true);
+    }
     const secret = await config
       .makeApiClient(CoreV1Api)
       .readNamespacedSecret({ name: 'tributary-engine-orders', namespace });

@@ -1,5 +1,5 @@
 // Engines as pods: one StatefulSet of at most one replica per mirror, its
-// config in a Secret mounted read-only.
+// config in a Secret mounted read-only (mode 0440, group fsGroup 1000).
 //
 // Why a StatefulSet: its controller creates pod <name>-0 only once the previous
 // pod object is gone. On a rollout it deletes the old pod first; when a node is
@@ -94,6 +94,10 @@ export function engineStatefulSet(
             runAsNonRoot: true,
             runAsUser: 1000,
             runAsGroup: 1000,
+            // The kubelet makes Secret files group-owned by fsGroup: with mode
+            // 0440 the engine (uid 1000, group 1000) can read its config. Without
+            // it the file is root:root and the engine exits with EACCES.
+            fsGroup: 1000,
             seccompProfile: { type: 'RuntimeDefault' },
           },
           containers: [
@@ -133,7 +137,7 @@ export function engineStatefulSet(
               volumeMounts: [{ name: 'config', mountPath: '/etc/tributary', readOnly: true }],
             },
           ],
-          volumes: [{ name: 'config', secret: { secretName: name, defaultMode: 0o400 } }],
+          volumes: [{ name: 'config', secret: { secretName: name, defaultMode: 0o440 } }],
         },
       },
     },
