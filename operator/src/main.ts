@@ -110,6 +110,16 @@ export async function main(argv: readonly string[]): Promise<number> {
   const pool = new pg.Pool({ connectionString: config.catalogUrl, max: 4 });
   pool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));
   const catalog = new PostgresCatalog(pool);
+  // Whichever of the operator and the api-server starts first migrates the
+  // catalog (under an advisory lock), so neither waits for the other.
+  try {
+    await catalog.migrate();
+  } catch (error) {
+    logger.error({ err: error }, 'cannot migrate the catalog');
+    await pool.end();
+    await metricsServer?.close();
+    return 1;
+  }
   const store = new KubeStore(kubeConfig, config.namespace);
   const events = new EventRecorder(kubeConfig, config.namespace, logger);
   const runtime: EngineRuntime & { stopAll?: () => Promise<void> } =

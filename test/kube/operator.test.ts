@@ -2,9 +2,7 @@
 // would, engines as local processes standing in for pods, real PostgreSQL.
 import type { ChildProcess } from 'node:child_process';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { createTestDatabase, type TestDatabase, waitFor, waitForSameRows } from '../support/databases.ts';
 import { freePort } from '../support/engine-process.ts';
@@ -71,9 +69,7 @@ describe('operator', () => {
       createTestDatabase('op_dst'),
       createTestDatabase('op_cat'),
     ]);
-    const pool = new pg.Pool({ ...catalogDatabase.config, max: 1 });
-    await new PostgresCatalog(pool).migrate();
-    await pool.end();
+    // The catalog is left unmigrated: the operator migrates it on start.
     await source.client.query(`CREATE TABLE items (id int PRIMARY KEY, v text)`);
     await source.client.query(`CREATE TABLE extra (id int PRIMARY KEY)`);
     await source.client.query(`INSERT INTO items SELECT g, 'v' || g FROM generate_series(1, 1000) g`);

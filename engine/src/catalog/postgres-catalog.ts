@@ -15,9 +15,25 @@ import type {
 import { PhaseTransitionError } from './phase-error.ts';
 import { phasesLeadingTo } from './phases.ts';
 
-export interface SqlExecutor {
+export interface SqlQueries {
   query<Row>(text: string, params?: unknown[]): Promise<{ rows: Row[] }>;
 }
+
+export interface SqlExecutor extends SqlQueries {
+  /**
+   * One connection of a pool, for a transaction (a `pg` Pool has it). An
+   * executor without it is one connection already (the embedded database).
+   */
+  connect?(): Promise<SqlQueries & { release(): void }>;
+}
+
+/**
+ * The advisory lock key that serialises catalog migrations: the operator, the
+ * api-server and engines all migrate on start, in any order and any number of
+ * replicas, and concurrent `CREATE ... IF NOT EXISTS` of one object can fail
+ * with a unique violation. Any 64-bit constant of our own.
+ */
+const migrationLockKey = '7261627574617279';
 
 const migrations: readonly string[] = [
   `CREATE SCHEMA IF NOT EXISTS tributary`,
@@ -109,8 +125,29 @@ export class PostgresCatalog implements Catalog {
     this.#sql = sql;
   }
 
+  /**
+   * Creates or upgrades the catalog's tables. Idempotent, and safe to call from
+   * several processes at once: with a pool, it runs in one transaction holding
+   * a transaction-scoped advisory lock, so the second caller waits and then
+   * finds everything in place (and a failure leaves nothing half-made).
+   */
   async migrate(): Promise<void> {
-    for (const statement of migrations) await this.#sql.query(statement);
+    if (!this.#sql.connect) {
+      for (const statement of migrations) await this.#sql.query(statement);
+      return;
+    }
+    const session = await this.#sql.connect();
+    try {
+      await session.query('BEGIN');
+      await session.query('SELECT pg_advisory_xact_lock($1::bigint)', [migrationLockKey]);
+      for (const statement of migrations) await session.query(statement);
+      await session.query('COMMIT');
+    } catch (error) {
+      await session.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      session.release();
+    }
   }
 
   async getRuntime(mirror: string): Promise<MirrorRuntime | undefined> {
