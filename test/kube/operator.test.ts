@@ -273,6 +273,52 @@ describe('operator', () => {
     await waitFor(async () => (await mirror('early')) === undefined, 60_000, 'early mirror gone');
   });
 
+  it('drops the slot and publication of a mirror deleted together with its peers and their Secrets', async () => {
+    await source.client.query(`CREATE TABLE pruned (id int PRIMARY KEY)`);
+    await source.client.query(`INSERT INTO pruned SELECT generate_series(1, 30)`);
+    await applyPeer('pruned-source', source);
+    await applyPeer('pruned-destination', destination);
+    await objects.createNamespacedCustomObject({
+      ...at('mirrors'),
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Mirror',
+        metadata: { name: 'pruned' },
+        spec: {
+          sourcePeer: 'pruned-source',
+          destinationPeer: 'pruned-destination',
+          tableMappings: [
+            {
+              source: { schema: 'public', table: 'pruned' },
+              destination: { schema: 'public', table: 'pruned' },
+            },
+          ],
+          doInitialSnapshot: true,
+          idleTimeoutSeconds: 1,
+        },
+      },
+    });
+    await sameRows('pruned');
+    const slot = () =>
+      source.client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = 'tributary_pruned'`);
+    const publication = () =>
+      source.client.query(`SELECT 1 FROM pg_publication WHERE pubname = 'tributary_pruned'`);
+    expect((await slot()).rowCount).toBe(1);
+    expect((await publication()).rowCount).toBe(1);
+    // One `kubectl delete -k` (or a GitOps prune): the Mirror, its Peers and
+    // their Secrets in one go, the Peers and Secrets gone long before the teardown.
+    await Promise.all([
+      objects.deleteNamespacedCustomObject({ ...at('mirrors'), name: 'pruned' }),
+      objects.deleteNamespacedCustomObject({ ...at('peers'), name: 'pruned-source' }),
+      objects.deleteNamespacedCustomObject({ ...at('peers'), name: 'pruned-destination' }),
+      core.deleteNamespacedSecret({ namespace, name: 'pruned-source-secret' }),
+      core.deleteNamespacedSecret({ namespace, name: 'pruned-destination-secret' }),
+    ]);
+    await waitFor(async () => (await mirror('pruned')) === undefined, 60_000, 'pruned mirror gone');
+    expect((await slot()).rowCount).toBe(0);
+    expect((await publication()).rowCount).toBe(0);
+  });
+
   it('hands over to a second replica when the leader dies', async () => {
     metricsPorts.b = await freePort();
     const second = startOperator(namespace, catalogDatabase.config, 'operator-b', 4, metricsPorts.b);
