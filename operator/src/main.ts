@@ -17,6 +17,7 @@ import { ResourceNotFoundError } from '../../engine/src/control/store.ts';
 import { WorkQueue } from '../../engine/src/control/work-queue.ts';
 import { type MetricsServer, serveMetrics } from '../../engine/src/observability/metrics-server.ts';
 import { enginePodSettingsSchema } from '../../engine/src/resources/engine-pod.ts';
+import { EnginePods } from './engine-pods.ts';
 import { EventRecorder } from './events.ts';
 import { KubeStore } from './kube/kube-store.ts';
 import { LeaderElector } from './leader-election.ts';
@@ -159,6 +160,8 @@ export async function main(argv: readonly string[]): Promise<number> {
           logger,
         });
 
+  const pods =
+    config.engineRuntime === 'statefulset' ? new EnginePods(kubeConfig, config.namespace) : undefined;
   let mirrorQueue: WorkQueue | undefined;
   const reconciler = new MirrorReconciler({
     store,
@@ -174,7 +177,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       const mirror = await store.getMirror(name);
       if (mirror) {
         const stored = await store.mirrorObjectStatus(name);
-        await syncMirrorStatus(mirror, stored?.status, { store, catalog, events, uid: stored?.uid });
+        await syncMirrorStatus(mirror, stored?.status, { store, catalog, events, uid: stored?.uid, pods });
       }
       return mirror ? { requeueAfterMs: mirrorResyncMs } : undefined;
     }),

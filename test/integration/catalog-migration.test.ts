@@ -27,6 +27,7 @@ describe('catalog migration', () => {
     );
     expect(rows.map((row) => row.table_name)).toEqual([
       'cdc_batches',
+      'engine_problems',
       'logs',
       'mirror_runtime',
       'snapshot_tables',

@@ -75,6 +75,10 @@ const migrations: readonly string[] = [
      consolidate_completed boolean NOT NULL DEFAULT false,
      PRIMARY KEY (mirror, source_table))`,
   `ALTER TABLE tributary.snapshot_tables ADD COLUMN IF NOT EXISTS cdc_start_lsn numeric(20, 0) NOT NULL DEFAULT 0`,
+  `CREATE TABLE IF NOT EXISTS tributary.engine_problems (
+     mirror text PRIMARY KEY,
+     message text NOT NULL,
+     seen_at timestamptz NOT NULL DEFAULT now())`,
 ];
 
 interface RuntimeRow {
@@ -309,6 +313,26 @@ export class PostgresCatalog implements Catalog {
       `INSERT INTO tributary.logs (mirror, level, message, at_ms) VALUES ($1, $2, $3, $4)`,
       [mirror, level, message, Date.now()],
     );
+  }
+
+  async setEngineProblem(mirror: string, message: string | null): Promise<void> {
+    if (message === null) {
+      await this.#sql.query(`DELETE FROM tributary.engine_problems WHERE mirror = $1`, [mirror]);
+      return;
+    }
+    await this.#sql.query(
+      `INSERT INTO tributary.engine_problems (mirror, message) VALUES ($1, $2)
+       ON CONFLICT (mirror) DO UPDATE SET message = EXCLUDED.message, seen_at = now()`,
+      [mirror, message],
+    );
+  }
+
+  async getEngineProblem(mirror: string): Promise<string | undefined> {
+    const { rows } = await this.#sql.query<{ message: string }>(
+      `SELECT message FROM tributary.engine_problems WHERE mirror = $1`,
+      [mirror],
+    );
+    return rows[0]?.message;
   }
 
   async listLogs(query: LogQuery): Promise<{ entries: LogEntry[]; total: number }> {

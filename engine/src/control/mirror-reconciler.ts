@@ -87,7 +87,7 @@ export class MirrorReconciler {
     const phase = await this.#phase(mirror.name);
     const running = await runtime.running(mirror.name);
     const waitsForPerson = phase === 'failed' && mirror.failedGeneration === mirror.generation;
-    const target = { name: mirror.name, uid: mirror.uid, generation: mirror.generation };
+    const target = { name: mirror.name, uid: mirror.objectUid ?? mirror.uid, generation: mirror.generation };
     let config: EngineRunConfig | MissingDependency | undefined;
     if (running !== undefined) {
       const current = running.generation === mirror.generation && !waitsForPerson && phase !== 'completed';
