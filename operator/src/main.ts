@@ -16,7 +16,7 @@ import { MirrorReconciler } from '../../engine/src/control/mirror-reconciler.ts'
 import { ResourceNotFoundError } from '../../engine/src/control/store.ts';
 import { WorkQueue } from '../../engine/src/control/work-queue.ts';
 import { type MetricsServer, serveMetrics } from '../../engine/src/observability/metrics-server.ts';
-import { enginePodSettingsSchema } from '../../engine/src/resources/engine-pod.ts';
+import { enginePodDefaultsSchema } from '../../engine/src/resources/engine-pod.ts';
 import { EnginePods } from './engine-pods.ts';
 import { EventRecorder } from './events.ts';
 import { KubeStore } from './kube/kube-store.ts';
@@ -58,7 +58,7 @@ const configSchema = z.object({
         return z.NEVER;
       }
     })
-    .pipe(enginePodSettingsSchema.optional()),
+    .pipe(enginePodDefaultsSchema.optional()),
   kubeconfig: z.string().optional(),
   identity: z.string().min(1),
   leaseSeconds: z.coerce.number().int().min(2).default(15),
@@ -112,10 +112,20 @@ export async function main(argv: readonly string[]): Promise<number> {
   const config = Object.freeze(parsed.data);
   const logger = pino({ level: config.logLevel, base: { role: 'operator', identity: config.identity } });
   const metrics = new OperatorMetrics();
+  let migrated = false;
+  let elector: LeaderElector | undefined;
   let metricsServer: MetricsServer | undefined;
   if (config.metricsPort !== undefined) {
     try {
-      metricsServer = await serveMetrics(metrics.registry, config.metricsPort);
+      // Ready once the catalog is migrated and the API server answered an
+      // election round within a lease period (a standby is ready too).
+      metricsServer = await serveMetrics(
+        metrics.registry,
+        config.metricsPort,
+        '0.0.0.0',
+        () =>
+          migrated && elector !== undefined && Date.now() - elector.lastRoundAt < config.leaseSeconds * 1000,
+      );
     } catch (error) {
       logger.error({ err: error, port: config.metricsPort }, 'cannot serve metrics');
       return 2;
@@ -133,6 +143,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   // catalog (under an advisory lock), so neither waits for the other.
   try {
     await catalog.migrate();
+    migrated = true;
   } catch (error) {
     logger.error({ err: error }, 'cannot migrate the catalog');
     await pool.end();
@@ -221,7 +232,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   };
 
   let unwatch: (() => void) | undefined;
-  const elector = new LeaderElector({
+  elector = new LeaderElector({
     kubeConfig,
     namespace: config.namespace,
     leaseName: 'tributary-operator',

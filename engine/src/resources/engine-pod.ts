@@ -35,6 +35,33 @@ export const enginePodSettingsSchema = z.object({
 });
 export type EnginePodSettings = z.infer<typeof enginePodSettingsSchema>;
 
+/** Quantities written as YAML numbers (`cpu: 1`) made the strings the API prints. */
+function stringifyQuantities(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || !('resources' in value)) return value;
+  const resources = (value as { resources?: unknown }).resources;
+  if (resources === null || typeof resources !== 'object') return value;
+  const asStrings = (group: unknown) =>
+    group !== null && typeof group === 'object'
+      ? Object.fromEntries(
+          Object.entries(group).map(([name, quantity]) => [
+            name,
+            typeof quantity === 'number' ? String(quantity) : quantity,
+          ]),
+        )
+      : group;
+  const { requests, limits } = resources as { requests?: unknown; limits?: unknown };
+  return {
+    ...value,
+    resources: {
+      ...(requests === undefined ? {} : { requests: asStrings(requests) }),
+      ...(limits === undefined ? {} : { limits: asStrings(limits) }),
+    },
+  };
+}
+
+/** The operator's defaults as the chart passes them (its `engine` values, as JSON). */
+export const enginePodDefaultsSchema = z.preprocess(stringifyQuantities, enginePodSettingsSchema);
+
 /** The Mirror's settings over the operator's: each field replaces; labels and annotations merge. */
 export function mergePodSettings(
   defaults: EnginePodSettings | undefined,
