@@ -78,7 +78,7 @@ describe('operator and its engine pods', () => {
     await source.client.query(
       `CREATE ROLE ${pg.escapeIdentifier(role)} LOGIN REPLICATION PASSWORD 'first-password'`,
     );
-    // Pods name this ServiceAccount; the apiserver admits them only if it exists.
+    // Pods name this ServiceAccount (a cluster with ServiceAccount admission wants it to exist).
     await core.createNamespacedServiceAccount({
       namespace,
       body: { metadata: { name: 'tributary-engine' } },
