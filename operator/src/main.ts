@@ -231,6 +231,20 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   };
 
+  // A Mirror force-deleted while no operator ran is never announced: look for
+  // mirrors the catalog knows and the API does not, so their reconcile releases
+  // what the runtime kept (the engine Secret's finalizer).
+  const sweepForceDeleted = async () => {
+    try {
+      const existing = new Set((await store.listMirrors()).map((mirror) => mirror.name));
+      for (const name of await catalog.listUnterminatedMirrors()) {
+        if (!existing.has(name)) mirrorQueue?.add(name);
+      }
+    } catch (error) {
+      logger.warn({ err: error }, 'cannot look for force-deleted mirrors');
+    }
+  };
+
   let unwatch: (() => void) | undefined;
   elector = new LeaderElector({
     kubeConfig,
@@ -256,6 +270,7 @@ export async function main(argv: readonly string[]): Promise<number> {
           // Secret is not watched: the resync compares the config hash.)
           if (event.kind !== 'mirror') void requeueMirrorsUsing(event.kind, event.name);
         });
+        void sweepForceDeleted();
       },
       // Lost the lease: stop at once, so the new leader is the only one acting.
       () => resolve(1),
