@@ -207,7 +207,10 @@ export class StatefulSetEngineRuntime implements EngineRuntime {
   #render(target: EngineTarget, config: EngineRunConfig): V1StatefulSet {
     const document = engineConfigDocument(config, this.#options.catalogUrl);
     const set = engineStatefulSet(this.#options, target, {
-      documentHash: configHash(document),
+      // Keyed with the catalog URL (it holds the catalog's password, which
+      // readers of StatefulSets do not have): the annotation is a hash of peer
+      // passwords, so it must not be a plain one anyone could test guesses against.
+      documentHash: configHash(document, this.#options.catalogUrl),
       pod: config.spec.engine,
     });
     const annotations = { ...set.metadata?.annotations, [templateHashAnnotation]: configHash(set) };
