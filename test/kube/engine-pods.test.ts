@@ -208,6 +208,11 @@ describe('operator and its engine pods', () => {
       limits: { memory: '256Mi' },
     });
     expect(pod?.nodeSelector).toEqual({ disk: 'ssd' });
+    // The heap follows the memory limit (three quarters of 256Mi).
+    expect(pod?.containers[0]?.env).toContainEqual({
+      name: 'NODE_OPTIONS',
+      value: '--max-old-space-size=192',
+    });
     expect(pod?.priorityClassName).toBe('replication');
     expect(pod?.tolerations).toEqual([
       { key: 'dedicated', operator: 'Equal', value: 'cdc', effect: 'NoSchedule' },

@@ -76,3 +76,23 @@ export function mergePodSettings(
     ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
   };
 }
+
+const binaryUnits: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
+const decimalUnits: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+
+/** Bytes of a memory quantity ("1Gi", "512Mi", "2G", "1073741824"); undefined when it is not one. */
+export function memoryBytes(quantity: string): number | undefined {
+  const match = /^([0-9.]+)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(quantity);
+  if (!match?.[1]) return undefined;
+  const unit = match[2] ?? '';
+  const factor = binaryUnits[unit] ?? decimalUnits[unit];
+  const bytes = Number(match[1]) * (factor ?? Number.NaN);
+  return Number.isFinite(bytes) ? bytes : undefined;
+}
+
+/** V8's old-space limit for an engine with this memory limit: three quarters of it (buffers and code need the rest). */
+export function engineHeapMegabytes(memoryLimit: string | undefined, fallback = 768): number {
+  const bytes = memoryLimit === undefined ? undefined : memoryBytes(memoryLimit);
+  if (bytes === undefined) return fallback;
+  return Math.max(64, Math.floor((bytes * 0.75) / 2 ** 20));
+}
