@@ -188,8 +188,16 @@ export async function main(argv: readonly string[]): Promise<number> {
       const mirror = await store.getMirror(name);
       if (mirror) {
         const stored = await store.mirrorObjectStatus(name);
-        await syncMirrorStatus(mirror, stored?.status, { store, catalog, events, uid: stored?.uid, pods });
+        await syncMirrorStatus(mirror, stored?.status, {
+          store,
+          catalog,
+          events,
+          uid: stored?.uid,
+          pods,
+          onPodProblem: (name, reason) => metrics.enginePodProblem(name, reason),
+        });
       }
+      if (!mirror) metrics.enginePodProblem(name, undefined);
       return mirror ? { requeueAfterMs: mirrorResyncMs } : undefined;
     }),
     {

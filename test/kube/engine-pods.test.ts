@@ -331,6 +331,10 @@ describe('operator and its engine pods', () => {
     );
     expect(logs.rows.some((row) => row.message.includes('Reached heap limit'))).toBe(true);
     expect(await apiErrorMessage()).toContain('Reached heap limit');
+    // And in Prometheus, for the TributaryEnginePodFailing alert.
+    expect(
+      await metric(metricsPort, 'tributary_operator_engine_pod_problem{mirror="pods",reason="OOMKilled"}'),
+    ).toBe(1);
 
     // An image the node does not have (imagePullPolicy Never): another cause, another Event.
     await setContainerStatus(
@@ -357,6 +361,8 @@ describe('operator and its engine pods', () => {
     );
     expect((await mirror()).status?.errorMessage).toBe('');
     expect(await apiErrorMessage()).toBe('');
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).not.toMatch(/^tributary_operator_engine_pod_problem\{/m);
   });
 
   it('releases the engine Secret of a Mirror force-deleted while no operator ran', async () => {

@@ -43,6 +43,7 @@ describe('observability assets', () => {
       'tributary_engine_replication_lag_bytes',
       'tributary_engine_batch_sync_seconds_bucket',
       'tributary_operator_leader',
+      'tributary_operator_engine_pod_problem',
       'tributary_engine_process_resident_memory_bytes',
     ]) {
       expect(exported).toContain(name);
@@ -104,6 +105,7 @@ describe('observability assets', () => {
     expect(rule?.spec).toEqual(file);
     const rules = rule?.spec.groups.flatMap((group) => group.rules) ?? [];
     expect(rules.map((candidate) => candidate.alert).sort()).toEqual([
+      'TributaryEnginePodFailing',
       'TributaryEngineRetrying',
       'TributaryMirrorFailed',
       'TributaryMirrorStalled',
