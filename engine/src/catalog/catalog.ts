@@ -93,6 +93,8 @@ export interface Catalog {
   migrate(): Promise<void>;
 
   getRuntime(mirror: string): Promise<MirrorRuntime | undefined>;
+  /** Mirrors with a runtime record that are not terminated (engines ran for them and they were not torn down). */
+  listUnterminatedMirrors(): Promise<string[]>;
   /**
    * Moves the mirror to `phase` if the lifecycle allows it from its current
    * phase (creating the runtime row for `setup`), atomically. Throws
@@ -115,6 +117,14 @@ export interface Catalog {
   listBatches(mirror: string, query: BatchQuery): Promise<{ batches: CdcBatch[]; total: number }>;
 
   appendLog(mirror: string, level: LogLevel, message: string): Promise<void>;
+
+  /**
+   * Why the mirror's engine cannot run where the engine itself cannot say it
+   * (cluster mode: its pod crash-loops, is OOM-killed, its image cannot be
+   * pulled), as the operator last saw it; null clears it.
+   */
+  setEngineProblem(mirror: string, message: string | null): Promise<void>;
+  getEngineProblem(mirror: string): Promise<string | undefined>;
   listLogs(query: LogQuery): Promise<{ entries: LogEntry[]; total: number }>;
 
   resetSnapshotProgress(mirror: string): Promise<void>;

@@ -1,0 +1,98 @@
+// How an engine pod is scheduled and sized (cluster mode): the operator's
+// defaults come from the chart's values, a Mirror's `spec.engine` overrides them
+// field by field. Standalone mode runs engines in-process and ignores it.
+import { z } from 'zod';
+
+const stringMap = z.record(z.string(), z.string());
+/** Kubernetes quantities as strings ("500m", "1Gi"), the form kubectl prints. */
+const quantities = z.record(
+  z.string(),
+  z.string().regex(/^[0-9.]+([eE][0-9]+|[a-zA-Z]{0,2})$/, 'a quantity such as 500m or 1Gi'),
+);
+
+export const tolerationSchema = z.object({
+  key: z.string().optional(),
+  operator: z.enum(['Exists', 'Equal']).optional(),
+  value: z.string().optional(),
+  effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']).optional(),
+  tolerationSeconds: z.number().int().optional(),
+});
+
+export const enginePodSettingsSchema = z.object({
+  resources: z.object({ requests: quantities.optional(), limits: quantities.optional() }).optional(),
+  nodeSelector: stringMap.optional(),
+  tolerations: z.array(tolerationSchema).optional(),
+  /** A Kubernetes `Affinity` object, passed through as written (the API server checks it). */
+  affinity: z
+    .record(z.string(), z.unknown())
+    .meta({ 'x-kubernetes-preserve-unknown-fields': true })
+    .optional(),
+  priorityClassName: z.string().min(1).optional(),
+  imagePullSecrets: z.array(z.object({ name: z.string().min(1) })).optional(),
+  /** Extra labels and annotations of the engine pod (the operator's own keys win). */
+  labels: stringMap.optional(),
+  annotations: stringMap.optional(),
+});
+export type EnginePodSettings = z.infer<typeof enginePodSettingsSchema>;
+
+/** Quantities written as YAML numbers (`cpu: 1`) made the strings the API prints. */
+function stringifyQuantities(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || !('resources' in value)) return value;
+  const resources = (value as { resources?: unknown }).resources;
+  if (resources === null || typeof resources !== 'object') return value;
+  const asStrings = (group: unknown) =>
+    group !== null && typeof group === 'object'
+      ? Object.fromEntries(
+          Object.entries(group).map(([name, quantity]) => [
+            name,
+            typeof quantity === 'number' ? String(quantity) : quantity,
+          ]),
+        )
+      : group;
+  const { requests, limits } = resources as { requests?: unknown; limits?: unknown };
+  return {
+    ...value,
+    resources: {
+      ...(requests === undefined ? {} : { requests: asStrings(requests) }),
+      ...(limits === undefined ? {} : { limits: asStrings(limits) }),
+    },
+  };
+}
+
+/** The operator's defaults as the chart passes them (its `engine` values, as JSON). */
+export const enginePodDefaultsSchema = z.preprocess(stringifyQuantities, enginePodSettingsSchema);
+
+/** The Mirror's settings over the operator's: each field replaces; labels and annotations merge. */
+export function mergePodSettings(
+  defaults: EnginePodSettings | undefined,
+  overrides: EnginePodSettings | undefined,
+): EnginePodSettings {
+  const merged: EnginePodSettings = { ...defaults, ...overrides };
+  const labels = { ...defaults?.labels, ...overrides?.labels };
+  const annotations = { ...defaults?.annotations, ...overrides?.annotations };
+  return {
+    ...merged,
+    ...(Object.keys(labels).length > 0 ? { labels } : {}),
+    ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
+  };
+}
+
+const binaryUnits: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
+const decimalUnits: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+
+/** Bytes of a memory quantity ("1Gi", "512Mi", "2G", "1073741824"); undefined when it is not one. */
+export function memoryBytes(quantity: string): number | undefined {
+  const match = /^([0-9.]+)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(quantity);
+  if (!match?.[1]) return undefined;
+  const unit = match[2] ?? '';
+  const factor = binaryUnits[unit] ?? decimalUnits[unit];
+  const bytes = Number(match[1]) * (factor ?? Number.NaN);
+  return Number.isFinite(bytes) ? bytes : undefined;
+}
+
+/** V8's old-space limit for an engine with this memory limit: three quarters of it (buffers and code need the rest). */
+export function engineHeapMegabytes(memoryLimit: string | undefined, fallback = 768): number {
+  const bytes = memoryLimit === undefined ? undefined : memoryBytes(memoryLimit);
+  if (bytes === undefined) return fallback;
+  return Math.max(64, Math.floor((bytes * 0.75) / 2 ** 20));
+}
