@@ -35,6 +35,13 @@ export interface MirrorRuntime {
   readonly updatedAt: Date;
 }
 
+/**
+ * One CDC batch. `startLsn` is the LSN of the batch's first change. `endLsn` is
+ * the end LSN of the last commit the batch holds completely, which is what the
+ * slot is acknowledged to; a batch that ends inside a transaction larger than a
+ * batch records the LSN of its last change instead, so `startLsn <= endLsn`
+ * always holds. `endLsn` is 0 while the batch is not finished.
+ */
 export interface CdcBatch {
   readonly batchId: bigint;
   readonly startTime: Date;
@@ -47,6 +54,8 @@ export interface CdcBatch {
 export interface LogEntry {
   readonly id: bigint;
   readonly mirror: string;
+  /** 0: the mirror of this name that exists now (or was dropped last); 1, 2, …: earlier ones, in drop order. */
+  readonly incarnation: number;
   readonly level: LogLevel;
   readonly message: string;
   readonly timestampMs: number;
@@ -75,8 +84,10 @@ export interface BatchQuery {
 }
 
 export interface LogQuery {
-  /** Undefined means every mirror. */
+  /** Undefined means every mirror (entries of every incarnation). */
   readonly mirror?: string;
+  /** With `mirror`: which mirror of that name (see LogEntry.incarnation); 0 when absent. */
+  readonly incarnation?: number;
   readonly levels?: readonly LogLevel[];
   readonly beforeId?: bigint;
   readonly afterId?: bigint;
@@ -99,6 +110,13 @@ export interface Catalog {
    * PhaseTransitionError otherwise.
    */
   transition(mirror: string, phase: MirrorPhase, errorMessage?: string | null): Promise<void>;
+  /**
+   * A mirror of this name exists again after one was dropped: when the stored
+   * runtime is `terminated`, forgets it, its batches and its snapshot progress,
+   * and numbers the dropped mirror's logs as an earlier incarnation (they stay
+   * readable). Returns whether there was a dropped mirror to forget.
+   */
+  startNewIncarnation(mirror: string): Promise<boolean>;
   saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void>;
   setSnapshotCompleted(mirror: string, completed: boolean): Promise<void>;
 

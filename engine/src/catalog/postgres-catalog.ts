@@ -59,6 +59,9 @@ const migrations: readonly string[] = [
      consolidate_completed boolean NOT NULL DEFAULT false,
      PRIMARY KEY (mirror, source_table))`,
   `ALTER TABLE tributary.snapshot_tables ADD COLUMN IF NOT EXISTS cdc_start_lsn numeric(20, 0) NOT NULL DEFAULT 0`,
+  // 0 is the mirror of that name that exists now (or was dropped last); the
+  // entries of earlier mirrors of the name are numbered 1, 2, … in drop order.
+  `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS incarnation integer NOT NULL DEFAULT 0`,
 ];
 
 interface RuntimeRow {
@@ -84,6 +87,7 @@ interface BatchRow {
 interface LogRow {
   id: string;
   mirror: string;
+  incarnation: number;
   level: LogLevel;
   message: string;
   at_ms: string;
@@ -169,6 +173,28 @@ export class PostgresCatalog implements Catalog {
     throw new PhaseTransitionError(mirror, current?.phase ?? 'new', phase);
   }
 
+  async startNewIncarnation(mirror: string): Promise<boolean> {
+    // One statement, so a concurrent reader sees either the dropped mirror or
+    // the new one, never a mix.
+    const { rows } = await this.#sql.query<{ mirror: string }>(
+      `WITH dropped AS (
+         DELETE FROM tributary.mirror_runtime WHERE mirror = $1 AND phase = 'terminated' RETURNING mirror),
+       archived AS (
+         UPDATE tributary.logs SET incarnation = (
+             SELECT coalesce(max(incarnation), 0) + 1 FROM tributary.logs WHERE mirror = $1)
+         WHERE mirror = $1 AND incarnation = 0 AND EXISTS (SELECT 1 FROM dropped) RETURNING id),
+       batches AS (
+         DELETE FROM tributary.cdc_batches WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
+         RETURNING batch_id),
+       snapshot AS (
+         DELETE FROM tributary.snapshot_tables WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
+         RETURNING source_table)
+       SELECT mirror FROM dropped`,
+      [mirror],
+    );
+    return rows.length > 0;
+  }
+
   async saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void> {
     await this.#sql.query(
       `UPDATE tributary.mirror_runtime SET slot_name = $2, publication_name = $3,
@@ -245,8 +271,11 @@ export class PostgresCatalog implements Catalog {
     const limit = query.limit > 0 ? ` LIMIT ${Math.floor(query.limit)}` : '';
     const [{ rows }, count] = await Promise.all([
       this.#sql.query<BatchRow>(
-        `SELECT batch_id::text, start_time, end_time, row_count::text, start_lsn::text, end_lsn::text
-         FROM tributary.cdc_batches WHERE ${where} ORDER BY batch_id ${order}${limit}`,
+        // Ordered by the qualified column: a bare `batch_id` would name the
+        // text output column and sort 9 after 14.
+        `SELECT b.batch_id::text, b.start_time, b.end_time, b.row_count::text, b.start_lsn::text,
+           b.end_lsn::text
+         FROM tributary.cdc_batches b WHERE ${where} ORDER BY b.batch_id ${order}${limit}`,
         params,
       ),
       this.#sql.query<{ total: string }>(
@@ -280,6 +309,8 @@ export class PostgresCatalog implements Catalog {
     if (query.mirror !== undefined) {
       params.push(query.mirror);
       conditions.push(`mirror = $${params.length}`);
+      params.push(query.incarnation ?? 0);
+      conditions.push(`incarnation = $${params.length}`);
     }
     if (query.levels && query.levels.length > 0) {
       params.push(query.levels);
@@ -301,14 +332,16 @@ export class PostgresCatalog implements Catalog {
     const total = Number(count.rows[0]?.total ?? 0);
     if (query.limit <= 0) return { entries: [], total };
     const { rows } = await this.#sql.query<LogRow>(
-      `SELECT id::text, mirror, level, message, at_ms::text FROM tributary.logs ${where}
-       ORDER BY id DESC LIMIT ${Math.floor(query.limit)} OFFSET ${Math.max(0, Math.floor(query.offset))}`,
+      // Qualified for the same reason as in listBatches: `id` alone is the text output column.
+      `SELECT l.id::text, l.mirror, l.incarnation, l.level, l.message, l.at_ms::text FROM tributary.logs l ${where}
+       ORDER BY l.id DESC LIMIT ${Math.floor(query.limit)} OFFSET ${Math.max(0, Math.floor(query.offset))}`,
       params,
     );
     return {
       entries: rows.map((row) => ({
         id: BigInt(row.id),
         mirror: row.mirror,
+        incarnation: row.incarnation,
         level: row.level,
         message: row.message,
         timestampMs: Number(row.at_ms),

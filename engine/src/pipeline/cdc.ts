@@ -64,6 +64,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
 
   const flush = async () => {
     if (builder.isEmpty) return;
+    const recordedEndLsn = builder.recordedEndLsn;
     const batch = builder.take(spec.name, currentBatchId);
     const started = performance.now();
     await destination.syncBatch(batch);
@@ -73,7 +74,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       batchId: batch.batchId,
       endTime: new Date(),
       rowCount: BigInt(batch.rowCount),
-      endLsn: batch.endLsn,
+      endLsn: recordedEndLsn,
     });
     stream.acknowledge(batch.endLsn);
     context.logger.debug(

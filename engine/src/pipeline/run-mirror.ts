@@ -42,6 +42,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   const stored = await catalog.getRuntime(spec.name);
   if (stored?.phase === 'completed') return 'completed';
   // A mirror re-created under a dropped one's name starts from nothing.
+  if (stored?.phase === 'terminated') await catalog.startNewIncarnation(spec.name);
   const runtime = stored?.phase === 'terminated' ? undefined : stored;
   const source = await connectPostgres(context.source, {
     applicationName: applicationName(spec.name, 'setup'),

@@ -129,7 +129,9 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
   app.post('/api/v1/mirrors/status', { config: { errorShape: 'status' } }, async (request, reply) => {
     const body = parseWith(mirrorStatusRequest, request.body);
     const mirror = await store.getMirror(body.flowJobName);
-    const runtime = await catalog.getRuntime(body.flowJobName);
+    const stored = await catalog.getRuntime(body.flowJobName);
+    // Created again under a dropped mirror's name: the terminated runtime is the old mirror's.
+    const runtime = mirror && !mirror.deleting && stored?.phase === 'terminated' ? undefined : stored;
     if (!mirror && runtime?.phase !== 'terminated') {
       reply.code(404);
       return {
