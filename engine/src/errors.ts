@@ -41,7 +41,8 @@ export const errorPolicy = {
   source_setup: { retry: 'manual', remedy: 'fix the source database setting named in the message' },
   slot_invalidated: {
     retry: 'never',
-    remedy: 'the replication slot lost required WAL; drop the mirror and create it again with a resync',
+    remedy:
+      'the replication slot is invalidated or gone and changes since the last sync are lost; resync the mirror (drop it and create it again with resync) and raise max_slot_wal_keep_size if it was exceeded',
   },
   wal_removed: {
     retry: 'never',

@@ -32,7 +32,10 @@ function asServerUser(program: string, args: readonly string[]) {
     : run(path, [...args]);
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+/** `settings`: extra server settings, `name=value`, e.g. `max_slot_wal_keep_size=1MB`. */
+export async function startPrivatePostgres(
+  options: { settings?: readonly string[] } = {},
+): Promise<PrivatePostgres> {
   const directory = mkdtempSync(join(tmpdir(), 'tributary-private-pg-'));
   const data = join(directory, 'data');
   const passwordFile = join(directory, 'password');
@@ -64,6 +67,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     '-c max_replication_slots=8',
     '-c max_wal_senders=8',
     '-c fsync=off',
+    ...(options.settings ?? []).map((setting) => `-c ${setting}`),
   ].join(' ');
   const pgCtl = (...args: string[]) =>
     asServerUser('pg_ctl', ['-D', data, '-l', join(directory, 'server.log'), '-w', '-t', '60', ...args]);

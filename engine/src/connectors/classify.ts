@@ -5,7 +5,21 @@ import { EngineError, type ErrorKind, isEngineError } from '../errors.ts';
 interface PgDriverError {
   code?: string;
   message: string;
+  detail?: string;
 }
+
+/**
+ * How PostgreSQL 13–18 says a logical slot can no longer be read: 13–15 answer
+ * `cannot read from logical replication slot "…"`, 16–17 `can no longer get
+ * changes from replication slot "…"`, 18 `can no longer access replication slot
+ * "…"`, all SQLSTATE 55000 with a detail "This slot has been invalidated
+ * because …" (18: "This replication slot has been invalidated due to …").
+ * See src/backend/replication/logical/logical.c and slot.c of each release.
+ */
+const slotLostMessage =
+  /(cannot read from logical replication slot|can no longer (get changes from|access) replication slot|replication slot .* (can no longer be used|has been invalidated))/i;
+const slotInvalidatedDetail = /slot has been invalidated/i;
+const slotMissingMessage = /replication slot .* does not exist/i;
 
 /** Socket and resolver error codes that mean the server could not be reached. */
 export const networkErrorCodes: ReadonlySet<string> = new Set([
@@ -28,10 +42,12 @@ function pgErrorKind(error: PgDriverError): ErrorKind {
   if (code === '58P01' && /WAL segment .* has already been removed/.test(error.message)) return 'wal_removed';
   if (
     code === '55000' &&
-    /replication slot .* (can no longer be used|has been invalidated)/i.test(error.message)
+    (slotLostMessage.test(error.message) || slotInvalidatedDetail.test(error.detail ?? ''))
   ) {
     return 'slot_invalidated';
   }
+  // undefined_object: only a missing slot is the mirror's loss; other objects are setup errors.
+  if (code === '42704' && slotMissingMessage.test(error.message)) return 'slot_invalidated';
   if (code === '42P01' || code === '42703') return 'schema_mismatch';
   if (code === '53100' || code === '53200' || code === '53300' || code === '40001' || code === '40P01') {
     return 'destination_write';
@@ -57,6 +73,42 @@ export function classifyPgError(error: unknown, what: string, fallback: ErrorKin
   const resolved = kind === 'internal' ? fallback : kind;
   const code = (error as PgDriverError).code;
   return new EngineError(resolved, `${what} failed${code ? ` (${code})` : ''}`, { cause: error });
+}
+
+/** A row of pg_replication_slots as far as slot loss goes; undefined when the slot does not exist. */
+export interface SlotState {
+  /** `reserved`, `extended`, `unreserved` or `lost` (PostgreSQL 13+). */
+  readonly walStatus: string | null;
+  /** PostgreSQL 17+: why the slot was invalidated (`wal_removed`, `rows_removed`, …); null when it was not. */
+  readonly invalidationReason: string | null;
+}
+
+/**
+ * The slot's loss as an EngineError, or undefined while it is usable. A missing
+ * slot, `wal_status = lost` and any `invalidation_reason` all mean the changes
+ * since the last acknowledged position are gone: nothing the engine retries
+ * brings them back.
+ */
+export function classifySlotState(slotName: string, state: SlotState | undefined): EngineError | undefined {
+  if (!state) {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} does not exist; changes since the last sync cannot be recovered`,
+    );
+  }
+  if (state.invalidationReason) {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} was invalidated (${state.invalidationReason})`,
+    );
+  }
+  if (state.walStatus === 'lost') {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} lost WAL it needed (wal_status lost)`,
+    );
+  }
+  return undefined;
 }
 
 /** ClickHouse server error codes (src/Common/ErrorCodes.cpp) and what they mean to the retry policy. */

@@ -2,7 +2,7 @@
 import type pg from 'pg';
 import { EngineError } from '../../errors.ts';
 import type { TableName } from '../../resources/mirror.ts';
-import { classifyPgError } from '../classify.ts';
+import { classifyPgError, type SlotState } from '../classify.ts';
 import { parseLsn } from './lsn.ts';
 import { quoteIdent, quoteTable } from './sql.ts';
 
@@ -74,6 +74,24 @@ export async function removeFromPublication(
     }
   } catch (error) {
     throw classifyPgError(error, `source: remove tables from publication ${publicationName}`, 'source_setup');
+  }
+}
+
+/**
+ * The slot's WAL status and, on PostgreSQL 17+, its invalidation reason; read
+ * through to_jsonb so one query serves servers without that column.
+ */
+export async function readSlotState(client: pg.Client, slotName: string): Promise<SlotState | undefined> {
+  try {
+    const result = await client.query<{ wal_status: string | null; invalidation_reason: string | null }>(
+      `SELECT s.wal_status, to_jsonb(s) ->> 'invalidation_reason' AS invalidation_reason
+       FROM pg_replication_slots s WHERE s.slot_name = $1`,
+      [slotName],
+    );
+    const row = result.rows[0];
+    return row ? { walStatus: row.wal_status, invalidationReason: row.invalidation_reason } : undefined;
+  } catch (error) {
+    throw classifyPgError(error, `source: read replication slot ${slotName}`, 'source_setup');
   }
 }
 

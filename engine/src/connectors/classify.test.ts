@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { classifyPgError, classifySlotState } from './classify.ts';
+
+function pgError(code: string, message: string, detail?: string): Error {
+  return Object.assign(new Error(message), { code, ...(detail ? { detail } : {}) });
+}
+
+describe('classifyPgError: slot loss', () => {
+  // The texts PostgreSQL 13–18 send for a slot that can no longer be read.
+  const invalidated = [
+    pgError(
+      '55000',
+      'cannot read from logical replication slot "s"',
+      'This slot has been invalidated because it exceeded the maximum reserved size.',
+    ),
+    pgError(
+      '55000',
+      'can no longer get changes from replication slot "s"',
+      'This slot has been invalidated because it was conflicting with recovery.',
+    ),
+    pgError(
+      '55000',
+      'can no longer access replication slot "s"',
+      'This replication slot has been invalidated due to "wal_removed".',
+    ),
+    pgError('55000', 'some future wording', 'This slot has been invalidated because of something new.'),
+    pgError('42704', 'replication slot "s" does not exist'),
+  ];
+  for (const error of invalidated) {
+    it(`is slot_invalidated: ${error.message}`, () => {
+      const classified = classifyPgError(error, 'source: replication stream', 'connection');
+      expect(classified.kind).toBe('slot_invalidated');
+      expect(classified.policy.retry).toBe('never');
+      expect(classified.policy.remedy).toMatch(/resync/);
+      expect(classified.cause).toBe(error);
+    });
+  }
+
+  it('is wal_removed for removed WAL', () => {
+    const error = pgError('58P01', 'requested WAL segment 000000010000000000000003 has already been removed');
+    expect(classifyPgError(error, 'source: replication stream', 'connection').kind).toBe('wal_removed');
+  });
+
+  it('leaves other 55000 and 42704 errors alone', () => {
+    expect(classifyPgError(pgError('55000', 'object is in use'), 'x', 'source_setup').kind).toBe(
+      'source_setup',
+    );
+    expect(classifyPgError(pgError('42704', 'type "foo" does not exist'), 'x', 'config').kind).toBe('config');
+  });
+});
+
+describe('classifySlotState', () => {
+  it('reports a missing, lost or invalidated slot and accepts a usable one', () => {
+    expect(classifySlotState('s', undefined)?.kind).toBe('slot_invalidated');
+    expect(classifySlotState('s', { walStatus: 'lost', invalidationReason: null })?.kind).toBe(
+      'slot_invalidated',
+    );
+    expect(
+      classifySlotState('s', { walStatus: 'reserved', invalidationReason: 'rows_removed' })?.message,
+    ).toMatch(/rows_removed/);
+    expect(classifySlotState('s', { walStatus: 'reserved', invalidationReason: null })).toBeUndefined();
+    expect(classifySlotState('s', { walStatus: 'unreserved', invalidationReason: null })).toBeUndefined();
+  });
+});
