@@ -17,13 +17,20 @@ export const errorKinds = [
   'schema_mismatch',
   'decode',
   'destination_write',
+  'busy',
   'script',
   'internal',
 ] as const;
 
 export type ErrorKind = (typeof errorKinds)[number];
 
-/** timed: retried with backoff; manual: waits for a spec change; never: mirror fails. */
+/**
+ * timed: a fault that can go away by itself; the mirror retries it with capped
+ * exponential backoff (pipeline/supervisor.ts) and shows it meanwhile.
+ * manual and never: only a person can remove it; the mirror fails with the
+ * remedy (manual: a resume retries it after the fix; never: data is lost and the
+ * mirror must be resynced).
+ */
 export type RetryPolicy = 'timed' | 'manual' | 'never';
 
 export interface ErrorPolicy {
@@ -36,7 +43,11 @@ export const errorPolicy = {
   connection: { retry: 'timed', remedy: 'check that the peer host and port are reachable from the engine' },
   auth: { retry: 'manual', remedy: 'check the peer user and password (or key) and update the peer' },
   ssh_tunnel: { retry: 'timed', remedy: 'check the peer ssh_config: host, port, user and key or password' },
-  permission: { retry: 'manual', remedy: 'grant the peer user the privilege named in the message' },
+  permission: {
+    retry: 'timed',
+    remedy:
+      'grant the peer user the privilege on the object named in the message; the mirror retries by itself meanwhile',
+  },
   config: { retry: 'manual', remedy: 'fix the mirror or peer configuration named in the message' },
   source_setup: { retry: 'manual', remedy: 'fix the source database setting named in the message' },
   slot_invalidated: {
@@ -64,6 +75,11 @@ export const errorPolicy = {
   destination_write: {
     retry: 'timed',
     remedy: 'check the destination is up and has space; the batch will be retried',
+  },
+  busy: {
+    retry: 'timed',
+    remedy:
+      'the server is short of a resource (connections, locks, disk, memory) or timed out; the mirror retries by itself, free the resource if this lasts',
   },
   script: { retry: 'manual', remedy: 'fix the script named in the message and resume the mirror' },
   internal: {

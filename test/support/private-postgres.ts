@@ -21,6 +21,9 @@ export interface PrivatePostgres {
   connect(): Promise<pg.Client>;
   /** Kills the server as a crash would (immediate shutdown: no checkpoint), then starts it again. */
   crashAndRestart(): Promise<void>;
+  /** Stops the server (fast shutdown: clients are disconnected); `start` brings it back. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
   destroy(): Promise<void>;
 }
 
@@ -88,6 +91,12 @@ export async function startPrivatePostgres(
     connect: () => connect('source'),
     async crashAndRestart() {
       await pgCtl('-m', 'immediate', 'stop');
+      await pgCtl('-o', settings, 'start');
+    },
+    async stop() {
+      await pgCtl('-m', 'fast', 'stop');
+    },
+    async start() {
       await pgCtl('-o', settings, 'start');
     },
     async destroy() {

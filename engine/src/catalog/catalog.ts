@@ -29,7 +29,14 @@ export interface SourceSetup {
 export interface MirrorRuntime {
   readonly mirror: string;
   readonly phase: MirrorPhase;
+  /** Why the mirror failed (phase `failed`); null otherwise. */
   readonly errorMessage: string | null;
+  /**
+   * The fault the mirror is retrying by itself, while it lasts (the phase stays
+   * what it was, e.g. `running`); null when there is none.
+   */
+  readonly retryingError: string | null;
+  readonly retryingSince: Date | null;
   readonly setup: SourceSetup | null;
   readonly snapshotCompleted: boolean;
   readonly updatedAt: Date;
@@ -117,6 +124,8 @@ export interface Catalog {
    * readable). Returns whether there was a dropped mirror to forget.
    */
   startNewIncarnation(mirror: string): Promise<boolean>;
+  /** Records (message) or clears (null) the fault the mirror is retrying; see MirrorRuntime.retryingError. */
+  setRetryingError(mirror: string, message: string | null): Promise<void>;
   saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void>;
   setSnapshotCompleted(mirror: string, completed: boolean): Promise<void>;
 

@@ -62,12 +62,16 @@ const migrations: readonly string[] = [
   // 0 is the mirror of that name that exists now (or was dropped last); the
   // entries of earlier mirrors of the name are numbered 1, 2, … in drop order.
   `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS incarnation integer NOT NULL DEFAULT 0`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS retrying_error text`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS retrying_since timestamptz`,
 ];
 
 interface RuntimeRow {
   mirror: string;
   phase: MirrorPhase;
   error_message: string | null;
+  retrying_error: string | null;
+  retrying_since: Date | null;
   slot_name: string | null;
   publication_name: string | null;
   publication_created_by_mirror: boolean | null;
@@ -136,6 +140,8 @@ export class PostgresCatalog implements Catalog {
       mirror: row.mirror,
       phase: row.phase,
       errorMessage: row.error_message,
+      retryingError: row.retrying_error,
+      retryingSince: row.retrying_since,
       setup,
       snapshotCompleted: row.snapshot_completed,
       updatedAt: row.updated_at,
@@ -193,6 +199,15 @@ export class PostgresCatalog implements Catalog {
       [mirror],
     );
     return rows.length > 0;
+  }
+
+  async setRetryingError(mirror: string, message: string | null): Promise<void> {
+    await this.#sql.query(
+      `UPDATE tributary.mirror_runtime SET retrying_error = $2,
+         retrying_since = CASE WHEN $2::text IS NULL THEN NULL ELSE coalesce(retrying_since, now()) END
+       WHERE mirror = $1`,
+      [mirror, message],
+    );
   }
 
   async saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void> {

@@ -62,3 +62,31 @@ describe('classifySlotState', () => {
     expect(classifySlotState('s', { walStatus: 'unreserved', invalidationReason: null })).toBeUndefined();
   });
 });
+
+describe('classifyPgError: faults that heal by themselves', () => {
+  it('names the denied object and the privileges needed, keeping the driver text in cause', () => {
+    const error = pgError('42501', 'permission denied for table orders');
+    const classified = classifyPgError(error, 'destination: sync batch 3', 'destination_write', {
+      privileges: 'INSERT on "public"."orders"',
+    });
+    expect(classified.kind).toBe('permission');
+    expect(classified.policy.retry).toBe('timed');
+    expect(classified.message).toBe(
+      'destination: sync batch 3 failed (42501): permission denied for table orders; it needs INSERT on "public"."orders"',
+    );
+    expect(classified.cause).toBe(error);
+  });
+
+  it('retries too many connections, lock and statement timeouts, disk full and refused sockets', () => {
+    for (const code of ['53300', '55P03', '57014', '53100', '40P01']) {
+      const classified = classifyPgError(
+        pgError(code, 'x'),
+        'destination: sync batch 1',
+        'destination_write',
+      );
+      expect([code, classified.kind, classified.policy.retry]).toEqual([code, 'busy', 'timed']);
+    }
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    expect(classifyPgError(refused, 'mirror run', 'internal').kind).toBe('connection');
+  });
+});

@@ -32,6 +32,27 @@ export const networkErrorCodes: ReadonlySet<string> = new Set([
   'EAI_AGAIN',
 ]);
 
+/**
+ * SQLSTATEs of a server short of a resource or of time, which heal by
+ * themselves: disk_full, out_of_memory, too_many_connections,
+ * configuration_limit_exceeded, serialization_failure, deadlock_detected,
+ * lock_not_available (lock_timeout), query_canceled (statement_timeout).
+ */
+const busyCodes: ReadonlySet<string> = new Set([
+  '53100',
+  '53200',
+  '53300',
+  '53400',
+  '40001',
+  '40P01',
+  '55P03',
+  '57014',
+]);
+
+/** Kinds of objects PostgreSQL names in `permission denied for <kind> <name>`. */
+const deniedObject =
+  /^permission denied for (table|relation|schema|sequence|database|function|view) (.{1,200})$/;
+
 function pgErrorKind(error: PgDriverError): ErrorKind {
   const code = error.code ?? '';
   if (networkErrorCodes.has(code)) return 'connection';
@@ -49,9 +70,7 @@ function pgErrorKind(error: PgDriverError): ErrorKind {
   // undefined_object: only a missing slot is the mirror's loss; other objects are setup errors.
   if (code === '42704' && slotMissingMessage.test(error.message)) return 'slot_invalidated';
   if (code === '42P01' || code === '42703') return 'schema_mismatch';
-  if (code === '53100' || code === '53200' || code === '53300' || code === '40001' || code === '40P01') {
-    return 'destination_write';
-  }
+  if (busyCodes.has(code)) return 'busy';
   if (
     /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message)
   ) {
@@ -66,13 +85,26 @@ function pgErrorKind(error: PgDriverError): ErrorKind {
  * The driver's message goes to `cause`, not into the message, because it may
  * quote row values.
  */
-export function classifyPgError(error: unknown, what: string, fallback: ErrorKind = 'internal'): EngineError {
+export function classifyPgError(
+  error: unknown,
+  what: string,
+  fallback: ErrorKind = 'internal',
+  context: { readonly privileges?: string } = {},
+): EngineError {
   if (isEngineError(error)) return error;
   if (!(error instanceof Error)) return new EngineError(fallback, `${what}: ${String(error)}`);
   const kind = pgErrorKind(error as PgDriverError);
   const resolved = kind === 'internal' ? fallback : kind;
   const code = (error as PgDriverError).code;
-  return new EngineError(resolved, `${what} failed${code ? ` (${code})` : ''}`, { cause: error });
+  let message = `${what} failed${code ? ` (${code})` : ''}`;
+  if (resolved === 'permission') {
+    // The object's name (never a value) is safe to show; the privileges come
+    // from what was being done, since PostgreSQL does not say which one it checked.
+    const denied = deniedObject.exec(error.message);
+    if (denied) message += `: permission denied for ${denied[1]} ${denied[2]}`;
+    if (context.privileges) message += `; it needs ${context.privileges}`;
+  }
+  return new EngineError(resolved, message, { cause: error });
 }
 
 /** A row of pg_replication_slots as far as slot loss goes; undefined when the slot does not exist. */

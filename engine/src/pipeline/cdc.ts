@@ -76,6 +76,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       rowCount: BigInt(batch.rowCount),
       endLsn: recordedEndLsn,
     });
+    context.progress?.durable();
     stream.acknowledge(batch.endLsn);
     context.logger.debug(
       { batchId: String(batch.batchId), rows: batch.rowCount, endLsn: formatLsn(batch.endLsn) },
@@ -233,6 +234,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
 
   await catalog.transition(spec.name, 'running');
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
+  context.progress?.streaming();
   try {
     for (;;) {
       const next = await nextEvents();

@@ -130,8 +130,12 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
     const body = parseWith(mirrorStatusRequest, request.body);
     const mirror = await store.getMirror(body.flowJobName);
     const stored = await catalog.getRuntime(body.flowJobName);
-    // Created again under a dropped mirror's name: the terminated runtime is the old mirror's.
-    const runtime = mirror && !mirror.deleting && stored?.phase === 'terminated' ? undefined : stored;
+    // Created again under a dropped mirror's name: a runtime terminated before the
+    // resource was created is the old mirror's.
+    const runtime =
+      mirror && !mirror.deleting && stored?.phase === 'terminated' && stored.updatedAt < mirror.createdAt
+        ? undefined
+        : stored;
     if (!mirror && runtime?.phase !== 'terminated') {
       reply.code(404);
       return {
@@ -149,7 +153,9 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
           : 'STATUS_SETUP';
     const status = {
       flowJobName: body.flowJobName,
-      errorMessage: runtime?.phase === 'failed' ? (runtime.errorMessage ?? '') : '',
+      // While a fault is retried the state stays as it is and `ok` true; the error shows all the same.
+      errorMessage:
+        runtime?.phase === 'failed' ? (runtime.errorMessage ?? '') : (runtime?.retryingError ?? ''),
       currentFlowState: state,
       ok: true,
     };

@@ -126,16 +126,25 @@ export class PostgresDestination implements Destination {
 
   async writeSnapshotPartition(table: DestinationTable, copyText: Readable): Promise<number> {
     const pool = await this.#connection();
-    const client = await pool.connect();
+    let client: pg.PoolClient | undefined;
     try {
+      // Inside the try: a refused connection is classified like any other failure.
+      client = await pool.connect();
       const columns = table.columns.map((column) => quoteIdent(column.name)).join(', ');
       const sink = client.query(copyFrom(`COPY ${quoteTable(table.destination)} (${columns}) FROM STDIN`));
       await pipeline(copyText, sink);
       return sink.rowCount ?? 0;
     } catch (error) {
-      throw classifyPgError(error, `destination: load ${quoteTable(table.destination)}`, 'destination_write');
+      throw classifyPgError(
+        error,
+        `destination: load ${quoteTable(table.destination)}`,
+        'destination_write',
+        {
+          privileges: 'INSERT on the destination table',
+        },
+      );
     } finally {
-      client.release();
+      client?.release();
     }
   }
 
@@ -184,8 +193,11 @@ export class PostgresDestination implements Destination {
 
   async syncBatch(batch: ChangeBatch): Promise<void> {
     const pool = await this.#connection();
-    const client = await pool.connect();
+    let client: pg.PoolClient | undefined;
     try {
+      // Inside the try: a destination that refuses connections during CDC is a
+      // connection fault, retried, not an unexpected one.
+      client = await pool.connect();
       await client.query('BEGIN');
       const stored = await client.query<{ batch_id: string }>(
         `SELECT batch_id::text FROM ${checkpointTable} WHERE mirror = $1 FOR UPDATE`,
@@ -207,10 +219,14 @@ export class PostgresDestination implements Destination {
       );
       await client.query('COMMIT');
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw classifyPgError(error, `destination: sync batch ${batch.batchId}`, 'destination_write');
+      await client?.query('ROLLBACK').catch(() => {});
+      throw classifyPgError(error, `destination: sync batch ${batch.batchId}`, 'destination_write', {
+        privileges: `INSERT, UPDATE and DELETE (TRUNCATE for truncates) on ${batch.tables
+          .map((changes) => quoteTable(changes.table.destination))
+          .join(', ')} and on ${checkpointTable}`,
+      });
     } finally {
-      client.release();
+      client?.release();
     }
   }
 
