@@ -62,7 +62,8 @@ export const errorPolicy = {
   },
   replica_identity: {
     retry: 'manual',
-    remedy: 'give the table a primary key or set REPLICA IDENTITY FULL, then resume the mirror',
+    remedy:
+      'give the table a primary key (or REPLICA IDENTITY USING INDEX on a unique index of NOT NULL columns); REPLICA IDENTITY FULL is enough only for a Kafka destination; then resume the mirror',
   },
   schema_mismatch: {
     retry: 'manual',

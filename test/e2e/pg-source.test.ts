@@ -309,11 +309,15 @@ describe('PostgreSQL source', () => {
     await expectSameRows(harness, 'outage', { timeoutMs: 60_000 });
 
     const slot = defaultSlotName(spec.name);
-    const before = await client.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`);
     // Down until the slot has been looked at: a sync that succeeded before the
     // look would move the slot legitimately.
     faulty?.failNextSyncs(Number.POSITIVE_INFINITY);
-    for (let i = 101; i <= 400; i++) await client.query(`INSERT INTO outage VALUES ($1, $1)`, [i]);
+    // The position inside the outage's first transaction: an idle mirror may let
+    // the slot follow WAL of other databases up to there, never past it.
+    const before = await client.query<{ lsn: string }>(
+      `INSERT INTO outage VALUES (101, 101) RETURNING pg_current_wal_insert_lsn()::text AS lsn`,
+    );
+    for (let i = 102; i <= 400; i++) await client.query(`INSERT INTO outage VALUES ($1, $1)`, [i]);
     await client.query(`UPDATE outage SET v = v + 1 WHERE id % 3 = 0`);
     await waitFor(async () => (faulty?.failedSyncCount ?? 0) >= 5, 30_000, 'five failed syncs');
     const confirmedDuringOutage = await client.query<{ behind: boolean }>(

@@ -226,4 +226,76 @@ describe('faults that heal by themselves', () => {
       }
     }, 300_000);
   });
+  describe('source server stopped, then started', () => {
+    let server: PrivatePostgres;
+
+    beforeAll(async () => {
+      server = await startPrivatePostgres();
+    }, 120_000);
+
+    afterAll(async () => {
+      await server?.destroy();
+    });
+
+    it('streams again by itself once the source is back', async () => {
+      let source = await server.connect();
+      await source.query(`CREATE TABLE source_outage (id int PRIMARY KEY, body text)`);
+      await source.query(`INSERT INTO source_outage SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
+      const spec: SpecInput = {
+        name: `srcdown-${randomSuffix()}`,
+        tableMappings: [mapping('source_outage')],
+        doInitialSnapshot: true,
+        idleTimeoutSeconds: 1,
+      };
+      const present = async (id: number) =>
+        (await harness.destination.client.query(`SELECT 1 FROM source_outage WHERE id = $1`, [id]))
+          .rowCount === 1;
+      const mirror = startMirror(harness, spec, { supervised: true, source: server.config });
+      const recoveries: number[] = [];
+      try {
+        await waitFor(() => present(100), 60_000, 'initial load');
+        await waitFor(
+          async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+          30_000,
+          'mirror running',
+        );
+        for (let run = 0; run < recoveryRuns; run++) {
+          await source.end().catch(() => {});
+          await server.stop();
+          await waitFor(
+            async () =>
+              ((await harness.catalog.getRuntime(spec.name))?.retryingError ?? '').startsWith('source'),
+            30_000,
+            'the source fault to show',
+          );
+          expect((await harness.catalog.getRuntime(spec.name))?.phase).toBe('running');
+          await faultLasted(harness, spec.name);
+          await server.start();
+          const started = performance.now();
+          source = await server.connect();
+          const id = 1000 * (run + 1);
+          await source.query(`INSERT INTO source_outage VALUES ($1, 'after restart')`, [id]);
+          await waitForFast(() => present(id), 60_000, 'a row written after the restart');
+          recoveries.push(performance.now() - started);
+          await waitFor(
+            async () => (await harness.catalog.getRuntime(spec.name))?.retryingError === null,
+            30_000,
+            'the fault to clear',
+          );
+        }
+        expect(await tableCells(harness.destination.client, 'source_outage', 'id')).toEqual(
+          await tableCells(source, 'source_outage', 'id'),
+        );
+        const warnings = await logMessages(harness, spec.name, 'WARN');
+        expect(warnings.filter((message) => message.startsWith('recovered after'))).toHaveLength(
+          recoveryRuns,
+        );
+        expect(await logMessages(harness, spec.name, 'ERROR')).toEqual([]);
+        console.log(summary('source server restarted (row written after the restart)', recoveries));
+      } finally {
+        await mirror.stop();
+        await source.end().catch(() => {});
+      }
+    }, 300_000);
+  });
 });

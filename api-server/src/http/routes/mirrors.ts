@@ -70,7 +70,13 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       if (!(await store.getScriptByName(spec.script)))
         throw invalidMirror(`script ${spec.script} does not exist`);
     }
-    await checkTablesExist(context, source.peer.config, spec.tableMappings);
+    await checkSource(context, source.peer.config, {
+      name: spec.name,
+      tables: spec.tableMappings.map((mapping) => mapping.source),
+      publicationName: spec.publicationName,
+      replicationSlotName: spec.replicationSlotName,
+      destinationKind: destination.peer.kind,
+    });
     try {
       const mirror = await store.createMirror(spec);
       return { workflowId: workflowId(mirror) };
@@ -252,6 +258,24 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       page,
     };
   });
+}
+
+/** Refuses at create what the source says would fail later, naming each table and its fix. */
+async function checkSource(
+  context: FacadeContext,
+  source: Parameters<FacadeContext['checkMirrorSource']>[0],
+  mirror: Parameters<FacadeContext['checkMirrorSource']>[1],
+): Promise<void> {
+  let problems: string[];
+  try {
+    problems = await context.checkMirrorSource(source, mirror);
+  } catch {
+    throw new ApiError(
+      'peerUnreachable',
+      'invalid mirror: cannot connect to the source peer to check its tables',
+    );
+  }
+  if (problems.length > 0) throw invalidMirror(problems.join('; '));
 }
 
 async function checkTablesExist(

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
-import type { TableName } from '../../resources/mirror.ts';
+import { formatTableName, type TableName } from '../../resources/mirror.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import { classifyPgError } from '../classify.ts';
 import { coalesceChanges } from '../coalesce.ts';
@@ -66,6 +66,15 @@ export class PostgresDestination implements Destination {
   }
 
   async setupTables(tables: readonly DestinationTable[]): Promise<void> {
+    // Rows are written by key (upserts, deletes): a table without one would load
+    // and then fail at its first change, so it is refused before anything is written.
+    const keyless = tables.find((table) => table.keyColumns.length === 0);
+    if (keyless) {
+      throw new EngineError(
+        'replica_identity',
+        `source table ${formatTableName(keyless.source)} has no primary key or replica identity index, which a PostgreSQL destination needs to write rows by key (REPLICA IDENTITY FULL is not enough)`,
+      );
+    }
     const pool = await this.#connection();
     try {
       await pool.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(metadataSchema)}`);
