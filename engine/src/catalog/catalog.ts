@@ -88,6 +88,12 @@ export interface BatchQuery {
   readonly ascending: boolean;
   readonly beforeId?: bigint;
   readonly afterId?: bigint;
+  /**
+   * Only batches that finished (durable at the destination). The newest batch
+   * may be one that is still being written, or failed and will be replayed:
+   * lag and last-batch figures must not count it, or they vanish during an outage.
+   */
+  readonly finishedOnly?: boolean;
 }
 
 export interface LogQuery {

@@ -282,6 +282,7 @@ export class PostgresCatalog implements Catalog {
       params.push(query.afterId.toString());
       where += ` AND batch_id > $${params.length}`;
     }
+    if (query.finishedOnly) where += ' AND end_time IS NOT NULL';
     const order = query.ascending ? 'ASC' : 'DESC';
     const limit = query.limit > 0 ? ` LIMIT ${Math.floor(query.limit)}` : '';
     const [{ rows }, count] = await Promise.all([
