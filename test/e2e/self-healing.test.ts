@@ -152,6 +152,63 @@ describe('faults that heal by themselves', () => {
     }
   }, 300_000);
 
+  it('continues by itself once the destination accepts connections again (too many connections)', async () => {
+    const { source, destination } = harness;
+    const role = `busy_${randomSuffix()}`;
+    const password = `pw-${randomSuffix()}`;
+    await destination.client.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+    await destination.client.query(
+      `GRANT CREATE ON DATABASE ${pg.escapeIdentifier(destination.name)} TO ${role}`,
+    );
+    await destination.client.query(`GRANT CREATE, USAGE ON SCHEMA public TO ${role}`);
+    await source.client.query(`CREATE TABLE crowded (id int PRIMARY KEY, body text)`);
+    await source.client.query(`INSERT INTO crowded SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
+    const spec: SpecInput = {
+      name: `busy-${randomSuffix()}`,
+      tableMappings: [mapping('crowded')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = startMirror(harness, spec, {
+      supervised: true,
+      destination: { ...destination.config, user: role, password },
+    });
+    try {
+      await expectSameRows(harness, 'crowded');
+      // No new session for the role, and its open ones ended: every write needs a new one.
+      await destination.client.query(`ALTER ROLE ${role} CONNECTION LIMIT 0`);
+      await destination.client.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`,
+        [role],
+      );
+      await source.client.query(
+        `INSERT INTO crowded SELECT g, 'late ' || g FROM generate_series(1000, 1099) g`,
+      );
+      await waitFor(
+        async () => /\(53300\)/.test((await harness.catalog.getRuntime(spec.name))?.retryingError ?? ''),
+        30_000,
+        'the too-many-connections fault to show',
+      );
+      const runtime = await harness.catalog.getRuntime(spec.name);
+      expect(runtime?.phase).toBe('running');
+      expect(runtime?.retryingError).toContain('the server is short of a resource');
+      await faultLasted(harness, spec.name);
+      await destination.client.query(`ALTER ROLE ${role} CONNECTION LIMIT -1`);
+      await expectSameRows(harness, 'crowded');
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(spec.name))?.retryingError === null,
+        30_000,
+        'the fault to clear',
+      );
+      expect(await logMessages(harness, spec.name, 'ERROR')).toEqual([]);
+    } finally {
+      await mirror.stop();
+      await destination.client.query(`REASSIGN OWNED BY ${role} TO CURRENT_USER`).catch(() => {});
+      await destination.client.query(`DROP OWNED BY ${role}`).catch(() => {});
+      await destination.client.query(`DROP ROLE ${role}`).catch(() => {});
+    }
+  }, 300_000);
+
   describe('destination server stopped, then started', () => {
     let server: PrivatePostgres;
     let privateDestination: pg.Client | undefined;
