@@ -154,10 +154,10 @@ const clickhouseCodeKinds: Readonly<Record<number, ErrorKind>> = {
   192: 'auth', // UNKNOWN_USER
   193: 'auth', // WRONG_PASSWORD
   194: 'auth', // REQUIRED_PASSWORD
-  202: 'destination_write', // TOO_MANY_SIMULTANEOUS_QUERIES
+  202: 'busy', // TOO_MANY_SIMULTANEOUS_QUERIES
   209: 'connection', // SOCKET_TIMEOUT
   210: 'connection', // NETWORK_ERROR
-  241: 'destination_write', // MEMORY_LIMIT_EXCEEDED
+  241: 'busy', // MEMORY_LIMIT_EXCEEDED
   242: 'destination_write', // TABLE_IS_READ_ONLY
   252: 'destination_write', // TOO_MANY_PARTS
   497: 'permission', // ACCESS_DENIED

@@ -1,6 +1,6 @@
 // The publication and logical replication slot a mirror reads from.
 import type pg from 'pg';
-import { EngineError } from '../../errors.ts';
+import { EngineError, isEngineError } from '../../errors.ts';
 import type { TableName } from '../../resources/mirror.ts';
 import { classifyPgError, type SlotState } from '../classify.ts';
 import { parseLsn } from './lsn.ts';
@@ -154,7 +154,10 @@ export async function dropSlot(client: pg.Client, slotName: string): Promise<voi
       `source: replication slot ${slotName} stayed in use; stop its reader`,
     );
   } catch (error) {
-    throw classifyPgError(error, `source: drop replication slot ${slotName}`, 'source_setup');
+    const classified = classifyPgError(error, `source: drop replication slot ${slotName}`, 'source_setup');
+    // Gone between the look and the drop (another teardown): what a drop wants.
+    if (classified.kind === 'slot_invalidated' && !isEngineError(error)) return;
+    throw classified;
   }
 }
 
