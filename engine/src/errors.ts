@@ -53,12 +53,12 @@ export const errorPolicy = {
   slot_invalidated: {
     retry: 'never',
     remedy:
-      'the replication slot is invalidated or gone and changes since the last sync are lost; resync the mirror (drop it and create it again with resync) and raise max_slot_wal_keep_size if it was exceeded',
+      'the replication slot is invalidated or gone and changes since the last sync are lost; resync: drop the mirror and create it again with do_initial_snapshot, and raise max_slot_wal_keep_size if it was exceeded',
   },
   wal_removed: {
     retry: 'never',
     remedy:
-      'the source removed WAL the mirror still needed; resync the mirror and raise max_slot_wal_keep_size',
+      'the source removed WAL the mirror still needed; resync: drop the mirror and create it again with do_initial_snapshot, and raise max_slot_wal_keep_size',
   },
   replica_identity: {
     retry: 'manual',
