@@ -9,7 +9,7 @@ import pino from 'pino';
 import { z } from 'zod';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
-import { findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
+import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
@@ -90,6 +90,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     catalog,
     checkPeer: (peer) => checkPeer(peer),
     findMissingTables,
+    checkMirrorSource,
     scriptsEnabled: !config.scriptsDisabled,
     auth,
     logger,

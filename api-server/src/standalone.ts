@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { z } from 'zod';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
-import { findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
+import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
 import { startControlPlane } from './standalone/control-plane.ts';
@@ -108,6 +108,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     catalog: controlPlane.catalog,
     checkPeer: (peer) => checkPeer(peer),
     findMissingTables,
+    checkMirrorSource,
     scriptsEnabled: !config.scriptsDisabled,
     auth,
     logger,

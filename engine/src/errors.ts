@@ -17,13 +17,20 @@ export const errorKinds = [
   'schema_mismatch',
   'decode',
   'destination_write',
+  'busy',
   'script',
   'internal',
 ] as const;
 
 export type ErrorKind = (typeof errorKinds)[number];
 
-/** timed: retried with backoff; manual: waits for a spec change; never: mirror fails. */
+/**
+ * timed: a fault that can go away by itself; the mirror retries it with capped
+ * exponential backoff (pipeline/supervisor.ts) and shows it meanwhile.
+ * manual and never: only a person can remove it; the mirror fails with the
+ * remedy (manual: a resume retries it after the fix; never: data is lost and the
+ * mirror must be resynced).
+ */
 export type RetryPolicy = 'timed' | 'manual' | 'never';
 
 export interface ErrorPolicy {
@@ -36,21 +43,27 @@ export const errorPolicy = {
   connection: { retry: 'timed', remedy: 'check that the peer host and port are reachable from the engine' },
   auth: { retry: 'manual', remedy: 'check the peer user and password (or key) and update the peer' },
   ssh_tunnel: { retry: 'timed', remedy: 'check the peer ssh_config: host, port, user and key or password' },
-  permission: { retry: 'manual', remedy: 'grant the peer user the privilege named in the message' },
+  permission: {
+    retry: 'timed',
+    remedy:
+      'grant the peer user the privilege on the object named in the message; the mirror retries by itself meanwhile',
+  },
   config: { retry: 'manual', remedy: 'fix the mirror or peer configuration named in the message' },
   source_setup: { retry: 'manual', remedy: 'fix the source database setting named in the message' },
   slot_invalidated: {
     retry: 'never',
-    remedy: 'the replication slot lost required WAL; drop the mirror and create it again with a resync',
+    remedy:
+      'the replication slot is invalidated or gone and changes since the last sync are lost; resync: drop the mirror and create it again with do_initial_snapshot, and raise max_slot_wal_keep_size if it was exceeded',
   },
   wal_removed: {
     retry: 'never',
     remedy:
-      'the source removed WAL the mirror still needed; resync the mirror and raise max_slot_wal_keep_size',
+      'the source removed WAL the mirror still needed; resync: drop the mirror and create it again with do_initial_snapshot, and raise max_slot_wal_keep_size',
   },
   replica_identity: {
     retry: 'manual',
-    remedy: 'give the table a primary key or set REPLICA IDENTITY FULL, then resume the mirror',
+    remedy:
+      'give the table a primary key (or REPLICA IDENTITY USING INDEX on a unique index of NOT NULL columns); REPLICA IDENTITY FULL is enough only for a Kafka destination; then resume the mirror',
   },
   schema_mismatch: {
     retry: 'manual',
@@ -63,6 +76,11 @@ export const errorPolicy = {
   destination_write: {
     retry: 'timed',
     remedy: 'check the destination is up and has space; the batch will be retried',
+  },
+  busy: {
+    retry: 'timed',
+    remedy:
+      'the server is short of a resource (connections, locks, disk, memory) or timed out; the mirror retries by itself, free the resource if this lasts',
   },
   script: { retry: 'manual', remedy: 'fix the script named in the message and resume the mirror' },
   internal: {

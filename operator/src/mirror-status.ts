@@ -45,7 +45,7 @@ export async function syncMirrorStatus(
         ? flowStateByPhase[runtime.phase]
         : 'STATUS_SETUP';
   const [{ batches }, snapshot, cdcRows] = await Promise.all([
-    catalog.listBatches(mirror.name, { limit: 1, ascending: false }),
+    catalog.listBatches(mirror.name, { limit: 1, ascending: false, finishedOnly: true }),
     catalog.listSnapshotProgress(mirror.name),
     catalog.cdcRowCount(mirror.name),
   ]);
@@ -110,6 +110,16 @@ export async function syncMirrorStatus(
     message: phase === 'STATUS_SNAPSHOT' ? 'initial load in progress' : '',
     observedGeneration: generation,
   });
+  // A fault the engine retries by itself: the mirror is not failed, but not moving either.
+  const previousDegraded = conditions.find((condition) => condition.type === 'Degraded');
+  const retrying = failed ? null : (runtime?.retryingError ?? null);
+  conditions = setCondition(conditions, {
+    type: 'Degraded',
+    status: retrying ? 'True' : 'False',
+    reason: retrying ? 'Retrying' : 'NoFault',
+    message: retrying ?? '',
+    observedGeneration: generation,
+  });
   await store.patchMirrorStatus(mirror.name, {
     observedGeneration: generation,
     phase,
@@ -161,5 +171,8 @@ export async function syncMirrorStatus(
   }
   if (failed && previous?.errorMessage !== runtime?.errorMessage) {
     await events.record(target, 'Warning', 'MirrorFailed', runtime?.errorMessage ?? 'failed');
+  }
+  if (retrying && previousDegraded?.message !== retrying) {
+    await events.record(target, 'Warning', 'Retrying', retrying);
   }
 }

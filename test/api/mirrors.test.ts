@@ -99,7 +99,9 @@ describe('mirrors', () => {
       CREATE TABLE items (id bigint PRIMARY KEY, label text);
       CREATE SCHEMA sales;
       CREATE TABLE sales.invoices (id bigint PRIMARY KEY, total numeric);
-      CREATE TABLE "Mixed Case" (id bigint PRIMARY KEY)`);
+      CREATE TABLE "Mixed Case" (id bigint PRIMARY KEY);
+      -- Named by the full-interface create: the source check refuses a publication that does not exist.
+      CREATE PUBLICATION my_publication FOR ALL TABLES`);
     facade = await createFacade();
     for (const [name, database] of [
       [sourcePeer, source],

@@ -412,6 +412,84 @@ describe('PostgreSQL to PostgreSQL', () => {
     expect((await destination.client.query(`SELECT count(*)::int AS n FROM kept`)).rows[0]).toEqual({ n: 1 });
     expect((await harness.catalog.getRuntime(spec.name))?.phase).toBe('terminated');
   });
+
+  it('starts a mirror created again under a dropped name clean, with the old logs kept apart', async () => {
+    const { source } = harness;
+    await source.client.query(`CREATE TABLE reborn (id int PRIMARY KEY)`);
+    await source.client.query(`INSERT INTO reborn VALUES (1)`);
+    const spec: SpecInput = {
+      name: `reborn-${randomSuffix()}`,
+      tableMappings: [mapping('reborn')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const first = startMirror(harness, spec);
+    await expectSameRows(harness, 'reborn');
+    await first.stop();
+    await dropMirror(harness, spec);
+    const second = startMirror(harness, spec);
+    try {
+      await source.client.query(`INSERT INTO reborn VALUES (2)`);
+      await expectSameRows(harness, 'reborn');
+      const logs = await harness.catalog.listLogs({ mirror: spec.name, offset: 0, limit: 1000 });
+      expect(logs.entries.some((entry) => entry.message.startsWith('mirror dropped'))).toBe(false);
+      expect(logs.entries.every((entry) => entry.incarnation === 0)).toBe(true);
+      const old = await harness.catalog.listLogs({
+        mirror: spec.name,
+        incarnation: 1,
+        offset: 0,
+        limit: 1000,
+      });
+      expect(old.entries[0]?.message).toMatch(/^mirror dropped/);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('records each batch from its first change LSN to its last commit, in order', async () => {
+    const { source } = harness;
+    await source.client.query(`CREATE TABLE lsn_ticks (id int PRIMARY KEY)`);
+    const spec: SpecInput = {
+      name: `lsn-${randomSuffix()}`,
+      tableMappings: [mapping('lsn_ticks')],
+      doInitialSnapshot: false,
+      idleTimeoutSeconds: 1,
+      maxBatchSize: 2,
+    };
+    const mirror = startMirror(harness, spec);
+    try {
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+        30_000,
+        'mirror running',
+      );
+      // One-row transactions fill a 2-row batch inside the next transaction.
+      for (let id = 1; id <= 15; id++) await source.client.query(`INSERT INTO lsn_ticks VALUES ($1)`, [id]);
+      await source.client.query(`INSERT INTO lsn_ticks SELECT g FROM generate_series(16, 24) g`);
+      await expectSameRows(harness, 'lsn_ticks');
+      await waitFor(
+        async () => {
+          const { batches } = await harness.catalog.listBatches(spec.name, { limit: 0, ascending: true });
+          return batches.length > 0 && batches.every((batch) => batch.endTime !== null);
+        },
+        30_000,
+        'batches finished',
+      );
+      const { batches } = await harness.catalog.listBatches(spec.name, { limit: 0, ascending: true });
+      expect(batches.length).toBeGreaterThan(10);
+      let previousEnd = 0n;
+      for (const batch of batches) {
+        expect(batch.startLsn, `batch ${batch.batchId} start`).toBeGreaterThan(0n);
+        expect(batch.endLsn, `batch ${batch.batchId} end`).toBeGreaterThanOrEqual(batch.startLsn);
+        expect(batch.endLsn, `batch ${batch.batchId} after the previous one`).toBeGreaterThanOrEqual(
+          previousEnd,
+        );
+        previousEnd = batch.endLsn;
+      }
+    } finally {
+      await mirror.stop();
+    }
+  });
 });
 
 describe('PostgreSQL to PostgreSQL value round trip', () => {

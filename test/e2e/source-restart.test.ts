@@ -142,14 +142,13 @@ describe('source server crash and restart', () => {
     } finally {
       await source.end();
     }
-    const errors = await new PostgresCatalog(catalogPool).listLogs({
-      mirror,
-      levels: ['ERROR'],
-      offset: 0,
-      limit: 50,
-    });
-    // The engine saw the source go away and went on by itself.
-    expect(errors.entries.some((entry) => entry.message.includes('retrying'))).toBe(true);
+    const catalog = new PostgresCatalog(catalogPool);
+    const warnings = await catalog.listLogs({ mirror, levels: ['WARN'], offset: 0, limit: 50 });
+    // The engine saw the source go away and went on by itself: a fault it
+    // retries is a warning, and nothing needed a person.
+    expect(warnings.entries.some((entry) => entry.message.includes('retrying'))).toBe(true);
+    const errors = await catalog.listLogs({ mirror, levels: ['ERROR'], offset: 0, limit: 50 });
+    expect(errors.entries).toEqual([]);
     expect(engine.exitCode).toBeNull();
   });
 });

@@ -56,11 +56,17 @@ export interface RunningMirror {
 
 const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
 
-function contextFor(harness: Harness, spec: MirrorSpec, signal: AbortSignal, budget: number): MirrorContext {
+function contextFor(
+  harness: Harness,
+  spec: MirrorSpec,
+  signal: AbortSignal,
+  budget: number,
+  destinationConfig: RelationalConfig = harness.destination.config,
+): MirrorContext {
   return {
     spec,
     source: harness.source.config,
-    destination: new PostgresDestination(harness.destination.config, {
+    destination: new PostgresDestination(destinationConfig, {
       system: spec.system,
       mirrorColumns: { softDeleteColumn: spec.softDeleteColName, syncedAtColumn: spec.syncedAtColName },
       applicationName: `tributary:${spec.name}:destination`,
@@ -81,6 +87,10 @@ export interface StartOptions {
   readonly wrapDestination?: (destination: Destination) => Destination;
   /** Runs under the supervisor (retries with this backoff) instead of once. */
   readonly supervisedBackoffMs?: number;
+  /** Runs under the supervisor with its default retry policy. */
+  readonly supervised?: boolean;
+  /** Replaces the destination connection settings (e.g. a private server or another user). */
+  readonly destination?: RelationalConfig;
 }
 
 export function startMirror(harness: Harness, input: SpecInput, options: StartOptions = {}): RunningMirror {
@@ -91,6 +101,7 @@ export function startMirror(harness: Harness, input: SpecInput, options: StartOp
     spec,
     controller.signal,
     options.batchMemoryBudgetBytes ?? defaultBatchMemoryBudgetBytes,
+    options.destination,
   );
   const context: MirrorContext = {
     ...base,
@@ -98,12 +109,14 @@ export function startMirror(harness: Harness, input: SpecInput, options: StartOp
     destination: options.wrapDestination ? options.wrapDestination(base.destination) : base.destination,
   };
   const run =
-    options.supervisedBackoffMs === undefined
+    options.supervisedBackoffMs === undefined && !options.supervised
       ? runMirror(context)
-      : superviseMirror(context, {
-          initialBackoffMs: options.supervisedBackoffMs,
-          maxBackoffMs: options.supervisedBackoffMs,
-        }).then((outcome) => {
+      : superviseMirror(
+          context,
+          options.supervisedBackoffMs === undefined
+            ? {}
+            : { initialBackoffMs: options.supervisedBackoffMs, maxBackoffMs: options.supervisedBackoffMs },
+        ).then((outcome) => {
           if (outcome === 'failed') throw new Error('mirror failed');
           return outcome;
         });

@@ -21,6 +21,9 @@ export interface PrivatePostgres {
   connect(): Promise<pg.Client>;
   /** Kills the server as a crash would (immediate shutdown: no checkpoint), then starts it again. */
   crashAndRestart(): Promise<void>;
+  /** Stops the server (fast shutdown: clients are disconnected); `start` brings it back. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
   destroy(): Promise<void>;
 }
 
@@ -32,7 +35,10 @@ function asServerUser(program: string, args: readonly string[]) {
     : run(path, [...args]);
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+/** `settings`: extra server settings, `name=value`, e.g. `max_slot_wal_keep_size=1MB`. */
+export async function startPrivatePostgres(
+  options: { settings?: readonly string[] } = {},
+): Promise<PrivatePostgres> {
   const directory = mkdtempSync(join(tmpdir(), 'tributary-private-pg-'));
   const data = join(directory, 'data');
   const passwordFile = join(directory, 'password');
@@ -64,6 +70,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     '-c max_replication_slots=8',
     '-c max_wal_senders=8',
     '-c fsync=off',
+    ...(options.settings ?? []).map((setting) => `-c ${setting}`),
   ].join(' ');
   const pgCtl = (...args: string[]) =>
     asServerUser('pg_ctl', ['-D', data, '-l', join(directory, 'server.log'), '-w', '-t', '60', ...args]);
@@ -84,6 +91,12 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     connect: () => connect('source'),
     async crashAndRestart() {
       await pgCtl('-m', 'immediate', 'stop');
+      await pgCtl('-o', settings, 'start');
+    },
+    async stop() {
+      await pgCtl('-m', 'fast', 'stop');
+    },
+    async start() {
       await pgCtl('-o', settings, 'start');
     },
     async destroy() {

@@ -21,7 +21,7 @@ export function mirrorMetricsRegistry(context: Pick<FacadeContext, 'store' | 'ca
           context.catalog.getRuntime(mirror.name),
           context.catalog.listSnapshotProgress(mirror.name),
           context.catalog.cdcRowCount(mirror.name),
-          context.catalog.listBatches(mirror.name, { limit: 1, ascending: false }),
+          context.catalog.listBatches(mirror.name, { limit: 1, ascending: false, finishedOnly: true }),
         ]);
         const snapshotRows = snapshot.reduce((total, table) => total + table.rowsSynced, 0n);
         const last = batches.find((batch) => batch.endTime !== null);

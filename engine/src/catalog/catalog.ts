@@ -29,12 +29,26 @@ export interface SourceSetup {
 export interface MirrorRuntime {
   readonly mirror: string;
   readonly phase: MirrorPhase;
+  /** Why the mirror failed (phase `failed`); null otherwise. */
   readonly errorMessage: string | null;
+  /**
+   * The fault the mirror is retrying by itself, while it lasts (the phase stays
+   * what it was, e.g. `running`); null when there is none.
+   */
+  readonly retryingError: string | null;
+  readonly retryingSince: Date | null;
   readonly setup: SourceSetup | null;
   readonly snapshotCompleted: boolean;
   readonly updatedAt: Date;
 }
 
+/**
+ * One CDC batch. `startLsn` is the LSN of the batch's first change. `endLsn` is
+ * the end LSN of the last commit the batch holds completely, which is what the
+ * slot is acknowledged to; a batch that ends inside a transaction larger than a
+ * batch records the LSN of its last change instead, so `startLsn <= endLsn`
+ * always holds. `endLsn` is 0 while the batch is not finished.
+ */
 export interface CdcBatch {
   readonly batchId: bigint;
   readonly startTime: Date;
@@ -47,6 +61,8 @@ export interface CdcBatch {
 export interface LogEntry {
   readonly id: bigint;
   readonly mirror: string;
+  /** 0: the mirror of this name that exists now (or was dropped last); 1, 2, …: earlier ones, in drop order. */
+  readonly incarnation: number;
   readonly level: LogLevel;
   readonly message: string;
   readonly timestampMs: number;
@@ -72,11 +88,19 @@ export interface BatchQuery {
   readonly ascending: boolean;
   readonly beforeId?: bigint;
   readonly afterId?: bigint;
+  /**
+   * Only batches that finished (durable at the destination). The newest batch
+   * may be one that is still being written, or failed and will be replayed:
+   * lag and last-batch figures must not count it, or they vanish during an outage.
+   */
+  readonly finishedOnly?: boolean;
 }
 
 export interface LogQuery {
-  /** Undefined means every mirror. */
+  /** Undefined means every mirror (entries of every incarnation). */
   readonly mirror?: string;
+  /** With `mirror`: which mirror of that name (see LogEntry.incarnation); 0 when absent. */
+  readonly incarnation?: number;
   readonly levels?: readonly LogLevel[];
   readonly beforeId?: bigint;
   readonly afterId?: bigint;
@@ -101,6 +125,15 @@ export interface Catalog {
    * PhaseTransitionError otherwise.
    */
   transition(mirror: string, phase: MirrorPhase, errorMessage?: string | null): Promise<void>;
+  /**
+   * A mirror of this name exists again after one was dropped: when the stored
+   * runtime is `terminated`, forgets it, its batches and its snapshot progress,
+   * and numbers the dropped mirror's logs as an earlier incarnation (they stay
+   * readable). Returns whether there was a dropped mirror to forget.
+   */
+  startNewIncarnation(mirror: string): Promise<boolean>;
+  /** Records (message) or clears (null) the fault the mirror is retrying; see MirrorRuntime.retryingError. */
+  setRetryingError(mirror: string, message: string | null): Promise<void>;
   saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void>;
   setSnapshotCompleted(mirror: string, completed: boolean): Promise<void>;
 

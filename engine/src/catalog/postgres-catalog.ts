@@ -79,12 +79,19 @@ const migrations: readonly string[] = [
      mirror text PRIMARY KEY,
      message text NOT NULL,
      seen_at timestamptz NOT NULL DEFAULT now())`,
+  // 0 is the mirror of that name that exists now (or was dropped last); the
+  // entries of earlier mirrors of the name are numbered 1, 2, … in drop order.
+  `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS incarnation integer NOT NULL DEFAULT 0`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS retrying_error text`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS retrying_since timestamptz`,
 ];
 
 interface RuntimeRow {
   mirror: string;
   phase: MirrorPhase;
   error_message: string | null;
+  retrying_error: string | null;
+  retrying_since: Date | null;
   slot_name: string | null;
   publication_name: string | null;
   publication_created_by_mirror: boolean | null;
@@ -104,6 +111,7 @@ interface BatchRow {
 interface LogRow {
   id: string;
   mirror: string;
+  incarnation: number;
   level: LogLevel;
   message: string;
   at_ms: string;
@@ -180,6 +188,8 @@ export class PostgresCatalog implements Catalog {
       mirror: row.mirror,
       phase: row.phase,
       errorMessage: row.error_message,
+      retryingError: row.retrying_error,
+      retryingSince: row.retrying_since,
       setup,
       snapshotCompleted: row.snapshot_completed,
       updatedAt: row.updated_at,
@@ -215,6 +225,37 @@ export class PostgresCatalog implements Catalog {
     // Distinguish "no row and new not allowed" from "row in the wrong phase".
     const current = await this.getRuntime(mirror);
     throw new PhaseTransitionError(mirror, current?.phase ?? 'new', phase);
+  }
+
+  async startNewIncarnation(mirror: string): Promise<boolean> {
+    // One statement, so a concurrent reader sees either the dropped mirror or
+    // the new one, never a mix.
+    const { rows } = await this.#sql.query<{ mirror: string }>(
+      `WITH dropped AS (
+         DELETE FROM tributary.mirror_runtime WHERE mirror = $1 AND phase = 'terminated' RETURNING mirror),
+       archived AS (
+         UPDATE tributary.logs SET incarnation = (
+             SELECT coalesce(max(incarnation), 0) + 1 FROM tributary.logs WHERE mirror = $1)
+         WHERE mirror = $1 AND incarnation = 0 AND EXISTS (SELECT 1 FROM dropped) RETURNING id),
+       batches AS (
+         DELETE FROM tributary.cdc_batches WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
+         RETURNING batch_id),
+       snapshot AS (
+         DELETE FROM tributary.snapshot_tables WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
+         RETURNING source_table)
+       SELECT mirror FROM dropped`,
+      [mirror],
+    );
+    return rows.length > 0;
+  }
+
+  async setRetryingError(mirror: string, message: string | null): Promise<void> {
+    await this.#sql.query(
+      `UPDATE tributary.mirror_runtime SET retrying_error = $2,
+         retrying_since = CASE WHEN $2::text IS NULL THEN NULL ELSE coalesce(retrying_since, now()) END
+       WHERE mirror = $1`,
+      [mirror, message],
+    );
   }
 
   async saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void> {
@@ -289,12 +330,16 @@ export class PostgresCatalog implements Catalog {
       params.push(query.afterId.toString());
       where += ` AND batch_id > $${params.length}`;
     }
+    if (query.finishedOnly) where += ' AND end_time IS NOT NULL';
     const order = query.ascending ? 'ASC' : 'DESC';
     const limit = query.limit > 0 ? ` LIMIT ${Math.floor(query.limit)}` : '';
     const [{ rows }, count] = await Promise.all([
       this.#sql.query<BatchRow>(
-        `SELECT batch_id::text, start_time, end_time, row_count::text, start_lsn::text, end_lsn::text
-         FROM tributary.cdc_batches WHERE ${where} ORDER BY batch_id ${order}${limit}`,
+        // Ordered by the qualified column: a bare `batch_id` would name the
+        // text output column and sort 9 after 14.
+        `SELECT b.batch_id::text, b.start_time, b.end_time, b.row_count::text, b.start_lsn::text,
+           b.end_lsn::text
+         FROM tributary.cdc_batches b WHERE ${where} ORDER BY b.batch_id ${order}${limit}`,
         params,
       ),
       this.#sql.query<{ total: string }>(
@@ -348,6 +393,8 @@ export class PostgresCatalog implements Catalog {
     if (query.mirror !== undefined) {
       params.push(query.mirror);
       conditions.push(`mirror = $${params.length}`);
+      params.push(query.incarnation ?? 0);
+      conditions.push(`incarnation = $${params.length}`);
     }
     if (query.levels && query.levels.length > 0) {
       params.push(query.levels);
@@ -369,14 +416,16 @@ export class PostgresCatalog implements Catalog {
     const total = Number(count.rows[0]?.total ?? 0);
     if (query.limit <= 0) return { entries: [], total };
     const { rows } = await this.#sql.query<LogRow>(
-      `SELECT id::text, mirror, level, message, at_ms::text FROM tributary.logs ${where}
-       ORDER BY id DESC LIMIT ${Math.floor(query.limit)} OFFSET ${Math.max(0, Math.floor(query.offset))}`,
+      // Qualified for the same reason as in listBatches: `id` alone is the text output column.
+      `SELECT l.id::text, l.mirror, l.incarnation, l.level, l.message, l.at_ms::text FROM tributary.logs l ${where}
+       ORDER BY l.id DESC LIMIT ${Math.floor(query.limit)} OFFSET ${Math.max(0, Math.floor(query.offset))}`,
       params,
     );
     return {
       entries: rows.map((row) => ({
         id: BigInt(row.id),
         mirror: row.mirror,
+        incarnation: row.incarnation,
         level: row.level,
         message: row.message,
         timestampMs: Number(row.at_ms),

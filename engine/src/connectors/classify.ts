@@ -5,7 +5,21 @@ import { EngineError, type ErrorKind, isEngineError } from '../errors.ts';
 interface PgDriverError {
   code?: string;
   message: string;
+  detail?: string;
 }
+
+/**
+ * How PostgreSQL 13–18 says a logical slot can no longer be read: 13–15 answer
+ * `cannot read from logical replication slot "…"`, 16–17 `can no longer get
+ * changes from replication slot "…"`, 18 `can no longer access replication slot
+ * "…"`, all SQLSTATE 55000 with a detail "This slot has been invalidated
+ * because …" (18: "This replication slot has been invalidated due to …").
+ * See src/backend/replication/logical/logical.c and slot.c of each release.
+ */
+const slotLostMessage =
+  /(cannot read from logical replication slot|can no longer (get changes from|access) replication slot|replication slot .* (can no longer be used|has been invalidated))/i;
+const slotInvalidatedDetail = /slot has been invalidated/i;
+const slotMissingMessage = /replication slot .* does not exist/i;
 
 /** Socket and resolver error codes that mean the server could not be reached. */
 export const networkErrorCodes: ReadonlySet<string> = new Set([
@@ -18,6 +32,27 @@ export const networkErrorCodes: ReadonlySet<string> = new Set([
   'EAI_AGAIN',
 ]);
 
+/**
+ * SQLSTATEs of a server short of a resource or of time, which heal by
+ * themselves: disk_full, out_of_memory, too_many_connections,
+ * configuration_limit_exceeded, serialization_failure, deadlock_detected,
+ * lock_not_available (lock_timeout), query_canceled (statement_timeout).
+ */
+const busyCodes: ReadonlySet<string> = new Set([
+  '53100',
+  '53200',
+  '53300',
+  '53400',
+  '40001',
+  '40P01',
+  '55P03',
+  '57014',
+]);
+
+/** Kinds of objects PostgreSQL names in `permission denied for <kind> <name>`. */
+const deniedObject =
+  /^permission denied for (table|relation|schema|sequence|database|function|view) (.{1,200})$/;
+
 function pgErrorKind(error: PgDriverError): ErrorKind {
   const code = error.code ?? '';
   if (networkErrorCodes.has(code)) return 'connection';
@@ -28,14 +63,14 @@ function pgErrorKind(error: PgDriverError): ErrorKind {
   if (code === '58P01' && /WAL segment .* has already been removed/.test(error.message)) return 'wal_removed';
   if (
     code === '55000' &&
-    /replication slot .* (can no longer be used|has been invalidated)/i.test(error.message)
+    (slotLostMessage.test(error.message) || slotInvalidatedDetail.test(error.detail ?? ''))
   ) {
     return 'slot_invalidated';
   }
+  // undefined_object: only a missing slot is the mirror's loss; other objects are setup errors.
+  if (code === '42704' && slotMissingMessage.test(error.message)) return 'slot_invalidated';
   if (code === '42P01' || code === '42703') return 'schema_mismatch';
-  if (code === '53100' || code === '53200' || code === '53300' || code === '40001' || code === '40P01') {
-    return 'destination_write';
-  }
+  if (busyCodes.has(code)) return 'busy';
   if (
     /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message)
   ) {
@@ -50,13 +85,62 @@ function pgErrorKind(error: PgDriverError): ErrorKind {
  * The driver's message goes to `cause`, not into the message, because it may
  * quote row values.
  */
-export function classifyPgError(error: unknown, what: string, fallback: ErrorKind = 'internal'): EngineError {
+export function classifyPgError(
+  error: unknown,
+  what: string,
+  fallback: ErrorKind = 'internal',
+  context: { readonly privileges?: string } = {},
+): EngineError {
   if (isEngineError(error)) return error;
   if (!(error instanceof Error)) return new EngineError(fallback, `${what}: ${String(error)}`);
   const kind = pgErrorKind(error as PgDriverError);
   const resolved = kind === 'internal' ? fallback : kind;
   const code = (error as PgDriverError).code;
-  return new EngineError(resolved, `${what} failed${code ? ` (${code})` : ''}`, { cause: error });
+  let message = `${what} failed${code ? ` (${code})` : ''}`;
+  if (resolved === 'permission') {
+    // The object's name (never a value) is safe to show; the privileges come
+    // from what was being done, since PostgreSQL does not say which one it checked.
+    const denied = deniedObject.exec(error.message);
+    if (denied) message += `: permission denied for ${denied[1]} ${denied[2]}`;
+    if (context.privileges) message += `; it needs ${context.privileges}`;
+  }
+  return new EngineError(resolved, message, { cause: error });
+}
+
+/** A row of pg_replication_slots as far as slot loss goes; undefined when the slot does not exist. */
+export interface SlotState {
+  /** `reserved`, `extended`, `unreserved` or `lost` (PostgreSQL 13+). */
+  readonly walStatus: string | null;
+  /** PostgreSQL 17+: why the slot was invalidated (`wal_removed`, `rows_removed`, …); null when it was not. */
+  readonly invalidationReason: string | null;
+}
+
+/**
+ * The slot's loss as an EngineError, or undefined while it is usable. A missing
+ * slot, `wal_status = lost` and any `invalidation_reason` all mean the changes
+ * since the last acknowledged position are gone: nothing the engine retries
+ * brings them back.
+ */
+export function classifySlotState(slotName: string, state: SlotState | undefined): EngineError | undefined {
+  if (!state) {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} does not exist; changes since the last sync cannot be recovered`,
+    );
+  }
+  if (state.invalidationReason) {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} was invalidated (${state.invalidationReason})`,
+    );
+  }
+  if (state.walStatus === 'lost') {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} lost WAL it needed (wal_status lost)`,
+    );
+  }
+  return undefined;
 }
 
 /** ClickHouse server error codes (src/Common/ErrorCodes.cpp) and what they mean to the retry policy. */
@@ -70,10 +154,10 @@ const clickhouseCodeKinds: Readonly<Record<number, ErrorKind>> = {
   192: 'auth', // UNKNOWN_USER
   193: 'auth', // WRONG_PASSWORD
   194: 'auth', // REQUIRED_PASSWORD
-  202: 'destination_write', // TOO_MANY_SIMULTANEOUS_QUERIES
+  202: 'busy', // TOO_MANY_SIMULTANEOUS_QUERIES
   209: 'connection', // SOCKET_TIMEOUT
   210: 'connection', // NETWORK_ERROR
-  241: 'destination_write', // MEMORY_LIMIT_EXCEEDED
+  241: 'busy', // MEMORY_LIMIT_EXCEEDED
   242: 'destination_write', // TABLE_IS_READ_ONLY
   252: 'destination_write', // TOO_MANY_PARTS
   497: 'permission', // ACCESS_DENIED

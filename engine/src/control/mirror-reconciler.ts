@@ -84,6 +84,9 @@ export class MirrorReconciler {
 
   async #run(mirror: MirrorResource): Promise<'settled' | 'waiting'> {
     const { runtime, catalog } = this.#options;
+    // A mirror created under the name of a dropped one starts clean; the old
+    // mirror's logs stay readable as an earlier incarnation.
+    if ((await this.#phase(mirror.name)) === 'terminated') await catalog.startNewIncarnation(mirror.name);
     const phase = await this.#phase(mirror.name);
     const running = await runtime.running(mirror.name);
     const waitsForPerson = phase === 'failed' && mirror.failedGeneration === mirror.generation;

@@ -20,6 +20,7 @@ export class BatchBuilder {
   #byteSize = 0;
   #startedAt: number | null = null;
   #startLsn = 0n;
+  #lastChangeLsn = 0n;
   #lastCompleteCommitLsn: bigint;
 
   constructor(limits: BatchLimits, durableLsn: bigint) {
@@ -41,6 +42,17 @@ export class BatchBuilder {
 
   get startLsn(): bigint {
     return this.#startLsn;
+  }
+
+  /**
+   * The batch's end as the catalog records it: the end of the last commit it
+   * holds completely, or, when it ends inside a transaction that started in it,
+   * the LSN of its last change. Never below `startLsn`.
+   */
+  get recordedEndLsn(): bigint {
+    // bigint: Math.max does not apply.
+    if (this.#lastChangeLsn > this.#lastCompleteCommitLsn) return this.#lastChangeLsn;
+    return this.#lastCompleteCommitLsn;
   }
 
   /** Milliseconds since the first change of this batch arrived; 0 when empty. */
@@ -65,6 +77,7 @@ export class BatchBuilder {
       this.#tables.set(table, changes);
     }
     changes.push(change);
+    if (lsn > this.#lastChangeLsn) this.#lastChangeLsn = lsn;
     if (change.kind !== 'truncate') this.#rowCount++;
     this.#byteSize += changeSize(change);
     return opened;
@@ -93,6 +106,7 @@ export class BatchBuilder {
     this.#rowCount = 0;
     this.#byteSize = 0;
     this.#startedAt = null;
+    this.#lastChangeLsn = 0n;
     return batch;
   }
 }

@@ -64,6 +64,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
 
   const flush = async () => {
     if (builder.isEmpty) return;
+    const recordedEndLsn = builder.recordedEndLsn;
     const batch = builder.take(spec.name, currentBatchId);
     const started = performance.now();
     await destination.syncBatch(batch);
@@ -73,8 +74,9 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       batchId: batch.batchId,
       endTime: new Date(),
       rowCount: BigInt(batch.rowCount),
-      endLsn: batch.endLsn,
+      endLsn: recordedEndLsn,
     });
+    context.progress?.durable();
     stream.acknowledge(batch.endLsn);
     context.logger.debug(
       { batchId: String(batch.batchId), rows: batch.rowCount, endLsn: formatLsn(batch.endLsn) },
@@ -232,6 +234,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
 
   await catalog.transition(spec.name, 'running');
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
+  context.progress?.streaming();
   try {
     for (;;) {
       const next = await nextEvents();

@@ -17,6 +17,15 @@ export interface MirrorContext {
   /** Bytes of decoded row text one batch may hold before it is synced early. */
   readonly batchMemoryBudgetBytes: number;
   readonly metrics?: PipelineMetrics;
+  /** Told when the pipeline moves forward; the supervisor uses it to clear faults and reset its backoff. */
+  readonly progress?: ProgressListener;
+}
+
+export interface ProgressListener {
+  /** The replication stream is open and the mirror is running. */
+  streaming(): void;
+  /** A CDC batch or an initial-load partition became durable at the destination. */
+  durable(): void;
 }
 
 export const defaultBatchMemoryBudgetBytes = 64 * 1024 * 1024;

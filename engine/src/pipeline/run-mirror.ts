@@ -3,6 +3,7 @@
 // the phase. Re-running it after a crash or a pause picks up where the catalog
 // and the destination's checkpoint say the mirror was.
 import type { SourceSetup } from '../catalog/catalog.ts';
+import { classifySlotState } from '../connectors/classify.ts';
 import { connectPostgres, type PgConnection } from '../connectors/postgres/connect.ts';
 import {
   createSlot,
@@ -11,6 +12,7 @@ import {
   dropPublication,
   dropSlot,
   ensurePublication,
+  readSlotState,
   removeFromPublication,
   slotExists,
 } from '../connectors/postgres/slot.ts';
@@ -42,6 +44,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   const stored = await catalog.getRuntime(spec.name);
   if (stored?.phase === 'completed') return 'completed';
   // A mirror re-created under a dropped one's name starts from nothing.
+  if (stored?.phase === 'terminated') await catalog.startNewIncarnation(spec.name);
   const runtime = stored?.phase === 'terminated' ? undefined : stored;
   const source = await connectPostgres(context.source, {
     applicationName: applicationName(spec.name, 'setup'),
@@ -95,6 +98,14 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
         await replication.close();
       }
       await mirrorLog(context, 'INFO', `created replication slot ${setup.slotName}`);
+    }
+
+    // A slot invalidated while the mirror was paused or down (max_slot_wal_keep_size,
+    // or a conflict on a standby) still exists but cannot be read: fail now with
+    // the resync remedy instead of retrying START_REPLICATION.
+    if (!spec.initialSnapshotOnly) {
+      const lost = classifySlotState(setup.slotName, await readSlotState(source.client, setup.slotName));
+      if (lost) throw lost;
     }
 
     await reconcileMappedTables(context, source, setup, tables);

@@ -113,6 +113,7 @@ async function copyOnePartition(
       BigInt(rowCount),
       performance.now() - started,
     );
+    context.progress?.durable();
   } catch (error) {
     await connection.client.query('ROLLBACK').catch(() => {});
     if (error instanceof EngineError) throw error;

@@ -70,7 +70,13 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       if (!(await store.getScriptByName(spec.script)))
         throw invalidMirror(`script ${spec.script} does not exist`);
     }
-    await checkTablesExist(context, source.peer.config, spec.tableMappings);
+    await checkSource(context, source.peer.config, {
+      name: spec.name,
+      tables: spec.tableMappings.map((mapping) => mapping.source),
+      publicationName: spec.publicationName,
+      replicationSlotName: spec.replicationSlotName,
+      destinationKind: destination.peer.kind,
+    });
     try {
       const mirror = await store.createMirror(spec);
       return { workflowId: workflowId(mirror) };
@@ -129,7 +135,13 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
   app.post('/api/v1/mirrors/status', { config: { errorShape: 'status' } }, async (request, reply) => {
     const body = parseWith(mirrorStatusRequest, request.body);
     const mirror = await store.getMirror(body.flowJobName);
-    const runtime = await catalog.getRuntime(body.flowJobName);
+    const stored = await catalog.getRuntime(body.flowJobName);
+    // Created again under a dropped mirror's name: a runtime terminated before the
+    // resource was created is the old mirror's.
+    const runtime =
+      mirror && !mirror.deleting && stored?.phase === 'terminated' && stored.updatedAt < mirror.createdAt
+        ? undefined
+        : stored;
     if (!mirror && runtime?.phase !== 'terminated') {
       reply.code(404);
       return {
@@ -147,12 +159,14 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
           : 'STATUS_SETUP';
     const status = {
       flowJobName: body.flowJobName,
-      // Failed for good: the engine's error; otherwise what the operator saw
-      // keep its engine pod from running (crash loop, OOM kill, image pull).
+      // Failed for good: the engine's error. Otherwise what keeps it from
+      // moving: a fault being retried (the state stays as it is and `ok` true),
+      // or what the operator saw keep its engine pod from running (crash loop,
+      // OOM kill, image pull).
       errorMessage:
         runtime?.phase === 'failed'
           ? (runtime.errorMessage ?? '')
-          : ((await catalog.getEngineProblem(body.flowJobName)) ?? ''),
+          : (runtime?.retryingError ?? (await catalog.getEngineProblem(body.flowJobName)) ?? ''),
       currentFlowState: state,
       ok: true,
     };
@@ -249,6 +263,24 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       page,
     };
   });
+}
+
+/** Refuses at create what the source says would fail later, naming each table and its fix. */
+async function checkSource(
+  context: FacadeContext,
+  source: Parameters<FacadeContext['checkMirrorSource']>[0],
+  mirror: Parameters<FacadeContext['checkMirrorSource']>[1],
+): Promise<void> {
+  let problems: string[];
+  try {
+    problems = await context.checkMirrorSource(source, mirror);
+  } catch {
+    throw new ApiError(
+      'peerUnreachable',
+      'invalid mirror: cannot connect to the source peer to check its tables',
+    );
+  }
+  if (problems.length > 0) throw invalidMirror(problems.join('; '));
 }
 
 async function checkTablesExist(

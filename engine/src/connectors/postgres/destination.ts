@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
-import type { TableName } from '../../resources/mirror.ts';
+import { formatTableName, type TableName } from '../../resources/mirror.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import { classifyPgError } from '../classify.ts';
 import { coalesceChanges } from '../coalesce.ts';
@@ -66,6 +66,15 @@ export class PostgresDestination implements Destination {
   }
 
   async setupTables(tables: readonly DestinationTable[]): Promise<void> {
+    // Rows are written by key (upserts, deletes): a table without one would load
+    // and then fail at its first change, so it is refused before anything is written.
+    const keyless = tables.find((table) => table.keyColumns.length === 0);
+    if (keyless) {
+      throw new EngineError(
+        'replica_identity',
+        `source table ${formatTableName(keyless.source)} has no primary key or replica identity index, which a PostgreSQL destination needs to write rows by key (REPLICA IDENTITY FULL is not enough)`,
+      );
+    }
     const pool = await this.#connection();
     try {
       await pool.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(metadataSchema)}`);
@@ -126,16 +135,25 @@ export class PostgresDestination implements Destination {
 
   async writeSnapshotPartition(table: DestinationTable, copyText: Readable): Promise<number> {
     const pool = await this.#connection();
-    const client = await pool.connect();
+    let client: pg.PoolClient | undefined;
     try {
+      // Inside the try: a refused connection is classified like any other failure.
+      client = await pool.connect();
       const columns = table.columns.map((column) => quoteIdent(column.name)).join(', ');
       const sink = client.query(copyFrom(`COPY ${quoteTable(table.destination)} (${columns}) FROM STDIN`));
       await pipeline(copyText, sink);
       return sink.rowCount ?? 0;
     } catch (error) {
-      throw classifyPgError(error, `destination: load ${quoteTable(table.destination)}`, 'destination_write');
+      throw classifyPgError(
+        error,
+        `destination: load ${quoteTable(table.destination)}`,
+        'destination_write',
+        {
+          privileges: 'INSERT on the destination table',
+        },
+      );
     } finally {
-      client.release();
+      client?.release();
     }
   }
 
@@ -184,8 +202,11 @@ export class PostgresDestination implements Destination {
 
   async syncBatch(batch: ChangeBatch): Promise<void> {
     const pool = await this.#connection();
-    const client = await pool.connect();
+    let client: pg.PoolClient | undefined;
     try {
+      // Inside the try: a destination that refuses connections during CDC is a
+      // connection fault, retried, not an unexpected one.
+      client = await pool.connect();
       await client.query('BEGIN');
       const stored = await client.query<{ batch_id: string }>(
         `SELECT batch_id::text FROM ${checkpointTable} WHERE mirror = $1 FOR UPDATE`,
@@ -207,10 +228,14 @@ export class PostgresDestination implements Destination {
       );
       await client.query('COMMIT');
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw classifyPgError(error, `destination: sync batch ${batch.batchId}`, 'destination_write');
+      await client?.query('ROLLBACK').catch(() => {});
+      throw classifyPgError(error, `destination: sync batch ${batch.batchId}`, 'destination_write', {
+        privileges: `INSERT, UPDATE and DELETE (TRUNCATE for truncates) on ${batch.tables
+          .map((changes) => quoteTable(changes.table.destination))
+          .join(', ')} and on ${checkpointTable}`,
+      });
     } finally {
-      client.release();
+      client?.release();
     }
   }
 

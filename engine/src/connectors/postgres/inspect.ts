@@ -1,7 +1,9 @@
 import type { TableName } from '../../resources/mirror.ts';
-import type { RelationalConfig } from '../../resources/peer.ts';
+import type { PeerKind, RelationalConfig } from '../../resources/peer.ts';
 import { connectPostgres } from './connect.ts';
+import { defaultSlotName } from './slot.ts';
 import { readTableInfo } from './table-info.ts';
+import { checkNewMirrorSource } from './validate-source.ts';
 
 /** The tables among `tables` that the source does not have (or the user cannot see). */
 export async function findMissingTables(
@@ -16,6 +18,51 @@ export async function findMissingTables(
     const missing: TableName[] = [];
     for (const table of tables) if (!(await readTableInfo(connection.client, table))) missing.push(table);
     return missing;
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * What a table without a key (REPLICA IDENTITY FULL) means per destination:
+ * a stream of change events carries whole old rows and takes it; a table that
+ * is upserted by key (PostgreSQL, ClickHouse's ReplacingMergeTree) cannot.
+ */
+export const keylessTablesAllowedByDestination = {
+  relational: false,
+  analytics: false,
+  datawarehouse: false,
+  stream: true,
+} as const satisfies Record<PeerKind, boolean>;
+
+export interface NewMirrorSource {
+  readonly name: string;
+  readonly tables: readonly TableName[];
+  readonly publicationName?: string | undefined;
+  readonly replicationSlotName?: string | undefined;
+  readonly destinationKind: PeerKind;
+}
+
+/**
+ * The problems a mirror about to be created would meet at the source, each
+ * naming the table or setting and the fix; empty when there are none. Throws
+ * (an EngineError) when the source cannot be reached.
+ */
+export async function checkMirrorSource(
+  config: RelationalConfig,
+  mirror: NewMirrorSource,
+): Promise<string[]> {
+  const connection = await connectPostgres(config, {
+    applicationName: 'tributary:inspect',
+    connectTimeoutMs: 10_000,
+  });
+  try {
+    return await checkNewMirrorSource(connection.client, {
+      tables: mirror.tables,
+      publicationName: mirror.publicationName,
+      slotName: mirror.replicationSlotName ?? defaultSlotName(mirror.name),
+      keylessTablesAllowed: keylessTablesAllowedByDestination[mirror.destinationKind],
+    });
   } finally {
     await connection.close();
   }

@@ -1,8 +1,8 @@
 // The publication and logical replication slot a mirror reads from.
 import type pg from 'pg';
-import { EngineError } from '../../errors.ts';
+import { EngineError, isEngineError } from '../../errors.ts';
 import type { TableName } from '../../resources/mirror.ts';
-import { classifyPgError } from '../classify.ts';
+import { classifyPgError, type SlotState } from '../classify.ts';
 import { parseLsn } from './lsn.ts';
 import { quoteIdent, quoteTable } from './sql.ts';
 
@@ -77,6 +77,24 @@ export async function removeFromPublication(
   }
 }
 
+/**
+ * The slot's WAL status and, on PostgreSQL 17+, its invalidation reason; read
+ * through to_jsonb so one query serves servers without that column.
+ */
+export async function readSlotState(client: pg.Client, slotName: string): Promise<SlotState | undefined> {
+  try {
+    const result = await client.query<{ wal_status: string | null; invalidation_reason: string | null }>(
+      `SELECT s.wal_status, to_jsonb(s) ->> 'invalidation_reason' AS invalidation_reason
+       FROM pg_replication_slots s WHERE s.slot_name = $1`,
+      [slotName],
+    );
+    const row = result.rows[0];
+    return row ? { walStatus: row.wal_status, invalidationReason: row.invalidation_reason } : undefined;
+  } catch (error) {
+    throw classifyPgError(error, `source: read replication slot ${slotName}`, 'source_setup');
+  }
+}
+
 export async function slotExists(client: pg.Client, slotName: string): Promise<boolean> {
   const result = await client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [slotName]);
   return (result.rowCount ?? 0) > 0;
@@ -136,7 +154,10 @@ export async function dropSlot(client: pg.Client, slotName: string): Promise<voi
       `source: replication slot ${slotName} stayed in use; stop its reader`,
     );
   } catch (error) {
-    throw classifyPgError(error, `source: drop replication slot ${slotName}`, 'source_setup');
+    const classified = classifyPgError(error, `source: drop replication slot ${slotName}`, 'source_setup');
+    // Gone between the look and the drop (another teardown): what a drop wants.
+    if (classified.kind === 'slot_invalidated' && !isEngineError(error)) return;
+    throw classified;
   }
 }
 

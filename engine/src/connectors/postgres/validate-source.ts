@@ -36,6 +36,77 @@ export async function validateSource(
   client: pg.Client,
   input: SourceValidationInput,
 ): Promise<ValidatedSource> {
+  const found = await findSourceProblems(client, input, { capacity: true });
+  found.problems.unshift(...found.missing.map((shown) => `source table ${shown} does not exist`));
+  if (found.problems.length > 0) {
+    throw new EngineError(
+      'source_setup',
+      `source is not ready for replication: ${found.problems.join('; ')}`,
+    );
+  }
+  return { serverVersion: found.serverVersion, tables: found.tables };
+}
+
+/** The fix for a table with neither a primary key nor a replica identity index. */
+export function keylessTableFix(shown: string): string {
+  return `add a primary key to ${shown} (or ALTER TABLE ${shown} REPLICA IDENTITY USING INDEX on a unique index of NOT NULL columns)`;
+}
+
+export interface NewMirrorSourceInput {
+  readonly tables: readonly TableName[];
+  readonly publicationName?: string | undefined;
+  /** The slot the new mirror will create: it must not exist yet. */
+  readonly slotName: string;
+  /**
+   * Whether the destination takes a table without a key when the source logs
+   * whole old rows (REPLICA IDENTITY FULL): a stream of change events does, a
+   * table that is upserted by key does not.
+   */
+  readonly keylessTablesAllowed: boolean;
+}
+
+/**
+ * What the source can tell about a mirror before it is created: everything
+ * `validateSource` checks except what may change by itself (free slots and
+ * WAL senders), plus keyless tables the destination cannot take and a slot
+ * name already in use. Each problem names the table or setting and the fix.
+ */
+export async function checkNewMirrorSource(
+  client: pg.Client,
+  input: NewMirrorSourceInput,
+): Promise<string[]> {
+  const found = await findSourceProblems(client, input, { capacity: false });
+  // Missing tables first, in one line, as the facade has always named them.
+  const problems =
+    found.missing.length > 0
+      ? [`source table(s) ${found.missing.join(', ')} do not exist`, ...found.problems]
+      : [...found.problems];
+  if (!input.keylessTablesAllowed) {
+    for (const table of found.tables) {
+      if (table.keyColumns.length === 0 && table.replicaIdentity === 'full') {
+        const shown = formatTableName(table.name);
+        problems.push(
+          `source table ${shown} has no primary key; REPLICA IDENTITY FULL is not enough for this destination, which writes rows by key: ${keylessTableFix(shown)}`,
+        );
+      }
+    }
+  }
+  const slot = await client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [
+    input.slotName,
+  ]);
+  if ((slot.rowCount ?? 0) > 0) {
+    problems.push(
+      `replication slot ${input.slotName} already exists: choose another replication_slot_name, or drop the slot if nothing uses it (SELECT pg_drop_replication_slot('${input.slotName}'))`,
+    );
+  }
+  return problems;
+}
+
+async function findSourceProblems(
+  client: pg.Client,
+  input: SourceValidationInput,
+  options: { readonly capacity: boolean },
+): Promise<{ serverVersion: string; tables: SourceTableInfo[]; missing: string[]; problems: string[] }> {
   const problems: string[] = [];
   const facts = await client.query<ServerFacts>(
     `SELECT current_setting('server_version') AS server_version,
@@ -61,27 +132,33 @@ export async function validateSource(
   if (!server.can_replicate) {
     problems.push(`the peer user lacks the REPLICATION attribute: ALTER ROLE <user> WITH REPLICATION`);
   }
-  if (!server.slot_exists && server.used_replication_slots >= server.max_replication_slots) {
+  // Slots and WAL senders in use may be freed by then: checked when the mirror starts, not at create.
+  if (
+    options.capacity &&
+    !server.slot_exists &&
+    server.used_replication_slots >= server.max_replication_slots
+  ) {
     problems.push(
       `all ${server.max_replication_slots} replication slots are in use: raise max_replication_slots or drop unused slots`,
     );
   }
-  if (server.used_wal_senders >= server.max_wal_senders) {
+  if (options.capacity && server.used_wal_senders >= server.max_wal_senders) {
     problems.push(`all ${server.max_wal_senders} WAL senders are in use: raise max_wal_senders`);
   }
 
   const tables: SourceTableInfo[] = [];
+  const missing: string[] = [];
   for (const name of input.tables) {
     const info = await readTableInfo(client, name);
     const shown = formatTableName(name);
     if (!info) {
-      problems.push(`source table ${shown} does not exist`);
+      missing.push(shown);
       continue;
     }
     tables.push(info);
     if (info.keyColumns.length === 0 && info.replicaIdentity !== 'full') {
       problems.push(
-        `source table ${shown} has no primary key: add one, or ALTER TABLE ${shown} REPLICA IDENTITY FULL`,
+        `source table ${shown} has no primary key: ${keylessTableFix(shown)}; for a Kafka destination ALTER TABLE ${shown} REPLICA IDENTITY FULL is enough`,
       );
     }
     if (info.replicaIdentity === 'nothing') {
@@ -100,11 +177,7 @@ export async function validateSource(
   if (input.publicationName !== undefined) {
     await checkPublication(client, input.publicationName, tables, problems);
   }
-
-  if (problems.length > 0) {
-    throw new EngineError('source_setup', `source is not ready for replication: ${problems.join('; ')}`);
-  }
-  return { serverVersion: server.server_version, tables };
+  return { serverVersion: server.server_version, tables, missing, problems };
 }
 
 async function checkPublication(

@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import { classifyClickHouseError, classifyPgError, classifySlotState } from './classify.ts';
+
+function pgError(code: string, message: string, detail?: string): Error {
+  return Object.assign(new Error(message), { code, ...(detail ? { detail } : {}) });
+}
+
+describe('classifyPgError: slot loss', () => {
+  // The texts PostgreSQL 13–18 send for a slot that can no longer be read.
+  const invalidated = [
+    pgError(
+      '55000',
+      'cannot read from logical replication slot "s"',
+      'This slot has been invalidated because it exceeded the maximum reserved size.',
+    ),
+    pgError(
+      '55000',
+      'can no longer get changes from replication slot "s"',
+      'This slot has been invalidated because it was conflicting with recovery.',
+    ),
+    pgError(
+      '55000',
+      'can no longer access replication slot "s"',
+      'This replication slot has been invalidated due to "wal_removed".',
+    ),
+    pgError('55000', 'some future wording', 'This slot has been invalidated because of something new.'),
+    pgError('42704', 'replication slot "s" does not exist'),
+  ];
+  for (const error of invalidated) {
+    it(`is slot_invalidated: ${error.message}`, () => {
+      const classified = classifyPgError(error, 'source: replication stream', 'connection');
+      expect(classified.kind).toBe('slot_invalidated');
+      expect(classified.policy.retry).toBe('never');
+      expect(classified.policy.remedy).toMatch(/resync/);
+      expect(classified.cause).toBe(error);
+    });
+  }
+
+  it('is wal_removed for removed WAL', () => {
+    const error = pgError('58P01', 'requested WAL segment 000000010000000000000003 has already been removed');
+    expect(classifyPgError(error, 'source: replication stream', 'connection').kind).toBe('wal_removed');
+  });
+
+  it('leaves other 55000 and 42704 errors alone', () => {
+    expect(classifyPgError(pgError('55000', 'object is in use'), 'x', 'source_setup').kind).toBe(
+      'source_setup',
+    );
+    expect(classifyPgError(pgError('42704', 'type "foo" does not exist'), 'x', 'config').kind).toBe('config');
+  });
+});
+
+describe('classifySlotState', () => {
+  it('reports a missing, lost or invalidated slot and accepts a usable one', () => {
+    expect(classifySlotState('s', undefined)?.kind).toBe('slot_invalidated');
+    expect(classifySlotState('s', { walStatus: 'lost', invalidationReason: null })?.kind).toBe(
+      'slot_invalidated',
+    );
+    expect(
+      classifySlotState('s', { walStatus: 'reserved', invalidationReason: 'rows_removed' })?.message,
+    ).toMatch(/rows_removed/);
+    expect(classifySlotState('s', { walStatus: 'reserved', invalidationReason: null })).toBeUndefined();
+    expect(classifySlotState('s', { walStatus: 'unreserved', invalidationReason: null })).toBeUndefined();
+  });
+});
+
+describe('classifyPgError: faults that heal by themselves', () => {
+  it('names the denied object and the privileges needed, keeping the driver text in cause', () => {
+    const error = pgError('42501', 'permission denied for table orders');
+    const classified = classifyPgError(error, 'destination: sync batch 3', 'destination_write', {
+      privileges: 'INSERT on "public"."orders"',
+    });
+    expect(classified.kind).toBe('permission');
+    expect(classified.policy.retry).toBe('timed');
+    expect(classified.message).toBe(
+      'destination: sync batch 3 failed (42501): permission denied for table orders; it needs INSERT on "public"."orders"',
+    );
+    expect(classified.cause).toBe(error);
+  });
+
+  it('retries too many connections, lock and statement timeouts, disk full and refused sockets', () => {
+    for (const code of ['53300', '55P03', '57014', '53100', '40P01']) {
+      const classified = classifyPgError(
+        pgError(code, 'x'),
+        'destination: sync batch 1',
+        'destination_write',
+      );
+      expect([code, classified.kind, classified.policy.retry]).toEqual([code, 'busy', 'timed']);
+    }
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    expect(classifyPgError(refused, 'mirror run', 'internal').kind).toBe('connection');
+  });
+});
+
+describe('classifyClickHouseError: a busy server', () => {
+  it('retries too many queries and memory limits as busy', () => {
+    for (const code of ['202', '241']) {
+      const error = Object.assign(new Error(`Code: ${code}. busy`), { code });
+      expect(classifyClickHouseError(error, 'destination: insert', 'destination_write').kind).toBe('busy');
+    }
+  });
+});

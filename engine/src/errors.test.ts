@@ -1,0 +1,34 @@
+// docs/engine.md's retry policy table is the code's table: a change to one
+// without the other fails here.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { errorKinds, errorPolicy } from './errors.ts';
+
+const healsBySelf = { timed: 'yes: retried with backoff', manual: 'no: fails', never: 'no: fails' } as const;
+
+function policyTableRows(): string[] {
+  return errorKinds.map((kind) => {
+    const { retry, remedy } = errorPolicy[kind];
+    return `| ${kind} | ${retry} | ${healsBySelf[retry]} | ${remedy} |`;
+  });
+}
+
+describe('error policy table', () => {
+  it('docs/engine.md lists every kind with the code policy, in order', () => {
+    const docs = readFileSync(new URL('../../docs/engine.md', import.meta.url), 'utf8');
+    const rows = docs.split('\n').filter((line) => /^\| [a-z_]+ \| (timed|manual|never) \|/.test(line));
+    expect(rows).toEqual(policyTableRows());
+  });
+
+  it('retries by itself only what can heal by itself', () => {
+    const timed = errorKinds.filter((kind) => errorPolicy[kind].retry === 'timed');
+    expect(timed).toEqual([
+      'connection',
+      'ssh_tunnel',
+      'permission',
+      'destination_write',
+      'busy',
+      'internal',
+    ]);
+  });
+});

@@ -1,0 +1,164 @@
+// A mirror that can only fail later is refused at create with 400, naming the
+// table (or publication, or slot) and the fix; nothing is created. A keyless
+// table with REPLICA IDENTITY FULL is accepted for a Kafka destination (change
+// events carry the whole old row) and refused for destinations that write rows by key.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EngineError } from '../../engine/src/errors.ts';
+import { peerSchema } from '../../engine/src/resources/peer.ts';
+import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
+import { createFacade, type Facade } from '../support/facade.ts';
+import { createHarness, type Harness, mapping, startMirror } from '../support/mirror-harness.ts';
+
+describe('refused at create', () => {
+  let facade: Facade;
+  let source: TestDatabase;
+  let destination: TestDatabase;
+  const suffix = randomSuffix();
+  const sourcePeer = `src-${suffix}`;
+  const destinationPeer = `dst-${suffix}`;
+  const streamPeer = `kafka-${suffix}`;
+  const slotTaken = `taken_${suffix}`;
+
+  const create = (name: string, tables: string[], overrides: Record<string, unknown> = {}) =>
+    facade.post('/api/v1/flows/cdc/create', {
+      connection_configs: {
+        flow_job_name: name,
+        source_name: sourcePeer,
+        destination_name: destinationPeer,
+        table_mappings: tables.map((table) => ({
+          source_table_identifier: table,
+          destination_table_identifier: table,
+        })),
+        do_initial_snapshot: true,
+        ...overrides,
+      },
+    });
+
+  beforeAll(async () => {
+    [source, destination] = await Promise.all([
+      createTestDatabase('create_checks_src'),
+      createTestDatabase('create_checks_dst'),
+    ]);
+    await source.client.query(`
+      CREATE TABLE keyed (id int PRIMARY KEY, body text);
+      CREATE TABLE keyless (body text);
+      CREATE TABLE keyless_full (body text);
+      ALTER TABLE keyless_full REPLICA IDENTITY FULL;
+      CREATE PUBLICATION ${pg.escapeIdentifier(`pub_${suffix}`)} FOR TABLE keyed`);
+    await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slotTaken]);
+    facade = await createFacade();
+    for (const [name, database] of [
+      [sourcePeer, source],
+      [destinationPeer, destination],
+    ] as const) {
+      const response = await facade.post('/api/v1/peers/create', {
+        peer: { name, type: 3, relational_config: { ...database.config } },
+      });
+      expect(response.json()).toMatchObject({ status: 'CREATED' });
+    }
+    await facade.controlPlane.store.putPeer(
+      peerSchema.parse({
+        name: streamPeer,
+        kind: 'stream',
+        config: { servers: ['127.0.0.1:9'], username: 'u', password: 'p', sasl: 'PLAIN' },
+      }),
+      null,
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    await facade?.close();
+    await source?.client.query(`SELECT pg_drop_replication_slot($1)`, [slotTaken]).catch(() => {});
+    await Promise.all([source?.drop(), destination?.drop()]);
+  });
+
+  async function expectRefused(response: Awaited<ReturnType<Facade['post']>>, ...parts: string[]) {
+    expect(response.statusCode, response.body).toBe(400);
+    const { message } = response.json() as { message: string };
+    for (const part of parts) expect(message).toContain(part);
+  }
+
+  it('refuses a table without a key or replica identity, naming it and the fix', async () => {
+    const name = `nokey-${suffix}`;
+    await expectRefused(
+      await create(name, ['public.keyed', 'public.keyless']),
+      'source table public.keyless has no primary key',
+      'add a primary key to public.keyless',
+    );
+    expect(await facade.controlPlane.store.getMirror(name)).toBeUndefined();
+  });
+
+  it('refuses a keyless REPLICA IDENTITY FULL table for a PostgreSQL destination', async () => {
+    await expectRefused(
+      await create(`full-${suffix}`, ['public.keyless_full']),
+      'source table public.keyless_full has no primary key; REPLICA IDENTITY FULL is not enough for this destination',
+    );
+  });
+
+  it('accepts a keyless REPLICA IDENTITY FULL table for a Kafka destination', async () => {
+    const response = await create(`full-kafka-${suffix}`, ['public.keyless_full'], {
+      destination_name: streamPeer,
+    });
+    expect(response.statusCode, response.body).toBe(200);
+  });
+
+  it('refuses a named publication that lacks a mapped table', async () => {
+    await expectRefused(
+      await create(`pub-${suffix}`, ['public.keyed', 'public.keyless_full'], {
+        publication_name: `pub_${suffix}`,
+        destination_name: streamPeer,
+      }),
+      `publication pub_${suffix} does not contain public.keyless_full`,
+    );
+  });
+
+  it('refuses a replication slot name already in use', async () => {
+    await expectRefused(
+      await create(`slot-${suffix}`, ['public.keyed'], { replication_slot_name: slotTaken }),
+      `replication slot ${slotTaken} already exists`,
+    );
+  });
+
+  it('accepts a mirror the source can serve', async () => {
+    const response = await create(`good-${suffix}`, ['public.keyed']);
+    expect(response.statusCode, response.body).toBe(200);
+  });
+});
+
+describe('refused when it starts', () => {
+  let harness: Harness;
+
+  beforeAll(async () => {
+    harness = await createHarness('keyless_run');
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  it('fails a keyless REPLICA IDENTITY FULL table before loading it into PostgreSQL', async () => {
+    await harness.source.client.query(`CREATE TABLE later_keyless (body text)`);
+    await harness.source.client.query(`ALTER TABLE later_keyless REPLICA IDENTITY FULL`);
+    await harness.source.client.query(`INSERT INTO later_keyless VALUES ('a')`);
+    const mirror = startMirror(harness, {
+      name: `later-${randomSuffix()}`,
+      tableMappings: [mapping('later_keyless')],
+      doInitialSnapshot: true,
+    });
+    let failure: unknown;
+    try {
+      failure = await mirror.done.then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    } finally {
+      await mirror.stop().catch(() => {});
+    }
+    expect(failure).toBeInstanceOf(EngineError);
+    expect((failure as EngineError).kind).toBe('replica_identity');
+    expect((failure as EngineError).message).toContain('public.later_keyless');
+    const created = await harness.destination.client.query(`SELECT to_regclass('public.later_keyless') AS t`);
+    expect(created.rows[0]?.t).toBeNull();
+  });
+});
