@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-import { join } from 'node:path';
 // The one entry point of the image and of `npm start`: the first argument picks
-// the role, the rest goes to that role's `main`.
+// the role, the rest goes to that role's `main`. bin/tributary.js checks the
+// Node version before loading this file; run directly, this file checks it too.
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { exitUnlessNodeIsRecentEnough } from './node-version.js';
+import { buildVersion, formatVersion } from './version.ts';
 
 export const roles = {
   standalone: 'api-server/src/standalone.ts',
@@ -13,6 +16,30 @@ export const roles = {
 
 export type Role = keyof typeof roles;
 
+/** One line each for `tributary --help`. */
+export const roleDescriptions = {
+  standalone: 'the /api/v1 interface, the reconciler and every mirror in one process, state in a directory',
+  'api-server': 'the /api/v1 interface over Kubernetes custom resources and the catalog database',
+  operator: 'reconciles Peer, Mirror and Script resources; runs one engine StatefulSet per mirror',
+  engine: 'replicates one mirror from a mounted config (started by the operator)',
+} as const satisfies Record<Role, string>;
+
+export function usage(): string {
+  const width = Math.max(...Object.keys(roles).map((role) => role.length));
+  const lines = Object.entries(roleDescriptions).map(
+    ([role, description]) => `  ${role.padEnd(width)}  ${description}`,
+  );
+  return [
+    `usage: tributary <${Object.keys(roles).join('|')}> [options]`,
+    '       tributary --help | --version',
+    '',
+    'Roles:',
+    ...lines,
+    '',
+    '`tributary <role> --help` lists the options of a role.',
+  ].join('\n');
+}
+
 function isRole(value: string | undefined): value is Role {
   return value !== undefined && Object.hasOwn(roles, value);
 }
@@ -21,10 +48,20 @@ interface RoleModule {
   main(argv: readonly string[]): Promise<number>;
 }
 
-async function run(): Promise<void> {
-  const [role, ...rest] = process.argv.slice(2);
+export async function run(argv: readonly string[]): Promise<void> {
+  const [role, ...rest] = argv;
+  if (role === '--help' || role === '-h' || role === 'help') {
+    console.log(usage());
+    return;
+  }
+  if (role === '--version' || role === '-V' || role === 'version') {
+    console.log(formatVersion(buildVersion()));
+    return;
+  }
   if (!isRole(role)) {
-    console.error(`usage: tributary <${Object.keys(roles).join('|')}> [options]`);
+    console.error(
+      role === undefined ? usage() : `tributary: unknown role ${JSON.stringify(role)}\n\n${usage()}`,
+    );
     process.exitCode = 2;
     return;
   }
@@ -35,4 +72,7 @@ async function run(): Promise<void> {
   process.exit(await roleModule.main(rest));
 }
 
-if (import.meta.main) await run();
+if (import.meta.main) {
+  exitUnlessNodeIsRecentEnough();
+  await run(process.argv.slice(2));
+}
