@@ -4,6 +4,7 @@
 // Node version before loading this file; run directly, this file checks it too.
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isLogFormatSetting, logFormats } from '../engine/src/observability/logger.ts';
 import { exitUnlessNodeIsRecentEnough } from './node-version.js';
 import { buildVersion, formatVersion } from './version.ts';
 
@@ -36,12 +37,37 @@ export function usage(): string {
     'Roles:',
     ...lines,
     '',
+    'Options of every role:',
+    `  --log-format ${logFormats.join('|')}  log lines as JSON or coloured text (TRIBUTARY_LOG_FORMAT;`,
+    '                           default auto: text on a terminal, JSON otherwise)',
+    '',
     '`tributary <role> --help` lists the options of a role.',
   ].join('\n');
 }
 
 function isRole(value: string | undefined): value is Role {
   return value !== undefined && Object.hasOwn(roles, value);
+}
+
+/**
+ * Takes `--log-format X` (or `--log-format=X`) out of a role's arguments: it
+ * applies to every role, which reads it from TRIBUTARY_LOG_FORMAT.
+ */
+export function takeLogFormat(args: readonly string[]): { rest: string[]; logFormat?: string } {
+  const rest: string[] = [];
+  let logFormat: string | undefined;
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index] ?? '';
+    if (arg === '--log-format') {
+      logFormat = args[index + 1] ?? '';
+      index++;
+    } else if (arg.startsWith('--log-format=')) {
+      logFormat = arg.slice('--log-format='.length);
+    } else {
+      rest.push(arg);
+    }
+  }
+  return logFormat === undefined ? { rest } : { rest, logFormat };
 }
 
 interface RoleModule {
@@ -65,11 +91,21 @@ export async function run(argv: readonly string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
+  const { rest: roleArgs, logFormat } = takeLogFormat(rest);
+  if (logFormat !== undefined) process.env.TRIBUTARY_LOG_FORMAT = logFormat;
+  const requestedFormat = process.env.TRIBUTARY_LOG_FORMAT?.trim() || 'auto';
+  if (!isLogFormatSetting(requestedFormat)) {
+    console.error(
+      `tributary: --log-format (or TRIBUTARY_LOG_FORMAT) must be one of ${logFormats.join(', ')}, not ${JSON.stringify(requestedFormat)}`,
+    );
+    process.exitCode = 2;
+    return;
+  }
   const modulePath = join(import.meta.dirname, '..', roles[role]);
   const roleModule = (await import(pathToFileURL(modulePath).href)) as RoleModule;
   // A role returns once it has shut down cleanly; watches, sockets or timers a
   // library left open must not keep the process alive after that.
-  process.exit(await roleModule.main(rest));
+  process.exit(await roleModule.main(roleArgs));
 }
 
 if (import.meta.main) {

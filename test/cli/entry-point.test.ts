@@ -1,11 +1,12 @@
 // The real entry point, spawned as a user runs it: --help, --version, unknown
 // roles, and what an older Node prints instead of a stack trace.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeIsRecentEnough, nodeTooOldExitCode } from '../../bin/node-version.js';
 import { roles } from '../../bin/tributary.ts';
+import { waitFor } from '../support/databases.ts';
 import { repoRoot } from '../support/testenv.ts';
 
 const packageVersion = (
@@ -77,6 +78,47 @@ describe('tributary entry point', () => {
     const { status, stdout } = tributary('tributary.js', ['standalone', '--help']);
     expect(status).toBe(0);
     expect(stdout).toContain('usage: tributary standalone');
+  });
+
+  it('--log-format pretty writes human lines from a real role, even to a pipe', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        join(repoRoot, 'bin', 'tributary.js'),
+        'standalone',
+        '--auth-disabled',
+        '--data-dir',
+        'memory://',
+        '--port',
+        '0',
+        '--log-format',
+        'pretty',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'info' } },
+    );
+    let stdout = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += String(chunk);
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      await waitFor(async () => stdout.includes('tributary standalone ready'), 60_000, 'standalone ready');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    const ready = stdout.split('\n').find((line) => line.includes('tributary standalone ready')) ?? '';
+    expect(ready).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] .*INFO.*tributary standalone ready/);
+    expect(stdout).toContain('WARN');
+    expect(stdout).not.toMatch(/^\{"level"/m);
+  });
+
+  it('refuses an unknown log format with exit code 2', () => {
+    const flag = tributary('tributary.js', ['standalone', '--log-format', 'xml']);
+    expect(flag.status).toBe(2);
+    expect(flag.stderr).toContain('--log-format (or TRIBUTARY_LOG_FORMAT) must be one of auto, json, pretty');
+    const variable = tributary('tributary.js', ['standalone'], { TRIBUTARY_LOG_FORMAT: 'yaml' });
+    expect(variable.status).toBe(2);
   });
 
   const oldNode = findOldNode();
