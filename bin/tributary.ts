@@ -2,6 +2,7 @@
 // The one entry point of the image and of `npm start`: the first argument picks
 // the role, the rest goes to that role's `main`. bin/tributary.js checks the
 // Node version before loading this file; run directly, this file checks it too.
+import { enableCompileCache } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isLogFormatSetting, logFormats } from '../engine/src/observability/logger.ts';
@@ -101,6 +102,11 @@ export async function run(argv: readonly string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
+  // V8's compiled code of every module, kept on disk (os.tmpdir()/node-compile-cache):
+  // the next start loads the role's modules in about half the time. Where the
+  // directory cannot be written (a read-only root fs) Node carries on without it;
+  // NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+  enableCompileCache();
   const modulePath = join(import.meta.dirname, '..', roles[role]);
   const roleModule = (await import(pathToFileURL(modulePath).href)) as RoleModule;
   // A role returns once it has shut down cleanly; watches, sockets or timers a

@@ -121,6 +121,21 @@ describe('tributary entry point', () => {
     expect(variable.status).toBe(2);
   });
 
+  it('starts standalone mode without loading drivers of peers it has not met (Snowflake, SSH)', () => {
+    // A fresh process: what importing the standalone role loads, read from the CommonJS cache.
+    const script = `import { createRequire } from 'node:module';
+      await import(${JSON.stringify(join(repoRoot, 'api-server', 'src', 'standalone.ts'))});
+      const loaded = Object.keys(createRequire(import.meta.url).cache);
+      console.log(JSON.stringify(['snowflake-sdk', 'ssh2', 'pg'].map((name) => loaded.some((path) => path.includes('/node_modules/' + name + '/')))));`;
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(result.stderr).toBe('');
+    // pg is loaded (every deployment needs it): the check sees the cache at all.
+    expect(JSON.parse(result.stdout)).toEqual([false, false, true]);
+  });
+
   const oldNode = findOldNode();
   it.skipIf(oldNode === undefined)('says which Node it needs when run by an older one', () => {
     const result = spawnSync(oldNode ?? 'node', [join(repoRoot, 'bin', 'tributary.js'), '--help'], {
