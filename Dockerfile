@@ -9,6 +9,9 @@ RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-slim AS runtime
 ENV NODE_ENV=production
+# `tributary --version` names the commit: docker build --build-arg TRIBUTARY_COMMIT=$(git rev-parse --short=12 HEAD)
+ARG TRIBUTARY_COMMIT=""
+ENV TRIBUTARY_COMMIT=$TRIBUTARY_COMMIT
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./

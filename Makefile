@@ -55,7 +55,7 @@ start: deps
 	@test -s $(DATA_DIR)/api-password || (umask 077 && node -e \
 	  "process.stdout.write(require('node:crypto').randomBytes(24).toString('base64url'))" > $(DATA_DIR)/api-password)
 	@echo "tributary: API password in $(DATA_DIR)/api-password, e.g. curl -u \":\$$(cat $(DATA_DIR)/api-password)\" ..."
-	TRIBUTARY_DATA_DIR=$(DATA_DIR) TRIBUTARY_API_PASSWORD_FILE=$(DATA_DIR)/api-password node bin/tributary.ts standalone
+	TRIBUTARY_DATA_DIR=$(DATA_DIR) TRIBUTARY_API_PASSWORD_FILE=$(DATA_DIR)/api-password node bin/tributary.js standalone
 
 bench: deps testenv-up
 	node bench/run.ts
@@ -71,7 +71,7 @@ clean:
 KIND_CLUSTER ?= tributary-e2e
 IMAGE ?= tributary:e2e
 kind-e2e:
-	docker build -t $(IMAGE) .
+	docker build --build-arg TRIBUTARY_COMMIT=$$(git rev-parse --short=12 HEAD 2>/dev/null) -t $(IMAGE) .
 	kind create cluster --name $(KIND_CLUSTER) --wait 120s
 	kind load docker-image $(IMAGE) --name $(KIND_CLUSTER)
 	IMAGE=$(IMAGE) scripts/kind/e2e.sh; status=$$?; kind delete cluster --name $(KIND_CLUSTER); exit $$status

@@ -1,8 +1,13 @@
 #!/usr/bin/env node
-import { join } from 'node:path';
 // The one entry point of the image and of `npm start`: the first argument picks
-// the role, the rest goes to that role's `main`.
+// the role, the rest goes to that role's `main`. bin/tributary.js checks the
+// Node version before loading this file; run directly, this file checks it too.
+import { enableCompileCache } from 'node:module';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isLogFormatSetting, logFormats } from '../engine/src/observability/logger.ts';
+import { exitUnlessNodeIsRecentEnough } from './node-version.js';
+import { buildVersion, formatVersion } from './version.ts';
 
 export const roles = {
   standalone: 'api-server/src/standalone.ts',
@@ -13,26 +18,103 @@ export const roles = {
 
 export type Role = keyof typeof roles;
 
+/** One line each for `tributary --help`. */
+export const roleDescriptions = {
+  standalone: 'the /api/v1 interface, the reconciler and every mirror in one process, state in a directory',
+  'api-server': 'the /api/v1 interface over Kubernetes custom resources and the catalog database',
+  operator: 'reconciles Peer, Mirror and Script resources; runs one engine StatefulSet per mirror',
+  engine: 'replicates one mirror from a mounted config (started by the operator)',
+} as const satisfies Record<Role, string>;
+
+export function usage(): string {
+  const width = Math.max(...Object.keys(roles).map((role) => role.length));
+  const lines = Object.entries(roleDescriptions).map(
+    ([role, description]) => `  ${role.padEnd(width)}  ${description}`,
+  );
+  return [
+    `usage: tributary <${Object.keys(roles).join('|')}> [options]`,
+    '       tributary --help | --version',
+    '',
+    'Roles:',
+    ...lines,
+    '',
+    'Options of every role:',
+    `  --log-format ${logFormats.join('|')}  log lines as JSON or coloured text (TRIBUTARY_LOG_FORMAT;`,
+    '                           default auto: text on a terminal, JSON otherwise)',
+    '',
+    '`tributary <role> --help` lists the options of a role.',
+  ].join('\n');
+}
+
 function isRole(value: string | undefined): value is Role {
   return value !== undefined && Object.hasOwn(roles, value);
+}
+
+/**
+ * Takes `--log-format X` (or `--log-format=X`) out of a role's arguments: it
+ * applies to every role, which reads it from TRIBUTARY_LOG_FORMAT.
+ */
+export function takeLogFormat(args: readonly string[]): { rest: string[]; logFormat?: string } {
+  const rest: string[] = [];
+  let logFormat: string | undefined;
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index] ?? '';
+    if (arg === '--log-format') {
+      logFormat = args[index + 1] ?? '';
+      index++;
+    } else if (arg.startsWith('--log-format=')) {
+      logFormat = arg.slice('--log-format='.length);
+    } else {
+      rest.push(arg);
+    }
+  }
+  return logFormat === undefined ? { rest } : { rest, logFormat };
 }
 
 interface RoleModule {
   main(argv: readonly string[]): Promise<number>;
 }
 
-async function run(): Promise<void> {
-  const [role, ...rest] = process.argv.slice(2);
+export async function run(argv: readonly string[]): Promise<void> {
+  const [role, ...rest] = argv;
+  if (role === '--help' || role === '-h' || role === 'help') {
+    console.log(usage());
+    return;
+  }
+  if (role === '--version' || role === '-V' || role === 'version') {
+    console.log(formatVersion(buildVersion()));
+    return;
+  }
   if (!isRole(role)) {
-    console.error(`usage: tributary <${Object.keys(roles).join('|')}> [options]`);
+    console.error(
+      role === undefined ? usage() : `tributary: unknown role ${JSON.stringify(role)}\n\n${usage()}`,
+    );
     process.exitCode = 2;
     return;
   }
+  const { rest: roleArgs, logFormat } = takeLogFormat(rest);
+  if (logFormat !== undefined) process.env.TRIBUTARY_LOG_FORMAT = logFormat;
+  const requestedFormat = process.env.TRIBUTARY_LOG_FORMAT?.trim() || 'auto';
+  if (!isLogFormatSetting(requestedFormat)) {
+    console.error(
+      `tributary: --log-format (or TRIBUTARY_LOG_FORMAT) must be one of ${logFormats.join(', ')}, not ${JSON.stringify(requestedFormat)}`,
+    );
+    process.exitCode = 2;
+    return;
+  }
+  // V8's compiled code of every module, kept on disk (os.tmpdir()/node-compile-cache):
+  // the next start loads the role's modules in about half the time. Where the
+  // directory cannot be written (a read-only root fs) Node carries on without it;
+  // NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+  enableCompileCache();
   const modulePath = join(import.meta.dirname, '..', roles[role]);
   const roleModule = (await import(pathToFileURL(modulePath).href)) as RoleModule;
   // A role returns once it has shut down cleanly; watches, sockets or timers a
   // library left open must not keep the process alive after that.
-  process.exit(await roleModule.main(rest));
+  process.exit(await roleModule.main(roleArgs));
 }
 
-if (import.meta.main) await run();
+if (import.meta.main) {
+  exitUnlessNodeIsRecentEnough();
+  await run(process.argv.slice(2));
+}

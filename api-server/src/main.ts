@@ -5,11 +5,11 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import pg from 'pg';
-import pino from 'pino';
 import { z } from 'zod';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
 import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
+import { createProcessLogger } from '../../engine/src/observability/logger.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
@@ -76,7 +76,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const config = Object.freeze(parsed.data);
-  const logger = pino({ level: config.logLevel, base: { role: 'api-server' } });
+  const logger = createProcessLogger({ level: config.logLevel, base: { role: 'api-server' } });
   const kubeConfig = new KubeConfig();
   if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
   else kubeConfig.loadFromCluster();

@@ -3,10 +3,10 @@
 // a data directory.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
 import { z } from 'zod';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
 import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
+import { createProcessLogger } from '../../engine/src/observability/logger.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
 import { startControlPlane } from './standalone/control-plane.ts';
@@ -26,6 +26,8 @@ Options (each also read from the environment variable shown):
   --auth-disabled         TRIBUTARY_AUTH=disabled   no authentication (local use only)
   --scripts-disabled      TRIBUTARY_SCRIPTS=disabled   refuse scripts
   --log-level LEVEL       TRIBUTARY_LOG_LEVEL       pino level (default info)
+  --log-format FORMAT     TRIBUTARY_LOG_FORMAT      json, pretty (coloured lines) or auto (default:
+                                                    pretty on a terminal, JSON otherwise)
   -h, --help
 
 There is no default password: without one the service refuses to start
@@ -95,7 +97,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.log(usage);
     return 0;
   }
-  const logger = pino({ level: config.logLevel });
+  const logger = createProcessLogger({ level: config.logLevel });
   const auth: AuthConfig = config.authDisabled
     ? { mode: 'disabled' }
     : { mode: 'basic', password: config.password ?? '', user: config.user };

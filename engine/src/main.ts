@@ -4,12 +4,12 @@
 //   tributary engine run --mirror <name> --config <file> [--metrics-port N]
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import pino from 'pino';
 import { PostgresCatalog } from './catalog/postgres-catalog.ts';
 import { createDestination } from './connectors/registry.ts';
 import { loadEngineConfig } from './engine-config.ts';
 import { isEngineError } from './errors.ts';
 import { EngineMetrics } from './observability/engine-metrics.ts';
+import { createProcessLogger } from './observability/logger.ts';
 import { type MetricsServer, serveMetrics } from './observability/metrics-server.ts';
 import { defaultBatchMemoryBudgetBytes } from './pipeline/context.ts';
 import { superviseMirror } from './pipeline/supervisor.ts';
@@ -35,7 +35,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.log(usage);
     return 0;
   }
-  const logger = pino({ level: process.env.TRIBUTARY_LOG_LEVEL ?? 'info', base: { mirror: parsed.mirror } });
+  const logger = createProcessLogger({
+    level: process.env.TRIBUTARY_LOG_LEVEL ?? 'info',
+    base: { mirror: parsed.mirror },
+  });
   let config: Awaited<ReturnType<typeof loadEngineConfig>>;
   try {
     config = await loadEngineConfig(parsed.configPath);

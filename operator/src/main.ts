@@ -8,13 +8,13 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import pg from 'pg';
-import pino from 'pino';
 import { z } from 'zod';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import type { EngineRuntime } from '../../engine/src/control/engine-runtime.ts';
 import { MirrorReconciler } from '../../engine/src/control/mirror-reconciler.ts';
 import { ResourceNotFoundError } from '../../engine/src/control/store.ts';
 import { WorkQueue } from '../../engine/src/control/work-queue.ts';
+import { createProcessLogger } from '../../engine/src/observability/logger.ts';
 import { type MetricsServer, serveMetrics } from '../../engine/src/observability/metrics-server.ts';
 import { enginePodDefaultsSchema } from '../../engine/src/resources/engine-pod.ts';
 import { EnginePods } from './engine-pods.ts';
@@ -110,7 +110,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const config = Object.freeze(parsed.data);
-  const logger = pino({ level: config.logLevel, base: { role: 'operator', identity: config.identity } });
+  const logger = createProcessLogger({
+    level: config.logLevel,
+    base: { role: 'operator', identity: config.identity },
+  });
   const metrics = new OperatorMetrics();
   let migrated = false;
   let elector: LeaderElector | undefined;

@@ -14,6 +14,7 @@ import {
   TopicCollector,
 } from '../integration/kafka-support.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
+import { checkedJsonExample, jsonShape } from '../support/doc-examples.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import { createHarness, type Harness, startMirror } from '../support/mirror-harness.ts';
 
@@ -125,6 +126,10 @@ describe('PostgreSQL to Kafka', () => {
       expect(update.new.amount).toBe('8.25');
       expect(update.new).not.toHaveProperty('big');
       expect(keyChange.old).toEqual({ id: '10' });
+      // docs/kafka.md shows an update whose key changed: same fields, same JSON types.
+      expect(jsonShape(keyChange)).toEqual(
+        jsonShape(checkedJsonExample('docs/kafka.md', 'test/e2e/pg-to-kafka.test.ts')),
+      );
       expect(deleted.old).toEqual({ id: '11' });
       for (const message of [insert, update, keyChange, deleted, truncate]) {
         expect(message.lsn).toMatch(/^[0-9A-F]+\/[0-9A-F]+$/);

@@ -2,12 +2,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { waitFor } from './databases.ts';
 import { repoRoot } from './testenv.ts';
 
 export interface StandaloneProcess {
   readonly baseUrl: string;
   readonly child: ChildProcess;
+  /** Every line the process wrote to stdout (its log), of this and earlier processes on the same options. */
+  readonly logLines: string[];
   call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: unknown }>;
   /** SIGTERM, then waits for the exit code. */
   stop(): Promise<number | null>;
@@ -21,16 +24,34 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startStandalone(dataDir: string, password: string): Promise<StandaloneProcess> {
+export interface StandaloneOptions {
+  /** pino level of the service log (default warn: quiet tests). */
+  readonly logLevel?: string;
+  /** Where to append the log lines (to keep them across a restart); a new array otherwise. */
+  readonly logLines?: string[];
+}
+
+export async function startStandalone(
+  dataDir: string,
+  password: string,
+  options: StandaloneOptions = {},
+): Promise<StandaloneProcess> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
     [join(repoRoot, 'bin', 'tributary.ts'), 'standalone', '--data-dir', dataDir, '--port', String(port)],
     {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, TRIBUTARY_API_PASSWORD: password, TRIBUTARY_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        TRIBUTARY_API_PASSWORD: password,
+        TRIBUTARY_LOG_LEVEL: options.logLevel ?? 'warn',
+      },
     },
   );
+  const logLines = options.logLines ?? [];
+  if (child.stdout)
+    createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', (line) => logLines.push(line));
   const baseUrl = `http://127.0.0.1:${port}`;
   const authorization = `Basic ${Buffer.from(`:${password}`).toString('base64')}`;
   const call: StandaloneProcess['call'] = async (method, path, body) => {
@@ -52,6 +73,7 @@ export async function startStandalone(dataDir: string, password: string): Promis
   return {
     baseUrl,
     child,
+    logLines,
     call,
     async stop() {
       if (child.exitCode !== null) return child.exitCode;

@@ -66,9 +66,17 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     logger,
     requeue: (mirror) => queue?.add(mirror),
   });
-  queue = new WorkQueue((mirror) => reconciler.reconcile(mirror), {
-    onError: (mirror, error) => logger.warn({ mirror, err: error }, 'reconcile failed; retrying'),
-  });
+  queue = new WorkQueue(
+    async (mirror) => {
+      const outcome = await reconciler.reconcile(mirror);
+      // A dropped mirror's engine series go with it: the next scrape no longer shows them.
+      if (!(await store.getMirror(mirror))) await engineMetrics.forgetMirror(mirror);
+      return outcome;
+    },
+    {
+      onError: (mirror, error) => logger.warn({ mirror, err: error }, 'reconcile failed; retrying'),
+    },
+  );
   const workQueue = queue;
   const unwatch = store.watch((event) => {
     if (event.kind === 'mirror') workQueue.add(event.name);

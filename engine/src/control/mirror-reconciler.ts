@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Catalog, MirrorPhase } from '../catalog/catalog.ts';
 import { canTransition } from '../catalog/phases.ts';
 import { EngineError } from '../errors.ts';
+import { logLifecycle } from '../observability/lifecycle-log.ts';
 import type { ScriptSource } from '../resources/script.ts';
 import { type MissingDependency, resolveDependencies } from './dependencies.ts';
 import type { EngineRunConfig, EngineRuntime } from './engine-runtime.ts';
@@ -30,6 +31,8 @@ export class MirrorReconciler {
   readonly #options: MirrorReconcilerOptions;
   /** What each waiting mirror last logged that it waits for. */
   readonly #waitingFor = new Map<string, string>();
+  /** The spec each mirror's engine was last started with here, to tell an edit in the log. */
+  readonly #startedSpecs = new Map<string, string>();
 
   constructor(options: MirrorReconcilerOptions) {
     this.#options = options;
@@ -79,6 +82,7 @@ export class MirrorReconciler {
     if ((await this.#phase(mirror.name)) === 'pausing') {
       await catalog.transition(mirror.name, 'paused');
       await catalog.appendLog(mirror.name, 'INFO', 'mirror paused');
+      logLifecycle(this.#options.logger, mirror.name, 'paused');
     }
   }
 
@@ -126,6 +130,12 @@ export class MirrorReconciler {
     this.#waitingFor.delete(mirror.name);
     await runtime.start(target, config, (outcome) => {
       if (outcome === 'failed') {
+        logLifecycle(
+          this.#options.logger,
+          mirror.name,
+          'failed',
+          'stopped until a person acts (see its logs)',
+        );
         void this.#options.store
           .recordMirrorFailure(mirror.name, mirror.generation)
           .finally(() => this.#options.requeue(mirror.name));
@@ -134,7 +144,20 @@ export class MirrorReconciler {
       }
     });
     if (phase === 'paused') await catalog.appendLog(mirror.name, 'INFO', 'mirror resumed');
+    this.#logStart(mirror, phase, JSON.stringify(config.spec));
     return 'settled';
+  }
+
+  /** What starting an engine means to a person reading the process log. */
+  #logStart(mirror: MirrorResource, phase: MirrorPhase | undefined, specText: string): void {
+    const { logger } = this.#options;
+    const previous = this.#startedSpecs.get(mirror.name);
+    this.#startedSpecs.set(mirror.name, specText);
+    if (previous !== undefined && previous !== specText)
+      logLifecycle(logger, mirror.name, 'edited', `running generation ${mirror.generation}`);
+    if (phase === undefined) logLifecycle(logger, mirror.name, 'created');
+    else if (phase === 'paused') logLifecycle(logger, mirror.name, 'resumed');
+    else if (phase === 'failed') logLifecycle(logger, mirror.name, 'recovered', 'retrying after a failure');
   }
 
   async #drop(mirror: MirrorResource): Promise<void> {
@@ -159,6 +182,8 @@ export class MirrorReconciler {
       );
     }
     await store.removeMirror(mirror.name);
+    this.#startedSpecs.delete(mirror.name);
+    logLifecycle(logger, mirror.name, 'dropped');
   }
 
   /** Records why the mirror cannot run; it waits for a change of its spec. */
@@ -169,6 +194,7 @@ export class MirrorReconciler {
       await catalog.transition(mirror.name, 'failed', error.message);
     }
     await store.recordMirrorFailure(mirror.name, mirror.generation);
+    logLifecycle(this.#options.logger, mirror.name, 'failed', error.message);
   }
 
   /**

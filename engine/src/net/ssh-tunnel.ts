@@ -3,7 +3,7 @@
 // become an SSH direct-tcpip channel gives every driver the tunnel unchanged.
 import { once } from 'node:events';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
-import { type ConnectConfig, Client as SshClient } from 'ssh2';
+import type { ConnectConfig, Client as SshClient } from 'ssh2';
 import { EngineError } from '../errors.ts';
 
 export interface SshTunnelConfig {
@@ -88,7 +88,9 @@ export class SshTunnel {
   }
 }
 
-function connectSsh(config: SshTunnelConfig): Promise<SshClient> {
+async function connectSsh(config: SshTunnelConfig): Promise<SshClient> {
+  // Loaded on first use: most deployments never tunnel, and ssh2 costs start-up time.
+  const { Client } = await import('ssh2');
   const options: ConnectConfig = {
     host: config.host,
     port: config.port,
@@ -99,7 +101,7 @@ function connectSsh(config: SshTunnelConfig): Promise<SshClient> {
     ...(config.privateKey ? { privateKey: config.privateKey } : {}),
   };
   return new Promise((resolve, reject) => {
-    const ssh = new SshClient();
+    const ssh = new Client();
     ssh.once('ready', () => resolve(ssh));
     ssh.once('error', (cause: Error & { level?: string }) => {
       const what = cause.level === 'client-authentication' ? 'authentication failed' : 'could not connect';

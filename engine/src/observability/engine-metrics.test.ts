@@ -56,4 +56,30 @@ describe('EngineMetrics', () => {
     const histogram = await values(metrics, 'tributary_engine_batch_sync_seconds');
     expect(histogram).toEqual(expect.arrayContaining([{ labels: { mirror: 'm' }, value: 2 }]));
   });
+
+  it('forgets every series of a dropped mirror and keeps the others', async () => {
+    const metrics = new EngineMetrics();
+    for (const mirror of ['gone', 'kept']) {
+      metrics.batchSynced(mirror, 10, 0.1);
+      metrics.snapshotPartitionLoaded(mirror, 'public.orders', 100);
+      metrics.snapshotPartitionLoaded(mirror, 'public.items', 5);
+      metrics.replicationPosition(mirror, 5_000n, 3_000n);
+      metrics.runFailed(mirror, 'connection', true);
+    }
+    await metrics.forgetMirror('gone');
+    const text = await metrics.registry.metrics();
+    expect(text).not.toContain('mirror="gone"');
+    for (const name of [
+      'tributary_engine_cdc_rows_total',
+      'tributary_engine_cdc_batches_total',
+      'tributary_engine_batch_sync_seconds_count',
+      'tributary_engine_snapshot_rows_total',
+      'tributary_engine_server_wal_end_bytes',
+      'tributary_engine_acknowledged_lsn_bytes',
+      'tributary_engine_replication_lag_bytes',
+      'tributary_engine_run_failures_total',
+    ]) {
+      expect(text).toMatch(new RegExp(`^${name}\\{[^}]*mirror="kept"`, 'm'));
+    }
+  });
 });

@@ -108,4 +108,23 @@ export class EngineMetrics implements PipelineMetrics {
   runFailed(mirror: string, kind: string, retrying: boolean): void {
     this.#failures.inc({ mirror, kind, retrying: String(retrying) });
   }
+
+  /**
+   * Removes every series of a mirror that is gone (dropped), so the next scrape
+   * no longer shows it; otherwise a process that runs many mirrors over time
+   * would serve the last values of every mirror it ever ran.
+   */
+  async forgetMirror(mirror: string): Promise<void> {
+    const byMirror = [this.#cdcRows, this.#batches, this.#serverWalEnd, this.#acknowledged, this.#lagBytes];
+    for (const metric of byMirror) metric.remove({ mirror });
+    // A histogram's series are removed by its own labels (its buckets add `le`).
+    this.#batchSeconds.remove({ mirror });
+    // Labels besides the mirror (table, error kind): remove each series found.
+    for (const { labels } of (await this.#snapshotRows.get()).values) {
+      if (labels.mirror === mirror) this.#snapshotRows.remove(labels);
+    }
+    for (const { labels } of (await this.#failures.get()).values) {
+      if (labels.mirror === mirror) this.#failures.remove(labels);
+    }
+  }
 }

@@ -11,6 +11,7 @@ export interface MirrorContext {
   readonly source: RelationalConfig;
   readonly destination: Destination;
   readonly catalog: Catalog;
+  /** Binds the mirror's name as `mirror` (a child logger): lines here do not repeat it. */
   readonly logger: Logger;
   /** Aborting asks the pipeline to stop at the next batch boundary (pause, shutdown). */
   readonly signal: AbortSignal;
@@ -36,7 +37,7 @@ export const defaultBatchMemoryBudgetBytes = 64 * 1024 * 1024;
  */
 export async function mirrorLog(context: MirrorContext, level: LogLevel, message: string): Promise<void> {
   const method = level === 'ERROR' ? 'error' : level === 'WARN' ? 'warn' : 'info';
-  context.logger[method]({ mirror: context.spec.name }, message);
+  context.logger[method](message);
   await context.catalog.appendLog(context.spec.name, level, message).catch((error: unknown) => {
     context.logger.warn({ err: error }, 'could not write mirror log to the catalog');
   });

@@ -1,0 +1,159 @@
+// The real entry point, spawned as a user runs it: --help, --version, unknown
+// roles, and what an older Node prints instead of a stack trace.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { nodeIsRecentEnough, nodeTooOldExitCode } from '../../bin/node-version.js';
+import { roles } from '../../bin/tributary.ts';
+import { waitFor } from '../support/databases.ts';
+import { repoRoot } from '../support/testenv.ts';
+
+const packageVersion = (
+  JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }
+).version;
+
+function tributary(entry: 'tributary.js' | 'tributary.ts', args: string[], env: NodeJS.ProcessEnv = {}) {
+  const result = spawnSync(process.execPath, [join(repoRoot, 'bin', entry), ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 30_000,
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** A `node` on PATH older than the one required (Debian's Node 20 here), if the machine has one. */
+function findOldNode(): string | undefined {
+  if (process.env.TRIBUTARY_TEST_OLD_NODE) return process.env.TRIBUTARY_TEST_OLD_NODE;
+  for (const directory of (process.env.PATH ?? '').split(delimiter).concat(['/usr/bin', '/usr/local/bin'])) {
+    const candidate = join(directory, 'node');
+    const version = spawnSync(candidate, ['-p', 'process.versions.node'], { encoding: 'utf8' });
+    if (version.status === 0 && !nodeIsRecentEnough(version.stdout.trim())) return candidate;
+  }
+  return undefined;
+}
+
+describe('tributary entry point', () => {
+  for (const entry of ['tributary.js', 'tributary.ts'] as const) {
+    it(`${entry} --help exits 0 and describes every role in one line`, () => {
+      const { status, stdout } = tributary(entry, ['--help']);
+      expect(status).toBe(0);
+      for (const role of Object.keys(roles)) expect(stdout).toMatch(new RegExp(`^  ${role} +\\S.+$`, 'm'));
+      expect(stdout).toContain('--version');
+    });
+  }
+
+  it('--version prints the package version and the checkout commit', () => {
+    const commit = execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short=12', 'HEAD'], {
+      encoding: 'utf8',
+    }).trim();
+    const { status, stdout } = tributary('tributary.js', ['--version']);
+    expect(status).toBe(0);
+    expect(stdout.trim()).toBe(`tributary ${packageVersion} (commit ${commit})`);
+  });
+
+  it('--version prefers the commit recorded at image build', () => {
+    const { status, stdout } = tributary('tributary.ts', ['--version'], { TRIBUTARY_COMMIT: 'abc123def456' });
+    expect(status).toBe(0);
+    expect(stdout.trim()).toBe(`tributary ${packageVersion} (commit abc123def456)`);
+  });
+
+  it('--version still answers without git', () => {
+    // No PATH: git cannot be found (node is started by its absolute path).
+    const { status, stdout } = tributary('tributary.ts', ['--version'], { PATH: '', TRIBUTARY_COMMIT: '' });
+    expect(status).toBe(0);
+    expect(stdout.trim()).toBe(`tributary ${packageVersion}`);
+  });
+
+  it('refuses a missing or unknown role with exit code 2 and the usage', () => {
+    const missing = tributary('tributary.js', []);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain('usage: tributary <standalone|api-server|operator|engine>');
+    const unknown = tributary('tributary.js', ['stand-alone']);
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toContain('unknown role "stand-alone"');
+  });
+
+  it('passes --help on to a role', () => {
+    const { status, stdout } = tributary('tributary.js', ['standalone', '--help']);
+    expect(status).toBe(0);
+    expect(stdout).toContain('usage: tributary standalone');
+  });
+
+  it('--log-format pretty writes human lines from a real role, even to a pipe', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        join(repoRoot, 'bin', 'tributary.js'),
+        'standalone',
+        '--auth-disabled',
+        '--data-dir',
+        'memory://',
+        '--port',
+        '0',
+        '--log-format',
+        'pretty',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'info' } },
+    );
+    let stdout = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += String(chunk);
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      await waitFor(async () => stdout.includes('tributary standalone ready'), 60_000, 'standalone ready');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    const ready = stdout.split('\n').find((line) => line.includes('tributary standalone ready')) ?? '';
+    expect(ready).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] .*INFO.*tributary standalone ready/);
+    expect(stdout).toContain('WARN');
+    expect(stdout).not.toMatch(/^\{"level"/m);
+  });
+
+  it('refuses an unknown log format with exit code 2', () => {
+    const flag = tributary('tributary.js', ['standalone', '--log-format', 'xml']);
+    expect(flag.status).toBe(2);
+    expect(flag.stderr).toContain('--log-format (or TRIBUTARY_LOG_FORMAT) must be one of auto, json, pretty');
+    const variable = tributary('tributary.js', ['standalone'], { TRIBUTARY_LOG_FORMAT: 'yaml' });
+    expect(variable.status).toBe(2);
+  });
+
+  it('starts standalone mode without loading drivers of peers it has not met (Snowflake, SSH)', () => {
+    // A fresh process: what importing the standalone role loads, read from the CommonJS cache.
+    const script = `import { createRequire } from 'node:module';
+      await import(${JSON.stringify(join(repoRoot, 'api-server', 'src', 'standalone.ts'))});
+      const loaded = Object.keys(createRequire(import.meta.url).cache);
+      console.log(JSON.stringify(['snowflake-sdk', 'ssh2', 'pg'].map((name) => loaded.some((path) => path.includes('/node_modules/' + name + '/')))));`;
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(result.stderr).toBe('');
+    // pg is loaded (every deployment needs it): the check sees the cache at all.
+    expect(JSON.parse(result.stdout)).toEqual([false, false, true]);
+  });
+
+  const oldNode = findOldNode();
+  it.skipIf(oldNode === undefined)('says which Node it needs when run by an older one', () => {
+    const result = spawnSync(oldNode ?? 'node', [join(repoRoot, 'bin', 'tributary.js'), '--help'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(result.status).toBe(nodeTooOldExitCode);
+    expect(result.stderr).toMatch(/^tributary needs Node\.js >= 22\.19 .*; this is Node\.js \d+\.\d+\.\d+\./);
+    expect(result.stderr).toContain('scripts/ensure-node.sh');
+    expect(result.stderr).not.toContain('    at ');
+    expect(result.stdout).toBe('');
+  });
+
+  it('compares versions by major and minor', () => {
+    expect(nodeIsRecentEnough('22.19.0')).toBe(true);
+    expect(nodeIsRecentEnough('24.0.0')).toBe(true);
+    expect(nodeIsRecentEnough('22.18.9')).toBe(false);
+    expect(nodeIsRecentEnough('20.20.2')).toBe(false);
+    expect(nodeIsRecentEnough('3.0.0')).toBe(false);
+  });
+});
