@@ -21,13 +21,16 @@ const style = html`<style>
   .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
 </style>`;
 
-export function page(title: string, body: Html, options: { refreshSeconds?: number } = {}): string {
+/** Where the facade serves htmx (from the npm package; no CDN). */
+export const htmxPath = '/console/assets/htmx.min.js';
+
+export function page(title: string, body: Html): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-${options.refreshSeconds ? html`<meta http-equiv="refresh" content="${options.refreshSeconds}">` : ''}
+<script src="${htmxPath}" defer></script>
 <title>${title} · Tributary</title>
 ${style}
 </head>
@@ -65,7 +68,9 @@ export interface MirrorRow extends MirrorGauges {
 }
 
 export function mirrorListPage(mirrors: readonly MirrorRow[]): string {
+  // htmx swaps in the list of a fresh GET / every 10 s; without JavaScript the page is static.
   const body = html`<h1>Mirrors</h1>
+<div id="mirrors" hx-get="/" hx-trigger="every 10s" hx-select="#mirrors" hx-swap="outerHTML">
 ${
   mirrors.length === 0
     ? html`<p>No mirrors yet. Create one with <code>POST /api/v1/flows/cdc/create</code> (see the README).</p>`
@@ -85,8 +90,9 @@ ${mirrors.map(
 )}
 </tbody>
 </table>`
-}`;
-  return page('Mirrors', body, { refreshSeconds: 10 });
+}
+</div>`;
+  return page('Mirrors', body);
 }
 
 export const logLevels = ['ALL', 'ERROR', 'WARN', 'INFO'] as const;

@@ -2,11 +2,14 @@
 // resume and drop behind a confirmation. Same authentication as the API (the
 // facade's hook covers these routes); data and actions go through /api/v1 and
 // /metrics in-process (ApiClient), never around them.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiClient, type Batches, type Logs, type MirrorStatus, type PeerInfo } from './api-client.ts';
 import {
   actions,
   confirmPage,
+  htmxPath,
   type LogLevelFilter,
   logLevels,
   logsPerPage,
@@ -19,6 +22,13 @@ import {
 import { mirrorGauges } from './prometheus-text.ts';
 
 const htmlType = 'text/html; charset=utf-8';
+
+let htmxScript: string | undefined;
+/** htmx from its npm package, read on first request. */
+function htmx(): string {
+  htmxScript ??= readFileSync(createRequire(import.meta.url).resolve('htmx.org/dist/htmx.min.js'), 'utf8');
+  return htmxScript;
+}
 
 function client(app: FastifyInstance, request: FastifyRequest): ApiClient {
   return new ApiClient(app, request.headers.authorization);
@@ -51,6 +61,13 @@ export function consoleRoutes(app: FastifyInstance): void {
       'application/x-www-form-urlencoded',
       { parseAs: 'string', bodyLimit: 4096 },
       (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
+    );
+
+    scope.get(htmxPath, async (_request, reply) =>
+      reply
+        .type('text/javascript; charset=utf-8')
+        .header('cache-control', 'private, max-age=86400')
+        .send(htmx()),
     );
 
     scope.get('/', async (request, reply) => {
