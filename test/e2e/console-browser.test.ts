@@ -90,7 +90,8 @@ describe.skipIf(!existsSync(chromiumPath))('web console in chromium', () => {
     await source.client.query(`INSERT INTO orders SELECT g, 'item ' || g FROM generate_series(1, 100) g`);
     await source.client.query(`CREATE TABLE notes (id int PRIMARY KEY, body text)`);
     await source.client.query(`ALTER TABLE notes REPLICA IDENTITY NOTHING`);
-    service = await startStandalone(dataDir, password);
+    // The chart's history samples /metrics every second, so the test sees it move.
+    service = await startStandalone(dataDir, password, { env: { TRIBUTARY_CONSOLE_SAMPLE_SECONDS: '1' } });
     for (const [name, database] of [
       [`src-${suffix}`, source],
       [`dst-${suffix}`, destination],
@@ -166,6 +167,34 @@ describe.skipIf(!existsSync(chromiumPath))('web console in chromium', () => {
       expect(await page.getByRole('row').filter({ hasText: 'public.orders' }).innerText()).toMatch(
         /done\s+100/,
       );
+      await expectAccessible();
+    });
+
+    await step('chart', async () => {
+      // uPlot draws the lag and throughput history, and it grows as the console samples /metrics.
+      await page.locator('#history-chart .uplot canvas').waitFor({ timeout: 30_000 });
+      const points = async () => Number(await page.locator('#history-chart').getAttribute('data-points'));
+      const before = await points();
+      expect(before).toBeGreaterThan(0);
+      await source.client.query(`INSERT INTO orders SELECT g, 'more' FROM generate_series(2000, 2100) g`);
+      await expect.poll(points, { timeout: 30_000 }).toBeGreaterThan(before);
+      const history = (await (
+        await page.request.get(`${service.baseUrl}/mirrors/${mirror}/history.json`)
+      ).json()) as { time: number[]; lagBytes: (number | null)[]; rowsPerSecond: (number | null)[] };
+      expect(history.lagBytes.some((value) => value !== null)).toBe(true);
+      await expect
+        .poll(
+          async () => {
+            const latest = (await (
+              await page.request.get(`${service.baseUrl}/mirrors/${mirror}/history.json`)
+            ).json()) as {
+              rowsPerSecond: (number | null)[];
+            };
+            return latest.rowsPerSecond.some((value) => value !== null && value > 0);
+          },
+          { timeout: 30_000 },
+        )
+        .toBe(true);
       await expectAccessible();
       if (docsScreenshotDir)
         await page.screenshot({ path: join(docsScreenshotDir, 'mirror.png'), fullPage: true });

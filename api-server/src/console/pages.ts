@@ -105,6 +105,8 @@ export interface MirrorPageData {
   readonly logs: Logs;
   readonly level: LogLevelFilter;
   readonly peers: readonly { readonly role: string; readonly info: PeerInfo | undefined }[];
+  /** How often the console samples /metrics, for the chart's redraw. */
+  readonly sampleMs: number;
 }
 
 function actionButtons(name: string, state: string): Html {
@@ -130,6 +132,13 @@ export function mirrorPage(data: MirrorPageData): string {
 <p>State: <span class="state">${stateName(status.currentFlowState)}</span>
 ${status.errorMessage ? html` · <span class="error">${status.errorMessage}</span>` : ''}</p>
 <p>${actionButtons(name, status.currentFlowState)} <a href="${mirrorPath(name)}">Refresh</a></p>
+<h2>Lag and throughput, last hour</h2>
+<div id="history-chart" data-history="${mirrorPath(name)}/history.json" data-refresh-ms="${data.sampleMs}">
+<noscript><p>The chart needs JavaScript; the figures are on the mirror list and in /metrics.</p></noscript>
+</div>
+<link rel="stylesheet" href="/console/assets/uPlot.min.css">
+<script src="/console/assets/uPlot.iife.min.js" defer></script>
+<script src="/console/assets/chart.js" defer></script>
 ${
   cdc
     ? html`<h2>Configuration</h2>

@@ -4,12 +4,13 @@
 // /metrics in-process (ApiClient), never around them.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiClient, type Batches, type Logs, type MirrorStatus, type PeerInfo } from './api-client.ts';
+import { MetricsHistory } from './history.ts';
 import {
   actions,
   confirmPage,
-  htmxPath,
   type LogLevelFilter,
   logLevels,
   logsPerPage,
@@ -23,11 +24,28 @@ import { mirrorGauges } from './prometheus-text.ts';
 
 const htmlType = 'text/html; charset=utf-8';
 
-let htmxScript: string | undefined;
-/** htmx from its npm package, read on first request. */
-function htmx(): string {
-  htmxScript ??= readFileSync(createRequire(import.meta.url).resolve('htmx.org/dist/htmx.min.js'), 'utf8');
-  return htmxScript;
+const require = createRequire(import.meta.url);
+/** What /console/assets/ serves: htmx and uPlot from their npm packages, and our chart script. */
+const assets: Record<string, { readonly path: () => string; readonly type: string }> = {
+  'htmx.min.js': { path: () => require.resolve('htmx.org/dist/htmx.min.js'), type: 'text/javascript' },
+  'uPlot.iife.min.js': {
+    path: () => require.resolve('uplot/dist/uPlot.iife.min.js'),
+    type: 'text/javascript',
+  },
+  'uPlot.min.css': { path: () => require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css' },
+  'chart.js': { path: () => join(import.meta.dirname, 'assets', 'chart.js'), type: 'text/javascript' },
+};
+const assetText = new Map<string, string>();
+
+/** TRIBUTARY_CONSOLE_SAMPLE_SECONDS: how often the chart's history samples /metrics (default 10). */
+function sampleSeconds(env: NodeJS.ProcessEnv): number {
+  const text = env.TRIBUTARY_CONSOLE_SAMPLE_SECONDS ?? '10';
+  const seconds = Number(text);
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 3_600)
+    throw new Error(
+      `TRIBUTARY_CONSOLE_SAMPLE_SECONDS: expected whole seconds from 1 to 3600, got ${JSON.stringify(text)}`,
+    );
+  return seconds;
 }
 
 function client(app: FastifyInstance, request: FastifyRequest): ApiClient {
@@ -55,6 +73,16 @@ function isSameOrigin(request: FastifyRequest): boolean {
 }
 
 export function consoleRoutes(app: FastifyInstance): void {
+  const sampleMs = sampleSeconds(process.env) * 1000;
+  // /metrics needs no credentials, so the sampler reads it like Prometheus does.
+  const history = new MetricsHistory(
+    async () => (await app.inject({ method: 'GET', url: '/metrics' })).body,
+    {
+      intervalMs: sampleMs,
+    },
+  );
+  app.addHook('onClose', async () => history.stop());
+
   // Form posts are accepted here only; the API stays JSON-only.
   app.register(async (scope) => {
     scope.addContentTypeParser(
@@ -62,12 +90,30 @@ export function consoleRoutes(app: FastifyInstance): void {
       { parseAs: 'string', bodyLimit: 4096 },
       (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
     );
+    // Sampling starts with the first console request: a facade nobody looks at
+    // through the console does not scrape itself.
+    scope.addHook('onRequest', async () => history.start());
 
-    scope.get(htmxPath, async (_request, reply) =>
-      reply
-        .type('text/javascript; charset=utf-8')
-        .header('cache-control', 'private, max-age=86400')
-        .send(htmx()),
+    scope.get<{ Params: { asset: string } }>('/console/assets/:asset', async (request, reply) => {
+      const asset = Object.hasOwn(assets, request.params.asset) ? assets[request.params.asset] : undefined;
+      if (!asset)
+        return reply
+          .code(404)
+          .type(htmlType)
+          .send(messagePage('Not found', 'no such file', '/'));
+      let text = assetText.get(request.params.asset);
+      if (text === undefined) {
+        text = readFileSync(asset.path(), 'utf8');
+        assetText.set(request.params.asset, text);
+      }
+      return reply
+        .type(`${asset.type}; charset=utf-8`)
+        .header('cache-control', 'private, max-age=3600')
+        .send(text);
+    });
+
+    scope.get<{ Params: { name: string } }>('/mirrors/:name/history.json', async (request) =>
+      history.history(request.params.name),
     );
 
     scope.get('/', async (request, reply) => {
@@ -136,6 +182,7 @@ export function consoleRoutes(app: FastifyInstance): void {
             logs: logs.status === 200 ? logs.body : { errors: [], total: 0, page: 1 },
             level,
             peers,
+            sampleMs,
           }),
         );
       },
