@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
 import { type StandaloneProcess, startStandalone } from '../support/standalone-process.ts';
@@ -21,6 +21,12 @@ const docsScreenshotDir = process.env.TRIBUTARY_CONSOLE_SCREENSHOTS
   ? join(repoRoot, process.env.TRIBUTARY_CONSOLE_SCREENSHOTS)
   : undefined;
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** The text a person sees in an element (Playwright's innerText: layout-aware, cells apart). */
+function shownText(locator: Locator): Promise<string> {
+  // biome-ignore lint/performance/useDomNodeTextContent: Playwright's Locator.innerText, not the DOM property
+  return locator.innerText();
+}
 
 interface AxeViolation {
   readonly id: string;
@@ -134,10 +140,10 @@ describe.skipIf(!existsSync(chromiumPath))('web console in chromium', () => {
       await page.goto(`${service.baseUrl}/`);
       const row = page.getByRole('row').filter({ hasText: mirror });
       await expect
-        .poll(async () => (await row.innerText()).replace(/\s+/g, ' '), { timeout: 30_000 })
+        .poll(async () => (await shownText(row)).replace(/\s+/g, ' '), { timeout: 30_000 })
         .toMatch(new RegExp(`${mirror} running src-${suffix} → dst-${suffix} .* 101 #\\d+, \\d+ s ago`));
       await expect
-        .poll(async () => await page.getByRole('row').filter({ hasText: broken }).innerText())
+        .poll(async () => await shownText(page.getByRole('row').filter({ hasText: broken })))
         .toContain('failed');
       await expectAccessible();
       if (docsScreenshotDir)
@@ -152,7 +158,7 @@ describe.skipIf(!existsSync(chromiumPath))('web console in chromium', () => {
       await source.client.query(`INSERT INTO orders VALUES (1002, 'butter')`);
       const row = page.getByRole('row').filter({ hasText: mirror });
       await expect
-        .poll(async () => (await row.innerText()).replace(/\s+/g, ' '), { timeout: 45_000 })
+        .poll(async () => (await shownText(row)).replace(/\s+/g, ' '), { timeout: 45_000 })
         .toContain(' 102 ');
       expect(
         await page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded),
@@ -162,9 +168,9 @@ describe.skipIf(!existsSync(chromiumPath))('web console in chromium', () => {
     await step('mirror', async () => {
       await page.getByRole('link', { name: mirror }).click();
       await page.waitForURL(`**/mirrors/${mirror}`);
-      expect(await page.getByRole('heading', { level: 1 }).innerText()).toBe(`Mirror ${mirror}`);
-      expect(await page.locator('.state').first().innerText()).toBe('running');
-      expect(await page.getByRole('row').filter({ hasText: 'public.orders' }).innerText()).toMatch(
+      expect(await shownText(page.getByRole('heading', { level: 1 }))).toBe(`Mirror ${mirror}`);
+      expect(await shownText(page.locator('.state').first())).toBe('running');
+      expect(await shownText(page.getByRole('row').filter({ hasText: 'public.orders' }))).toMatch(
         /done\s+100/,
       );
       await expectAccessible();
@@ -210,19 +216,19 @@ describe.skipIf(!existsSync(chromiumPath))('web console in chromium', () => {
       await page.waitForURL(`**/mirrors/${mirror}`);
       await waitFor(async () => (await state(mirror)) === 'STATUS_PAUSED', 60_000, 'paused');
       await page.reload();
-      expect(await page.locator('.state').first().innerText()).toBe('paused');
+      expect(await shownText(page.locator('.state').first())).toBe('paused');
       expect(await page.getByRole('link', { name: 'Resume…' }).count()).toBe(1);
     });
 
     await step('logs', async () => {
       await page.goto(`${service.baseUrl}/mirrors/${broken}`);
-      expect(await page.locator('.state').first().innerText()).toBe('failed');
+      expect(await shownText(page.locator('.state').first())).toBe('failed');
       await page.getByLabel('Level').selectOption('ERROR');
       await page.getByRole('button', { name: 'Show' }).click();
       await page.waitForURL(/level=ERROR/);
       const logRows = page.locator('#logs ~ table tbody tr');
       expect(await logRows.count()).toBeGreaterThan(0);
-      expect(await logRows.first().innerText()).toMatch(
+      expect(await shownText(logRows.first())).toMatch(
         /error\s+source is not ready for replication: .*REPLICA IDENTITY NOTHING/,
       );
       await expectAccessible();
