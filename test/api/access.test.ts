@@ -237,7 +237,7 @@ describe('access', () => {
       ['POST', '/api/v1/peers/info/x'],
       ['DELETE', '/api/v1/scripts/1'],
       ['PUT', '/api/v1/mirrors/status'],
-      ['GET', '/'],
+      ['GET', '/no-such-page'],
     ] as const)('answers 404 code 5 for %s %s', async (method, url) => {
       const before = await stateOf(facade);
       const response = await facade.request({ method, url, ...(method === 'GET' ? {} : { payload: {} }) });

@@ -29,6 +29,8 @@ export interface StandaloneOptions {
   readonly logLevel?: string;
   /** Where to append the log lines (to keep them across a restart); a new array otherwise. */
   readonly logLines?: string[];
+  /** More environment variables for the process. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export async function startStandalone(
@@ -46,6 +48,7 @@ export async function startStandalone(
         ...process.env,
         TRIBUTARY_API_PASSWORD: password,
         TRIBUTARY_LOG_LEVEL: options.logLevel ?? 'warn',
+        ...options.env,
       },
     },
   );

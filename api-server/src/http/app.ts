@@ -8,6 +8,7 @@ import Fastify, {
 } from 'fastify';
 import { Registry } from 'prom-client';
 import { PeerSecretsUnavailableError, ResourceInvalidError } from '../../../engine/src/control/store.ts';
+import { consoleRoutes } from '../console/routes.ts';
 import { isAuthorized } from './auth.ts';
 import type { FacadeContext } from './context.ts';
 import { ApiError, grpcStyleBody } from './errors.ts';
@@ -117,5 +118,6 @@ export function buildApp(context: FacadeContext): FastifyInstance {
   peerRoutes(app, context);
   mirrorRoutes(app, context);
   scriptRoutes(app, context);
+  consoleRoutes(app);
   return app;
 }

@@ -1,0 +1,94 @@
+// The console's only way to the data: the facade's own /api/v1 and /metrics,
+// called in-process with the visitor's credentials (app.inject), so the console
+// shows and does exactly what the interface allows that visitor.
+import type { FastifyInstance } from 'fastify';
+
+export interface ApiAnswer<Body> {
+  readonly status: number;
+  readonly body: Body;
+}
+
+export class ApiClient {
+  readonly #app: FastifyInstance;
+  readonly #authorization: string | undefined;
+
+  constructor(app: FastifyInstance, authorization: string | undefined) {
+    this.#app = app;
+    this.#authorization = authorization;
+  }
+
+  async post<Body>(url: string, payload: unknown): Promise<ApiAnswer<Body>> {
+    const response = await this.#app.inject({
+      method: 'POST',
+      url,
+      payload: JSON.stringify(payload),
+      headers: { 'content-type': 'application/json', ...this.#headers() },
+    });
+    return { status: response.statusCode, body: response.json() as Body };
+  }
+
+  async get<Body>(url: string): Promise<ApiAnswer<Body>> {
+    const response = await this.#app.inject({ method: 'GET', url, headers: this.#headers() });
+    return { status: response.statusCode, body: response.json() as Body };
+  }
+
+  async metricsText(): Promise<string> {
+    return (await this.#app.inject({ method: 'GET', url: '/metrics' })).body;
+  }
+
+  #headers(): Record<string, string> {
+    return this.#authorization ? { authorization: this.#authorization } : {};
+  }
+}
+
+/** The parts of the interface's answers the console reads. */
+export interface MirrorStatus {
+  readonly flowJobName: string;
+  readonly currentFlowState: string;
+  readonly errorMessage: string;
+  readonly ok: boolean;
+  readonly cdcStatus?: {
+    readonly config: Record<string, unknown> & {
+      readonly sourceName: string;
+      readonly destinationName: string;
+      readonly tableMappings: readonly {
+        sourceTableIdentifier: string;
+        destinationTableIdentifier: string;
+      }[];
+    };
+    readonly snapshotStatus: {
+      readonly clones: readonly {
+        sourceTable: string;
+        tableName: string;
+        numPartitionsCompleted: number;
+        numPartitionsTotal: number;
+        numRowsSynced: string;
+        consolidateCompleted: boolean;
+      }[];
+    };
+    readonly sourceType: string;
+    readonly destinationType: string;
+  };
+}
+
+export interface Batches {
+  readonly cdcBatches: readonly {
+    batchId: string;
+    startTime: string;
+    endTime: string | null;
+    numRows: string;
+    endLsn: string;
+  }[];
+  readonly total: number;
+}
+
+export interface Logs {
+  readonly errors: readonly { errorMessage: string; errorType: string; errorTimestamp: number; id: number }[];
+  readonly total: number;
+  readonly page: number;
+}
+
+export interface PeerInfo {
+  readonly peer?: { readonly name: string; readonly type: string } & Record<string, unknown>;
+  readonly version?: string;
+}

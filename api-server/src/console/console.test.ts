@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { html } from './html.ts';
+import { mirrorGauges } from './prometheus-text.ts';
+
+describe('console html', () => {
+  it('escapes every interpolated value but nested fragments', () => {
+    const name = `<script>alert("x")</script>&'`;
+    const fragment = html`<b>${name}</b>`;
+    expect(html`<p title="${name}">${fragment}${[1, null, false, 'a<b']}</p>`.text).toBe(
+      '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;"><b>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;</b>1a&lt;b</p>',
+    );
+  });
+});
+
+describe('console metrics reading', () => {
+  it('gathers the gauges of each mirror the facade lists, and ignores engine-only series', () => {
+    const text = [
+      '# HELP tributary_mirror_phase Current phase of each mirror (1 for its phase)',
+      'tributary_mirror_phase{mirror="b",phase="STATUS_PAUSED"} 1',
+      'tributary_mirror_phase{mirror="a",phase="STATUS_RUNNING"} 1',
+      'tributary_mirror_rows_synced{mirror="a"} 251',
+      'tributary_mirror_last_batch_id{mirror="a"} 7',
+      'tributary_mirror_seconds_since_last_batch{mirror="a"} 2.5',
+      'tributary_engine_replication_lag_bytes{mirror="a"} 568',
+      'tributary_engine_replication_lag_bytes{mirror="gone"} 10',
+      'tributary_engine_process_resident_memory_bytes 1000',
+    ].join('\n');
+    expect(mirrorGauges(text)).toEqual([
+      {
+        mirror: 'a',
+        state: 'STATUS_RUNNING',
+        rowsSynced: 251,
+        lastBatchId: 7,
+        secondsSinceLastBatch: 2.5,
+        lagBytes: 568,
+      },
+      { mirror: 'b', state: 'STATUS_PAUSED' },
+    ]);
+  });
+});

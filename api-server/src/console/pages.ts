@@ -1,0 +1,254 @@
+// The console's pages: plain server-rendered HTML that works without JavaScript.
+import type { Batches, Logs, MirrorStatus, PeerInfo } from './api-client.ts';
+import { type Html, html } from './html.ts';
+import type { MirrorGauges } from './prometheus-text.ts';
+
+const style = html`<style>
+  body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1a1a1a; background: #fff; }
+  header { background: #123; color: #fff; padding: .6rem 1.2rem; }
+  header a { color: #fff; }
+  main { padding: 1rem 1.2rem; max-width: 70rem; }
+  table { border-collapse: collapse; margin: .5rem 0 1.2rem; }
+  th, td { text-align: left; padding: .3rem .7rem; border-bottom: 1px solid #ccc; }
+  th { background: #eef1f4; }
+  .state { font-weight: 600; }
+  .ERROR, .error { color: #a40000; }
+  .WARN, .warn { color: #6b4a00; }
+  a { color: #0645ad; }
+  a:focus, button:focus, select:focus { outline: 3px solid #ff9d00; outline-offset: 1px; }
+  button { font: inherit; padding: .3rem .8rem; }
+  .danger { background: #a40000; color: #fff; border: 0; }
+  .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+</style>`;
+
+/** Where the facade serves htmx (from the npm package; no CDN). */
+export const htmxPath = '/console/assets/htmx.min.js';
+
+export function page(title: string, body: Html): string {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<script src="${htmxPath}" defer></script>
+<title>${title} · Tributary</title>
+${style}
+</head>
+<body>
+<header><nav aria-label="Console"><a href="/">Tributary · mirrors</a></nav></header>
+<main>
+${body}
+</main>
+</body>
+</html>`.text;
+}
+
+const mirrorPath = (name: string) => `/mirrors/${encodeURIComponent(name)}`;
+
+function age(seconds: number | undefined): string {
+  if (seconds === undefined) return '–';
+  if (seconds < 120) return `${Math.round(seconds)} s ago`;
+  if (seconds < 7_200) return `${Math.round(seconds / 60)} min ago`;
+  return `${Math.round(seconds / 3_600)} h ago`;
+}
+
+function bytes(value: number | undefined): string {
+  if (value === undefined) return '–';
+  if (value < 1024) return `${value} B`;
+  if (value < 1024 ** 2) return `${(value / 1024).toFixed(1)} KiB`;
+  if (value < 1024 ** 3) return `${(value / 1024 ** 2).toFixed(1)} MiB`;
+  return `${(value / 1024 ** 3).toFixed(1)} GiB`;
+}
+
+export const stateName = (state: string) => state.replace(/^STATUS_/, '').toLowerCase();
+
+export interface MirrorRow extends MirrorGauges {
+  readonly source?: string;
+  readonly destination?: string;
+}
+
+export function mirrorListPage(mirrors: readonly MirrorRow[]): string {
+  // htmx swaps in the list of a fresh GET / every 10 s; without JavaScript the page is static.
+  const body = html`<h1>Mirrors</h1>
+<div id="mirrors" hx-get="/" hx-trigger="every 10s" hx-select="#mirrors" hx-swap="outerHTML">
+${
+  mirrors.length === 0
+    ? html`<p>No mirrors yet. Create one with <code>POST /api/v1/flows/cdc/create</code> (see the README).</p>`
+    : html`<table>
+<caption class="visually-hidden">Every mirror, refreshed every 10 seconds</caption>
+<thead><tr><th scope="col">mirror</th><th scope="col">state</th><th scope="col">source → destination</th><th scope="col">lag</th><th scope="col">rows</th><th scope="col">last batch</th></tr></thead>
+<tbody>
+${mirrors.map(
+  (mirror) => html`<tr>
+<td><a href="${mirrorPath(mirror.mirror)}">${mirror.mirror}</a></td>
+<td class="state">${stateName(mirror.state ?? 'STATUS_UNKNOWN')}</td>
+<td>${mirror.source ?? '?'} → ${mirror.destination ?? '?'}</td>
+<td>${bytes(mirror.lagBytes)}</td>
+<td>${mirror.rowsSynced ?? 0}</td>
+<td>${mirror.lastBatchId === undefined ? '–' : html`#${mirror.lastBatchId}, ${age(mirror.secondsSinceLastBatch)}`}</td>
+</tr>`,
+)}
+</tbody>
+</table>`
+}
+</div>`;
+  return page('Mirrors', body);
+}
+
+export const logLevels = ['ALL', 'ERROR', 'WARN', 'INFO'] as const;
+export type LogLevelFilter = (typeof logLevels)[number];
+export const logsPerPage = 20;
+
+export interface MirrorPageData {
+  readonly status: MirrorStatus;
+  readonly batches: Batches;
+  readonly logs: Logs;
+  readonly level: LogLevelFilter;
+  readonly peers: readonly { readonly role: string; readonly info: PeerInfo | undefined }[];
+  /** How often the console samples /metrics, for the chart's redraw. */
+  readonly sampleMs: number;
+}
+
+function actionButtons(name: string, state: string): Html {
+  const actions: { action: string; label: string }[] = [];
+  if (state === 'STATUS_RUNNING' || state === 'STATUS_SNAPSHOT' || state === 'STATUS_SETUP')
+    actions.push({ action: 'pause', label: 'Pause' });
+  if (state === 'STATUS_PAUSED' || state === 'STATUS_FAILED')
+    actions.push({ action: 'resume', label: state === 'STATUS_FAILED' ? 'Retry' : 'Resume' });
+  if (state !== 'STATUS_TERMINATING' && state !== 'STATUS_TERMINATED')
+    actions.push({ action: 'drop', label: 'Drop' });
+  return html`${actions.map(
+    ({ action, label }) => html`<a href="${mirrorPath(name)}/confirm?action=${action}">${label}…</a> `,
+  )}`;
+}
+
+export function mirrorPage(data: MirrorPageData): string {
+  const { status, batches, logs, level } = data;
+  const name = status.flowJobName;
+  const cdc = status.cdcStatus;
+  const pages = Math.max(1, Math.ceil(logs.total / logsPerPage));
+  const logLink = (page: number) => `${mirrorPath(name)}?level=${level}&page=${page}#logs`;
+  const body = html`<h1>Mirror ${name}</h1>
+<p>State: <span class="state">${stateName(status.currentFlowState)}</span>
+${status.errorMessage ? html` · <span class="error">${status.errorMessage}</span>` : ''}</p>
+<p>${actionButtons(name, status.currentFlowState)} <a href="${mirrorPath(name)}">Refresh</a></p>
+<h2>Lag and throughput, last hour</h2>
+<div id="history-chart" data-history="${mirrorPath(name)}/history.json" data-refresh-ms="${data.sampleMs}">
+<noscript><p>The chart needs JavaScript; the figures are on the mirror list and in /metrics.</p></noscript>
+</div>
+<link rel="stylesheet" href="/console/assets/uPlot.min.css">
+<script src="/console/assets/uPlot.iife.min.js" defer></script>
+<script src="/console/assets/chart.js" defer></script>
+${
+  cdc
+    ? html`<h2>Configuration</h2>
+<table>
+<tbody>
+<tr><th scope="row">source</th><td>${cdc.config.sourceName} (${cdc.sourceType.toLowerCase()})</td></tr>
+<tr><th scope="row">destination</th><td>${cdc.config.destinationName} (${cdc.destinationType.toLowerCase()})</td></tr>
+${Object.entries(cdc.config)
+  .filter(
+    ([key, value]) =>
+      !['sourceName', 'destinationName', 'tableMappings', 'flowJobName'].includes(key) && value !== '',
+  )
+  .map(
+    ([key, value]) =>
+      html`<tr><th scope="row">${key}</th><td>${typeof value === 'object' ? JSON.stringify(value) : String(value)}</td></tr>`,
+  )}
+</tbody>
+</table>
+<h2>Tables</h2>
+<table>
+<thead><tr><th scope="col">source</th><th scope="col">destination</th><th scope="col">initial load</th><th scope="col">rows loaded</th></tr></thead>
+<tbody>
+${cdc.config.tableMappings.map((mapping) => {
+  const clone = cdc.snapshotStatus.clones.find(
+    (entry) => entry.sourceTable === mapping.sourceTableIdentifier,
+  );
+  return html`<tr><td>${mapping.sourceTableIdentifier}</td><td>${mapping.destinationTableIdentifier}</td>
+<td>${clone ? (clone.consolidateCompleted ? 'done' : `${clone.numPartitionsCompleted}/${clone.numPartitionsTotal} partitions`) : '–'}</td>
+<td>${clone?.numRowsSynced ?? '–'}</td></tr>`;
+})}
+</tbody>
+</table>`
+    : ''
+}
+<h2>Peers</h2>
+<table>
+<thead><tr><th scope="col">role</th><th scope="col">peer</th><th scope="col">kind</th><th scope="col">version</th><th scope="col">configuration (secrets masked)</th></tr></thead>
+<tbody>
+${data.peers.map(({ role, info }) => {
+  const { name: peerName, type, ...config } = info?.peer ?? { name: '?', type: '?' };
+  return html`<tr><td>${role}</td><td>${peerName}</td><td>${String(type).toLowerCase()}</td><td>${info?.version ?? '–'}</td><td><code>${JSON.stringify(config)}</code></td></tr>`;
+})}
+</tbody>
+</table>
+<h2>Batches</h2>
+<p>${batches.total} batches; the last ${batches.cdcBatches.length}:</p>
+<table>
+<thead><tr><th scope="col">batch</th><th scope="col">rows</th><th scope="col">started</th><th scope="col">finished</th><th scope="col">end LSN</th></tr></thead>
+<tbody>
+${batches.cdcBatches.map(
+  (batch) =>
+    html`<tr><td>#${batch.batchId}</td><td>${batch.numRows}</td><td>${batch.startTime}</td><td>${batch.endTime ?? 'running'}</td><td>${batch.endLsn}</td></tr>`,
+)}
+</tbody>
+</table>
+<h2 id="logs">Logs</h2>
+<form method="get" action="${mirrorPath(name)}">
+<label for="level">Level</label>
+<select id="level" name="level">
+${logLevels.map((option) => html`<option value="${option}"${option === level ? html` selected` : ''}>${option.toLowerCase()}</option>`)}
+</select>
+<button type="submit">Show</button>
+</form>
+<table>
+<thead><tr><th scope="col">time</th><th scope="col">level</th><th scope="col">message</th></tr></thead>
+<tbody>
+${logs.errors.map(
+  (entry) =>
+    html`<tr><td>${new Date(entry.errorTimestamp).toISOString()}</td><td class="${entry.errorType}">${entry.errorType}</td><td>${entry.errorMessage}</td></tr>`,
+)}
+</tbody>
+</table>
+<nav aria-label="Log pages"><p>Page ${logs.page} of ${pages}
+${logs.page > 1 ? html` · <a href="${logLink(logs.page - 1)}">newer</a>` : ''}
+${logs.page < pages ? html` · <a href="${logLink(logs.page + 1)}">older</a>` : ''}</p></nav>`;
+  return page(`Mirror ${name}`, body);
+}
+
+export const actions = {
+  pause: {
+    requestedFlowState: 'STATUS_PAUSED',
+    question: 'Pause',
+    effect: 'Its engine stops at the next batch boundary; changes wait in the replication slot.',
+  },
+  resume: {
+    requestedFlowState: 'STATUS_RUNNING',
+    question: 'Resume',
+    effect: 'Its engine starts again from the last acknowledged position.',
+  },
+  drop: {
+    requestedFlowState: 'STATUS_TERMINATING',
+    question: 'Drop',
+    effect:
+      'Its replication slot and the publication it created are removed. Destination tables stay. This cannot be undone.',
+  },
+} as const;
+export type MirrorAction = keyof typeof actions;
+
+export function confirmPage(name: string, action: MirrorAction): string {
+  const { question, effect } = actions[action];
+  const body = html`<h1>${question} mirror ${name}?</h1>
+<p>${effect}</p>
+<form method="post" action="${mirrorPath(name)}/action">
+<input type="hidden" name="action" value="${action}">
+<button type="submit"${action === 'drop' ? html` class="danger"` : ''}>${question} ${name}</button>
+<a href="${mirrorPath(name)}">Cancel</a>
+</form>`;
+  return page(`${question} ${name}`, body);
+}
+
+export function messagePage(title: string, message: string, back: string): string {
+  return page(title, html`<h1>${title}</h1><p class="error">${message}</p><p><a href="${back}">Back</a></p>`);
+}

@@ -1,0 +1,240 @@
+// The web console at `/`: a list of mirrors and a page per mirror, with pause,
+// resume and drop behind a confirmation. Same authentication as the API (the
+// facade's hook covers these routes); data and actions go through /api/v1 and
+// /metrics in-process (ApiClient), never around them.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiClient, type Batches, type Logs, type MirrorStatus, type PeerInfo } from './api-client.ts';
+import { MetricsHistory } from './history.ts';
+import {
+  actions,
+  confirmPage,
+  type LogLevelFilter,
+  logLevels,
+  logsPerPage,
+  type MirrorAction,
+  type MirrorRow,
+  messagePage,
+  mirrorListPage,
+  mirrorPage,
+} from './pages.ts';
+import { mirrorGauges } from './prometheus-text.ts';
+
+const htmlType = 'text/html; charset=utf-8';
+
+const require = createRequire(import.meta.url);
+/** What /console/assets/ serves: htmx and uPlot from their npm packages, and our chart script. */
+const assets: Record<string, { readonly path: () => string; readonly type: string }> = {
+  'htmx.min.js': { path: () => require.resolve('htmx.org/dist/htmx.min.js'), type: 'text/javascript' },
+  'uPlot.iife.min.js': {
+    path: () => require.resolve('uplot/dist/uPlot.iife.min.js'),
+    type: 'text/javascript',
+  },
+  'uPlot.min.css': { path: () => require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css' },
+  'chart.js': { path: () => join(import.meta.dirname, 'assets', 'chart.js'), type: 'text/javascript' },
+};
+const assetText = new Map<string, string>();
+
+/** TRIBUTARY_CONSOLE_SAMPLE_SECONDS: how often the chart's history samples /metrics (default 10). */
+function sampleSeconds(env: NodeJS.ProcessEnv): number {
+  const text = env.TRIBUTARY_CONSOLE_SAMPLE_SECONDS ?? '10';
+  const seconds = Number(text);
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 3_600)
+    throw new Error(
+      `TRIBUTARY_CONSOLE_SAMPLE_SECONDS: expected whole seconds from 1 to 3600, got ${JSON.stringify(text)}`,
+    );
+  return seconds;
+}
+
+function client(app: FastifyInstance, request: FastifyRequest): ApiClient {
+  return new ApiClient(app, request.headers.authorization);
+}
+
+function isMirrorAction(value: unknown): value is MirrorAction {
+  return typeof value === 'string' && Object.hasOwn(actions, value);
+}
+
+/**
+ * A browser sends stored Basic credentials with any form post, also one a
+ * foreign page makes it send: only posts from the console's own pages act.
+ */
+function isSameOrigin(request: FastifyRequest): boolean {
+  const fetchSite = request.headers['sec-fetch-site'];
+  if (fetchSite !== undefined) return fetchSite === 'same-origin' || fetchSite === 'none';
+  const origin = request.headers.origin;
+  if (origin === undefined) return true;
+  try {
+    return new URL(origin).host === request.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+export function consoleRoutes(app: FastifyInstance): void {
+  const sampleMs = sampleSeconds(process.env) * 1000;
+  // /metrics needs no credentials, so the sampler reads it like Prometheus does.
+  const history = new MetricsHistory(
+    async () => (await app.inject({ method: 'GET', url: '/metrics' })).body,
+    {
+      intervalMs: sampleMs,
+    },
+  );
+  app.addHook('onClose', async () => history.stop());
+
+  // Form posts are accepted here only; the API stays JSON-only.
+  app.register(async (scope) => {
+    scope.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string', bodyLimit: 4096 },
+      (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
+    );
+    // Sampling starts with the first console request: a facade nobody looks at
+    // through the console does not scrape itself.
+    scope.addHook('onRequest', async () => history.start());
+
+    scope.get<{ Params: { asset: string } }>('/console/assets/:asset', async (request, reply) => {
+      const asset = Object.hasOwn(assets, request.params.asset) ? assets[request.params.asset] : undefined;
+      if (!asset)
+        return reply
+          .code(404)
+          .type(htmlType)
+          .send(messagePage('Not found', 'no such file', '/'));
+      let text = assetText.get(request.params.asset);
+      if (text === undefined) {
+        text = readFileSync(asset.path(), 'utf8');
+        assetText.set(request.params.asset, text);
+      }
+      return reply
+        .type(`${asset.type}; charset=utf-8`)
+        .header('cache-control', 'private, max-age=3600')
+        .send(text);
+    });
+
+    scope.get<{ Params: { name: string } }>('/mirrors/:name/history.json', async (request) =>
+      history.history(request.params.name),
+    );
+
+    scope.get('/', async (request, reply) => {
+      const api = client(app, request);
+      const gauges = mirrorGauges(await api.metricsText());
+      const rows: MirrorRow[] = await Promise.all(
+        gauges.map(async (gauge) => {
+          const { body } = await api.post<MirrorStatus>('/api/v1/mirrors/status', {
+            flowJobName: gauge.mirror,
+            includeFlowInfo: true,
+          });
+          const config = body.cdcStatus?.config;
+          return config
+            ? { ...gauge, source: config.sourceName, destination: config.destinationName }
+            : gauge;
+        }),
+      );
+      return reply.type(htmlType).send(mirrorListPage(rows));
+    });
+
+    scope.get<{ Params: { name: string }; Querystring: { level?: string; page?: string } }>(
+      '/mirrors/:name',
+      async (request, reply) => {
+        const { name } = request.params;
+        const level: LogLevelFilter = (logLevels as readonly string[]).includes(request.query.level ?? '')
+          ? (request.query.level as LogLevelFilter)
+          : 'ALL';
+        const logPage = Math.max(1, Math.min(1_000_000, Number.parseInt(request.query.page ?? '1', 10) || 1));
+        const api = client(app, request);
+        const status = await api.post<MirrorStatus>('/api/v1/mirrors/status', {
+          flowJobName: name,
+          includeFlowInfo: true,
+        });
+        if (status.status !== 200) {
+          return reply
+            .code(status.status)
+            .type(htmlType)
+            .send(messagePage('Mirror not found', status.body.errorMessage || `no mirror ${name}`, '/'));
+        }
+        const config = status.body.cdcStatus?.config;
+        const [batches, logs, peers] = await Promise.all([
+          api.post<Batches>('/api/v1/mirrors/cdc/batches', { flowJobName: name, limit: 20 }),
+          api.post<Logs>('/api/v1/mirrors/logs', {
+            flowJobName: name,
+            level,
+            page: logPage,
+            numPerPage: logsPerPage,
+          }),
+          Promise.all(
+            (config
+              ? [
+                  ['source', config.sourceName],
+                  ['destination', config.destinationName],
+                ]
+              : []
+            ).map(async ([role, peer]) => {
+              const info = await api.get<PeerInfo>(`/api/v1/peers/info/${encodeURIComponent(peer ?? '')}`);
+              return { role: role ?? '', info: info.status === 200 ? info.body : undefined };
+            }),
+          ),
+        ]);
+        return reply.type(htmlType).send(
+          mirrorPage({
+            status: status.body,
+            batches: batches.status === 200 ? batches.body : { cdcBatches: [], total: 0 },
+            logs: logs.status === 200 ? logs.body : { errors: [], total: 0, page: 1 },
+            level,
+            peers,
+            sampleMs,
+          }),
+        );
+      },
+    );
+
+    scope.get<{ Params: { name: string }; Querystring: { action?: string } }>(
+      '/mirrors/:name/confirm',
+      async (request, reply) => {
+        const { action } = request.query;
+        if (!isMirrorAction(action)) {
+          return reply
+            .code(400)
+            .type(htmlType)
+            .send(messagePage('Unknown action', 'action must be pause, resume or drop', '/'));
+        }
+        return reply.type(htmlType).send(confirmPage(request.params.name, action));
+      },
+    );
+
+    scope.post<{ Params: { name: string }; Body: Record<string, string> | undefined }>(
+      '/mirrors/:name/action',
+      async (request, reply: FastifyReply) => {
+        const { name } = request.params;
+        const back = `/mirrors/${encodeURIComponent(name)}`;
+        if (!isSameOrigin(request)) {
+          return reply
+            .code(403)
+            .type(htmlType)
+            .send(messagePage('Refused', 'this form was posted from another site', back));
+        }
+        const action = request.body?.action;
+        if (!isMirrorAction(action)) {
+          return reply
+            .code(400)
+            .type(htmlType)
+            .send(messagePage('Unknown action', 'action must be pause, resume or drop', back));
+        }
+        const answer = await client(app, request).post<{ errorMessage?: string; message?: string }>(
+          '/api/v1/mirrors/state_change',
+          { flowJobName: name, requestedFlowState: actions[action].requestedFlowState },
+        );
+        if (answer.status !== 200) {
+          const message =
+            answer.body.message ?? answer.body.errorMessage ?? `the API answered ${answer.status}`;
+          return reply
+            .code(answer.status)
+            .type(htmlType)
+            .send(messagePage(`Could not ${action} ${name}`, message, back));
+        }
+        // Post/redirect/get: a reload of the page does not repeat the action.
+        return reply.redirect(action === 'drop' ? '/' : back, 303);
+      },
+    );
+  });
+}

@@ -1,0 +1,239 @@
+// The web console in a real browser (Debian's chromium driven by playwright-core):
+// a running mirror in the list, its page, pause with the button and its
+// confirmation, a failed mirror's error in the logs view filtered by level, and
+// axe-core's accessibility rules on every page. Screenshots of each page go to
+// .testenv/console-screenshots/ (and of the page at hand when a step fails);
+// TRIBUTARY_CONSOLE_SCREENSHOTS=docs/console writes the ones docs/console.md shows.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
+import { type StandaloneProcess, startStandalone } from '../support/standalone-process.ts';
+import { repoRoot, testenvDir } from '../support/testenv.ts';
+
+const chromiumPath = '/usr/bin/chromium';
+const password = 'console-browser-password';
+const screenshotDir = join(testenvDir, 'console-screenshots');
+const docsScreenshotDir = process.env.TRIBUTARY_CONSOLE_SCREENSHOTS
+  ? join(repoRoot, process.env.TRIBUTARY_CONSOLE_SCREENSHOTS)
+  : undefined;
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** The text a person sees in an element (Playwright's innerText: layout-aware, cells apart). */
+function shownText(locator: Locator): Promise<string> {
+  // biome-ignore lint/performance/useDomNodeTextContent: Playwright's Locator.innerText, not the DOM property
+  return locator.innerText();
+}
+
+interface AxeViolation {
+  readonly id: string;
+  readonly help: string;
+  readonly nodes: readonly { readonly target: readonly string[] }[];
+}
+
+describe.skipIf(!existsSync(chromiumPath))('web console in chromium', () => {
+  let source: TestDatabase;
+  let destination: TestDatabase;
+  let service: StandaloneProcess;
+  let browser: Browser;
+  let page: Page;
+  const dataDir = join(mkdtempSync(join(tmpdir(), 'tributary-console-browser-')), 'data');
+  const suffix = randomSuffix();
+  const mirror = `shop-${suffix}`;
+  const broken = `notes-${suffix}`;
+
+  const state = async (name: string) =>
+    (
+      (await service.call('POST', '/api/v1/mirrors/status', { flowJobName: name })).body as {
+        currentFlowState: string;
+      }
+    ).currentFlowState;
+  const createMirror = (name: string, table: string) =>
+    service.call('POST', '/api/v1/flows/cdc/create', {
+      connection_configs: {
+        flow_job_name: name,
+        source_name: `src-${suffix}`,
+        destination_name: `dst-${suffix}`,
+        table_mappings: [{ source_table_identifier: table, destination_table_identifier: table }],
+        do_initial_snapshot: true,
+        idle_timeout_seconds: 1,
+      },
+    });
+
+  /** Runs one step; on failure keeps a screenshot of the page, named after the step. */
+  async function step(name: string, body: () => Promise<void>): Promise<void> {
+    try {
+      await body();
+      mkdirSync(screenshotDir, { recursive: true });
+      await page.screenshot({ path: join(screenshotDir, `${name}.png`), fullPage: true });
+    } catch (error) {
+      mkdirSync(screenshotDir, { recursive: true });
+      const path = join(screenshotDir, `${name}-failed.png`);
+      await page.screenshot({ path, fullPage: true }).catch(() => {});
+      throw new Error(`${name} failed (screenshot: ${path})`, { cause: error });
+    }
+  }
+
+  async function expectAccessible(): Promise<void> {
+    await page.addScriptTag({ content: axeSource });
+    const violations = await page.evaluate(async () => {
+      const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
+      return (await axe.run()).violations.map(({ id, help, nodes }) => ({
+        id,
+        help,
+        nodes: nodes.map((node) => ({ target: node.target })),
+      }));
+    });
+    expect(violations, JSON.stringify(violations, null, 1)).toEqual([]);
+  }
+
+  beforeAll(async () => {
+    [source, destination] = await Promise.all([createTestDatabase('web_src'), createTestDatabase('web_dst')]);
+    await source.client.query(`CREATE TABLE orders (id int PRIMARY KEY, item text)`);
+    await source.client.query(`INSERT INTO orders SELECT g, 'item ' || g FROM generate_series(1, 100) g`);
+    await source.client.query(`CREATE TABLE notes (id int PRIMARY KEY, body text)`);
+    await source.client.query(`ALTER TABLE notes REPLICA IDENTITY NOTHING`);
+    // The chart's history samples /metrics every second, so the test sees it move.
+    service = await startStandalone(dataDir, password, { env: { TRIBUTARY_CONSOLE_SAMPLE_SECONDS: '1' } });
+    for (const [name, database] of [
+      [`src-${suffix}`, source],
+      [`dst-${suffix}`, destination],
+    ] as const) {
+      const { host, port, user, password: secret, database: db } = database.config;
+      const created = await service.call('POST', '/api/v1/peers/create', {
+        peer: { name, type: 3, relational_config: { host, port, user, password: secret, database: db } },
+      });
+      expect(created.status).toBe(200);
+    }
+    expect((await createMirror(mirror, 'public.orders')).status).toBe(200);
+    expect((await createMirror(broken, 'public.notes')).status).toBe(200);
+    await waitFor(async () => (await state(mirror)) === 'STATUS_RUNNING', 60_000, 'running');
+    await waitFor(async () => (await state(broken)) === 'STATUS_FAILED', 60_000, 'failed');
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
+    const context = await browser.newContext({ httpCredentials: { username: '', password } });
+    page = await context.newPage();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+    await Promise.all([source?.drop(), destination?.drop()]);
+  });
+
+  it('shows the running mirror, pauses it with the button, and shows a failed mirror’s error', async () => {
+    await source.client.query(`INSERT INTO orders VALUES (1001, 'bread')`);
+    await step('list', async () => {
+      await page.goto(`${service.baseUrl}/`);
+      const row = page.getByRole('row').filter({ hasText: mirror });
+      await expect
+        .poll(async () => (await shownText(row)).replace(/\s+/g, ' '), { timeout: 30_000 })
+        .toMatch(new RegExp(`${mirror} running src-${suffix} → dst-${suffix} .* 101 #\\d+, \\d+ s ago`));
+      await expect
+        .poll(async () => await shownText(page.getByRole('row').filter({ hasText: broken })))
+        .toContain('failed');
+      await expectAccessible();
+      if (docsScreenshotDir)
+        await page.screenshot({ path: join(docsScreenshotDir, 'mirrors.png'), fullPage: true });
+    });
+
+    await step('live-list', async () => {
+      // htmx refreshes the list in place: a new row at the source shows up without a reload.
+      await page.evaluate(() => {
+        (globalThis as unknown as { notReloaded: boolean }).notReloaded = true;
+      });
+      await source.client.query(`INSERT INTO orders VALUES (1002, 'butter')`);
+      const row = page.getByRole('row').filter({ hasText: mirror });
+      await expect
+        .poll(async () => (await shownText(row)).replace(/\s+/g, ' '), { timeout: 45_000 })
+        .toContain(' 102 ');
+      expect(
+        await page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded),
+      ).toBe(true);
+    });
+
+    await step('mirror', async () => {
+      await page.getByRole('link', { name: mirror }).click();
+      await page.waitForURL(`**/mirrors/${mirror}`);
+      expect(await shownText(page.getByRole('heading', { level: 1 }))).toBe(`Mirror ${mirror}`);
+      expect(await shownText(page.locator('.state').first())).toBe('running');
+      expect(await shownText(page.getByRole('row').filter({ hasText: 'public.orders' }))).toMatch(
+        /done\s+100/,
+      );
+      await expectAccessible();
+    });
+
+    await step('chart', async () => {
+      // uPlot draws the lag and throughput history, and it grows as the console samples /metrics.
+      await page.locator('#history-chart .uplot canvas').waitFor({ timeout: 30_000 });
+      const points = async () => Number(await page.locator('#history-chart').getAttribute('data-points'));
+      const before = await points();
+      expect(before).toBeGreaterThan(0);
+      await source.client.query(`INSERT INTO orders SELECT g, 'more' FROM generate_series(2000, 2100) g`);
+      await expect.poll(points, { timeout: 30_000 }).toBeGreaterThan(before);
+      const history = (await (
+        await page.request.get(`${service.baseUrl}/mirrors/${mirror}/history.json`)
+      ).json()) as { time: number[]; lagBytes: (number | null)[]; rowsPerSecond: (number | null)[] };
+      expect(history.lagBytes.some((value) => value !== null)).toBe(true);
+      await expect
+        .poll(
+          async () => {
+            const latest = (await (
+              await page.request.get(`${service.baseUrl}/mirrors/${mirror}/history.json`)
+            ).json()) as {
+              rowsPerSecond: (number | null)[];
+            };
+            return latest.rowsPerSecond.some((value) => value !== null && value > 0);
+          },
+          { timeout: 30_000 },
+        )
+        .toBe(true);
+      await expectAccessible();
+      if (docsScreenshotDir)
+        await page.screenshot({ path: join(docsScreenshotDir, 'mirror.png'), fullPage: true });
+    });
+
+    await step('pause', async () => {
+      await page.getByRole('link', { name: 'Pause…' }).click();
+      await page.waitForURL(`**/mirrors/${mirror}/confirm?action=pause`);
+      await expectAccessible();
+      // The keyboard reaches the button: focus it and press Enter.
+      await page.getByRole('button', { name: `Pause ${mirror}` }).focus();
+      await page.keyboard.press('Enter');
+      await page.waitForURL(`**/mirrors/${mirror}`);
+      await waitFor(async () => (await state(mirror)) === 'STATUS_PAUSED', 60_000, 'paused');
+      await page.reload();
+      expect(await shownText(page.locator('.state').first())).toBe('paused');
+      expect(await page.getByRole('link', { name: 'Resume…' }).count()).toBe(1);
+    });
+
+    await step('logs', async () => {
+      await page.goto(`${service.baseUrl}/mirrors/${broken}`);
+      expect(await shownText(page.locator('.state').first())).toBe('failed');
+      await page.getByLabel('Level').selectOption('ERROR');
+      await page.getByRole('button', { name: 'Show' }).click();
+      await page.waitForURL(/level=ERROR/);
+      const logRows = page.locator('#logs ~ table tbody tr');
+      expect(await logRows.count()).toBeGreaterThan(0);
+      expect(await shownText(logRows.first())).toMatch(
+        /error\s+source is not ready for replication: .*REPLICA IDENTITY NOTHING/,
+      );
+      await expectAccessible();
+      if (docsScreenshotDir)
+        await page.screenshot({ path: join(docsScreenshotDir, 'logs.png'), fullPage: true });
+    });
+  });
+});

@@ -1,0 +1,166 @@
+// The web console of a real standalone process, over HTTP as a browser without
+// JavaScript uses it: behind the API's authentication, a mirror in the list, its
+// page with configuration, tables, peers, batches and filtered logs, and pause /
+// drop through the confirmation form. (No browser-driven test yet: see docs/console.md.)
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
+import { type StandaloneProcess, startStandalone } from '../support/standalone-process.ts';
+
+const password = 'console-e2e-password';
+const authorization = `Basic ${Buffer.from(`:${password}`).toString('base64')}`;
+
+describe('web console', () => {
+  let source: TestDatabase;
+  let destination: TestDatabase;
+  let service: StandaloneProcess;
+  const dataDir = join(mkdtempSync(join(tmpdir(), 'tributary-console-')), 'data');
+  const suffix = randomSuffix();
+  const mirror = `shop-${suffix}`;
+
+  const open = async (path: string, init: RequestInit = {}) => {
+    const response = await fetch(`${service.baseUrl}${path}`, {
+      redirect: 'manual',
+      ...init,
+      headers: { authorization, ...(init.headers as Record<string, string> | undefined) },
+    });
+    return {
+      status: response.status,
+      location: response.headers.get('location'),
+      text: await response.text(),
+    };
+  };
+  const post = (path: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
+    open(path, {
+      method: 'POST',
+      body: new URLSearchParams(form).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    });
+  const state = async () =>
+    (
+      (await service.call('POST', '/api/v1/mirrors/status', { flowJobName: mirror })).body as {
+        currentFlowState: string;
+      }
+    ).currentFlowState;
+
+  beforeAll(async () => {
+    [source, destination] = await Promise.all([createTestDatabase('con_src'), createTestDatabase('con_dst')]);
+    await source.client.query(`CREATE TABLE orders (id int PRIMARY KEY, item text)`);
+    await source.client.query(`INSERT INTO orders SELECT g, 'item ' || g FROM generate_series(1, 250) g`);
+    service = await startStandalone(dataDir, password);
+    for (const [name, database] of [
+      [`src-${suffix}`, source],
+      [`dst-${suffix}`, destination],
+    ] as const) {
+      const { host, port, user, password: secret, database: db } = database.config;
+      const created = await service.call('POST', '/api/v1/peers/create', {
+        peer: { name, type: 3, relational_config: { host, port, user, password: secret, database: db } },
+      });
+      expect(created.status).toBe(200);
+    }
+    const created = await service.call('POST', '/api/v1/flows/cdc/create', {
+      connection_configs: {
+        flow_job_name: mirror,
+        source_name: `src-${suffix}`,
+        destination_name: `dst-${suffix}`,
+        table_mappings: [
+          { source_table_identifier: 'public.orders', destination_table_identifier: 'public.orders' },
+        ],
+        do_initial_snapshot: true,
+        idle_timeout_seconds: 1,
+      },
+    });
+    expect(created.status).toBe(200);
+    await waitFor(async () => (await state()) === 'STATUS_RUNNING', 60_000, 'running');
+    await source.client.query(`INSERT INTO orders VALUES (1001, 'bread')`);
+    await waitFor(
+      async () => {
+        const { body } = await service.call('POST', '/api/v1/mirrors/cdc/batches', {
+          flowJobName: mirror,
+          limit: 1,
+        });
+        const last = (body as { cdcBatches: { endTime: string | null; numRows: string }[] }).cdcBatches[0];
+        return last !== undefined && last.endTime !== null && last.numRows === '1';
+      },
+      60_000,
+      'a finished CDC batch with the new row',
+    );
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    await Promise.all([source?.drop(), destination?.drop()]);
+  });
+
+  it('asks for the API password', async () => {
+    const response = await fetch(`${service.baseUrl}/`);
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toMatch(/^Basic realm="tributary"/);
+    await response.body?.cancel();
+  });
+
+  it('lists the mirror with its state, peers, rows and last batch', async () => {
+    const list = await open('/');
+    expect(list.status).toBe(200);
+    expect(list.text).toContain(`<a href="/mirrors/${mirror}">${mirror}</a>`);
+    const row = list.text.slice(list.text.indexOf(`/mirrors/${mirror}"`));
+    expect(row).toMatch(/<td class="state">running<\/td>/);
+    expect(row).toContain(`src-${suffix} → dst-${suffix}`);
+    expect(row).toMatch(/<td>251<\/td>/);
+    expect(row).toMatch(/<td>#\d+, \d+ s ago<\/td>/);
+  });
+
+  it("shows a mirror's configuration, tables, masked peers, batches and logs", async () => {
+    const page = await open(`/mirrors/${mirror}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`<h1>Mirror ${mirror}</h1>`);
+    expect(page.text).toMatch(/<th scope="row">idleTimeoutSeconds<\/th><td>1<\/td>/);
+    expect(page.text).toMatch(
+      /<td>public\.orders<\/td><td>public\.orders<\/td>\s*<td>done<\/td>\s*<td>250<\/td>/,
+    );
+    expect(page.text).toContain('&quot;password&quot;:&quot;********&quot;');
+    expect(page.text).not.toContain(source.config.password);
+    expect(page.text).toMatch(/<td>#\d+<\/td><td>1<\/td>/);
+    expect(page.text).toContain('initial load finished');
+    // The level filter: only errors (there are none), so no info line.
+    const errorsOnly = await open(`/mirrors/${mirror}?level=ERROR`);
+    expect(errorsOnly.text).toContain('<option value="ERROR" selected>');
+    expect(errorsOnly.text).not.toContain('initial load finished');
+    expect((await open('/mirrors/no-such-mirror')).status).toBe(404);
+  });
+
+  it('pauses through the confirmation form, and refuses a form posted from another site', async () => {
+    const confirm = await open(`/mirrors/${mirror}/confirm?action=pause`);
+    expect(confirm.text).toContain(`<form method="post" action="/mirrors/${mirror}/action">`);
+    expect(confirm.text).toContain('<input type="hidden" name="action" value="pause">');
+
+    const foreign = await post(
+      `/mirrors/${mirror}/action`,
+      { action: 'pause' },
+      { origin: 'https://evil.example' },
+    );
+    expect(foreign.status).toBe(403);
+    expect(await state()).toBe('STATUS_RUNNING');
+
+    const paused = await post(`/mirrors/${mirror}/action`, { action: 'pause' });
+    expect(paused).toMatchObject({ status: 303, location: `/mirrors/${mirror}` });
+    await waitFor(async () => (await state()) === 'STATUS_PAUSED', 60_000, 'paused');
+    const page = await open(`/mirrors/${mirror}`);
+    expect(page.text).toContain('<span class="state">paused</span>');
+    expect(page.text).toContain(`/mirrors/${mirror}/confirm?action=resume`);
+    expect((await post(`/mirrors/${mirror}/action`, { action: 'explode' })).status).toBe(400);
+  });
+
+  it('drops the mirror and the list no longer shows it', async () => {
+    const dropped = await post(`/mirrors/${mirror}/action`, { action: 'drop' });
+    expect(dropped).toMatchObject({ status: 303, location: '/' });
+    await waitFor(async () => (await state()) === 'STATUS_TERMINATED', 60_000, 'dropped');
+    await waitFor(
+      async () => !(await open('/')).text.includes(`/mirrors/${mirror}"`),
+      30_000,
+      'gone from the list',
+    );
+  });
+});
