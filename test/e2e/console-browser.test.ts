@@ -34,7 +34,7 @@ interface AxeViolation {
   readonly nodes: readonly { readonly target: readonly string[] }[];
 }
 
-describe.skipIf(!existsSync(chromiumPath))('web console in chromium', () => {
+describe('web console in chromium', () => {
   let source: TestDatabase;
   let destination: TestDatabase;
   let service: StandaloneProcess;
@@ -91,6 +91,7 @@ describe.skipIf(!existsSync(chromiumPath))('web console in chromium', () => {
   }
 
   beforeAll(async () => {
+    if (!existsSync(chromiumPath)) throw new Error(`no ${chromiumPath}: run scripts/testenv/up.sh browser`);
     [source, destination] = await Promise.all([createTestDatabase('web_src'), createTestDatabase('web_dst')]);
     await source.client.query(`CREATE TABLE orders (id int PRIMARY KEY, item text)`);
     await source.client.query(`INSERT INTO orders SELECT g, 'item ' || g FROM generate_series(1, 100) g`);
