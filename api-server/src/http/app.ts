@@ -32,9 +32,10 @@ function errorBody(request: FastifyRequest, error: ApiError): unknown {
   const shape = request.routeOptions.config?.errorShape ?? 'grpc';
   if (shape === 'peer') return { status: 'FAILED', message: error.message };
   if (shape === 'status') {
-    const body = request.body as { flowJobName?: unknown } | undefined;
+    const body = request.body as { flowJobName?: unknown; flow_job_name?: unknown } | undefined;
+    const name = body?.flowJobName ?? body?.flow_job_name;
     return {
-      flowJobName: typeof body?.flowJobName === 'string' ? body.flowJobName : '',
+      flowJobName: typeof name === 'string' ? name : '',
       errorMessage: error.message,
       currentFlowState: 'STATUS_UNKNOWN',
       ok: false,

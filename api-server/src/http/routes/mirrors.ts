@@ -12,10 +12,11 @@ import { formatTableName, type TableMapping } from '../../../../engine/src/resou
 import type { FacadeContext } from '../context.ts';
 import {
   checkDistinctTables,
+  type FieldNamer,
   mappingFromWire,
   mirrorConfigToWire,
   mirrorSpecFromWire,
-  parseWith,
+  parseRequest,
   validMirrorSpec,
 } from '../convert.ts';
 import { ApiError } from '../errors.ts';
@@ -49,8 +50,11 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
   const phaseOf = async (name: string) => (await catalog.getRuntime(name))?.phase;
 
   app.post('/api/v1/flows/cdc/create', async (request) => {
-    const { connection_configs: config } = parseWith(createMirrorRequest, request.body);
-    const spec = mirrorSpecFromWire(config);
+    const {
+      body: { connection_configs: config },
+      field,
+    } = parseRequest(createMirrorRequest, request);
+    const spec = mirrorSpecFromWire(config, field);
     if (await store.getMirror(spec.name)) {
       throw new ApiError('mirrorExists', `invalid mirror: a mirror named ${spec.name} already exists`);
     }
@@ -83,19 +87,27 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
   });
 
   app.post('/api/v1/mirrors/state_change', async (request) => {
-    const body = parseWith(stateChangeRequest, request.body);
+    const { body, field } = parseRequest(stateChangeRequest, request);
     const mirror = await store.getMirror(body.flowJobName);
     if (!mirror || mirror.deleting) throw unknownMirror(body.flowJobName);
     const phase = await phaseOf(mirror.name);
     const edit = body.flowConfigUpdate?.cdcFlowConfigUpdate;
 
     if (body.requestedFlowState === 'STATUS_TERMINATING') {
-      if (edit) throw new ApiError('invalidArgument', 'flowConfigUpdate: only allowed with STATUS_RUNNING');
+      if (edit)
+        throw new ApiError(
+          'invalidArgument',
+          `${field(['flowConfigUpdate'])}: only allowed with STATUS_RUNNING`,
+        );
       await store.markMirrorDeleting(mirror.name);
       return { ok: true, errorMessage: '' };
     }
     if (body.requestedFlowState === 'STATUS_PAUSED') {
-      if (edit) throw new ApiError('invalidArgument', 'flowConfigUpdate: only allowed with STATUS_RUNNING');
+      if (edit)
+        throw new ApiError(
+          'invalidArgument',
+          `${field(['flowConfigUpdate'])}: only allowed with STATUS_RUNNING`,
+        );
       if (phase && !pausableFrom.includes(phase)) {
         throw new ApiError(
           'failedPrecondition',
@@ -110,7 +122,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       if (mirror.spec.state !== 'Paused' || phase !== 'paused') {
         throw new ApiError('failedPrecondition', `mirror ${mirror.name} must be paused before it is edited`);
       }
-      const spec = validMirrorSpec({ ...(await editedSpec(context, mirror, edit)), state: 'Running' });
+      const spec = validMirrorSpec({ ...(await editedSpec(context, mirror, edit, field)), state: 'Running' });
       await store.updateMirrorSpec(mirror.name, spec);
       return {};
     }
@@ -127,7 +139,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
   });
 
   app.post('/api/v1/mirrors/status', { config: { errorShape: 'status' } }, async (request, reply) => {
-    const body = parseWith(mirrorStatusRequest, request.body);
+    const { body } = parseRequest(mirrorStatusRequest, request);
     const mirror = await store.getMirror(body.flowJobName);
     const runtime = await catalog.getRuntime(body.flowJobName);
     if (!mirror && runtime?.phase !== 'terminated') {
@@ -187,7 +199,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
   });
 
   app.post('/api/v1/mirrors/cdc/batches', async (request) => {
-    const body = parseWith(batchesRequest, request.body);
+    const { body } = parseRequest(batchesRequest, request);
     if (!(await store.getMirror(body.flowJobName)) && !(await catalog.getRuntime(body.flowJobName))) {
       throw new ApiError('notFound', `mirror ${body.flowJobName} not found`);
     }
@@ -197,8 +209,9 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       // Capped: beyond 2^53 the product is inexact, and the catalog writes it into SQL as text.
       limit: limit > 0 ? Math.min(limit * page, Number.MAX_SAFE_INTEGER) : 0,
       ascending: body.ascending ?? false,
-      ...(body.beforeId !== undefined && body.beforeId !== -1n ? { beforeId: body.beforeId } : {}),
-      ...(body.afterId !== undefined && body.afterId !== -1n ? { afterId: body.afterId } : {}),
+      // -1 and 0 (proto3's unset) ignore the filter.
+      ...(body.beforeId !== undefined && body.beforeId > 0n ? { beforeId: body.beforeId } : {}),
+      ...(body.afterId !== undefined && body.afterId > 0n ? { afterId: body.afterId } : {}),
     });
     const pageRows = limit > 0 ? batches.slice((page - 1) * limit) : batches;
     return {
@@ -217,18 +230,19 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
   });
 
   app.post('/api/v1/mirrors/logs', async (request) => {
-    const body = parseWith(logsRequest, request.body);
-    const mirror = body.flow_job_name ?? body.flowJobName ?? '';
+    const { body } = parseRequest(logsRequest, request);
+    const mirror = body.flow_job_name ?? '';
     const level = body.level ?? 'ALL';
-    const perPage = body.num_per_page ?? body.numPerPage ?? 0;
+    const perPage = body.num_per_page ?? 0;
     const page = Math.max(1, body.page ?? 1);
-    const beforeId = body.before_id ?? body.beforeId;
-    const afterId = body.after_id ?? body.afterId;
+    const beforeId = body.before_id;
+    const afterId = body.after_id;
     const { entries, total } = await catalog.listLogs({
       ...(mirror ? { mirror } : {}),
       ...(level === 'ALL' ? {} : { levels: [level as LogLevel] }),
-      ...(beforeId !== undefined && beforeId >= 0n ? { beforeId } : {}),
-      ...(afterId !== undefined && afterId >= 0n ? { afterId } : {}),
+      // 0 is proto3's unset; negative ids ignore the filter.
+      ...(beforeId !== undefined && beforeId > 0n ? { beforeId } : {}),
+      ...(afterId !== undefined && afterId > 0n ? { afterId } : {}),
       offset: (page - 1) * perPage,
       limit: perPage,
     });
@@ -274,12 +288,14 @@ async function editedSpec(
   context: FacadeContext,
   mirror: MirrorResource,
   edit: ConfigEdit,
+  field: FieldNamer,
 ): Promise<MirrorResourceSpec> {
-  const added = [...(edit.additional_tables ?? []), ...(edit.additionalTables ?? [])].map((table, index) =>
-    mappingFromWire(table, `flowConfigUpdate.cdcFlowConfigUpdate.additional_tables[${index}]`),
+  const at = (list: string, index: number) => ['flowConfigUpdate', 'cdcFlowConfigUpdate', list, index];
+  const added = (edit.additional_tables ?? []).map((table, index) =>
+    mappingFromWire(table, at('additional_tables', index), field),
   );
-  const removed = [...(edit.removed_tables ?? []), ...(edit.removedTables ?? [])].map((table, index) =>
-    mappingFromWire(table, `flowConfigUpdate.cdcFlowConfigUpdate.removed_tables[${index}]`),
+  const removed = (edit.removed_tables ?? []).map((table, index) =>
+    mappingFromWire(table, at('removed_tables', index), field),
   );
   const key = (mapping: TableMapping) => formatTableName(mapping.source);
   const removedKeys = new Set(removed.map(key));
@@ -298,10 +314,10 @@ async function editedSpec(
   }
   const kept = mirror.spec.tableMappings.filter((mapping) => !removedKeys.has(key(mapping)));
   const tableMappings = [...kept, ...added];
-  checkDistinctTables(tableMappings, (index) =>
+  checkDistinctTables(tableMappings, (index, side) =>
     index < kept.length
-      ? 'flowConfigUpdate.cdcFlowConfigUpdate'
-      : `flowConfigUpdate.cdcFlowConfigUpdate.additional_tables[${index - kept.length}]`,
+      ? field(['flowConfigUpdate', 'cdcFlowConfigUpdate'])
+      : field([...at('additional_tables', index - kept.length), `${side}_table_identifier`]),
   );
   if (tableMappings.length === 0) throw new ApiError('invalidArgument', 'a mirror needs at least one table');
   if (added.length > 0) {
@@ -310,12 +326,15 @@ async function editedSpec(
       throw invalidMirror(`source peer ${mirror.spec.sourcePeer} is gone`);
     await checkTablesExist(context, source.peer.config, added);
   }
-  const batchSize = edit.batch_size ?? edit.batchSize;
-  const idleTimeout = edit.idle_timeout ?? edit.idleTimeout;
+  const optional = <T>(key: keyof MirrorResourceSpec, value: T | undefined) =>
+    value === undefined ? {} : { [key]: value };
   return {
     ...mirror.spec,
     tableMappings,
-    ...(batchSize !== undefined ? { maxBatchSize: batchSize } : {}),
-    ...(idleTimeout !== undefined ? { idleTimeoutSeconds: idleTimeout } : {}),
+    ...optional('maxBatchSize', edit.batch_size),
+    ...optional('idleTimeoutSeconds', edit.idle_timeout),
+    ...optional('snapshotNumRowsPerPartition', edit.snapshot_num_rows_per_partition),
+    ...optional('snapshotMaxParallelWorkers', edit.snapshot_max_parallel_workers),
+    ...optional('snapshotNumTablesInParallel', edit.snapshot_num_tables_in_parallel),
   };
 }
