@@ -19,6 +19,7 @@ import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
 import type { EngineRunConfig, EngineRuntime } from '../../../engine/src/control/engine-runtime.ts';
 import { teardownWithConfig } from '../../../engine/src/control/in-process-runtime.ts';
 import { group, version } from '../crds/schemas.ts';
+import { kubeObjectName } from '../kube/object-names.ts';
 import { engineConfigDocument } from './engine-config-file.ts';
 
 export interface StatefulSetRuntimeOptions {
@@ -38,8 +39,9 @@ export const mirrorLabel = 'tributary.dev/mirror';
 /** Where an engine pod serves Prometheus metrics (the chart's PodMonitor scrapes it by name). */
 export const engineMetricsPort = 9090;
 
+/** Named after the Mirror's object name: a mirror's API name may hold `_` (kube/object-names.ts). */
 export function engineObjectName(mirror: string): string {
-  return `tributary-engine-${mirror}`;
+  return `tributary-engine-${kubeObjectName(mirror)}`;
 }
 
 export function engineStatefulSet(
@@ -52,7 +54,7 @@ export function engineStatefulSet(
   const labels = {
     'app.kubernetes.io/name': 'tributary-engine',
     'app.kubernetes.io/managed-by': 'tributary',
-    [mirrorLabel]: mirror,
+    [mirrorLabel]: kubeObjectName(mirror),
   };
   return {
     apiVersion: 'apps/v1',
@@ -68,7 +70,7 @@ export function engineStatefulSet(
               {
                 apiVersion: `${group}/${version}`,
                 kind: 'Mirror',
-                name: mirror,
+                name: kubeObjectName(mirror),
                 uid: owner.uid,
                 controller: true,
                 blockOwnerDeletion: true,
@@ -82,7 +84,7 @@ export function engineStatefulSet(
       serviceName: name,
       podManagementPolicy: 'OrderedReady',
       updateStrategy: { type: 'RollingUpdate' },
-      selector: { matchLabels: { [mirrorLabel]: mirror } },
+      selector: { matchLabels: { [mirrorLabel]: kubeObjectName(mirror) } },
       template: {
         metadata: { labels, annotations: { [generationAnnotation]: String(generation) } },
         spec: {
@@ -173,7 +175,7 @@ export class StatefulSetEngineRuntime implements EngineRuntime {
     const { namespace } = this.#options;
     const name = engineObjectName(mirror);
     const secret = {
-      metadata: { name, namespace, labels: { [mirrorLabel]: mirror } },
+      metadata: { name, namespace, labels: { [mirrorLabel]: kubeObjectName(mirror) } },
       type: 'Opaque',
       stringData: { 'engine.json': JSON.stringify(engineConfigDocument(config, this.#options.catalogUrl)) },
     };

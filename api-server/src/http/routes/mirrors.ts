@@ -80,7 +80,12 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       return { workflowId: workflowId(mirror) };
     } catch (error) {
       if (error instanceof ResourceExistsError) {
-        throw new ApiError('mirrorExists', `invalid mirror: a mirror named ${spec.name} already exists`);
+        // A subclass says why (cluster mode: the object name is another mirror's).
+        const reason =
+          error.constructor === ResourceExistsError
+            ? `a mirror named ${spec.name} already exists`
+            : error.message;
+        throw new ApiError('mirrorExists', `invalid mirror: ${reason}`);
       }
       throw error;
     }

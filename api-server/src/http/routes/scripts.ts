@@ -40,8 +40,12 @@ export function scriptRoutes(app: FastifyInstance, context: FacadeContext): void
     } catch (error) {
       if (error instanceof ResourceNotFoundError)
         throw new ApiError('notFound', `script ${script.id} does not exist`);
-      if (error instanceof ResourceExistsError)
-        throw new ApiError('conflict', `a script named ${script.name} exists`);
+      if (error instanceof ResourceExistsError) {
+        throw new ApiError(
+          'conflict',
+          error.constructor === ResourceExistsError ? `a script named ${script.name} exists` : error.message,
+        );
+      }
       throw error;
     }
   });
