@@ -2,6 +2,7 @@
 // peer secrets in Kubernetes Secrets. The facade writes through it; the
 // operator reads through it. Mirrors carry a finalizer, so deleting one (kubectl
 // or the API's drop) lets the operator tear it down before the object goes.
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   ApiException,
   CoreV1Api,
@@ -82,6 +83,11 @@ function invalidObject(error: unknown, kind: string, name: string): Error {
 
 /** How often a read-modify-write is retried when another writer changed the object in between (409). */
 const conflictRetries = 8;
+
+/** A short random pause before a retry, so that writers racing for one object spread out. */
+function conflictBackoff(attempt: number): Promise<void> {
+  return delay(Math.random() * 25 * attempt);
+}
 
 /**
  * Two API names whose object names coincide (see object-names.ts): the second
@@ -362,6 +368,7 @@ export class KubeStore implements ResourceStore {
         return this.#toMirror(replaced);
       } catch (error) {
         if (!isStatus(error, 409) || attempt >= conflictRetries) throw error;
+        await conflictBackoff(attempt);
       }
     }
   }
@@ -599,6 +606,7 @@ export class KubeStore implements ResourceStore {
         return script;
       } catch (error) {
         if (!isStatus(error, 409) || attempt >= conflictRetries) throw error;
+        await conflictBackoff(attempt);
       }
     }
   }
