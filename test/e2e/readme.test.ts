@@ -94,7 +94,7 @@ describe('README', () => {
       timeout: 120_000,
     });
     expect(stdout).toContain('"status":"CREATED"');
-    expect(stdout).toMatch(/"workflowId":"orders-/);
+    expect(stdout).toMatch(/"workflowId":"shop_orders-/);
     expect(stdout).toMatch(/3 \| bread/);
     expect(stdout).toContain('"currentFlowState":"STATUS_RUNNING"');
     expect(stdout).toContain('"cdcBatches":[{');

@@ -237,15 +237,25 @@ export class KubeStore implements ResourceStore {
       type: 'Opaque',
       stringData: { ...split.secrets },
     };
-    try {
-      await this.#core.replaceNamespacedSecret({
-        name: secretName,
-        namespace: this.#namespace,
-        body: secret,
-      });
-    } catch (error) {
-      if (!isStatus(error, 404)) throw error;
-      await this.#core.createNamespacedSecret({ namespace: this.#namespace, body: secret });
+    // Replace, or create when missing; a concurrent first write of the same peer
+    // may create it in between (409), and then the replace is tried again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#core.replaceNamespacedSecret({
+          name: secretName,
+          namespace: this.#namespace,
+          body: secret,
+        });
+        break;
+      } catch (error) {
+        if (!isStatus(error, 404)) throw error;
+      }
+      try {
+        await this.#core.createNamespacedSecret({ namespace: this.#namespace, body: secret });
+        break;
+      } catch (error) {
+        if (!isStatus(error, 409) || attempt >= conflictRetries) throw error;
+      }
     }
     const spec = { kind: peer.kind, [peer.kind]: split.config, secretRef: { name: secretName } };
     // Read, change, replace: the operator writes the Peer's status meanwhile, and
