@@ -22,7 +22,7 @@ describe('names', () => {
   const relationalPeer = (name: string, database = source.config.database) => ({
     peer: { name, type: 'RELATIONAL', relational_config: { ...source.config, database } },
   });
-  const createMirror = (name: string, destinationTable: string) =>
+  const createMirror = (name: string, destinationTable: string, extra: Record<string, unknown> = {}) =>
     facade.post('/api/v1/flows/cdc/create', {
       connectionConfigs: {
         flowJobName: name,
@@ -32,6 +32,7 @@ describe('names', () => {
           { sourceTableIdentifier: 'public.orders', destinationTableIdentifier: destinationTable },
         ],
         doInitialSnapshot: false,
+        ...extra,
       },
     });
 
@@ -54,7 +55,15 @@ describe('names', () => {
     const underscored = `pg_to_ch_${suffix}`;
     const dashed = `pg-to-ch-${suffix}`;
     expect((await createMirror(underscored, 'public.a')).statusCode).toBe(200);
-    expect((await createMirror(dashed, 'public.b')).statusCode).toBe(200);
+    // Both would use the slot tributary_pg_to_ch_…: refused until the second names its own.
+    const clash = await createMirror(dashed, 'public.b');
+    expect(clash.statusCode).toBe(400);
+    expect(clash.json().message).toContain('set replication_slot_name to another name');
+    const created = await createMirror(dashed, 'public.b', {
+      replicationSlotName: `dashed_${suffix}`,
+      publicationName: `dashed_${suffix}`,
+    });
+    expect(created.statusCode, created.body).toBe(200);
     const { store } = facade.controlPlane;
     expect((await store.getMirror(underscored))?.spec.tableMappings[0]?.destination.table).toBe('a');
     expect((await store.getMirror(dashed))?.spec.tableMappings[0]?.destination.table).toBe('b');

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { LogLevel, MirrorPhase } from '../../../../engine/src/catalog/catalog.ts';
+import { defaultPublicationName, defaultSlotName } from '../../../../engine/src/connectors/postgres/slot.ts';
 import { isSupportedDestination } from '../../../../engine/src/connectors/registry.ts';
 import { flowStateByPhase } from '../../../../engine/src/control/flow-state.ts';
 import {
@@ -74,6 +75,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       if (!(await store.getScriptByName(spec.script)))
         throw invalidMirror(`script ${spec.script} does not exist`);
     }
+    await checkSourceNamesFree(context, spec);
     await checkTablesExist(context, source.peer.config, spec.tableMappings);
     try {
       const mirror = await store.createMirror(spec);
@@ -263,6 +265,32 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       page,
     };
   });
+}
+
+/**
+ * Names that differ only in `_` and `-` (`pg_to_ch`, `pg-to-ch`) derive the same
+ * default slot and publication names: a second mirror on the same source would
+ * read the first one's slot. Refused, naming the field that resolves it.
+ */
+async function checkSourceNamesFree(context: FacadeContext, spec: MirrorResourceSpec): Promise<void> {
+  const slotOf = (mirror: MirrorResourceSpec) => mirror.replicationSlotName ?? defaultSlotName(mirror.name);
+  for (const other of await context.store.listMirrors()) {
+    if (other.spec.sourcePeer !== spec.sourcePeer) continue;
+    if (slotOf(other.spec) === slotOf(spec)) {
+      throw invalidMirror(
+        `replication slot ${slotOf(spec)} is mirror ${other.name}'s; set replication_slot_name to another name`,
+      );
+    }
+    if (
+      spec.publicationName === undefined &&
+      other.spec.publicationName === undefined &&
+      defaultPublicationName(other.spec.name) === defaultPublicationName(spec.name)
+    ) {
+      throw invalidMirror(
+        `publication ${defaultPublicationName(spec.name)} is mirror ${other.name}'s; set publication_name to another name`,
+      );
+    }
+  }
 }
 
 async function checkTablesExist(
