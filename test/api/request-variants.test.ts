@@ -418,6 +418,107 @@ describe('request variants', () => {
     });
   });
 
+  it('bodies as the original UI builds them: every field present, ids as strings', async () => {
+    const { store, catalog } = facade.controlPlane;
+    const name = `ui_${suffix}`;
+    const tableMapping = (table: string) => ({
+      sourceTableIdentifier: `public.${table}`,
+      destinationTableIdentifier: `public.${table}_copy`,
+      partitionKey: '',
+      exclude: [],
+      columns: [
+        {
+          sourceName: 'id',
+          destinationName: '',
+          destinationType: '',
+          ordering: 0,
+          partitioning: 0,
+          nullableEnabled: false,
+        },
+      ],
+      engine: 0,
+      shardingKey: '',
+      policyName: '',
+      partitionByExpr: '',
+    });
+    const created = await post('/api/v1/flows/cdc/create', {
+      connectionConfigs: {
+        flowJobName: name,
+        tableMappings: [tableMapping('orders')],
+        maxBatchSize: 1_000_000,
+        idleTimeoutSeconds: '60',
+        cdcStagingPath: '',
+        publicationName: '',
+        replicationSlotName: '',
+        doInitialSnapshot: true,
+        snapshotNumRowsPerPartition: 1_000_000,
+        snapshotNumPartitionsOverride: 0,
+        snapshotStagingPath: '',
+        snapshotMaxParallelWorkers: 4,
+        snapshotNumTablesInParallel: 1,
+        resync: false,
+        initialSnapshotOnly: false,
+        softDeleteColName: '',
+        syncedAtColName: '',
+        script: '',
+        system: 'Q',
+        sourceName: sourcePeer,
+        destinationName: destinationPeer,
+        env: {},
+        version: 0,
+        srcTableIdNameMapping: {},
+      },
+      attachToExisting: false,
+      tableMappings: [],
+    });
+    expect(created.statusCode, created.body).toBe(200);
+    const spec = unnamed(await store.getMirror(name));
+    expect(spec).toMatchObject({
+      maxBatchSize: 1_000_000,
+      idleTimeoutSeconds: 60,
+      tableMappings: [{ exclude: [], columns: [{ sourceName: 'id' }] }],
+    });
+    expect(spec).not.toHaveProperty('publicationName');
+    expect(spec).not.toHaveProperty('softDeleteColName');
+
+    for (const phase of ['setup', 'running', 'pausing', 'paused'] as const)
+      await catalog.transition(name, phase);
+    const stored = await store.getMirror(name);
+    if (!stored) throw new Error(`mirror ${name} is gone`);
+    await store.updateMirrorSpec(name, { ...stored.spec, state: 'Paused' });
+    const status = okJson(
+      await post('/api/v1/mirrors/status', { flowJobName: name, includeFlowInfo: true }),
+    ) as {
+      cdcStatus: { config: { idleTimeoutSeconds: string; maxBatchSize: number } };
+    };
+    // The UI copies the current values back, the 64-bit one as the string it read.
+    const edited = await post('/api/v1/mirrors/state_change', {
+      flowJobName: name,
+      requestedFlowState: 'STATUS_RUNNING',
+      flowConfigUpdate: {
+        cdcFlowConfigUpdate: {
+          additionalTables: [tableMapping('items')],
+          batchSize: status.cdcStatus.config.maxBatchSize,
+          idleTimeout: status.cdcStatus.config.idleTimeoutSeconds,
+          numberOfSyncs: 0,
+          removedTables: [],
+          updatedEnv: {},
+          snapshotNumRowsPerPartition: 0,
+          snapshotNumPartitionsOverride: 0,
+          snapshotMaxParallelWorkers: 0,
+          snapshotNumTablesInParallel: 0,
+        },
+      },
+      dropMirrorStats: false,
+      skipDestinationDrop: false,
+    });
+    expect(edited.statusCode, edited.body).toBe(200);
+    expect(edited.json()).toEqual({});
+    const after = unnamed(await store.getMirror(name));
+    expect(after.tableMappings.map((mapping) => mapping.source.table)).toEqual(['orders', 'items']);
+    expect(after).toMatchObject({ state: 'Running', maxBatchSize: 1_000_000, idleTimeoutSeconds: 60 });
+  });
+
   it('scripts: create and update', async () => {
     const { store } = facade.controlPlane;
     const name = (index: number | 'canonical') => `script_${suffix}_${index}`;
