@@ -38,6 +38,7 @@ import {
 import type { Condition } from '../conditions.ts';
 import { group, version } from '../crds/schemas.ts';
 import { apiNameAnnotation, apiNameOf, kubeObjectName } from './object-names.ts';
+import { retryingThrottled } from './retry-throttled.ts';
 
 export const teardownFinalizer = 'tributary.dev/teardown';
 const managedByLabel = { 'app.kubernetes.io/managed-by': 'tributary' };
@@ -155,8 +156,8 @@ export class KubeStore implements ResourceStore {
   constructor(config: KubeConfig, namespace: string) {
     this.#config = config;
     this.#namespace = namespace;
-    this.#objects = config.makeApiClient(CustomObjectsApi);
-    this.#core = config.makeApiClient(CoreV1Api);
+    this.#objects = retryingThrottled(config.makeApiClient(CustomObjectsApi));
+    this.#core = retryingThrottled(config.makeApiClient(CoreV1Api));
   }
 
   #at(plural: string) {
