@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { engineObjectName, engineStatefulSet, mirrorLabel } from '../runtime/statefulset-runtime.ts';
 import { apiNameAnnotation, apiNameOf, isDnsLabel, kubeObjectName } from './object-names.ts';
 
 describe('kubeObjectName', () => {
@@ -28,5 +29,16 @@ describe('apiNameOf', () => {
       'pg_to_ch',
     );
     expect(apiNameOf({ name: 'made-with-kubectl' })).toBe('made-with-kubectl');
+  });
+});
+
+describe('objects named after a mirror', () => {
+  it('use the object name, so a mirror named with _ gets a valid StatefulSet and label', () => {
+    const name = 'pg_to_ch';
+    expect(engineObjectName(name)).toBe(`tributary-engine-${kubeObjectName(name)}`);
+    const set = engineStatefulSet({ image: 'tributary:test', namespace: 'ns' }, name, 3, { uid: 'u' });
+    expect(set.metadata?.labels?.[mirrorLabel]).toBe(kubeObjectName(name));
+    expect(set.metadata?.ownerReferences?.[0]?.name).toBe(kubeObjectName(name));
+    expect(set.spec?.selector.matchLabels?.[mirrorLabel]).toBe(kubeObjectName(name));
   });
 });
