@@ -4,6 +4,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MirrorPhase } from '../../engine/src/catalog/catalog.ts';
+import { ResourceConflictError } from '../../engine/src/control/store.ts';
 import { peerSchema } from '../../engine/src/resources/peer.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
 import { createFacade, type Facade } from '../support/facade.ts';
@@ -1051,6 +1052,52 @@ describe('mirrors', () => {
       expect(
         mirror?.spec.tableMappings.map((mapping) => `${mapping.source.schema}.${mapping.source.table}`),
       ).toEqual(['public.orders', 'sales.invoices']);
+    });
+
+    it('applies one of two concurrent edits and refuses the other, never both', async () => {
+      const name = mirrorName('edit-race');
+      await createMirror(name);
+      await stateChange({ flowJobName: name, requestedFlowState: 2 });
+      await walk(name, toPaused);
+      const edit = (table: string) =>
+        stateChange({
+          flowJobName: name,
+          requestedFlowState: 'STATUS_RUNNING',
+          flowConfigUpdate: {
+            cdcFlowConfigUpdate: {
+              additionalTables: [
+                { sourceTableIdentifier: table, destinationTableIdentifier: `${table}_copy` },
+              ],
+            },
+          },
+        });
+      const responses = await Promise.all([edit('public.customers'), edit('public.items')]);
+      expect(responses.map((response) => response.statusCode).sort()).toEqual([200, 409]);
+      const refused = responses.find((response) => response.statusCode === 409);
+      expect(refused?.json()).toMatchObject({
+        code: 9,
+        message: `mirror ${name} must be paused before it is edited`,
+      });
+      const tables = (await facade.controlPlane.store.getMirror(name))?.spec.tableMappings.map(
+        (mapping) => mapping.source.table,
+      );
+      expect(tables).toHaveLength(2);
+      expect(tables?.[0]).toBe('orders');
+    });
+
+    it('writes a spec only at the generation it was read at, in the store of either mode', async () => {
+      const name = mirrorName('generation');
+      await createMirror(name);
+      const { store } = facade.controlPlane;
+      const read = await store.getMirror(name);
+      if (!read) throw new Error(`mirror ${name} is missing`);
+      const paused = await store.updateMirrorSpec(name, { ...read.spec, state: 'Paused' }, read.generation);
+      expect(paused.generation).toBeGreaterThan(read.generation);
+      // A writer still holding the first read is refused, not allowed to undo the pause.
+      await expect(
+        store.updateMirrorSpec(name, { ...read.spec, maxBatchSize: 5 }, read.generation),
+      ).rejects.toThrow(ResourceConflictError);
+      expect((await store.getMirror(name))?.spec).toMatchObject({ state: 'Paused', maxBatchSize: 1_000_000 });
     });
 
     it('refuses an edit of a mirror that is not paused with 409 code 9', async () => {

@@ -23,6 +23,7 @@ import type {
 import { mirrorResourceSpecSchema } from '../../../engine/src/control/resources.ts';
 import {
   PeerSecretsUnavailableError,
+  ResourceConflictError,
   type ResourceEvent,
   ResourceExistsError,
   ResourceInvalidError,
@@ -384,9 +385,19 @@ export class KubeStore implements ResourceStore {
     }
   }
 
-  updateMirrorSpec(name: string, spec: MirrorResourceSpec): Promise<MirrorResource> {
+  updateMirrorSpec(
+    name: string,
+    spec: MirrorResourceSpec,
+    expectedGeneration?: number,
+  ): Promise<MirrorResource> {
     const { name: _name, ...rest } = spec;
-    return this.#modifyMirror(name, (object) => ({ ...object, spec: rest }));
+    return this.#modifyMirror(name, (object) => {
+      // A Kubernetes generation moves with every spec change, as the embedded store's does.
+      if (expectedGeneration !== undefined && (object.metadata.generation ?? 1) !== expectedGeneration) {
+        throw new ResourceConflictError('mirror', name);
+      }
+      return { ...object, spec: rest };
+    });
   }
 
   async requestMirrorRetry(name: string): Promise<MirrorResource> {

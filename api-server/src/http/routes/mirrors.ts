@@ -8,7 +8,7 @@ import {
   type MirrorResourceSpec,
   workflowId,
 } from '../../../../engine/src/control/resources.ts';
-import { ResourceExistsError } from '../../../../engine/src/control/store.ts';
+import { ResourceConflictError, ResourceExistsError } from '../../../../engine/src/control/store.ts';
 import { formatTableName, type TableMapping } from '../../../../engine/src/resources/mirror.ts';
 import type { FacadeContext } from '../context.ts';
 import {
@@ -33,6 +33,9 @@ import {
 import { scriptsDisabledMessage } from './scripts.ts';
 
 type FlowState = (typeof flowStates)[number];
+
+/** How often a state change is decided again when the mirror changed under it. */
+const stateChangeAttempts = 5;
 
 /** The phases from which each requested state is accepted (see docs/api.md). */
 const pausableFrom: readonly MirrorPhase[] = ['setup', 'snapshot', 'running', 'pausing', 'paused', 'failed'];
@@ -95,10 +98,26 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
 
   app.post('/api/v1/mirrors/state_change', async (request) => {
     const { body, field } = parseRequest(stateChangeRequest, request);
+    // Read, decide, write at the generation read: when another request or the
+    // operator changed the mirror in between, decide again on a fresh read.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await changeState(body, field);
+      } catch (error) {
+        if (!(error instanceof ResourceConflictError)) throw error;
+        if (attempt >= stateChangeAttempts) {
+          throw new ApiError('conflict', `mirror ${body.flowJobName} kept changing; try again`);
+        }
+      }
+    }
+  });
+
+  async function changeState(body: StateChangeRequest, field: FieldNamer): Promise<object> {
     const mirror = await store.getMirror(body.flowJobName);
     if (!mirror || mirror.deleting) throw unknownMirror(body.flowJobName);
     const phase = await phaseOf(mirror.name);
     const edit = body.flowConfigUpdate?.cdcFlowConfigUpdate;
+    const write = (spec: MirrorResourceSpec) => store.updateMirrorSpec(mirror.name, spec, mirror.generation);
 
     if (body.requestedFlowState === 'STATUS_TERMINATING') {
       if (edit)
@@ -121,16 +140,14 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
           `mirror ${mirror.name} is ${flowStateByPhase[phase]} and cannot be paused`,
         );
       }
-      if (mirror.spec.state !== 'Paused')
-        await store.updateMirrorSpec(mirror.name, { ...mirror.spec, state: 'Paused' });
+      if (mirror.spec.state !== 'Paused') await write({ ...mirror.spec, state: 'Paused' });
       return { ok: true, errorMessage: '' };
     }
     if (edit) {
       if (mirror.spec.state !== 'Paused' || phase !== 'paused') {
         throw new ApiError('failedPrecondition', `mirror ${mirror.name} must be paused before it is edited`);
       }
-      const spec = validMirrorSpec({ ...(await editedSpec(context, mirror, edit, field)), state: 'Running' });
-      await store.updateMirrorSpec(mirror.name, spec);
+      await write(validMirrorSpec({ ...(await editedSpec(context, mirror, edit, field)), state: 'Running' }));
       return {};
     }
     if (phase === 'completed') {
@@ -139,11 +156,10 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
         `mirror ${mirror.name} completed its initial load and cannot be resumed`,
       );
     }
-    if (mirror.spec.state === 'Paused')
-      await store.updateMirrorSpec(mirror.name, { ...mirror.spec, state: 'Running' });
+    if (mirror.spec.state === 'Paused') await write({ ...mirror.spec, state: 'Running' });
     else if (phase === 'failed') await store.requestMirrorRetry(mirror.name);
     return { ok: true, errorMessage: '' };
-  });
+  }
 
   app.post('/api/v1/mirrors/status', { config: { errorShape: 'status' } }, async (request, reply) => {
     const { body } = parseRequest(mirrorStatusRequest, request);
