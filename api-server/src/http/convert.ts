@@ -225,6 +225,8 @@ export function mirrorConfigToWire(mirror: MirrorResource): Record<string, unkno
   };
 }
 
+const maxIgnoredFieldsLogged = 50;
+
 /**
  * The request's body read as the original service reads it (protojson.ts),
  * then validated; errors name fields as the client spelled them. Each field the
@@ -235,8 +237,19 @@ export function parseRequest<Schema extends z.ZodType>(
   request: Pick<FastifyRequest, 'body' | 'log' | 'routeOptions'>,
 ): { body: z.infer<Schema>; field: FieldNamer } {
   const normalized = normalizeBody(schema, request.body ?? {});
-  for (const ignored of new Set(normalized.ignoredFields)) {
-    request.log.warn({ field: ignored, endpoint: request.routeOptions.url }, 'ignored unknown request field');
+  // Field names come from the client: a bounded number of lines, each name cut short.
+  const ignored = [...new Set(normalized.ignoredFields)];
+  for (const path of ignored.slice(0, maxIgnoredFieldsLogged)) {
+    request.log.warn(
+      { field: path.slice(0, 200), endpoint: request.routeOptions.url },
+      'ignored unknown request field',
+    );
+  }
+  if (ignored.length > maxIgnoredFieldsLogged) {
+    request.log.warn(
+      { more: ignored.length - maxIgnoredFieldsLogged, endpoint: request.routeOptions.url },
+      'ignored more unknown request fields',
+    );
   }
   const field: FieldNamer = (path) => formatPath(normalized.clientPath(path));
   const parsed = schema.safeParse(normalized.value);
