@@ -192,8 +192,9 @@ describe('kubectl with the shipped examples', () => {
     await waitFor(async () => (await phase()) === 'STATUS_RUNNING', 60_000, 'running');
     const table = await inNamespace('get', 'mirrors');
     const [header, row] = table.trim().split('\n');
-    expect(header?.split(/\s+/)).toEqual(['NAME', 'STATE', 'PHASE', 'LAG', 'ROWS', 'AGE']);
-    expect(row?.split(/\s+/).slice(0, 3)).toEqual([mirrorName, 'Running', 'STATUS_RUNNING']);
+    expect(header?.split(/\s+/)).toEqual(['NAME', 'API', 'NAME', 'STATE', 'PHASE', 'LAG', 'ROWS', 'AGE']);
+    // Applied with kubectl: no API name annotation, its API name is its object name.
+    expect(row?.split(/\s+/).slice(0, 4)).toEqual([mirrorName, '<none>', 'Running', 'STATUS_RUNNING']);
   });
 
   it('pauses and resumes with `kubectl patch`, and takes an added table', async () => {
