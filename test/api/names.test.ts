@@ -6,6 +6,7 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mirrorResourceSpecSchema } from '../../engine/src/control/resources.ts';
+import { customResourceDefinitions } from '../../operator/src/crds/definitions.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { apiNameAnnotation, kubeObjectName } from '../../operator/src/kube/object-names.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
@@ -158,11 +159,30 @@ describe('names', () => {
         name: kubeObjectName(name),
       })) as { metadata: { annotations?: Record<string, string> } };
       expect(object.metadata.annotations?.[apiNameAnnotation]).toBe(name);
-      const table = await kubectl(['get', 'mirrors', '-n', namespace(), kubeObjectName(name)]);
+      // The column as the generated CRD declares it, evaluated by kubectl (the CRDs
+      // installed in the shared test API server may be another checkout's).
+      const mirrorDefinition = customResourceDefinitions().find(
+        (definition) => (definition as { spec: { names: { kind: string } } }).spec.names.kind === 'Mirror',
+      ) as { spec: { versions: { additionalPrinterColumns: { name: string; jsonPath: string }[] }[] } };
+      const column = mirrorDefinition.spec.versions[0]?.additionalPrinterColumns.find(
+        (candidate) => candidate.name === 'API Name',
+      );
+      expect(column).toBeDefined();
+      const columns = `custom-columns=NAME:.metadata.name,API NAME:${column?.jsonPath}`;
+      const table = await kubectl(['get', 'mirrors', '-n', namespace(), kubeObjectName(name), '-o', columns]);
       expect(table).toMatch(/API NAME/);
-      expect(table).toContain(name);
-      const peers = await kubectl(['get', 'peers', '-n', namespace(), kubeObjectName(sourcePeer)]);
-      expect(peers).toContain(sourcePeer);
+      expect(table).toContain(`${kubeObjectName(name)}`);
+      expect(table).toContain(` ${name}`);
+      const peers = await kubectl([
+        'get',
+        'peers',
+        '-n',
+        namespace(),
+        kubeObjectName(sourcePeer),
+        '-o',
+        columns,
+      ]);
+      expect(peers).toContain(` ${sourcePeer}`);
     });
 
     it('gives a Mirror created with kubectl its object name as API name', async () => {

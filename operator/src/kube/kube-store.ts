@@ -260,17 +260,20 @@ export class KubeStore implements ResourceStore {
       }
     }
     const spec = { kind: peer.kind, [peer.kind]: split.config, secretRef: { name: secretName } };
-    // Read, change, replace: the operator writes the Peer's status meanwhile, and
-    // another request may update the same peer, so a 409 is retried on a fresh read.
+    // The spec is replaced whole by a JSON patch, which needs no resourceVersion:
+    // concurrent updates of one peer (the original UI always sends allow_update)
+    // each land instead of failing with 409, the last one wins, and the status the
+    // operator writes meanwhile is untouched. Only a create can race (409: another
+    // request created it first), and then the patch is tried on a fresh read.
     for (let attempt = 1; ; attempt++) {
       const existing = await this.#getObject<PeerObject>('peers', peer.name);
       this.#checkHolder('peer', peer.name, existing);
       try {
         if (existing) {
-          await this.#objects.replaceNamespacedCustomObject({
+          await this.#objects.patchNamespacedCustomObject({
             ...this.#at('peers'),
             name: existing.metadata.name,
-            body: { ...existing, spec },
+            body: [{ op: 'replace', path: '/spec', value: spec }],
           });
         } else {
           await this.#objects.createNamespacedCustomObject({
@@ -285,8 +288,10 @@ export class KubeStore implements ResourceStore {
         }
         break;
       } catch (error) {
-        if (!isStatus(error, 409) || attempt >= conflictRetries)
+        // 404: deleted between the read and the patch; 409: created in between.
+        if (!(isStatus(error, 409) || isStatus(error, 404)) || attempt >= conflictRetries)
           throw invalidObject(error, 'peer', peer.name);
+        await conflictBackoff(attempt);
       }
     }
     if (peerVersion !== null) await this.setPeerStatus(peer.name, { version: peerVersion });
