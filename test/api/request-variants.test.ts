@@ -418,6 +418,41 @@ describe('request variants', () => {
     });
   });
 
+  it('a peer as the original UI builds it, with fields this service does not use', async () => {
+    const name = `ui_peer_${suffix}`;
+    const config = source.config;
+    const response = await post('/api/v1/peers/create', {
+      peer: {
+        name,
+        type: 3,
+        relationalConfig: {
+          host: config.host,
+          port: config.port,
+          user: config.user,
+          password: config.password,
+          database: config.database,
+          requireTls: false,
+          authType: 0,
+          awsAuth: { region: '', authType: 0 },
+          tlsHost: '',
+          transactionSnapshot: '',
+          metadataSchema: '',
+        },
+      },
+      allowUpdate: true,
+      disableValidation: false,
+    });
+    expect(response.statusCode, response.body).toBe(200);
+    expect(response.json()).toEqual({ status: 'CREATED', message: `peer ${name} created` });
+    expect((await facade.controlPlane.store.getPeer(name))?.peer.config).toEqual({
+      host: config.host,
+      port: config.port,
+      user: config.user,
+      password: config.password,
+      database: config.database,
+    });
+  });
+
   it('bodies as the original UI builds them: every field present, ids as strings', async () => {
     const { store, catalog } = facade.controlPlane;
     const name = `ui_${suffix}`;
