@@ -2,6 +2,7 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { group, version } from './crds/schemas.ts';
+import { kubeObjectName } from './kube/object-names.ts';
 
 export interface EventTarget {
   readonly kind: 'Mirror' | 'Peer' | 'Script';
@@ -27,15 +28,17 @@ export class EventRecorder {
     message: string,
   ): Promise<void> {
     const now = new Date();
+    // `target.name` is the API name; the event names the object (kube/object-names.ts).
+    const objectName = kubeObjectName(target.name);
     try {
       await this.#core.createNamespacedEvent({
         namespace: this.#namespace,
         body: {
-          metadata: { generateName: `${target.name}.`, namespace: this.#namespace },
+          metadata: { generateName: `${objectName}.`, namespace: this.#namespace },
           involvedObject: {
             apiVersion: `${group}/${version}`,
             kind: target.kind,
-            name: target.name,
+            name: objectName,
             namespace: this.#namespace,
             ...(target.uid ? { uid: target.uid } : {}),
           },

@@ -329,6 +329,43 @@ describe('access', () => {
       });
     }
 
+    it('answers 413 to a 20 MiB body over real HTTP, so that fetch reads it (repeated)', async () => {
+      // app.inject() cannot show this: a server that answers while the client
+      // still uploads and then closes makes fetch fail with EPIPE or "fetch
+      // failed" instead of returning the 413.
+      const server = await createFacade();
+      try {
+        const address = await server.app.listen({ host: '127.0.0.1', port: 0 });
+        const payload = Buffer.from(JSON.stringify({ padding: 'x'.repeat(20 * 1024 * 1024) }));
+        // With a Content-Length (refused before reading) and streamed without one (refused at the limit).
+        const streamed = () =>
+          new ReadableStream<Uint8Array>({
+            start(controller) {
+              for (let offset = 0; offset < payload.length; offset += 64 * 1024) {
+                controller.enqueue(payload.subarray(offset, offset + 64 * 1024));
+              }
+              controller.close();
+            },
+          });
+        for (let attempt = 0; attempt < 10; attempt++) {
+          const response = await fetch(`${address}/api/v1/flows/cdc/create`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: basicAuth('', apiPassword) },
+            body: attempt % 2 === 0 ? payload : streamed(),
+            duplex: 'half',
+          } as RequestInit);
+          expect(response.status, `attempt ${attempt}`).toBe(413);
+          expect(await response.json()).toEqual({
+            code: 3,
+            message: 'request body is too large',
+            details: [],
+          });
+        }
+      } finally {
+        await server.close();
+      }
+    });
+
     it('accepts a body just under the limit (and validates it)', async () => {
       const before = await stateOf(facade);
       const source = 'x'.repeat(1024 * 1024 - 200);

@@ -105,7 +105,7 @@ describe('README and docs', () => {
       timeout: 120_000,
     });
     expect(stdout).toContain('"status":"CREATED"');
-    expect(stdout).toMatch(/"workflowId":"orders-/);
+    expect(stdout).toMatch(/"workflowId":"shop_orders-/);
     expect(stdout).toMatch(/3 \| bread/);
     expect(stdout).toContain('"currentFlowState":"STATUS_RUNNING"');
     expect(stdout).toContain('"cdcBatches":[{');

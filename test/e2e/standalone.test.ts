@@ -26,7 +26,7 @@ describe('standalone mode over HTTP', () => {
   let service: StandaloneProcess;
   const dataDir = join(mkdtempSync(join(tmpdir(), 'tributary-standalone-')), 'data');
   const suffix = randomSuffix();
-  const mirror = `orders-${suffix}`;
+  const mirror = `orders_${suffix}`;
 
   const sameRows = (table: string) => waitForSameRows(source.client, destination.client, table);
 
@@ -55,15 +55,15 @@ describe('standalone mode over HTTP', () => {
 
   it('creates peers of the source and destination kinds', async () => {
     for (const [name, database] of [
-      [`src-${suffix}`, source],
-      [`dst-${suffix}`, destination],
+      [`src_${suffix}`, source],
+      [`dst_${suffix}`, destination],
     ] as const) {
       const created = await service.call('POST', '/api/v1/peers/create', relationalPeer(name, database));
       expect(created).toEqual({ status: 200, body: { status: 'CREATED', message: `peer ${name} created` } });
     }
     const analytics = await service.call('POST', '/api/v1/peers/create', {
       peer: {
-        name: `ch-${suffix}`,
+        name: `ch_${suffix}`,
         type: 8,
         analytics_config: {
           host: '127.0.0.1',
@@ -77,7 +77,7 @@ describe('standalone mode over HTTP', () => {
       },
     });
     expect(analytics.body).toMatchObject({ status: 'CREATED' });
-    const info = await service.call('GET', `/api/v1/peers/info/ch-${suffix}`);
+    const info = await service.call('GET', `/api/v1/peers/info/ch_${suffix}`);
     expect(info.body).toMatchObject({
       peer: { type: 'ANALYTICS', analyticsConfig: { password: '********' } },
     });
@@ -88,8 +88,8 @@ describe('standalone mode over HTTP', () => {
     const created = await service.call('POST', '/api/v1/flows/cdc/create', {
       connection_configs: {
         flow_job_name: mirror,
-        source_name: `src-${suffix}`,
-        destination_name: `dst-${suffix}`,
+        source_name: `src_${suffix}`,
+        destination_name: `dst_${suffix}`,
         table_mappings: [
           { source_table_identifier: 'public.orders', destination_table_identifier: 'public.orders' },
         ],

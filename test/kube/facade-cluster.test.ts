@@ -13,6 +13,7 @@ import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
 import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
+import { kubeObjectName } from '../../operator/src/kube/object-names.ts';
 import { createTestDatabase, type TestDatabase, waitFor, waitForSameRows } from '../support/databases.ts';
 import { basicAuth } from '../support/facade.ts';
 import { adminConfig, createNamespace, installCrds, kubectl } from '../support/kube.ts';
@@ -86,29 +87,29 @@ describe('facade in cluster mode', () => {
   });
 
   it('stores peers as resources with their secrets in Secrets', async () => {
-    expect(await post('/api/v1/peers/create', peer('src', source))).toMatchObject({
+    expect(await post('/api/v1/peers/create', peer('pg_src', source))).toMatchObject({
       status: 200,
       body: { status: 'CREATED' },
     });
-    expect(await post('/api/v1/peers/create', peer('dst', destination))).toMatchObject({ status: 200 });
+    expect(await post('/api/v1/peers/create', peer('pg_dst', destination))).toMatchObject({ status: 200 });
     const objects = config.makeApiClient(CustomObjectsApi);
     const stored = (await objects.getNamespacedCustomObject({
       group,
       version,
       namespace,
       plural: 'peers',
-      name: 'src',
+      name: kubeObjectName('pg_src'),
     })) as {
       spec: Record<string, unknown>;
     };
     expect(JSON.stringify(stored.spec)).not.toContain(source.config.password);
     const secret = await config
       .makeApiClient(CoreV1Api)
-      .readNamespacedSecret({ name: 'tributary-peer-src', namespace });
+      .readNamespacedSecret({ name: `tributary-peer-${kubeObjectName('pg_src')}`, namespace });
     expect(Buffer.from(secret.data?.password ?? '', 'base64').toString()).toBe(source.config.password);
     const info = await app.inject({
       method: 'GET',
-      url: '/api/v1/peers/info/src',
+      url: '/api/v1/peers/info/pg_src',
       headers: { authorization: basicAuth('', password) },
     });
     expect(info.json()).toMatchObject({
@@ -118,12 +119,15 @@ describe('facade in cluster mode', () => {
 
   const sameRows = (table: string) => waitForSameRows(source.client, destination.client, table);
 
+  // A name of the original interface's rule: its object name is derived (kube/object-names.ts).
+  const mirrorName = 'pg_things';
+
   it('creates, pauses, edits, resumes and drops a mirror through the operator', async () => {
     const created = await post('/api/v1/flows/cdc/create', {
       connection_configs: {
-        flow_job_name: 'things',
-        source_name: 'src',
-        destination_name: 'dst',
+        flow_job_name: mirrorName,
+        source_name: 'pg_src',
+        destination_name: 'pg_dst',
         table_mappings: [
           { source_table_identifier: 'public.things', destination_table_identifier: 'public.things' },
         ],
@@ -132,22 +136,22 @@ describe('facade in cluster mode', () => {
       },
     });
     expect(created.status).toBe(200);
-    expect(String(created.body.workflowId)).toMatch(/^things-/);
-    await waitFor(async () => (await state('things')) === 'STATUS_RUNNING', 60_000, 'running');
+    expect(String(created.body.workflowId)).toMatch(/^pg_things-/);
+    await waitFor(async () => (await state(mirrorName)) === 'STATUS_RUNNING', 60_000, 'running');
     await source.client.query(`INSERT INTO things VALUES (201, 'new')`);
     await sameRows('things');
     expect(
-      await post('/api/v1/mirrors/state_change', { flowJobName: 'things', requestedFlowState: 2 }),
+      await post('/api/v1/mirrors/state_change', { flowJobName: mirrorName, requestedFlowState: 2 }),
     ).toMatchObject({
       body: { ok: true },
     });
-    await waitFor(async () => (await state('things')) === 'STATUS_PAUSED', 60_000, 'paused');
+    await waitFor(async () => (await state(mirrorName)) === 'STATUS_PAUSED', 60_000, 'paused');
     await source.client.query(`INSERT INTO things VALUES (202, 'while paused')`);
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     expect((await destination.client.query(`SELECT 1 FROM things WHERE id = 202`)).rowCount).toBe(0);
     // The edit becomes a spec change of the Mirror object, which the operator applies.
     const edited = await post('/api/v1/mirrors/state_change', {
-      flowJobName: 'things',
+      flowJobName: mirrorName,
       requestedFlowState: 'STATUS_RUNNING',
       flowConfigUpdate: {
         cdcFlowConfigUpdate: {
@@ -163,37 +167,33 @@ describe('facade in cluster mode', () => {
       version,
       namespace,
       plural: 'mirrors',
-      name: 'things',
+      name: kubeObjectName(mirrorName),
     })) as { spec: { state: string; tableMappings: { source: { table: string } }[] } };
     expect(mirror.spec.state).toBe('Running');
     expect(mirror.spec.tableMappings.map((m) => m.source.table)).toEqual(['things', 'others']);
-    await waitFor(async () => (await state('things')) === 'STATUS_RUNNING', 60_000, 'resumed');
+    await waitFor(async () => (await state(mirrorName)) === 'STATUS_RUNNING', 60_000, 'resumed');
     await sameRows('things');
     await sameRows('others');
-    const batches = await post('/api/v1/mirrors/cdc/batches', { flowJobName: 'things', limit: 0 });
+    const batches = await post('/api/v1/mirrors/cdc/batches', { flowJobName: mirrorName, limit: 0 });
     expect(Number(batches.body.total)).toBeGreaterThan(0);
     await post('/api/v1/mirrors/state_change', {
-      flowJobName: 'things',
+      flowJobName: mirrorName,
       requestedFlowState: 'STATUS_TERMINATING',
     });
-    await waitFor(async () => (await state('things')) === 'STATUS_TERMINATED', 60_000, 'terminated');
+    await waitFor(async () => (await state(mirrorName)) === 'STATUS_TERMINATED', 60_000, 'terminated');
     const slots = await source.client.query(`SELECT 1 FROM pg_replication_slots WHERE database = $1`, [
       source.name,
     ]);
     expect(slots.rowCount).toBe(0);
-    const logs = await post('/api/v1/mirrors/logs', { flowJobName: 'things', numPerPage: 50 });
+    const logs = await post('/api/v1/mirrors/logs', { flowJobName: mirrorName, numPerPage: 50 });
     expect(JSON.stringify(logs.body.errors)).toContain('mirror dropped');
   });
 
-  it('refuses names Kubernetes cannot hold with a 400, creating nothing', async () => {
-    const refused = await post('/api/v1/peers/create', peer('under_score', source));
+  it('refuses names beyond the name rule with a 400 as standalone mode does, creating nothing', async () => {
+    const refused = await post('/api/v1/peers/create', peer('Under_Score', source));
     expect(refused).toEqual({
       status: 400,
-      body: {
-        status: 'FAILED',
-        message:
-          'peer under_score cannot be stored: in cluster mode names are Kubernetes object names: lower-case letters, digits and -',
-      },
+      body: { status: 'FAILED', message: expect.stringContaining('peer.name: ') },
     });
     const script = await post('/api/v1/scripts', {
       script: { id: -1, name: 'Bad Name', lang: 'lua', source: '' },

@@ -1,4 +1,5 @@
 // The /api/v1 facade: Fastify routes over the resource store and the catalog.
+import type { IncomingMessage } from 'node:http';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
@@ -7,7 +8,11 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import { Registry } from 'prom-client';
-import { PeerSecretsUnavailableError, ResourceInvalidError } from '../../../engine/src/control/store.ts';
+import {
+  PeerSecretsUnavailableError,
+  ResourceExistsError,
+  ResourceInvalidError,
+} from '../../../engine/src/control/store.ts';
 import { consoleRoutes } from '../console/routes.ts';
 import { isAuthorized } from './auth.ts';
 import type { FacadeContext } from './context.ts';
@@ -29,13 +34,50 @@ declare module 'fastify' {
 
 const defaultBodyLimitBytes = 1024 * 1024;
 
+/**
+ * How much of a too-large body is read and discarded before the 413 is sent.
+ * Answering while the client still uploads and then closing (what Fastify does
+ * alone) makes common clients (Node's fetch, undici) fail with EPIPE or "fetch
+ * failed" before they read the answer; reading the rest first lets them see the
+ * 413. Beyond these bounds the connection is closed anyway.
+ */
+const tooLargeDrainBytes = 64 * 1024 * 1024;
+const tooLargeDrainMs = 30_000;
+
+/** Reads and discards the rest of a request body, up to the bounds above. */
+function drainRequestBody(raw: IncomingMessage): Promise<void> {
+  if (raw.complete || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let received = 0;
+    const finish = () => {
+      clearTimeout(timer);
+      raw.off('data', onData);
+      raw.off('end', finish);
+      raw.off('error', finish);
+      raw.off('close', finish);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > tooLargeDrainBytes) finish();
+    };
+    const timer = setTimeout(finish, tooLargeDrainMs);
+    raw.on('data', onData);
+    raw.once('end', finish);
+    raw.once('error', finish);
+    raw.once('close', finish);
+    raw.resume();
+  });
+}
+
 function errorBody(request: FastifyRequest, error: ApiError): unknown {
   const shape = request.routeOptions.config?.errorShape ?? 'grpc';
   if (shape === 'peer') return { status: 'FAILED', message: error.message };
   if (shape === 'status') {
-    const body = request.body as { flowJobName?: unknown } | undefined;
+    const body = request.body as { flowJobName?: unknown; flow_job_name?: unknown } | undefined;
+    const name = body?.flowJobName ?? body?.flow_job_name;
     return {
-      flowJobName: typeof body?.flowJobName === 'string' ? body.flowJobName : '',
+      flowJobName: typeof name === 'string' ? name : '',
       errorMessage: error.message,
       currentFlowState: 'STATUS_UNKNOWN',
       ok: false,
@@ -70,8 +112,13 @@ export function buildApp(context: FacadeContext): FastifyInstance {
   app.removeContentTypeParser('text/plain');
 
   app.setErrorHandler(
-    (
-      error: FastifyError | ApiError | ResourceInvalidError | PeerSecretsUnavailableError,
+    async (
+      error:
+        | FastifyError
+        | ApiError
+        | ResourceInvalidError
+        | ResourceExistsError
+        | PeerSecretsUnavailableError,
       request: FastifyRequest,
       reply: FastifyReply,
     ) => {
@@ -83,8 +130,12 @@ export function buildApp(context: FacadeContext): FastifyInstance {
             : // A peer applied with kubectl whose Secret is not there (yet): the message names it.
               error instanceof PeerSecretsUnavailableError
               ? new ApiError('failedPrecondition', error.message)
-              : fromFastifyError(error as FastifyError);
+              : // In cluster mode: another name's object holds this name's object name.
+                error instanceof ResourceExistsError
+                ? new ApiError('conflict', error.message)
+                : fromFastifyError(error as FastifyError);
       if (apiError.kind === 'internal') request.log.error({ err: error, url: request.url }, 'request failed');
+      if (apiError.kind === 'payloadTooLarge') await drainRequestBody(request.raw);
       return reply.code(apiError.status).send(errorBody(request, apiError));
     },
   );

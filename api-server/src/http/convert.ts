@@ -1,4 +1,5 @@
 // Between the interface's wire shapes and the control plane's resources.
+import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import {
   type MirrorResource,
@@ -13,8 +14,12 @@ import {
   tableNameSchema,
 } from '../../../engine/src/resources/mirror.ts';
 import { maskPeerSecrets, type Peer, type PeerKind, peerSchema } from '../../../engine/src/resources/peer.ts';
-import { ApiError, describeValidation } from './errors.ts';
-import { type CreateMirrorRequest, type CreatePeerRequest, peerTypeCodes } from './wire.ts';
+import { ApiError, describeValidation, formatPath } from './errors.ts';
+import { normalizeBody, snakeCase } from './protojson.ts';
+import type { CreateMirrorRequest, CreatePeerRequest, TableMappingWire } from './wire.ts';
+
+/** Names a field of the request as the client spelled it: `connection_configs.table_mappings[0]`. */
+export type FieldNamer = (path: readonly PropertyKey[]) => string;
 
 const configKeys = {
   relational: 'relational_config',
@@ -34,42 +39,39 @@ function camel(key: string): string {
   return key.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
 }
 
-function snake(key: string): string {
-  return key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
-}
-
 function camelKeys(value: unknown): unknown {
   if (Array.isArray(value) || value === null || typeof value !== 'object') return value;
   return Object.fromEntries(Object.entries(value).map(([key, child]) => [camel(key), camelKeys(child)]));
 }
 
 /** The peer the request describes; the config must be the one its type names. */
-export function peerFromWire(request: CreatePeerRequest['peer']): Peer {
-  const kind = peerTypeCodes[request.type];
+export function peerFromWire(request: CreatePeerRequest['peer'], field: FieldNamer): Peer {
+  const kind = request.type.toLowerCase() as PeerKind;
   const given = Object.values(configKeys).filter((key) => request[key] !== undefined);
   const expected = configKeys[kind];
   if (given.length !== 1 || given[0] !== expected) {
     throw new ApiError(
       'invalidArgument',
-      `peer.${expected}: required for type ${request.type}, and no other config`,
+      `${field(['peer', expected])}: required for type ${request.type}, and no other config`,
     );
   }
   const config = camelKeys(request[expected]) as Record<string, unknown>;
   if (kind === 'stream' && typeof config.servers === 'string') {
     config.servers = config.servers.split(',').map((server) => server.trim());
   }
-  if (kind === 'relational') {
-    // The interface requires ssh private_key; an empty one means password only.
-    const ssh = config.sshConfig as Record<string, unknown> | undefined;
-    if (ssh && ssh.privateKey === '') delete ssh.privateKey;
-  }
   const parsed = peerSchema.safeParse({ name: request.name, kind, config });
   if (!parsed.success) {
-    // Report the request's field paths (peer.<kind>_config.snake_case), not the resource's.
+    // Report the request's field paths as the client spelled them, not the resource's.
     const wirePath = (path: readonly PropertyKey[]) =>
       path[0] === 'config'
-        ? ['peer', expected, ...path.slice(1).map((part) => (typeof part === 'string' ? snake(part) : part))]
-        : ['peer', ...path];
+        ? [
+            field([
+              'peer',
+              expected,
+              ...path.slice(1).map((part) => (typeof part === 'string' ? snakeCase(part) : part)),
+            ]),
+          ]
+        : [field(['peer', ...path])];
     throw new ApiError('invalidArgument', describeValidation(parsed.error, wirePath));
   }
   return parsed.data;
@@ -112,21 +114,21 @@ export function validMirrorSpec(spec: MirrorResourceSpec): MirrorResourceSpec {
   return parsed.data;
 }
 
+/** One table mapping; `path` is where it is in the request, `field` names it for the client. */
 export function mappingFromWire(
-  mapping: {
-    sourceTableIdentifier: string;
-    destinationTableIdentifier: string;
-    exclude?: string | readonly string[] | undefined;
-    columns?: readonly { sourceName: string; ordering?: number | undefined }[] | undefined;
-  },
-  field: string,
+  mapping: TableMappingWire,
+  path: readonly PropertyKey[],
+  field: FieldNamer,
 ): TableMapping {
   return {
-    source: tableName(mapping.sourceTableIdentifier, `${field}.source_table_identifier`),
-    destination: tableName(mapping.destinationTableIdentifier, `${field}.destination_table_identifier`),
+    source: tableName(mapping.source_table_identifier, field([...path, 'source_table_identifier'])),
+    destination: tableName(
+      mapping.destination_table_identifier,
+      field([...path, 'destination_table_identifier']),
+    ),
     exclude: excludedColumns(mapping.exclude),
     columns: (mapping.columns ?? []).map((column) => ({
-      sourceName: column.sourceName,
+      sourceName: column.source_name,
       ...(column.ordering !== undefined ? { ordering: column.ordering } : {}),
     })),
   };
@@ -139,7 +141,7 @@ export function mappingFromWire(
  */
 export function checkDistinctTables(
   mappings: readonly TableMapping[],
-  fieldOf: (index: number) => string,
+  fieldOf: (index: number, side: 'source' | 'destination') => string,
 ): void {
   const seen = { source: new Set<string>(), destination: new Set<string>() };
   mappings.forEach((mapping, index) => {
@@ -148,7 +150,7 @@ export function checkDistinctTables(
       if (seen[side].has(key)) {
         throw new ApiError(
           'invalidArgument',
-          `${fieldOf(index)}.${side}_table_identifier: ${formatTableName(mapping[side])} is in more than one mapping`,
+          `${fieldOf(index, side)}: ${formatTableName(mapping[side])} is in more than one mapping`,
         );
       }
       seen[side].add(key);
@@ -156,21 +158,16 @@ export function checkDistinctTables(
   });
 }
 
-export function mirrorSpecFromWire(request: CreateMirrorRequest['connection_configs']): MirrorResourceSpec {
+export function mirrorSpecFromWire(
+  request: CreateMirrorRequest['connection_configs'],
+  field: FieldNamer,
+): MirrorResourceSpec {
   const optional = <T>(key: string, value: T | undefined) => (value === undefined ? {} : { [key]: value });
-  const field = (index: number) => `connection_configs.table_mappings[${index}]`;
+  const path = (index: number) => ['connection_configs', 'table_mappings', index];
   const tableMappings = request.table_mappings.map((mapping, index) =>
-    mappingFromWire(
-      {
-        sourceTableIdentifier: mapping.source_table_identifier,
-        destinationTableIdentifier: mapping.destination_table_identifier,
-        exclude: mapping.exclude,
-        columns: mapping.columns,
-      },
-      field(index),
-    ),
+    mappingFromWire(mapping, path(index), field),
   );
-  checkDistinctTables(tableMappings, field);
+  checkDistinctTables(tableMappings, (index, side) => field([...path(index), `${side}_table_identifier`]));
   return validMirrorSpec({
     name: request.flow_job_name,
     sourcePeer: request.source_name,
@@ -228,8 +225,36 @@ export function mirrorConfigToWire(mirror: MirrorResource): Record<string, unkno
   };
 }
 
-export function parseWith<Schema extends z.ZodType>(schema: Schema, body: unknown): z.infer<Schema> {
-  const parsed = schema.safeParse(body ?? {});
-  if (!parsed.success) throw new ApiError('invalidArgument', describeValidation(parsed.error));
-  return parsed.data;
+const maxIgnoredFieldsLogged = 50;
+
+/**
+ * The request's body read as the original service reads it (protojson.ts),
+ * then validated; errors name fields as the client spelled them. Each field the
+ * schema does not know is logged once, by path and endpoint, never its value.
+ */
+export function parseRequest<Schema extends z.ZodType>(
+  schema: Schema,
+  request: Pick<FastifyRequest, 'body' | 'log' | 'routeOptions'>,
+): { body: z.infer<Schema>; field: FieldNamer } {
+  const normalized = normalizeBody(schema, request.body ?? {});
+  // Field names come from the client: a bounded number of lines, each name cut short.
+  const ignored = [...new Set(normalized.ignoredFields)];
+  for (const path of ignored.slice(0, maxIgnoredFieldsLogged)) {
+    request.log.warn(
+      { field: path.slice(0, 200), endpoint: request.routeOptions.url },
+      'ignored unknown request field',
+    );
+  }
+  if (ignored.length > maxIgnoredFieldsLogged) {
+    request.log.warn(
+      { more: ignored.length - maxIgnoredFieldsLogged, endpoint: request.routeOptions.url },
+      'ignored more unknown request fields',
+    );
+  }
+  const field: FieldNamer = (path) => formatPath(normalized.clientPath(path));
+  const parsed = schema.safeParse(normalized.value);
+  if (!parsed.success) {
+    throw new ApiError('invalidArgument', describeValidation(parsed.error, normalized.clientPath));
+  }
+  return { body: parsed.data, field };
 }

@@ -42,6 +42,15 @@ export class ApiError extends Error {
   }
 }
 
+/** A field path as messages show it: `connection_configs.table_mappings[0].exclude`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  return path
+    .map((part, index) =>
+      typeof part === 'number' ? `[${part}]` : `${index === 0 ? '' : '.'}${String(part)}`,
+    )
+    .join('');
+}
+
 /**
  * Names each invalid field and the rule it broke; never echoes values.
  * `wirePath` renames a path of the validated object to the request's own field
@@ -53,11 +62,7 @@ export function describeValidation(
 ): string {
   return error.issues
     .map((issue) => {
-      const path = wirePath(issue.path)
-        .map((part, index) =>
-          typeof part === 'number' ? `[${part}]` : `${index === 0 ? '' : '.'}${String(part)}`,
-        )
-        .join('');
+      const path = formatPath(wirePath(issue.path));
       const rule =
         issue.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.join(', ')}` : issue.message;
       return path ? `${path}: ${rule}` : rule;

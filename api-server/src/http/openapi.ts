@@ -50,7 +50,15 @@ export function openApiDocument(): Record<string, unknown> {
   const grpc = { 400: grpcErrorBody, 404: grpcErrorBody, 409: grpcErrorBody, 500: grpcErrorBody };
   return {
     openapi: '3.1.0',
-    info: { title: 'Tributary', version: 'v1' },
+    info: {
+      title: 'Tributary',
+      version: 'v1',
+      // The schemas show each request field once; protojson.ts reads more (docs/api.md, Requests).
+      description:
+        'Request bodies are read as protobuf JSON (grpc-gateway): each field under its proto name or its ' +
+        'lowerCamel name, integers also as decimal strings, enums also by number, null and the zero value ' +
+        'of an optional field as unset, unknown fields ignored. The schemas below show one spelling.',
+    },
     components: { securitySchemes: { basic: { type: 'http', scheme: 'basic' } } },
     security: [{ basic: [] }],
     paths: {

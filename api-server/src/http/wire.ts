@@ -1,17 +1,26 @@
 // Request and response shapes of the /api/v1 interface, as zod schemas: the
-// single source of the routes' validation and of the OpenAPI document. Field
-// spellings are the interface's own (snake_case here, camelCase there); where
-// it shows both, both are accepted.
+// single source of the routes' validation and of the OpenAPI document. Request
+// fields are declared once, under their proto name (snake_case) or, where the
+// interface only ever shows it so, their lowerCamel JSON name; protojson.ts
+// takes either spelling of every field, integers as strings, enums by number,
+// and drops nulls, zero values of optional fields and unknown fields before
+// these schemas validate.
 import { z } from 'zod';
 import { mirrorSpecFields } from '../../../engine/src/resources/mirror.ts';
-import { partitioners, saslMechanisms } from '../../../engine/src/resources/peer.ts';
+import { resourceNameSchema } from '../../../engine/src/resources/names.ts';
+import { type PeerKind, partitioners, saslMechanisms } from '../../../engine/src/resources/peer.ts';
+import { protoEnum } from './protojson.ts';
 
 const port = z.number().int().min(1).max(65_535);
-const name = z.string().min(1).max(63);
-
 // --- peers -----------------------------------------------------------------
 
-export const peerTypeCodes = { 1: 'datawarehouse', 3: 'relational', 8: 'analytics', 9: 'stream' } as const;
+/** Peer kinds by the interface's type codes (its DBType numbers). */
+export const peerTypes = {
+  DATAWAREHOUSE: 1,
+  RELATIONAL: 3,
+  ANALYTICS: 8,
+  STREAM: 9,
+} as const satisfies Record<Uppercase<PeerKind>, number>;
 
 const sshConfigWire = z
   .object({
@@ -19,7 +28,7 @@ const sshConfigWire = z
     port,
     user: z.string().min(1),
     password: z.string().optional(),
-    private_key: z.string(),
+    private_key: z.string().optional(),
   })
   .strict();
 
@@ -85,8 +94,11 @@ export const createPeerRequest = z
   .object({
     peer: z
       .object({
-        name,
-        type: z.union([z.literal(1), z.literal(3), z.literal(8), z.literal(9)]),
+        name: resourceNameSchema,
+        type: protoEnum(
+          peerTypes,
+          'unknown peer kind; expected RELATIONAL (3), ANALYTICS (8), DATAWAREHOUSE (1) or STREAM (9)',
+        ),
         relational_config: relationalConfigWire.optional(),
         analytics_config: analyticsConfigWire.optional(),
         datawarehouse_config: datawarehouseConfigWire.optional(),
@@ -94,6 +106,8 @@ export const createPeerRequest = z
       })
       .strict(),
     allow_update: z.boolean().optional(),
+    /** Accepted and ignored: a peer is always checked before it is stored. */
+    disable_validation: z.boolean().optional(),
   })
   .strict();
 export type CreatePeerRequest = z.infer<typeof createPeerRequest>;
@@ -113,11 +127,15 @@ const tableMappingWire = z
     destination_table_identifier: z.string().min(1),
     exclude: z.union([z.string(), z.array(z.string())]).optional(),
     columns: z
-      .array(z.object({ sourceName: z.string().min(1), ordering: z.number().int().optional() }).strict())
+      .array(z.object({ source_name: z.string().min(1), ordering: z.number().int().optional() }).strict())
       .optional(),
+    /** Accepted and ignored (a status read shows it empty). */
     partition_key: z.string().optional(),
   })
   .strict();
+export type TableMappingWire = z.infer<typeof tableMappingWire>;
+
+const typeSystem = protoEnum({ Q: 0, PG: 1 }, 'expected Q (0) or PG (1)');
 
 export const createMirrorRequest = z
   .object({
@@ -141,7 +159,7 @@ export const createMirrorRequest = z
         soft_delete_col_name: z.string().min(1).max(63).optional(),
         synced_at_col_name: z.string().min(1).max(63).optional(),
         script: z.string().optional(),
-        system: z.enum(['Q', 'PG']).optional(),
+        system: typeSystem.optional(),
       })
       .strict()
       .refine((config) => !config.initial_snapshot_only || config.do_initial_snapshot, {
@@ -152,37 +170,23 @@ export const createMirrorRequest = z
   .strict();
 export type CreateMirrorRequest = z.infer<typeof createMirrorRequest>;
 
-const requestedStates = { STATUS_RUNNING: 1, STATUS_PAUSED: 2, STATUS_TERMINATING: 6 } as const;
-export type RequestedState = keyof typeof requestedStates;
-
-const requestedState = z.union([
-  z.enum(['STATUS_RUNNING', 'STATUS_PAUSED', 'STATUS_TERMINATING']),
-  z
-    .union([z.literal(1), z.literal(2), z.literal(6)])
-    .transform(
-      (code): RequestedState =>
-        code === 1 ? 'STATUS_RUNNING' : code === 2 ? 'STATUS_PAUSED' : 'STATUS_TERMINATING',
-    ),
-]);
-
-const editedTable = z
-  .object({
-    sourceTableIdentifier: z.string().min(1),
-    destinationTableIdentifier: z.string().min(1),
-    exclude: z.array(z.string()).optional(),
-  })
-  .strict();
+const requestedState = protoEnum(
+  { STATUS_RUNNING: 1, STATUS_PAUSED: 2, STATUS_TERMINATING: 6 },
+  'expected STATUS_RUNNING (1), STATUS_PAUSED (2) or STATUS_TERMINATING (6)',
+);
+export type RequestedState = z.infer<typeof requestedState>;
 
 const cdcFlowConfigUpdate = z
   .object({
-    idle_timeout: z.number().int().positive().max(86_400).optional(),
-    idleTimeout: z.number().int().positive().max(86_400).optional(),
+    additional_tables: z.array(tableMappingWire).optional(),
+    removed_tables: z.array(tableMappingWire).optional(),
     batch_size: z.number().int().positive().max(100_000_000).optional(),
-    batchSize: z.number().int().positive().max(100_000_000).optional(),
-    additional_tables: z.array(editedTable).optional(),
-    additionalTables: z.array(editedTable).optional(),
-    removed_tables: z.array(editedTable.omit({ exclude: true })).optional(),
-    removedTables: z.array(editedTable.omit({ exclude: true })).optional(),
+    idle_timeout: z.number().int().positive().max(86_400).optional(),
+    snapshot_num_rows_per_partition: z.number().int().positive().optional(),
+    snapshot_max_parallel_workers: z.number().int().positive().max(64).optional(),
+    snapshot_num_tables_in_parallel: z.number().int().positive().max(64).optional(),
+    /** Accepted and ignored: a mirror syncs until it is paused. */
+    number_of_syncs: z.number().int().optional(),
   })
   .strict();
 
@@ -191,6 +195,10 @@ export const stateChangeRequest = z
     flowJobName: z.string().min(1),
     requestedFlowState: requestedState,
     flowConfigUpdate: z.object({ cdcFlowConfigUpdate: cdcFlowConfigUpdate.optional() }).strict().optional(),
+    /** Accepted and ignored: a drop keeps the mirror's batches and logs in the catalog. */
+    dropMirrorStats: z.boolean().optional(),
+    /** Accepted and ignored: a drop never drops destination tables. */
+    skipDestinationDrop: z.boolean().optional(),
   })
   .strict();
 export type StateChangeRequest = z.infer<typeof stateChangeRequest>;
@@ -198,7 +206,12 @@ export type StateChangeRequest = z.infer<typeof stateChangeRequest>;
 export const stateChangeResponse = z.object({ ok: z.boolean(), errorMessage: z.string() });
 
 export const mirrorStatusRequest = z
-  .object({ flowJobName: z.string().min(1), includeFlowInfo: z.boolean().optional() })
+  .object({
+    flowJobName: z.string().min(1),
+    includeFlowInfo: z.boolean().optional(),
+    /** Accepted and ignored: the status never lists batches (see mirrors/cdc/batches). */
+    excludeBatches: z.boolean().optional(),
+  })
   .strict();
 
 export const flowStates = [
@@ -268,7 +281,6 @@ export const batchesResponse = z.object({
 export const logsRequest = z
   .object({
     flow_job_name: z.string().optional(),
-    flowJobName: z.string().optional(),
     level: z
       .string()
       .transform((value) => value.toUpperCase())
@@ -276,11 +288,8 @@ export const logsRequest = z
       .optional(),
     page: z.number().int().min(0).optional(),
     num_per_page: z.number().int().min(0).max(1000).optional(),
-    numPerPage: z.number().int().min(0).max(1000).optional(),
     before_id: optionalId,
-    beforeId: optionalId,
     after_id: optionalId,
-    afterId: optionalId,
   })
   .strict();
 
@@ -305,7 +314,7 @@ export const upsertScriptRequest = z
     script: z
       .object({
         id: z.number().int().min(-1),
-        name: z.string().min(1).max(255),
+        name: resourceNameSchema,
         lang: z.string().min(1),
         source: z.string().max(1_000_000),
       })

@@ -12,6 +12,7 @@ import {
   type ScriptResource,
 } from '../../../engine/src/control/resources.ts';
 import {
+  ResourceConflictError,
   type ResourceEvent,
   ResourceExistsError,
   ResourceNotFoundError,
@@ -176,8 +177,26 @@ export class EmbeddedStore implements ResourceStore {
     return toMirror(rows[0]);
   }
 
-  updateMirrorSpec(name: string, spec: MirrorResourceSpec): Promise<MirrorResource> {
-    return this.#updateMirror(name, `spec = $2, generation = generation + 1`, [JSON.stringify(spec)]);
+  async updateMirrorSpec(
+    name: string,
+    spec: MirrorResourceSpec,
+    expectedGeneration?: number,
+  ): Promise<MirrorResource> {
+    if (expectedGeneration === undefined) {
+      return this.#updateMirror(name, `spec = $2, generation = generation + 1`, [JSON.stringify(spec)]);
+    }
+    // One statement: the check and the write cannot be separated by another writer.
+    const { rows } = await this.#sql.query<MirrorRow>(
+      `UPDATE resources.mirrors SET spec = $2, generation = generation + 1
+       WHERE name = $1 AND generation = $3 RETURNING *`,
+      [name, JSON.stringify(spec), expectedGeneration],
+    );
+    if (!rows[0]) {
+      if (await this.getMirror(name)) throw new ResourceConflictError('mirror', name);
+      throw new ResourceNotFoundError('mirror', name);
+    }
+    this.#emit({ kind: 'mirror', name });
+    return toMirror(rows[0]);
   }
 
   requestMirrorRetry(name: string): Promise<MirrorResource> {

@@ -26,6 +26,17 @@ export class PeerSecretsUnavailableError extends Error {
   }
 }
 
+/**
+ * The resource changed after it was read (optimistic concurrency): read it
+ * again, decide again, write again.
+ */
+export class ResourceConflictError extends Error {
+  constructor(kind: string, name: string) {
+    super(`${kind} ${name} was changed by another writer`);
+    this.name = 'ResourceConflictError';
+  }
+}
+
 /** The store cannot hold a resource of that name or shape (e.g. not a Kubernetes object name). */
 export class ResourceInvalidError extends Error {
   constructor(kind: string, name: string, rule: string) {
@@ -49,8 +60,16 @@ export interface ResourceStore {
   listMirrors(): Promise<MirrorResource[]>;
   /** Throws ResourceExistsError when a mirror of that name exists (dropping ones included). */
   createMirror(spec: MirrorResourceSpec): Promise<MirrorResource>;
-  /** Replaces the spec and bumps the generation. Throws ResourceNotFoundError. */
-  updateMirrorSpec(name: string, spec: MirrorResourceSpec): Promise<MirrorResource>;
+  /**
+   * Replaces the spec and bumps the generation. Throws ResourceNotFoundError;
+   * with `expectedGeneration` (the generation the caller read the spec at),
+   * throws ResourceConflictError when the mirror has moved on since.
+   */
+  updateMirrorSpec(
+    name: string,
+    spec: MirrorResourceSpec,
+    expectedGeneration?: number,
+  ): Promise<MirrorResource>;
   /**
    * Asks for a retry of a failed mirror with its spec unchanged: afterwards its
    * current generation is no longer marked failed (the embedded store bumps the

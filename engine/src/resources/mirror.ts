@@ -1,6 +1,7 @@
 // The mirror specification the engine runs. Defaults are the interface's.
 import { z } from 'zod';
 import { enginePodSettingsSchema } from './engine-pod.ts';
+import { resourceNameSchema } from './names.ts';
 
 export const tableNameSchema = z.object({
   schema: z.string().min(1).max(63),
@@ -19,14 +20,7 @@ export const tableMappingSchema = z.object({
 
 /** The spec's fields without cross-field rules (for deriving other schemas). */
 export const mirrorSpecFields = z.object({
-  name: z
-    .string()
-    .min(1)
-    .max(63)
-    .regex(
-      /^[a-z0-9][a-z0-9_-]*$/,
-      'lower-case letters, digits, _ and - only, starting with a letter or digit',
-    ),
+  name: resourceNameSchema,
   sourcePeer: z.string().min(1),
   destinationPeer: z.string().min(1),
   tableMappings: z.array(tableMappingSchema).min(1),

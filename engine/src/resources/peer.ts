@@ -4,6 +4,7 @@
 // `maskPeerSecrets` prepares a peer for display. The facade's wire shapes and
 // the CRD schema are derived from these definitions.
 import { z } from 'zod';
+import { resourceNameSchema } from './names.ts';
 
 const hostSchema = z.string().min(1).max(253);
 const portSchema = z.number().int().min(1).max(65_535);
@@ -93,14 +94,7 @@ export const streamConfigSchema = z
 export const peerKinds = ['relational', 'analytics', 'datawarehouse', 'stream'] as const;
 export type PeerKind = (typeof peerKinds)[number];
 
-const peerName = z
-  .string()
-  .min(1)
-  .max(63)
-  .regex(
-    /^[a-z0-9]([a-z0-9_-]*[a-z0-9])?$/,
-    'lower-case letters, digits, _ and -, starting and ending alphanumeric',
-  );
+const peerName = resourceNameSchema;
 
 export const peerSchema = z.discriminatedUnion('kind', [
   z.object({ name: peerName, kind: z.literal('relational'), config: relationalConfigSchema }),

@@ -15,6 +15,18 @@ import {
 } from './schemas.ts';
 import { toStructural } from './structural.ts';
 
+/**
+ * The API name the facade keeps in an annotation when it differs from the
+ * object name (kube/object-names.ts); empty on objects created with kubectl,
+ * whose API name is their object name.
+ */
+const apiNameColumn = {
+  name: 'API Name',
+  type: 'string',
+  jsonPath: '.metadata.annotations.tributary\\.dev/name',
+  description: 'the name the /api/v1 interface knows this object by',
+};
+
 type Schema = Record<string, unknown>;
 
 function schemaOf(spec: z.ZodType, status: z.ZodType, specRules: Schema[] = []): Schema {
@@ -105,6 +117,7 @@ export function customResourceDefinitions(): Schema[] {
       shortNames: ['tpeer'],
       schema: schemaOf(peerCrSpecSchema, peerCrStatusSchema, peerRules),
       columns: [
+        apiNameColumn,
         { name: 'Kind', type: 'string', jsonPath: '.spec.kind' },
         { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
         { name: 'Version', type: 'string', jsonPath: '.status.version' },
@@ -116,6 +129,7 @@ export function customResourceDefinitions(): Schema[] {
       shortNames: ['tmirror'],
       schema: schemaOf(mirrorCrSpecSchema, mirrorCrStatusSchema, mirrorRules),
       columns: [
+        apiNameColumn,
         { name: 'State', type: 'string', jsonPath: '.spec.state' },
         { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
         {
@@ -133,6 +147,7 @@ export function customResourceDefinitions(): Schema[] {
       shortNames: ['tscript'],
       schema: schemaOf(scriptCrSpecSchema, scriptCrStatusSchema),
       columns: [
+        apiNameColumn,
         { name: 'Lang', type: 'string', jsonPath: '.spec.lang' },
         { name: 'Id', type: 'integer', jsonPath: '.status.id' },
       ],

@@ -2,6 +2,7 @@
 // peer secrets in Kubernetes Secrets. The facade writes through it; the
 // operator reads through it. Mirrors carry a finalizer, so deleting one (kubectl
 // or the API's drop) lets the operator tear it down before the object goes.
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   ApiException,
   CoreV1Api,
@@ -22,6 +23,7 @@ import type {
 import { mirrorResourceSpecSchema } from '../../../engine/src/control/resources.ts';
 import {
   PeerSecretsUnavailableError,
+  ResourceConflictError,
   type ResourceEvent,
   ResourceExistsError,
   ResourceInvalidError,
@@ -36,6 +38,8 @@ import {
 } from '../../../engine/src/resources/peer.ts';
 import type { Condition } from '../conditions.ts';
 import { group, version } from '../crds/schemas.ts';
+import { apiNameAnnotation, apiNameOf, kubeObjectName } from './object-names.ts';
+import { retryingThrottled } from './retry-throttled.ts';
 
 export const teardownFinalizer = 'tributary.dev/teardown';
 const managedByLabel = { 'app.kubernetes.io/managed-by': 'tributary' };
@@ -50,6 +54,7 @@ interface ObjectMeta {
   deletionTimestamp?: string;
   finalizers?: string[];
   labels?: Record<string, string>;
+  annotations?: Record<string, string>;
 }
 
 export interface CustomObject<Spec, Status> {
@@ -71,18 +76,36 @@ function isStatus(error: unknown, code: number): boolean {
   return error instanceof ApiException && error.code === code;
 }
 
-const objectNameRule = 'in cluster mode names are Kubernetes object names: lower-case letters, digits and -';
-
-/** Kubernetes refuses names it cannot use (422): say so as a typed error. */
-function invalidName(error: unknown, kind: string, name: string): Error {
-  return isStatus(error, 422) ? new ResourceInvalidError(kind, name, objectNameRule) : (error as Error);
+/** Kubernetes refused the object (422): say so as a typed error. */
+function invalidObject(error: unknown, kind: string, name: string): Error {
+  return isStatus(error, 422)
+    ? new ResourceInvalidError(kind, name, 'the Kubernetes API refused the object')
+    : (error as Error);
 }
 
-/** DNS-1123 label: what every name here must be before any call is made. */
-function requireObjectName(kind: string, name: string): void {
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 63) {
-    throw new ResourceInvalidError(kind, name, objectNameRule);
+/** How often a read-modify-write is retried when another writer changed the object in between (409). */
+const conflictRetries = 8;
+
+/** A short random pause before a retry, so that writers racing for one object spread out. */
+function conflictBackoff(attempt: number): Promise<void> {
+  return delay(Math.random() * 25 * attempt);
+}
+
+/**
+ * Two API names whose object names coincide (see object-names.ts): the second
+ * is refused rather than allowed to overwrite the first.
+ */
+export class ObjectNameTakenError extends ResourceExistsError {
+  constructor(kind: string, name: string, objectName: string, holder: string) {
+    super(kind, name);
+    this.message = `${kind} ${name} cannot be stored: its object name ${objectName} holds ${kind} ${holder}`;
+    this.name = 'ObjectNameTakenError';
   }
+}
+
+/** The metadata of a new object for API name `name`. */
+function newObjectMeta(name: string): ObjectMeta {
+  return { name: kubeObjectName(name), annotations: { [apiNameAnnotation]: name } };
 }
 
 /** A Peer names a Secret that does not exist (yet): it cannot be used until it does. */
@@ -120,8 +143,9 @@ function reconcileFingerprint(object: KubernetesObject): string {
 /** The ConfigMap holding the last script id handed out in the namespace. */
 export const scriptIdCounterName = 'tributary-script-ids';
 
+/** The Secret the facade keeps a peer's secrets in. */
 export function peerSecretName(peer: string): string {
-  return `tributary-peer-${peer}`;
+  return `tributary-peer-${kubeObjectName(peer)}`;
 }
 
 export class KubeStore implements ResourceStore {
@@ -133,20 +157,37 @@ export class KubeStore implements ResourceStore {
   constructor(config: KubeConfig, namespace: string) {
     this.#config = config;
     this.#namespace = namespace;
-    this.#objects = config.makeApiClient(CustomObjectsApi);
-    this.#core = config.makeApiClient(CoreV1Api);
+    this.#objects = retryingThrottled(config.makeApiClient(CustomObjectsApi));
+    this.#core = retryingThrottled(config.makeApiClient(CoreV1Api));
   }
 
   #at(plural: string) {
     return { group, version, namespace: this.#namespace, plural };
   }
 
-  async #get<T>(plural: string, name: string): Promise<T | undefined> {
+  /** The object stored under the object name of API name `name`, whichever API name it holds. */
+  async #getObject<T extends { metadata: ObjectMeta }>(plural: string, name: string): Promise<T | undefined> {
     try {
-      return (await this.#objects.getNamespacedCustomObject({ ...this.#at(plural), name })) as T;
+      return (await this.#objects.getNamespacedCustomObject({
+        ...this.#at(plural),
+        name: kubeObjectName(name),
+      })) as T;
     } catch (error) {
       if (isStatus(error, 404)) return undefined;
       throw error;
+    }
+  }
+
+  /** The object of API name `name`; an object that holds another API name is not it. */
+  async #get<T extends { metadata: ObjectMeta }>(plural: string, name: string): Promise<T | undefined> {
+    const object = await this.#getObject<T>(plural, name);
+    return object && apiNameOf(object.metadata) === name ? object : undefined;
+  }
+
+  /** Refuses to write API name `name` over an object that holds another one. */
+  #checkHolder(kind: string, name: string, object: { metadata: ObjectMeta } | undefined): void {
+    if (object && apiNameOf(object.metadata) !== name) {
+      throw new ObjectNameTakenError(kind, name, object.metadata.name, apiNameOf(object.metadata));
     }
   }
 
@@ -172,7 +213,7 @@ export class KubeStore implements ResourceStore {
       .readNamespacedSecret({ name: secretRef.name, namespace: this.#namespace })
       .catch((error: unknown) => {
         throw isStatus(error, 404)
-          ? new PeerSecretMissingError(object.metadata.name, secretRef.name, this.#namespace)
+          ? new PeerSecretMissingError(apiNameOf(object.metadata), secretRef.name, this.#namespace)
           : error;
       });
     const secrets = Object.fromEntries(
@@ -183,14 +224,14 @@ export class KubeStore implements ResourceStore {
     );
     const config = (object.spec[kind] ?? {}) as Record<string, unknown>;
     return {
-      peer: joinPeerSecrets({ name: object.metadata.name, kind, config, secrets }),
+      peer: joinPeerSecrets({ name: apiNameOf(object.metadata), kind, config, secrets }),
       version: object.status?.version ?? null,
       createdAt: new Date(object.metadata.creationTimestamp ?? 0),
     };
   }
 
   async putPeer(peer: Peer, peerVersion: string | null): Promise<void> {
-    requireObjectName('peer', peer.name);
+    this.#checkHolder('peer', peer.name, await this.#getObject<PeerObject>('peers', peer.name));
     const split = splitPeerSecrets(peer);
     const secretName = peerSecretName(peer.name);
     const secret: V1Secret = {
@@ -198,29 +239,60 @@ export class KubeStore implements ResourceStore {
       type: 'Opaque',
       stringData: { ...split.secrets },
     };
-    try {
-      await this.#core.replaceNamespacedSecret({
-        name: secretName,
-        namespace: this.#namespace,
-        body: secret,
-      });
-    } catch (error) {
-      if (!isStatus(error, 404)) throw error;
-      await this.#core.createNamespacedSecret({ namespace: this.#namespace, body: secret });
+    // Replace, or create when missing; a concurrent first write of the same peer
+    // may create it in between (409), and then the replace is tried again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#core.replaceNamespacedSecret({
+          name: secretName,
+          namespace: this.#namespace,
+          body: secret,
+        });
+        break;
+      } catch (error) {
+        if (!isStatus(error, 404)) throw error;
+      }
+      try {
+        await this.#core.createNamespacedSecret({ namespace: this.#namespace, body: secret });
+        break;
+      } catch (error) {
+        if (!isStatus(error, 409) || attempt >= conflictRetries) throw error;
+      }
     }
     const spec = { kind: peer.kind, [peer.kind]: split.config, secretRef: { name: secretName } };
-    const existing = await this.#get<PeerObject>('peers', peer.name);
-    if (existing) {
-      await this.#objects.replaceNamespacedCustomObject({
-        ...this.#at('peers'),
-        name: peer.name,
-        body: { ...existing, spec },
-      });
-    } else {
-      await this.#objects.createNamespacedCustomObject({
-        ...this.#at('peers'),
-        body: { apiVersion: `${group}/${version}`, kind: 'Peer', metadata: { name: peer.name }, spec },
-      });
+    // The spec is replaced whole by a JSON patch, which needs no resourceVersion:
+    // concurrent updates of one peer (the original UI always sends allow_update)
+    // each land instead of failing with 409, the last one wins, and the status the
+    // operator writes meanwhile is untouched. Only a create can race (409: another
+    // request created it first), and then the patch is tried on a fresh read.
+    for (let attempt = 1; ; attempt++) {
+      const existing = await this.#getObject<PeerObject>('peers', peer.name);
+      this.#checkHolder('peer', peer.name, existing);
+      try {
+        if (existing) {
+          await this.#objects.patchNamespacedCustomObject({
+            ...this.#at('peers'),
+            name: existing.metadata.name,
+            body: [{ op: 'replace', path: '/spec', value: spec }],
+          });
+        } else {
+          await this.#objects.createNamespacedCustomObject({
+            ...this.#at('peers'),
+            body: {
+              apiVersion: `${group}/${version}`,
+              kind: 'Peer',
+              metadata: newObjectMeta(peer.name),
+              spec,
+            },
+          });
+        }
+        break;
+      } catch (error) {
+        // 404: deleted between the read and the patch; 409: created in between.
+        if (!(isStatus(error, 409) || isStatus(error, 404)) || attempt >= conflictRetries)
+          throw invalidObject(error, 'peer', peer.name);
+        await conflictBackoff(attempt);
+      }
     }
     if (peerVersion !== null) await this.setPeerStatus(peer.name, { version: peerVersion });
   }
@@ -239,7 +311,7 @@ export class KubeStore implements ResourceStore {
     await this.#objects
       .patchNamespacedCustomObjectStatus({
         ...this.#at('peers'),
-        name,
+        name: kubeObjectName(name),
         body: Object.entries(status).map(([key, value]) => ({ op: 'add', path: `/status/${key}`, value })),
       })
       .catch(async (error: unknown) => {
@@ -247,7 +319,7 @@ export class KubeStore implements ResourceStore {
         if (!isStatus(error, 422)) throw error;
         await this.#objects.patchNamespacedCustomObjectStatus({
           ...this.#at('peers'),
-          name,
+          name: kubeObjectName(name),
           body: [{ op: 'add', path: '/status', value: status }],
         });
       });
@@ -256,11 +328,12 @@ export class KubeStore implements ResourceStore {
   // --- mirrors -----------------------------------------------------------------
 
   #toMirror(object: MirrorObject): MirrorResource {
+    const name = apiNameOf(object.metadata);
     return {
-      name: object.metadata.name,
+      name,
       uid: (object.metadata.uid ?? '').slice(0, 8),
       ...(object.metadata.uid ? { objectUid: object.metadata.uid } : {}),
-      spec: mirrorResourceSpecSchema.parse({ ...object.spec, name: object.metadata.name }),
+      spec: mirrorResourceSpecSchema.parse({ ...object.spec, name }),
       generation: object.metadata.generation ?? 1,
       deleting: object.metadata.deletionTimestamp !== undefined,
       failedGeneration: object.status?.failedGeneration ?? null,
@@ -279,45 +352,58 @@ export class KubeStore implements ResourceStore {
 
   async createMirror(spec: MirrorResourceSpec): Promise<MirrorResource> {
     const { name, ...rest } = spec;
-    requireObjectName('mirror', name);
     try {
       const created = (await this.#objects.createNamespacedCustomObject({
         ...this.#at('mirrors'),
         body: {
           apiVersion: `${group}/${version}`,
           kind: 'Mirror',
-          metadata: { name, finalizers: [teardownFinalizer] },
+          metadata: { ...newObjectMeta(name), finalizers: [teardownFinalizer] },
           spec: rest,
         },
       })) as MirrorObject;
       return this.#toMirror(created);
     } catch (error) {
-      if (isStatus(error, 409)) throw new ResourceExistsError('mirror', name);
-      throw invalidName(error, 'mirror', name);
+      if (isStatus(error, 409)) {
+        this.#checkHolder('mirror', name, await this.#getObject<MirrorObject>('mirrors', name));
+        throw new ResourceExistsError('mirror', name);
+      }
+      throw invalidObject(error, 'mirror', name);
     }
   }
 
   /** Read, change, replace; retried when another writer got there first. */
   async #modifyMirror(name: string, change: (object: MirrorObject) => MirrorObject): Promise<MirrorResource> {
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 1; ; attempt++) {
       const current = await this.#get<MirrorObject>('mirrors', name);
       if (!current) throw new ResourceNotFoundError('mirror', name);
       try {
         const replaced = (await this.#objects.replaceNamespacedCustomObject({
           ...this.#at('mirrors'),
-          name,
+          name: current.metadata.name,
           body: change(current),
         })) as MirrorObject;
         return this.#toMirror(replaced);
       } catch (error) {
-        if (!isStatus(error, 409) || attempt >= 5) throw error;
+        if (!isStatus(error, 409) || attempt >= conflictRetries) throw error;
+        await conflictBackoff(attempt);
       }
     }
   }
 
-  updateMirrorSpec(name: string, spec: MirrorResourceSpec): Promise<MirrorResource> {
+  updateMirrorSpec(
+    name: string,
+    spec: MirrorResourceSpec,
+    expectedGeneration?: number,
+  ): Promise<MirrorResource> {
     const { name: _name, ...rest } = spec;
-    return this.#modifyMirror(name, (object) => ({ ...object, spec: rest }));
+    return this.#modifyMirror(name, (object) => {
+      // A Kubernetes generation moves with every spec change, as the embedded store's does.
+      if (expectedGeneration !== undefined && (object.metadata.generation ?? 1) !== expectedGeneration) {
+        throw new ResourceConflictError('mirror', name);
+      }
+      return { ...object, spec: rest };
+    });
   }
 
   async requestMirrorRetry(name: string): Promise<MirrorResource> {
@@ -364,7 +450,7 @@ export class KubeStore implements ResourceStore {
     if (!current) return;
     await this.#objects.patchNamespacedCustomObjectStatus({
       ...this.#at('mirrors'),
-      name,
+      name: current.metadata.name,
       body: [
         { op: current.status ? 'replace' : 'add', path: '/status', value: { ...current.status, ...status } },
       ],
@@ -374,7 +460,7 @@ export class KubeStore implements ResourceStore {
   async markMirrorDeleting(name: string): Promise<MirrorResource> {
     const mirror = await this.getMirror(name);
     if (!mirror) throw new ResourceNotFoundError('mirror', name);
-    await this.#objects.deleteNamespacedCustomObject({ ...this.#at('mirrors'), name });
+    await this.#objects.deleteNamespacedCustomObject({ ...this.#at('mirrors'), name: kubeObjectName(name) });
     return { ...mirror, deleting: true };
   }
 
@@ -400,7 +486,7 @@ export class KubeStore implements ResourceStore {
     // Without a deletion under way, dropping the finalizer alone would leave the object.
     if (!deleting) {
       await this.#objects
-        .deleteNamespacedCustomObject({ ...this.#at('mirrors'), name })
+        .deleteNamespacedCustomObject({ ...this.#at('mirrors'), name: kubeObjectName(name) })
         .catch((error: unknown) => {
           if (!isStatus(error, 404)) throw error;
         });
@@ -412,7 +498,7 @@ export class KubeStore implements ResourceStore {
   #toScript(object: ScriptObject): ScriptResource | undefined {
     const id = object.status?.id;
     if (id === undefined) return undefined;
-    return { id, name: object.metadata.name, lang: object.spec.lang, source: object.spec.source };
+    return { id, name: apiNameOf(object.metadata), lang: object.spec.lang, source: object.spec.source };
   }
 
   async listScripts(): Promise<ScriptResource[]> {
@@ -446,7 +532,7 @@ export class KubeStore implements ResourceStore {
       try {
         await this.#objects.replaceNamespacedCustomObjectStatus({
           ...this.#at('scripts'),
-          name,
+          name: object.metadata.name,
           body: { ...object, status: { ...object.status, id } },
         });
         return id;
@@ -499,27 +585,29 @@ export class KubeStore implements ResourceStore {
   async #setScriptId(name: string, id: number): Promise<void> {
     await this.#objects.patchNamespacedCustomObjectStatus({
       ...this.#at('scripts'),
-      name,
+      name: kubeObjectName(name),
       body: [{ op: 'add', path: '/status', value: { id } }],
     });
   }
 
   /** Creates the Script object; its id is set apart, in the status. */
   async #createScriptObject(script: Omit<ScriptResource, 'id'>): Promise<void> {
-    requireObjectName('script', script.name);
     try {
       await this.#objects.createNamespacedCustomObject({
         ...this.#at('scripts'),
         body: {
           apiVersion: `${group}/${version}`,
           kind: 'Script',
-          metadata: { name: script.name },
+          metadata: newObjectMeta(script.name),
           spec: { lang: script.lang, source: script.source },
         },
       });
     } catch (error) {
-      if (isStatus(error, 409)) throw new ResourceExistsError('script', script.name);
-      throw invalidName(error, 'script', script.name);
+      if (isStatus(error, 409)) {
+        this.#checkHolder('script', script.name, await this.#getObject<ScriptObject>('scripts', script.name));
+        throw new ResourceExistsError('script', script.name);
+      }
+      throw invalidObject(error, 'script', script.name);
     }
   }
 
@@ -529,17 +617,26 @@ export class KubeStore implements ResourceStore {
   }
 
   async updateScript(script: ScriptResource): Promise<ScriptResource> {
-    const current = (await this.#list<ScriptObject>('scripts')).find(
-      (object) => object.status?.id === script.id,
-    );
-    if (!current) throw new ResourceNotFoundError('script', String(script.id));
-    if (current.metadata.name !== script.name) return this.#renameScript(current, script);
-    await this.#objects.replaceNamespacedCustomObject({
-      ...this.#at('scripts'),
-      name: script.name,
-      body: { ...current, spec: { lang: script.lang, source: script.source } },
-    });
-    return script;
+    // Read, change, replace; a 409 (the operator or another request wrote the
+    // object in between) is retried on a fresh read.
+    for (let attempt = 1; ; attempt++) {
+      const current = (await this.#list<ScriptObject>('scripts')).find(
+        (object) => object.status?.id === script.id,
+      );
+      if (!current) throw new ResourceNotFoundError('script', String(script.id));
+      if (apiNameOf(current.metadata) !== script.name) return this.#renameScript(current, script);
+      try {
+        await this.#objects.replaceNamespacedCustomObject({
+          ...this.#at('scripts'),
+          name: current.metadata.name,
+          body: { ...current, spec: { lang: script.lang, source: script.source } },
+        });
+        return script;
+      } catch (error) {
+        if (!isStatus(error, 409) || attempt >= conflictRetries) throw error;
+        await conflictBackoff(attempt);
+      }
+    }
   }
 
   /**
@@ -574,7 +671,7 @@ export class KubeStore implements ResourceStore {
       );
       const kind = kinds[plural];
       const seen = new Map<string, string>();
-      const emit = (object: KubernetesObject) => listener({ kind, name: object.metadata?.name ?? '' });
+      const emit = (object: KubernetesObject) => listener({ kind, name: apiNameOf(object.metadata ?? {}) });
       const emitIfChanged = (object: KubernetesObject) => {
         const name = object.metadata?.name ?? '';
         const fingerprint = reconcileFingerprint(object);

@@ -35,6 +35,7 @@ import {
   mergePodSettings,
 } from '../../../engine/src/resources/engine-pod.ts';
 import { group, version } from '../crds/schemas.ts';
+import { kubeObjectName } from '../kube/object-names.ts';
 import { engineConfigDocument } from './engine-config-file.ts';
 
 export interface StatefulSetRuntimeOptions {
@@ -70,8 +71,9 @@ export const defaultEngineResources = {
   limits: { memory: '1Gi' },
 };
 
+/** Named after the Mirror's object name: a mirror's API name may hold `_` (kube/object-names.ts). */
 export function engineObjectName(mirror: string): string {
-  return `tributary-engine-${mirror}`;
+  return `tributary-engine-${kubeObjectName(mirror)}`;
 }
 
 /** The Mirror owns its engine's objects: garbage collection removes them if the Mirror is force-deleted. */
@@ -79,7 +81,7 @@ export function mirrorOwnerReference(target: Pick<EngineTarget, 'name' | 'uid'>)
   return {
     apiVersion: `${group}/${version}`,
     kind: 'Mirror',
-    name: target.name,
+    name: kubeObjectName(target.name),
     uid: target.uid,
     controller: true,
     blockOwnerDeletion: true,
@@ -97,7 +99,7 @@ export function engineStatefulSet(
   const labels = {
     'app.kubernetes.io/name': 'tributary-engine',
     'app.kubernetes.io/managed-by': 'tributary',
-    [mirrorLabel]: mirror,
+    [mirrorLabel]: kubeObjectName(mirror),
   };
   return {
     apiVersion: 'apps/v1',
@@ -114,7 +116,7 @@ export function engineStatefulSet(
       serviceName: name,
       podManagementPolicy: 'OrderedReady',
       updateStrategy: { type: 'RollingUpdate' },
-      selector: { matchLabels: { [mirrorLabel]: mirror } },
+      selector: { matchLabels: { [mirrorLabel]: kubeObjectName(mirror) } },
       template: {
         metadata: {
           // The user's labels and annotations first: ours (selector, hashes) win.
@@ -258,7 +260,7 @@ export class StatefulSetEngineRuntime implements EngineRuntime {
       metadata: {
         name,
         namespace,
-        labels: { [mirrorLabel]: mirror },
+        labels: { [mirrorLabel]: kubeObjectName(mirror) },
         ownerReferences: [mirrorOwnerReference(target)],
         finalizers: [engineSecretFinalizer],
       },

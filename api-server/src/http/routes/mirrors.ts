@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { LogLevel, MirrorPhase } from '../../../../engine/src/catalog/catalog.ts';
+import { defaultPublicationName, defaultSlotName } from '../../../../engine/src/connectors/postgres/slot.ts';
 import { isSupportedDestination } from '../../../../engine/src/connectors/registry.ts';
 import { flowStateByPhase } from '../../../../engine/src/control/flow-state.ts';
 import {
@@ -7,15 +8,16 @@ import {
   type MirrorResourceSpec,
   workflowId,
 } from '../../../../engine/src/control/resources.ts';
-import { ResourceExistsError } from '../../../../engine/src/control/store.ts';
+import { ResourceConflictError, ResourceExistsError } from '../../../../engine/src/control/store.ts';
 import { formatTableName, type TableMapping } from '../../../../engine/src/resources/mirror.ts';
 import type { FacadeContext } from '../context.ts';
 import {
   checkDistinctTables,
+  type FieldNamer,
   mappingFromWire,
   mirrorConfigToWire,
   mirrorSpecFromWire,
-  parseWith,
+  parseRequest,
   validMirrorSpec,
 } from '../convert.ts';
 import { ApiError } from '../errors.ts';
@@ -31,6 +33,9 @@ import {
 import { scriptsDisabledMessage } from './scripts.ts';
 
 type FlowState = (typeof flowStates)[number];
+
+/** How often a state change is decided again when the mirror changed under it. */
+const stateChangeAttempts = 5;
 
 /** The phases from which each requested state is accepted (see docs/api.md). */
 const pausableFrom: readonly MirrorPhase[] = ['setup', 'snapshot', 'running', 'pausing', 'paused', 'failed'];
@@ -49,8 +54,11 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
   const phaseOf = async (name: string) => (await catalog.getRuntime(name))?.phase;
 
   app.post('/api/v1/flows/cdc/create', async (request) => {
-    const { connection_configs: config } = parseWith(createMirrorRequest, request.body);
-    const spec = mirrorSpecFromWire(config);
+    const {
+      body: { connection_configs: config },
+      field,
+    } = parseRequest(createMirrorRequest, request);
+    const spec = mirrorSpecFromWire(config, field);
     if (await store.getMirror(spec.name)) {
       throw new ApiError('mirrorExists', `invalid mirror: a mirror named ${spec.name} already exists`);
     }
@@ -70,6 +78,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       if (!(await store.getScriptByName(spec.script)))
         throw invalidMirror(`script ${spec.script} does not exist`);
     }
+    await checkSourceNamesFree(context, spec);
     await checkSource(context, source.peer.config, {
       name: spec.name,
       tables: spec.tableMappings.map((mapping) => mapping.source),
@@ -82,42 +91,69 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       return { workflowId: workflowId(mirror) };
     } catch (error) {
       if (error instanceof ResourceExistsError) {
-        throw new ApiError('mirrorExists', `invalid mirror: a mirror named ${spec.name} already exists`);
+        // A subclass says why (cluster mode: the object name is another mirror's).
+        const reason =
+          error.constructor === ResourceExistsError
+            ? `a mirror named ${spec.name} already exists`
+            : error.message;
+        throw new ApiError('mirrorExists', `invalid mirror: ${reason}`);
       }
       throw error;
     }
   });
 
   app.post('/api/v1/mirrors/state_change', async (request) => {
-    const body = parseWith(stateChangeRequest, request.body);
+    const { body, field } = parseRequest(stateChangeRequest, request);
+    // Read, decide, write at the generation read: when another request or the
+    // operator changed the mirror in between, decide again on a fresh read.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await changeState(body, field);
+      } catch (error) {
+        if (!(error instanceof ResourceConflictError)) throw error;
+        if (attempt >= stateChangeAttempts) {
+          throw new ApiError('conflict', `mirror ${body.flowJobName} kept changing; try again`);
+        }
+      }
+    }
+  });
+
+  async function changeState(body: StateChangeRequest, field: FieldNamer): Promise<object> {
     const mirror = await store.getMirror(body.flowJobName);
     if (!mirror || mirror.deleting) throw unknownMirror(body.flowJobName);
     const phase = await phaseOf(mirror.name);
     const edit = body.flowConfigUpdate?.cdcFlowConfigUpdate;
+    const write = (spec: MirrorResourceSpec) => store.updateMirrorSpec(mirror.name, spec, mirror.generation);
 
     if (body.requestedFlowState === 'STATUS_TERMINATING') {
-      if (edit) throw new ApiError('invalidArgument', 'flowConfigUpdate: only allowed with STATUS_RUNNING');
+      if (edit)
+        throw new ApiError(
+          'invalidArgument',
+          `${field(['flowConfigUpdate'])}: only allowed with STATUS_RUNNING`,
+        );
       await store.markMirrorDeleting(mirror.name);
       return { ok: true, errorMessage: '' };
     }
     if (body.requestedFlowState === 'STATUS_PAUSED') {
-      if (edit) throw new ApiError('invalidArgument', 'flowConfigUpdate: only allowed with STATUS_RUNNING');
+      if (edit)
+        throw new ApiError(
+          'invalidArgument',
+          `${field(['flowConfigUpdate'])}: only allowed with STATUS_RUNNING`,
+        );
       if (phase && !pausableFrom.includes(phase)) {
         throw new ApiError(
           'failedPrecondition',
           `mirror ${mirror.name} is ${flowStateByPhase[phase]} and cannot be paused`,
         );
       }
-      if (mirror.spec.state !== 'Paused')
-        await store.updateMirrorSpec(mirror.name, { ...mirror.spec, state: 'Paused' });
+      if (mirror.spec.state !== 'Paused') await write({ ...mirror.spec, state: 'Paused' });
       return { ok: true, errorMessage: '' };
     }
     if (edit) {
       if (mirror.spec.state !== 'Paused' || phase !== 'paused') {
         throw new ApiError('failedPrecondition', `mirror ${mirror.name} must be paused before it is edited`);
       }
-      const spec = validMirrorSpec({ ...(await editedSpec(context, mirror, edit)), state: 'Running' });
-      await store.updateMirrorSpec(mirror.name, spec);
+      await write(validMirrorSpec({ ...(await editedSpec(context, mirror, edit, field)), state: 'Running' }));
       return {};
     }
     if (phase === 'completed') {
@@ -126,14 +162,13 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
         `mirror ${mirror.name} completed its initial load and cannot be resumed`,
       );
     }
-    if (mirror.spec.state === 'Paused')
-      await store.updateMirrorSpec(mirror.name, { ...mirror.spec, state: 'Running' });
+    if (mirror.spec.state === 'Paused') await write({ ...mirror.spec, state: 'Running' });
     else if (phase === 'failed') await store.requestMirrorRetry(mirror.name);
     return { ok: true, errorMessage: '' };
-  });
+  }
 
   app.post('/api/v1/mirrors/status', { config: { errorShape: 'status' } }, async (request, reply) => {
-    const body = parseWith(mirrorStatusRequest, request.body);
+    const { body } = parseRequest(mirrorStatusRequest, request);
     const mirror = await store.getMirror(body.flowJobName);
     const stored = await catalog.getRuntime(body.flowJobName);
     // Created again under a dropped mirror's name: a runtime terminated before the
@@ -206,7 +241,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
   });
 
   app.post('/api/v1/mirrors/cdc/batches', async (request) => {
-    const body = parseWith(batchesRequest, request.body);
+    const { body } = parseRequest(batchesRequest, request);
     if (!(await store.getMirror(body.flowJobName)) && !(await catalog.getRuntime(body.flowJobName))) {
       throw new ApiError('notFound', `mirror ${body.flowJobName} not found`);
     }
@@ -216,8 +251,9 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       // Capped: beyond 2^53 the product is inexact, and the catalog writes it into SQL as text.
       limit: limit > 0 ? Math.min(limit * page, Number.MAX_SAFE_INTEGER) : 0,
       ascending: body.ascending ?? false,
-      ...(body.beforeId !== undefined && body.beforeId !== -1n ? { beforeId: body.beforeId } : {}),
-      ...(body.afterId !== undefined && body.afterId !== -1n ? { afterId: body.afterId } : {}),
+      // -1 and 0 (proto3's unset) ignore the filter.
+      ...(body.beforeId !== undefined && body.beforeId > 0n ? { beforeId: body.beforeId } : {}),
+      ...(body.afterId !== undefined && body.afterId > 0n ? { afterId: body.afterId } : {}),
     });
     const pageRows = limit > 0 ? batches.slice((page - 1) * limit) : batches;
     return {
@@ -236,18 +272,19 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
   });
 
   app.post('/api/v1/mirrors/logs', async (request) => {
-    const body = parseWith(logsRequest, request.body);
-    const mirror = body.flow_job_name ?? body.flowJobName ?? '';
+    const { body } = parseRequest(logsRequest, request);
+    const mirror = body.flow_job_name ?? '';
     const level = body.level ?? 'ALL';
-    const perPage = body.num_per_page ?? body.numPerPage ?? 0;
+    const perPage = body.num_per_page ?? 0;
     const page = Math.max(1, body.page ?? 1);
-    const beforeId = body.before_id ?? body.beforeId;
-    const afterId = body.after_id ?? body.afterId;
+    const beforeId = body.before_id;
+    const afterId = body.after_id;
     const { entries, total } = await catalog.listLogs({
       ...(mirror ? { mirror } : {}),
       ...(level === 'ALL' ? {} : { levels: [level as LogLevel] }),
-      ...(beforeId !== undefined && beforeId >= 0n ? { beforeId } : {}),
-      ...(afterId !== undefined && afterId >= 0n ? { afterId } : {}),
+      // 0 is proto3's unset; negative ids ignore the filter.
+      ...(beforeId !== undefined && beforeId > 0n ? { beforeId } : {}),
+      ...(afterId !== undefined && afterId > 0n ? { afterId } : {}),
       offset: (page - 1) * perPage,
       limit: perPage,
     });
@@ -283,6 +320,32 @@ async function checkSource(
   if (problems.length > 0) throw invalidMirror(problems.join('; '));
 }
 
+/**
+ * Names that differ only in `_` and `-` (`pg_to_ch`, `pg-to-ch`) derive the same
+ * default slot and publication names: a second mirror on the same source would
+ * read the first one's slot. Refused, naming the field that resolves it.
+ */
+async function checkSourceNamesFree(context: FacadeContext, spec: MirrorResourceSpec): Promise<void> {
+  const slotOf = (mirror: MirrorResourceSpec) => mirror.replicationSlotName ?? defaultSlotName(mirror.name);
+  for (const other of await context.store.listMirrors()) {
+    if (other.spec.sourcePeer !== spec.sourcePeer) continue;
+    if (slotOf(other.spec) === slotOf(spec)) {
+      throw invalidMirror(
+        `replication slot ${slotOf(spec)} is mirror ${other.name}'s; set replication_slot_name to another name`,
+      );
+    }
+    if (
+      spec.publicationName === undefined &&
+      other.spec.publicationName === undefined &&
+      defaultPublicationName(other.spec.name) === defaultPublicationName(spec.name)
+    ) {
+      throw invalidMirror(
+        `publication ${defaultPublicationName(spec.name)} is mirror ${other.name}'s; set publication_name to another name`,
+      );
+    }
+  }
+}
+
 async function checkTablesExist(
   context: FacadeContext,
   source: Parameters<FacadeContext['findMissingTables']>[0],
@@ -311,12 +374,14 @@ async function editedSpec(
   context: FacadeContext,
   mirror: MirrorResource,
   edit: ConfigEdit,
+  field: FieldNamer,
 ): Promise<MirrorResourceSpec> {
-  const added = [...(edit.additional_tables ?? []), ...(edit.additionalTables ?? [])].map((table, index) =>
-    mappingFromWire(table, `flowConfigUpdate.cdcFlowConfigUpdate.additional_tables[${index}]`),
+  const at = (list: string, index: number) => ['flowConfigUpdate', 'cdcFlowConfigUpdate', list, index];
+  const added = (edit.additional_tables ?? []).map((table, index) =>
+    mappingFromWire(table, at('additional_tables', index), field),
   );
-  const removed = [...(edit.removed_tables ?? []), ...(edit.removedTables ?? [])].map((table, index) =>
-    mappingFromWire(table, `flowConfigUpdate.cdcFlowConfigUpdate.removed_tables[${index}]`),
+  const removed = (edit.removed_tables ?? []).map((table, index) =>
+    mappingFromWire(table, at('removed_tables', index), field),
   );
   const key = (mapping: TableMapping) => formatTableName(mapping.source);
   const removedKeys = new Set(removed.map(key));
@@ -335,10 +400,10 @@ async function editedSpec(
   }
   const kept = mirror.spec.tableMappings.filter((mapping) => !removedKeys.has(key(mapping)));
   const tableMappings = [...kept, ...added];
-  checkDistinctTables(tableMappings, (index) =>
+  checkDistinctTables(tableMappings, (index, side) =>
     index < kept.length
-      ? 'flowConfigUpdate.cdcFlowConfigUpdate'
-      : `flowConfigUpdate.cdcFlowConfigUpdate.additional_tables[${index - kept.length}]`,
+      ? field(['flowConfigUpdate', 'cdcFlowConfigUpdate'])
+      : field([...at('additional_tables', index - kept.length), `${side}_table_identifier`]),
   );
   if (tableMappings.length === 0) throw new ApiError('invalidArgument', 'a mirror needs at least one table');
   if (added.length > 0) {
@@ -347,12 +412,15 @@ async function editedSpec(
       throw invalidMirror(`source peer ${mirror.spec.sourcePeer} is gone`);
     await checkTablesExist(context, source.peer.config, added);
   }
-  const batchSize = edit.batch_size ?? edit.batchSize;
-  const idleTimeout = edit.idle_timeout ?? edit.idleTimeout;
+  const optional = <T>(key: keyof MirrorResourceSpec, value: T | undefined) =>
+    value === undefined ? {} : { [key]: value };
   return {
     ...mirror.spec,
     tableMappings,
-    ...(batchSize !== undefined ? { maxBatchSize: batchSize } : {}),
-    ...(idleTimeout !== undefined ? { idleTimeoutSeconds: idleTimeout } : {}),
+    ...optional('maxBatchSize', edit.batch_size),
+    ...optional('idleTimeoutSeconds', edit.idle_timeout),
+    ...optional('snapshotNumRowsPerPartition', edit.snapshot_num_rows_per_partition),
+    ...optional('snapshotMaxParallelWorkers', edit.snapshot_max_parallel_workers),
+    ...optional('snapshotNumTablesInParallel', edit.snapshot_num_tables_in_parallel),
   };
 }

@@ -3,14 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import { describeCheckFailure } from '../../../../engine/src/connectors/peer-check.ts';
 import { splitPeerSecrets } from '../../../../engine/src/resources/peer.ts';
 import type { FacadeContext } from '../context.ts';
-import { parseWith, peerFromWire, peerToWire } from '../convert.ts';
+import { parseRequest, peerFromWire, peerToWire } from '../convert.ts';
 import { ApiError } from '../errors.ts';
 import { createPeerRequest } from '../wire.ts';
 
 export function peerRoutes(app: FastifyInstance, context: FacadeContext): void {
   app.post('/api/v1/peers/create', { config: { errorShape: 'peer' } }, async (request, reply) => {
-    const body = parseWith(createPeerRequest, request.body);
-    const peer = peerFromWire(body.peer);
+    const { body, field } = parseRequest(createPeerRequest, request);
+    const peer = peerFromWire(body.peer, field);
     const existing = await context.store.getPeer(peer.name);
     if (existing && !body.allow_update) {
       if (isDeepStrictEqual(existing.peer, peer)) {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { type ScriptResource, scriptLanguages } from '../../../../engine/src/control/resources.ts';
 import { ResourceExistsError, ResourceNotFoundError } from '../../../../engine/src/control/store.ts';
 import type { FacadeContext } from '../context.ts';
-import { parseWith } from '../convert.ts';
+import { parseRequest } from '../convert.ts';
 import { ApiError } from '../errors.ts';
 import { upsertScriptRequest } from '../wire.ts';
 
@@ -15,12 +15,15 @@ function wire(script: ScriptResource) {
 export function scriptRoutes(app: FastifyInstance, context: FacadeContext): void {
   app.post('/api/v1/scripts', async (request) => {
     if (!context.scriptsEnabled) throw new ApiError('forbidden', scriptsDisabledMessage);
-    const { script } = parseWith(upsertScriptRequest, request.body);
+    const {
+      body: { script },
+      field,
+    } = parseRequest(upsertScriptRequest, request);
     const lang = scriptLanguages.find((known) => known === script.lang.toLowerCase());
     if (!lang) {
       throw new ApiError(
         'invalidArgument',
-        `script.lang: unsupported language; supported: ${scriptLanguages.join(', ')}`,
+        `${field(['script', 'lang'])}: unsupported language; supported: ${scriptLanguages.join(', ')}`,
       );
     }
     try {
@@ -37,8 +40,12 @@ export function scriptRoutes(app: FastifyInstance, context: FacadeContext): void
     } catch (error) {
       if (error instanceof ResourceNotFoundError)
         throw new ApiError('notFound', `script ${script.id} does not exist`);
-      if (error instanceof ResourceExistsError)
-        throw new ApiError('conflict', `a script named ${script.name} exists`);
+      if (error instanceof ResourceExistsError) {
+        throw new ApiError(
+          'conflict',
+          error.constructor === ResourceExistsError ? `a script named ${script.name} exists` : error.message,
+        );
+      }
       throw error;
     }
   });
