@@ -161,6 +161,10 @@ describe('faults that heal by themselves', () => {
       `GRANT CREATE ON DATABASE ${pg.escapeIdentifier(destination.name)} TO ${role}`,
     );
     await destination.client.query(`GRANT CREATE, USAGE ON SCHEMA public TO ${role}`);
+    // The checkpoint schema may be left by an earlier test's role (now the superuser's).
+    await destination.client.query(`CREATE SCHEMA IF NOT EXISTS _tributary`);
+    await destination.client.query(`GRANT ALL ON SCHEMA _tributary TO ${role}`);
+    await destination.client.query(`GRANT ALL ON ALL TABLES IN SCHEMA _tributary TO ${role}`);
     await source.client.query(`CREATE TABLE crowded (id int PRIMARY KEY, body text)`);
     await source.client.query(`INSERT INTO crowded SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
     const spec: SpecInput = {
@@ -174,6 +178,16 @@ describe('faults that heal by themselves', () => {
       destination: { ...destination.config, user: role, password },
     });
     try {
+      await waitFor(
+        async () =>
+          (await harness.destination.client.query(`SELECT to_regclass('public.crowded') AS t`)).rows[0]?.t !==
+          null,
+        60_000,
+        'the destination table',
+      ).catch(async (error: unknown) => {
+        const runtime = await harness.catalog.getRuntime(spec.name);
+        throw new Error(`mirror did not set up: ${JSON.stringify(runtime)}`, { cause: error });
+      });
       await expectSameRows(harness, 'crowded');
       // No new session for the role, and its open ones ended: every write needs a new one.
       await destination.client.query(`ALTER ROLE ${role} CONNECTION LIMIT 0`);
