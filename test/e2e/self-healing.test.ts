@@ -223,6 +223,31 @@ describe('faults that heal by themselves', () => {
     }
   }, 300_000);
 
+  it('shows an unreachable source from the very first run, in setup, without failing', async () => {
+    const spec: SpecInput = {
+      name: `unreachable-${randomSuffix()}`,
+      tableMappings: [mapping('nowhere')],
+      doInitialSnapshot: true,
+    };
+    // Nothing listens on port 1.
+    const mirror = startMirror(harness, spec, {
+      supervised: true,
+      source: { ...harness.source.config, host: '127.0.0.1', port: 1 },
+    });
+    try {
+      await waitFor(
+        async () => /ECONNREFUSED/.test((await harness.catalog.getRuntime(spec.name))?.retryingError ?? ''),
+        30_000,
+        'the connection fault to show',
+      );
+      expect((await harness.catalog.getRuntime(spec.name))?.phase).toBe('setup');
+      expect(await logMessages(harness, spec.name, 'ERROR')).toEqual([]);
+    } finally {
+      expect(await mirror.stop()).toBe('stopped');
+    }
+    expect((await harness.catalog.getRuntime(spec.name))?.retryingError).toBeNull();
+  });
+
   describe('destination server stopped, then started', () => {
     let server: PrivatePostgres;
     let privateDestination: pg.Client | undefined;
