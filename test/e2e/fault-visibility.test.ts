@@ -84,6 +84,19 @@ describe('fault visibility through the facade', () => {
     });
   });
 
+  it('shows a fault of a first run that never reached setup', async () => {
+    const name = `first-run-${suffix}`;
+    expect((await create(name)).statusCode).toBe(200);
+    const fault =
+      'connect to 127.0.0.1:1/db failed (ECONNREFUSED); retrying. check that the peer host and port are reachable from the engine';
+    await facade.controlPlane.catalog.setRetryingError(name, fault);
+    expect(await status(name)).toMatchObject({
+      currentFlowState: 'STATUS_SETUP',
+      ok: true,
+      errorMessage: fault,
+    });
+  });
+
   it('reports the last finished batch by number, and its lag keeps growing during an outage', async () => {
     const name = `lag-${suffix}`;
     expect((await create(name)).statusCode).toBe(200);

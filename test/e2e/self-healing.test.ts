@@ -161,6 +161,10 @@ describe('faults that heal by themselves', () => {
       `GRANT CREATE ON DATABASE ${pg.escapeIdentifier(destination.name)} TO ${role}`,
     );
     await destination.client.query(`GRANT CREATE, USAGE ON SCHEMA public TO ${role}`);
+    // The checkpoint schema may be left by an earlier test's role (now the superuser's).
+    await destination.client.query(`CREATE SCHEMA IF NOT EXISTS _tributary`);
+    await destination.client.query(`GRANT ALL ON SCHEMA _tributary TO ${role}`);
+    await destination.client.query(`GRANT ALL ON ALL TABLES IN SCHEMA _tributary TO ${role}`);
     await source.client.query(`CREATE TABLE crowded (id int PRIMARY KEY, body text)`);
     await source.client.query(`INSERT INTO crowded SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
     const spec: SpecInput = {
@@ -174,6 +178,16 @@ describe('faults that heal by themselves', () => {
       destination: { ...destination.config, user: role, password },
     });
     try {
+      await waitFor(
+        async () =>
+          (await harness.destination.client.query(`SELECT to_regclass('public.crowded') AS t`)).rows[0]?.t !==
+          null,
+        60_000,
+        'the destination table',
+      ).catch(async (error: unknown) => {
+        const runtime = await harness.catalog.getRuntime(spec.name);
+        throw new Error(`mirror did not set up: ${JSON.stringify(runtime)}`, { cause: error });
+      });
       await expectSameRows(harness, 'crowded');
       // No new session for the role, and its open ones ended: every write needs a new one.
       await destination.client.query(`ALTER ROLE ${role} CONNECTION LIMIT 0`);
@@ -208,6 +222,31 @@ describe('faults that heal by themselves', () => {
       await destination.client.query(`DROP ROLE ${role}`).catch(() => {});
     }
   }, 300_000);
+
+  it('shows an unreachable source from the very first run, in setup, without failing', async () => {
+    const spec: SpecInput = {
+      name: `unreachable-${randomSuffix()}`,
+      tableMappings: [mapping('nowhere')],
+      doInitialSnapshot: true,
+    };
+    // Nothing listens on port 1.
+    const mirror = startMirror(harness, spec, {
+      supervised: true,
+      source: { ...harness.source.config, host: '127.0.0.1', port: 1 },
+    });
+    try {
+      await waitFor(
+        async () => /ECONNREFUSED/.test((await harness.catalog.getRuntime(spec.name))?.retryingError ?? ''),
+        30_000,
+        'the connection fault to show',
+      );
+      expect((await harness.catalog.getRuntime(spec.name))?.phase).toBe('setup');
+      expect(await logMessages(harness, spec.name, 'ERROR')).toEqual([]);
+    } finally {
+      expect(await mirror.stop()).toBe('stopped');
+    }
+    expect((await harness.catalog.getRuntime(spec.name))?.retryingError).toBeNull();
+  });
 
   describe('destination server stopped, then started', () => {
     let server: PrivatePostgres;

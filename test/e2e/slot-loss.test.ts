@@ -101,7 +101,19 @@ describe('lost replication slot', () => {
 
     // The mirror resumes, finds the slot lost and stops for a person.
     const second = startMirror(harness, spec, options);
-    await expect(second.done).rejects.toThrow('mirror failed');
+    try {
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'failed',
+        60_000,
+        'the mirror to fail',
+      ).catch(async (error: unknown) => {
+        const runtime = await harness.catalog.getRuntime(spec.name);
+        throw new Error(`mirror did not fail: ${JSON.stringify(runtime)}`, { cause: error });
+      });
+      await expect(second.done).rejects.toThrow('mirror failed');
+    } finally {
+      await second.stop().catch(() => {});
+    }
     const runtime = await harness.catalog.getRuntime(spec.name);
     expect(runtime?.phase).toBe('failed');
     expect(runtime?.errorMessage).toContain(slotName);

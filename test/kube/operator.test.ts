@@ -229,6 +229,35 @@ describe('operator', () => {
     await sameRows('extra');
   });
 
+  it('shows a fault the engine retries as a Degraded condition and a Retrying event, then clears it', async () => {
+    const pool = new pg.Pool({ ...catalogDatabase.config, max: 1 });
+    const catalog = new PostgresCatalog(pool);
+    const fault =
+      'destination: sync batch 7 failed (ECONNREFUSED); retrying. check that the peer host and port are reachable from the engine';
+    const degraded = async () =>
+      (await mirror('items'))?.status?.conditions?.find((condition) => condition.type === 'Degraded');
+    try {
+      // What the engine's supervisor records while it retries (test/e2e/self-healing.test.ts).
+      await catalog.setRetryingError('items', fault);
+      await waitFor(async () => (await degraded())?.status === 'True', 60_000, 'Degraded');
+      expect(await degraded()).toMatchObject({ reason: 'Retrying', message: fault });
+      expect((await mirror('items'))?.status?.phase).toBe('STATUS_RUNNING');
+      await waitFor(
+        async () =>
+          (await core.listNamespacedEvent({ namespace })).items.some(
+            (event) => event.involvedObject.name === 'items' && event.reason === 'Retrying',
+          ),
+        30_000,
+        'a Retrying event',
+      );
+      await catalog.setRetryingError('items', null);
+      await waitFor(async () => (await degraded())?.status === 'False', 60_000, 'Degraded cleared');
+    } finally {
+      await catalog.setRetryingError('items', null).catch(() => {});
+      await pool.end();
+    }
+  });
+
   it('lets a mirror applied before its peers wait for them, then run', async () => {
     await source.client.query(`CREATE TABLE early (id int PRIMARY KEY)`);
     await source.client.query(`INSERT INTO early SELECT generate_series(1, 20)`);

@@ -132,7 +132,11 @@ export interface Catalog {
    * readable). Returns whether there was a dropped mirror to forget.
    */
   startNewIncarnation(mirror: string): Promise<boolean>;
-  /** Records (message) or clears (null) the fault the mirror is retrying; see MirrorRuntime.retryingError. */
+  /**
+   * Records (message) or clears (null) the fault the mirror is retrying; see
+   * MirrorRuntime.retryingError. Recording it for a mirror without a runtime
+   * row yet (its first run failed before setup) creates the row in `setup`.
+   */
   setRetryingError(mirror: string, message: string | null): Promise<void>;
   saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void>;
   setSnapshotCompleted(mirror: string, completed: boolean): Promise<void>;

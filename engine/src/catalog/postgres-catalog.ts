@@ -250,10 +250,20 @@ export class PostgresCatalog implements Catalog {
   }
 
   async setRetryingError(mirror: string, message: string | null): Promise<void> {
+    if (message === null) {
+      await this.#sql.query(
+        `UPDATE tributary.mirror_runtime SET retrying_error = NULL, retrying_since = NULL WHERE mirror = $1`,
+        [mirror],
+      );
+      return;
+    }
+    // A mirror whose very first run cannot reach its source has no runtime row
+    // yet; it is in setup (new → setup is always allowed), and its fault must show.
     await this.#sql.query(
-      `UPDATE tributary.mirror_runtime SET retrying_error = $2,
-         retrying_since = CASE WHEN $2::text IS NULL THEN NULL ELSE coalesce(retrying_since, now()) END
-       WHERE mirror = $1`,
+      `INSERT INTO tributary.mirror_runtime (mirror, phase, retrying_error, retrying_since)
+       VALUES ($1, 'setup', $2, now())
+       ON CONFLICT (mirror) DO UPDATE SET retrying_error = EXCLUDED.retrying_error,
+         retrying_since = coalesce(tributary.mirror_runtime.retrying_since, now())`,
       [mirror, message],
     );
   }

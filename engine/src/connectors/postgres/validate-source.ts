@@ -44,6 +44,10 @@ export async function validateSource(
       `source is not ready for replication: ${found.problems.join('; ')}`,
     );
   }
+  // Only slots or WAL senders in use: other readers free them, so this is retried.
+  if (found.capacityProblems.length > 0) {
+    throw new EngineError('busy', `source is busy: ${found.capacityProblems.join('; ')}`);
+  }
   return { serverVersion: found.serverVersion, tables: found.tables };
 }
 
@@ -106,8 +110,15 @@ async function findSourceProblems(
   client: pg.Client,
   input: SourceValidationInput,
   options: { readonly capacity: boolean },
-): Promise<{ serverVersion: string; tables: SourceTableInfo[]; missing: string[]; problems: string[] }> {
+): Promise<{
+  serverVersion: string;
+  tables: SourceTableInfo[];
+  missing: string[];
+  problems: string[];
+  capacityProblems: string[];
+}> {
   const problems: string[] = [];
+  const capacityProblems: string[] = [];
   const facts = await client.query<ServerFacts>(
     `SELECT current_setting('server_version') AS server_version,
             current_setting('server_version_num')::int AS server_version_num,
@@ -138,12 +149,12 @@ async function findSourceProblems(
     !server.slot_exists &&
     server.used_replication_slots >= server.max_replication_slots
   ) {
-    problems.push(
+    capacityProblems.push(
       `all ${server.max_replication_slots} replication slots are in use: raise max_replication_slots or drop unused slots`,
     );
   }
   if (options.capacity && server.used_wal_senders >= server.max_wal_senders) {
-    problems.push(`all ${server.max_wal_senders} WAL senders are in use: raise max_wal_senders`);
+    capacityProblems.push(`all ${server.max_wal_senders} WAL senders are in use: raise max_wal_senders`);
   }
 
   const tables: SourceTableInfo[] = [];
@@ -177,7 +188,7 @@ async function findSourceProblems(
   if (input.publicationName !== undefined) {
     await checkPublication(client, input.publicationName, tables, problems);
   }
-  return { serverVersion: server.server_version, tables, missing, problems };
+  return { serverVersion: server.server_version, tables, missing, problems, capacityProblems };
 }
 
 async function checkPublication(
