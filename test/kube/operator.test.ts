@@ -2,7 +2,9 @@
 // would, engines as local processes standing in for pods, real PostgreSQL.
 import type { ChildProcess } from 'node:child_process';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { createTestDatabase, type TestDatabase, waitFor, waitForSameRows } from '../support/databases.ts';
 import { freePort } from '../support/engine-process.ts';
