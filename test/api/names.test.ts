@@ -60,6 +60,8 @@ describe('names', () => {
     const clash = await createMirror(dashed, 'public.b');
     expect(clash.statusCode).toBe(400);
     expect(clash.json().message).toContain('set replication_slot_name to another name');
+    // A publication named in the request must exist (the mirror does not own it).
+    await source.client.query(`CREATE PUBLICATION "dashed_${suffix}" FOR TABLE orders`);
     const created = await createMirror(dashed, 'public.b', {
       replicationSlotName: `dashed_${suffix}`,
       publicationName: `dashed_${suffix}`,

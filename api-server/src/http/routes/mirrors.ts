@@ -340,7 +340,7 @@ async function checkSourceNamesFree(context: FacadeContext, spec: MirrorResource
       defaultPublicationName(other.spec.name) === defaultPublicationName(spec.name)
     ) {
       throw invalidMirror(
-        `publication ${defaultPublicationName(spec.name)} is mirror ${other.name}'s; set publication_name to another name`,
+        `publication ${defaultPublicationName(spec.name)} is mirror ${other.name}'s; create a publication of this mirror's tables and set publication_name to it`,
       );
     }
   }
