@@ -16,6 +16,8 @@ import { MirrorReconciler } from '../../engine/src/control/mirror-reconciler.ts'
 import { ResourceNotFoundError } from '../../engine/src/control/store.ts';
 import { WorkQueue } from '../../engine/src/control/work-queue.ts';
 import { type MetricsServer, serveMetrics } from '../../engine/src/observability/metrics-server.ts';
+import { enginePodSettingsSchema } from '../../engine/src/resources/engine-pod.ts';
+import { EnginePods } from './engine-pods.ts';
 import { EventRecorder } from './events.ts';
 import { KubeStore } from './kube/kube-store.ts';
 import { LeaderElector } from './leader-election.ts';
@@ -31,6 +33,9 @@ const usage = `usage: tributary operator [options]
   --catalog-url URL      TRIBUTARY_CATALOG_URL    PostgreSQL URL of the catalog
   --engine-runtime KIND  TRIBUTARY_ENGINE_RUNTIME statefulset (default) or local-process
   --engine-image IMAGE   TRIBUTARY_ENGINE_IMAGE   image of engine pods
+                         TRIBUTARY_ENGINE_POD     JSON: engine pod defaults (resources, nodeSelector,
+                                                  tolerations, affinity, priorityClassName,
+                                                  imagePullSecrets, labels, annotations)
   --kubeconfig FILE      KUBECONFIG               outside a cluster
   --identity NAME        POD_NAME / hostname       leader election identity
   --lease-seconds N      lease duration (default 15)
@@ -41,6 +46,19 @@ const configSchema = z.object({
   catalogUrl: z.string().min(1),
   engineRuntime: z.enum(['statefulset', 'local-process']).default('statefulset'),
   engineImage: z.string().default('ghcr.io/tributary/tributary:latest'),
+  enginePod: z
+    .string()
+    .optional()
+    .transform((text, context) => {
+      if (!text) return undefined;
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        context.addIssue({ code: 'custom', message: 'TRIBUTARY_ENGINE_POD is not JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(enginePodSettingsSchema.optional()),
   kubeconfig: z.string().optional(),
   identity: z.string().min(1),
   leaseSeconds: z.coerce.number().int().min(2).default(15),
@@ -78,6 +96,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     catalogUrl: values['catalog-url'] ?? env.TRIBUTARY_CATALOG_URL,
     engineRuntime: values['engine-runtime'] ?? env.TRIBUTARY_ENGINE_RUNTIME,
     engineImage: values['engine-image'] ?? env.TRIBUTARY_ENGINE_IMAGE,
+    enginePod: env.TRIBUTARY_ENGINE_POD || undefined,
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     identity: values.identity ?? env.POD_NAME ?? hostname(),
     leaseSeconds: values['lease-seconds'],
@@ -110,6 +129,16 @@ export async function main(argv: readonly string[]): Promise<number> {
   const pool = new pg.Pool({ connectionString: config.catalogUrl, max: 4 });
   pool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));
   const catalog = new PostgresCatalog(pool);
+  // Whichever of the operator and the api-server starts first migrates the
+  // catalog (under an advisory lock), so neither waits for the other.
+  try {
+    await catalog.migrate();
+  } catch (error) {
+    logger.error({ err: error }, 'cannot migrate the catalog');
+    await pool.end();
+    await metricsServer?.close();
+    return 1;
+  }
   const store = new KubeStore(kubeConfig, config.namespace);
   const events = new EventRecorder(kubeConfig, config.namespace, logger);
   const runtime: EngineRuntime & { stopAll?: () => Promise<void> } =
@@ -125,11 +154,14 @@ export async function main(argv: readonly string[]): Promise<number> {
           kubeConfig,
           namespace: config.namespace,
           image: config.engineImage,
+          ...(config.enginePod ? { pod: config.enginePod } : {}),
           catalog,
           catalogUrl: config.catalogUrl,
           logger,
         });
 
+  const pods =
+    config.engineRuntime === 'statefulset' ? new EnginePods(kubeConfig, config.namespace) : undefined;
   let mirrorQueue: WorkQueue | undefined;
   const reconciler = new MirrorReconciler({
     store,
@@ -145,7 +177,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       const mirror = await store.getMirror(name);
       if (mirror) {
         const stored = await store.mirrorObjectStatus(name);
-        await syncMirrorStatus(mirror, stored?.status, { store, catalog, events, uid: stored?.uid });
+        await syncMirrorStatus(mirror, stored?.status, { store, catalog, events, uid: stored?.uid, pods });
       }
       return mirror ? { requeueAfterMs: mirrorResyncMs } : undefined;
     }),
@@ -174,6 +206,20 @@ export async function main(argv: readonly string[]): Promise<number> {
     { onError: (name, error) => logger.warn({ script: name, err: error }, 'script id failed; retrying') },
   );
 
+  const requeueMirrorsUsing = async (kind: 'peer' | 'script', name: string) => {
+    try {
+      for (const mirror of await store.listMirrors()) {
+        const uses =
+          kind === 'peer'
+            ? mirror.spec.sourcePeer === name || mirror.spec.destinationPeer === name
+            : mirror.spec.script === name;
+        if (uses) mirrorQueue?.add(mirror.name);
+      }
+    } catch (error) {
+      logger.warn({ err: error, [kind]: name }, 'cannot list mirrors to requeue; the resync will');
+    }
+  };
+
   let unwatch: (() => void) | undefined;
   const elector = new LeaderElector({
     kubeConfig,
@@ -194,6 +240,10 @@ export async function main(argv: readonly string[]): Promise<number> {
           if (event.kind === 'mirror') mirrorQueue?.add(event.name);
           else if (event.kind === 'peer') peerQueue.add(event.name);
           else scriptQueue.add(event.name);
+          // A changed peer or script changes the config of the mirrors naming
+          // it: look at them now rather than at their next resync. (A peer's
+          // Secret is not watched: the resync compares the config hash.)
+          if (event.kind !== 'mirror') void requeueMirrorsUsing(event.kind, event.name);
         });
       },
       // Lost the lease: stop at once, so the new leader is the only one acting.

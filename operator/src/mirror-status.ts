@@ -6,6 +6,7 @@ import { resolveDependencies } from '../../engine/src/control/dependencies.ts';
 import { flowStateByPhase } from '../../engine/src/control/flow-state.ts';
 import { type MirrorResource, workflowId } from '../../engine/src/control/resources.ts';
 import { type Condition, setCondition } from './conditions.ts';
+import type { EnginePodProblem, EnginePods } from './engine-pods.ts';
 import type { EventRecorder } from './events.ts';
 import type { KubeStore } from './kube/kube-store.ts';
 
@@ -18,9 +19,22 @@ interface StoredStatus {
 export async function syncMirrorStatus(
   mirror: MirrorResource,
   previous: StoredStatus | undefined,
-  deps: { store: KubeStore; catalog: Catalog; events: EventRecorder; uid?: string | undefined },
+  deps: {
+    store: KubeStore;
+    catalog: Catalog;
+    events: EventRecorder;
+    uid?: string | undefined;
+    /** The engine pods (StatefulSet runtime); absent when engines are not pods. */
+    pods?: EnginePods | undefined;
+  },
 ): Promise<void> {
   const { catalog, store, events } = deps;
+  // Read on every resync: the engine in a pod that cannot start or keeps
+  // crashing cannot report it to the catalog, so the kubelet's word is the news.
+  const podProblem: EnginePodProblem | undefined =
+    deps.pods && !mirror.deleting && mirror.spec.state === 'Running'
+      ? await deps.pods.problem(mirror.name)
+      : undefined;
   const runtime = await catalog.getRuntime(mirror.name);
   const phase =
     mirror.deleting && runtime?.phase !== 'terminated'
@@ -50,26 +64,35 @@ export async function syncMirrorStatus(
   const wasWaiting = conditions.find(
     (condition) => condition.type === 'Ready' && condition.reason.startsWith('WaitingFor'),
   );
+  const previousReady = conditions.find((condition) => condition.type === 'Ready');
   conditions = setCondition(
     conditions,
-    waiting
+    podProblem
       ? {
           type: 'Ready',
           status: 'False',
-          reason: waiting.reason,
-          message: waiting.message,
+          reason: podProblem.reason,
+          message: podProblem.message,
           observedGeneration: generation,
         }
-      : {
-          type: 'Ready',
-          status: phase === 'STATUS_RUNNING' ? 'True' : 'False',
-          reason: phase
-            .replace('STATUS_', '')
-            .toLowerCase()
-            .replace(/^\w/, (letter) => letter.toUpperCase()),
-          message: phase === 'STATUS_RUNNING' ? 'streaming changes' : `mirror is ${phase}`,
-          observedGeneration: generation,
-        },
+      : waiting
+        ? {
+            type: 'Ready',
+            status: 'False',
+            reason: waiting.reason,
+            message: waiting.message,
+            observedGeneration: generation,
+          }
+        : {
+            type: 'Ready',
+            status: phase === 'STATUS_RUNNING' ? 'True' : 'False',
+            reason: phase
+              .replace('STATUS_', '')
+              .toLowerCase()
+              .replace(/^\w/, (letter) => letter.toUpperCase()),
+            message: phase === 'STATUS_RUNNING' ? 'streaming changes' : `mirror is ${phase}`,
+            observedGeneration: generation,
+          },
   );
   conditions = setCondition(conditions, {
     type: 'Failed',
@@ -89,7 +112,7 @@ export async function syncMirrorStatus(
     observedGeneration: generation,
     phase,
     workflowId: workflowId(mirror),
-    errorMessage: failed ? (runtime?.errorMessage ?? '') : '',
+    errorMessage: failed ? (runtime?.errorMessage ?? '') : (podProblem?.message ?? ''),
     conditions,
     snapshot: {
       tables: snapshot.map((table) => ({
@@ -113,6 +136,15 @@ export async function syncMirrorStatus(
     rowsSynced: (snapshotRows + cdcRows).toString(),
   });
   const target = { kind: 'Mirror' as const, name: mirror.name, uid: deps.uid };
+  if (deps.pods) {
+    // The facade's /api/v1/mirrors/status reads it from the catalog.
+    await catalog.setEngineProblem(mirror.name, podProblem?.message ?? null);
+    // Once per cause, not on every crash of a loop (the message counts restarts).
+    if (podProblem && previousReady?.reason !== podProblem.reason) {
+      await events.record(target, 'Warning', podProblem.reason, podProblem.message);
+      await catalog.appendLog(mirror.name, 'ERROR', `engine pod: ${podProblem.message}`);
+    }
+  }
   if (previous?.phase !== phase) {
     await events.record(
       target,

@@ -2,9 +2,7 @@
 // would, engines as local processes standing in for pods, real PostgreSQL.
 import type { ChildProcess } from 'node:child_process';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { createTestDatabase, type TestDatabase, waitFor, waitForSameRows } from '../support/databases.ts';
 import { freePort } from '../support/engine-process.ts';
@@ -71,9 +69,7 @@ describe('operator', () => {
       createTestDatabase('op_dst'),
       createTestDatabase('op_cat'),
     ]);
-    const pool = new pg.Pool({ ...catalogDatabase.config, max: 1 });
-    await new PostgresCatalog(pool).migrate();
-    await pool.end();
+    // The catalog is left unmigrated: the operator migrates it on start.
     await source.client.query(`CREATE TABLE items (id int PRIMARY KEY, v text)`);
     await source.client.query(`CREATE TABLE extra (id int PRIMARY KEY)`);
     await source.client.query(`INSERT INTO items SELECT g, 'v' || g FROM generate_series(1, 1000) g`);
@@ -275,6 +271,52 @@ describe('operator', () => {
     await waitFor(async () => (await mirror('early'))?.status?.phase === 'STATUS_RUNNING', 60_000, 'running');
     await objects.deleteNamespacedCustomObject({ ...at('mirrors'), name: 'early' });
     await waitFor(async () => (await mirror('early')) === undefined, 60_000, 'early mirror gone');
+  });
+
+  it('drops the slot and publication of a mirror deleted together with its peers and their Secrets', async () => {
+    await source.client.query(`CREATE TABLE pruned (id int PRIMARY KEY)`);
+    await source.client.query(`INSERT INTO pruned SELECT generate_series(1, 30)`);
+    await applyPeer('pruned-source', source);
+    await applyPeer('pruned-destination', destination);
+    await objects.createNamespacedCustomObject({
+      ...at('mirrors'),
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Mirror',
+        metadata: { name: 'pruned' },
+        spec: {
+          sourcePeer: 'pruned-source',
+          destinationPeer: 'pruned-destination',
+          tableMappings: [
+            {
+              source: { schema: 'public', table: 'pruned' },
+              destination: { schema: 'public', table: 'pruned' },
+            },
+          ],
+          doInitialSnapshot: true,
+          idleTimeoutSeconds: 1,
+        },
+      },
+    });
+    await sameRows('pruned');
+    const slot = () =>
+      source.client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = 'tributary_pruned'`);
+    const publication = () =>
+      source.client.query(`SELECT 1 FROM pg_publication WHERE pubname = 'tributary_pruned'`);
+    expect((await slot()).rowCount).toBe(1);
+    expect((await publication()).rowCount).toBe(1);
+    // One `kubectl delete -k` (or a GitOps prune): the Mirror, its Peers and
+    // their Secrets in one go, the Peers and Secrets gone long before the teardown.
+    await Promise.all([
+      objects.deleteNamespacedCustomObject({ ...at('mirrors'), name: 'pruned' }),
+      objects.deleteNamespacedCustomObject({ ...at('peers'), name: 'pruned-source' }),
+      objects.deleteNamespacedCustomObject({ ...at('peers'), name: 'pruned-destination' }),
+      core.deleteNamespacedSecret({ namespace, name: 'pruned-source-secret' }),
+      core.deleteNamespacedSecret({ namespace, name: 'pruned-destination-secret' }),
+    ]);
+    await waitFor(async () => (await mirror('pruned')) === undefined, 60_000, 'pruned mirror gone');
+    expect((await slot()).rowCount).toBe(0);
+    expect((await publication()).rowCount).toBe(0);
   });
 
   it('hands over to a second replica when the leader dies', async () => {

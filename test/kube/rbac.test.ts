@@ -61,6 +61,20 @@ describe('chart RBAC', () => {
       await operator({ group: 'tributary.dev', resource: 'mirrors', subresource: 'status', verb: 'patch' }),
     ).toBe(true);
     expect(await operator({ group: 'apps', resource: 'statefulsets', verb: 'create' })).toBe(true);
+    // Engine pods are read (crash loops, OOM kills), never written.
+    expect(await operator({ group: '', resource: 'pods', verb: 'list' })).toBe(true);
+    expect(await operator({ group: '', resource: 'pods', verb: 'watch' })).toBe(true);
+    expect(await operator({ group: '', resource: 'pods', verb: 'delete' })).toBe(false);
+    // The engine Secret's teardown finalizer is removed with a patch.
+    expect(await operator({ group: '', resource: 'secrets', verb: 'patch' })).toBe(true);
+    expect(
+      await operator({
+        group: 'tributary.dev',
+        resource: 'mirrors',
+        subresource: 'finalizers',
+        verb: 'update',
+      }),
+    ).toBe(true);
     expect(await operator({ group: '', resource: 'events', verb: 'create' })).toBe(true);
     expect(await operator({ group: 'coordination.k8s.io', resource: 'leases', verb: 'update' })).toBe(true);
     expect(

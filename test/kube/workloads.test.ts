@@ -3,13 +3,21 @@
 // examples validated by the CRDs.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AppsV1Api, CoreV1Api, KubernetesObjectApi, loadAllYaml } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  loadAllYaml,
+} from '@kubernetes/client-node';
 import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Catalog } from '../../engine/src/catalog/catalog.ts';
 import { mirrorSpecSchema } from '../../engine/src/resources/mirror.ts';
+import { group, version } from '../../operator/src/crds/schemas.ts';
 import { StatefulSetEngineRuntime } from '../../operator/src/runtime/statefulset-runtime.ts';
-import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
+import { adminConfig, createNamespace, installCrds, statusOf } from '../support/kube.ts';
+import { readableByContainer, secretFiles } from '../support/pod-files.ts';
 import { repoRoot } from '../support/testenv.ts';
 
 describe('engine workloads on Kubernetes', () => {
@@ -21,30 +29,56 @@ describe('engine workloads on Kubernetes', () => {
     namespace = await createNamespace('work');
   });
 
-  it('runs a mirror as a one-replica StatefulSet with its config in a read-only Secret', async () => {
-    const runtime = new StatefulSetEngineRuntime({
+  const mirrorSpec = mirrorSpecSchema.parse({
+    name: 'orders',
+    sourcePeer: 's',
+    destinationPeer: 'd',
+    tableMappings: [
+      { source: { schema: 'public', table: 'o' }, destination: { schema: 'public', table: 'o' } },
+    ],
+    doInitialSnapshot: true,
+  });
+  const peer = { host: 'db', port: 5432, user: 'u', password: 'top-secret', database: 'x' };
+  const runConfig = (password: string) => ({
+    spec: mirrorSpec,
+    source: { ...peer, password },
+    destination: { name: 'd', kind: 'relational' as const, config: peer },
+  });
+  const runtimeIn = (ns: string) =>
+    new StatefulSetEngineRuntime({
       kubeConfig: config,
-      namespace,
+      namespace: ns,
       image: 'registry.example/tributary:1.2.3',
       catalog: {} as Catalog,
       catalogUrl: 'postgres://catalog',
       logger: pino({ level: 'silent' }),
     });
-    const spec = mirrorSpecSchema.parse({
-      name: 'orders',
-      sourcePeer: 's',
-      destinationPeer: 'd',
-      tableMappings: [
-        { source: { schema: 'public', table: 'o' }, destination: { schema: 'public', table: 'o' } },
-      ],
-      doInitialSnapshot: true,
-    });
-    const peer = { host: 'db', port: 5432, user: 'u', password: 'top-secret', database: 'x' };
-    await runtime.start('orders', 3, {
-      spec,
-      source: peer,
-      destination: { name: 'd', kind: 'relational', config: peer },
-    });
+  /** A Mirror object to own the engine's objects (nothing reconciles it here). */
+  const createMirror = async (ns: string, name: string): Promise<string> => {
+    const created = (await config.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      group,
+      version,
+      namespace: ns,
+      plural: 'mirrors',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Mirror',
+        metadata: { name },
+        spec: {
+          sourcePeer: 's',
+          destinationPeer: 'd',
+          tableMappings: mirrorSpec.tableMappings,
+          doInitialSnapshot: true,
+        },
+      },
+    })) as { metadata: { uid: string } };
+    return created.metadata.uid;
+  };
+
+  it('runs a mirror as a one-replica StatefulSet with its config in a read-only Secret', async () => {
+    const runtime = runtimeIn(namespace);
+    const uid = await createMirror(namespace, 'orders');
+    await runtime.start({ name: 'orders', uid, generation: 3 }, runConfig('top-secret'));
     const set = await config
       .makeApiClient(AppsV1Api)
       .readNamespacedStatefulSet({ name: 'tributary-engine-orders', namespace });
@@ -83,21 +117,110 @@ describe('engine workloads on Kubernetes', () => {
     expect(JSON.stringify(set)).not.toContain('top-secret');
     expect(pod?.volumes?.[0]?.secret).toMatchObject({
       secretName: 'tributary-engine-orders',
-      defaultMode: 0o400,
+      defaultMode: 0o440,
     });
+    // As a kubelet writes it: root-owned, group fsGroup, readable by the engine's uid 1000.
+    if (!pod || !container) throw new Error('no pod template');
+    const files = secretFiles(pod, container, ['engine.json']);
+    expect(files.map((file) => file.path)).toEqual(['/etc/tributary/engine.json']);
+    expect(pod.securityContext).toMatchObject({ runAsUser: 1000, fsGroup: 1000 });
+    for (const file of files) {
+      expect(file.mode & 0o040).not.toBe(0);
+      expect(file.mode & 0o004).toBe(0);
+      expect(readableByContainer(pod, container, file)).toBe(true);
+    }
     const secret = await config
       .makeApiClient(CoreV1Api)
       .readNamespacedSecret({ name: 'tributary-engine-orders', namespace });
     const document = JSON.parse(Buffer.from(secret.data?.['engine.json'] ?? '', 'base64').toString());
     expect(document).toMatchObject({ mirror: { name: 'orders' }, catalog: { url: 'postgres://catalog' } });
-    expect(await runtime.runningGeneration('orders')).toBe(3);
+    expect(await runtime.running('orders')).toMatchObject({ generation: 3 });
 
     await runtime.stop('orders');
-    expect(await runtime.runningGeneration('orders')).toBeUndefined();
+    expect(await runtime.running('orders')).toBeUndefined();
     const stopped = await config
       .makeApiClient(AppsV1Api)
       .readNamespacedStatefulSet({ name: 'tributary-engine-orders', namespace });
     expect(stopped.spec?.replicas).toBe(0);
+  });
+
+  it('makes the Mirror the controlling owner of its StatefulSet and Secret', async () => {
+    const ns = await createNamespace('owned');
+    const runtime = runtimeIn(ns);
+    const uid = await createMirror(ns, 'orders');
+    await runtime.start({ name: 'orders', uid, generation: 1 }, runConfig('p1'));
+    const expected = [
+      {
+        apiVersion: `${group}/${version}`,
+        kind: 'Mirror',
+        name: 'orders',
+        uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ];
+    const set = await config
+      .makeApiClient(AppsV1Api)
+      .readNamespacedStatefulSet({ name: 'tributary-engine-orders', namespace: ns });
+    const secret = await config
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ name: 'tributary-engine-orders', namespace: ns });
+    expect(set.metadata?.ownerReferences).toEqual(expected);
+    expect(secret.metadata?.ownerReferences).toEqual(expected);
+  });
+
+  it('keeps the engine Secret through a deletion until the teardown is done with it', async () => {
+    const ns = await createNamespace('keep');
+    const runtime = runtimeIn(ns);
+    const uid = await createMirror(ns, 'orders');
+    await runtime.start({ name: 'orders', uid, generation: 1 }, runConfig('p1'));
+    const core = config.makeApiClient(CoreV1Api);
+    // What a foreground deletion of the Mirror (or a prune) does to its dependents.
+    await core.deleteNamespacedSecret({ name: 'tributary-engine-orders', namespace: ns });
+    const kept = await core.readNamespacedSecret({ name: 'tributary-engine-orders', namespace: ns });
+    expect(kept.metadata?.deletionTimestamp).toBeDefined();
+    const last = await runtime.lastConfig('orders');
+    expect(last?.source.password).toBe('p1');
+    expect(last?.spec.name).toBe('orders');
+    await runtime.forget('orders');
+    expect(
+      (await statusOf(core.readNamespacedSecret({ name: 'tributary-engine-orders', namespace: ns }))).code,
+    ).toBe(404);
+    expect(
+      (
+        await statusOf(
+          config
+            .makeApiClient(AppsV1Api)
+            .readNamespacedStatefulSet({ name: 'tributary-engine-orders', namespace: ns }),
+        )
+      ).code,
+    ).toBe(404);
+    expect(await runtime.lastConfig('orders')).toBeUndefined();
+  });
+
+  it('rolls the pod when the engine config changes: config-hash annotation and Secret content', async () => {
+    const ns = await createNamespace('hash');
+    const runtime = runtimeIn(ns);
+    const uid = await createMirror(ns, 'orders');
+    const target = { name: 'orders', uid, generation: 1 };
+    await runtime.start(target, runConfig('p1'));
+    const apps = config.makeApiClient(AppsV1Api);
+    const read = () => apps.readNamespacedStatefulSet({ name: 'tributary-engine-orders', namespace: ns });
+    const before = await read();
+    const beforeHash = before.spec?.template.metadata?.annotations?.['tributary.dev/config-hash'];
+    expect(beforeHash).toMatch(/^[0-9a-f]{16}$/);
+    expect((await runtime.running('orders'))?.configHash).toBe(runtime.configHash(target, runConfig('p1')));
+    expect(runtime.configHash(target, runConfig('p2'))).not.toBe(runtime.configHash(target, runConfig('p1')));
+
+    await runtime.start(target, runConfig('p2'));
+    const after = await read();
+    expect(after.spec?.template.metadata?.annotations?.['tributary.dev/config-hash']).not.toBe(beforeHash);
+    expect((await runtime.running('orders'))?.configHash).toBe(runtime.configHash(target, runConfig('p2')));
+    const secret = await config
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ name: 'tributary-engine-orders', namespace: ns });
+    const document = JSON.parse(Buffer.from(secret.data?.['engine.json'] ?? '', 'base64').toString());
+    expect(document.source.password).toBe('p2');
   });
 
   it('accepts every example resource', async () => {

@@ -3,9 +3,11 @@ import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { V1PodSpec } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { byKind, chart, renderChart, requiredValues } from '../support/chart.ts';
+import { readableByContainer, secretFiles } from '../support/pod-files.ts';
 import { helmBinary, repoRoot } from '../support/testenv.ts';
 
 const run = promisify(execFile);
@@ -104,6 +106,41 @@ describe('Helm chart', () => {
     const port = container?.ports.find((candidate) => candidate.name === 'metrics');
     expect(container?.args.slice(-2)).toEqual(['--metrics-port', String(port?.containerPort)]);
     for (const monitor of podMonitors) expect(monitor.spec.podMetricsEndpoints[0]?.port).toBe('metrics');
+  });
+
+  it('mounts every Secret readable by the pod user, as a kubelet writes it', async () => {
+    const manifests = await renderChart();
+    const deployments = byKind(manifests, 'Deployment') as unknown as {
+      metadata: { name: string };
+      spec: { template: { spec: V1PodSpec } };
+    }[];
+    let checked = 0;
+    for (const deployment of deployments) {
+      const pod = deployment.spec.template.spec;
+      expect(pod.securityContext).toMatchObject({ runAsUser: 1000, fsGroup: 1000 });
+      for (const container of pod.containers) {
+        for (const file of secretFiles(pod, container, ['password'])) {
+          expect(file.mode & 0o040, `${deployment.metadata.name} ${file.path}`).not.toBe(0);
+          expect(readableByContainer(pod, container, file), `${deployment.metadata.name} ${file.path}`).toBe(
+            true,
+          );
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(0);
+    // The same check fails on the pod spec the chart had before: root:root 0400.
+    const api = deployments.find((deployment) => deployment.metadata.name === 'tributary-api-server');
+    const container = api?.spec.template.spec.containers[0];
+    if (!api || !container) throw new Error('no api-server Deployment');
+    const { fsGroup: _dropped, ...withoutFsGroup } = api.spec.template.spec.securityContext ?? {};
+    const before: V1PodSpec = {
+      ...api.spec.template.spec,
+      securityContext: withoutFsGroup,
+      volumes: [{ name: 'api-password', secret: { secretName: 'x', defaultMode: 0o400 } }],
+    };
+    const [file] = secretFiles(before, container, ['password']);
+    expect(file && readableByContainer(before, container, file)).toBe(false);
   });
 
   it('uses existing Secrets instead of creating them when told to', async () => {

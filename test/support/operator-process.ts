@@ -15,6 +15,11 @@ export function startOperator(
   identity: string,
   leaseSeconds = 4,
   metricsPort?: number,
+  options: {
+    /** `statefulset`: engines as StatefulSets on the apiserver (no pod runs there). */
+    readonly engineRuntime?: 'local-process' | 'statefulset';
+    readonly env?: Readonly<Record<string, string>>;
+  } = {},
 ): ChildProcess {
   return spawn(
     process.execPath,
@@ -28,14 +33,17 @@ export function startOperator(
       '--catalog-url',
       catalogUrl(catalog),
       '--engine-runtime',
-      'local-process',
+      options.engineRuntime ?? 'local-process',
       '--identity',
       identity,
       '--lease-seconds',
       String(leaseSeconds),
       ...(metricsPort !== undefined ? ['--metrics-port', String(metricsPort)] : []),
     ],
-    { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn' } },
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, TRIBUTARY_LOG_LEVEL: 'warn', ...options.env },
+    },
   );
 }
 

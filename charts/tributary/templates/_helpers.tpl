@@ -21,6 +21,8 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 runAsNonRoot: true
 runAsUser: 1000
 runAsGroup: 1000
+# Secret volumes are group-owned by fsGroup: with mode 0440 the pod's user reads them.
+fsGroup: 1000
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}

@@ -115,6 +115,14 @@ export interface Catalog {
   listBatches(mirror: string, query: BatchQuery): Promise<{ batches: CdcBatch[]; total: number }>;
 
   appendLog(mirror: string, level: LogLevel, message: string): Promise<void>;
+
+  /**
+   * Why the mirror's engine cannot run where the engine itself cannot say it
+   * (cluster mode: its pod crash-loops, is OOM-killed, its image cannot be
+   * pulled), as the operator last saw it; null clears it.
+   */
+  setEngineProblem(mirror: string, message: string | null): Promise<void>;
+  getEngineProblem(mirror: string): Promise<string | undefined>;
   listLogs(query: LogQuery): Promise<{ entries: LogEntry[]; total: number }>;
 
   resetSnapshotProgress(mirror: string): Promise<void>;

@@ -15,9 +15,25 @@ import type {
 import { PhaseTransitionError } from './phase-error.ts';
 import { phasesLeadingTo } from './phases.ts';
 
-export interface SqlExecutor {
+export interface SqlQueries {
   query<Row>(text: string, params?: unknown[]): Promise<{ rows: Row[] }>;
 }
+
+export interface SqlExecutor extends SqlQueries {
+  /**
+   * One connection of a pool, for a transaction (a `pg` Pool has it). An
+   * executor without it is one connection already (the embedded database).
+   */
+  connect?(): Promise<SqlQueries & { release(): void }>;
+}
+
+/**
+ * The advisory lock key that serialises catalog migrations: the operator, the
+ * api-server and engines all migrate on start, in any order and any number of
+ * replicas, and concurrent `CREATE ... IF NOT EXISTS` of one object can fail
+ * with a unique violation. Any 64-bit constant of our own.
+ */
+const migrationLockKey = '7261627574617279';
 
 const migrations: readonly string[] = [
   `CREATE SCHEMA IF NOT EXISTS tributary`,
@@ -59,6 +75,10 @@ const migrations: readonly string[] = [
      consolidate_completed boolean NOT NULL DEFAULT false,
      PRIMARY KEY (mirror, source_table))`,
   `ALTER TABLE tributary.snapshot_tables ADD COLUMN IF NOT EXISTS cdc_start_lsn numeric(20, 0) NOT NULL DEFAULT 0`,
+  `CREATE TABLE IF NOT EXISTS tributary.engine_problems (
+     mirror text PRIMARY KEY,
+     message text NOT NULL,
+     seen_at timestamptz NOT NULL DEFAULT now())`,
 ];
 
 interface RuntimeRow {
@@ -109,8 +129,29 @@ export class PostgresCatalog implements Catalog {
     this.#sql = sql;
   }
 
+  /**
+   * Creates or upgrades the catalog's tables. Idempotent, and safe to call from
+   * several processes at once: with a pool, it runs in one transaction holding
+   * a transaction-scoped advisory lock, so the second caller waits and then
+   * finds everything in place (and a failure leaves nothing half-made).
+   */
   async migrate(): Promise<void> {
-    for (const statement of migrations) await this.#sql.query(statement);
+    if (!this.#sql.connect) {
+      for (const statement of migrations) await this.#sql.query(statement);
+      return;
+    }
+    const session = await this.#sql.connect();
+    try {
+      await session.query('BEGIN');
+      await session.query('SELECT pg_advisory_xact_lock($1::bigint)', [migrationLockKey]);
+      for (const statement of migrations) await session.query(statement);
+      await session.query('COMMIT');
+    } catch (error) {
+      await session.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      session.release();
+    }
   }
 
   async getRuntime(mirror: string): Promise<MirrorRuntime | undefined> {
@@ -272,6 +313,26 @@ export class PostgresCatalog implements Catalog {
       `INSERT INTO tributary.logs (mirror, level, message, at_ms) VALUES ($1, $2, $3, $4)`,
       [mirror, level, message, Date.now()],
     );
+  }
+
+  async setEngineProblem(mirror: string, message: string | null): Promise<void> {
+    if (message === null) {
+      await this.#sql.query(`DELETE FROM tributary.engine_problems WHERE mirror = $1`, [mirror]);
+      return;
+    }
+    await this.#sql.query(
+      `INSERT INTO tributary.engine_problems (mirror, message) VALUES ($1, $2)
+       ON CONFLICT (mirror) DO UPDATE SET message = EXCLUDED.message, seen_at = now()`,
+      [mirror, message],
+    );
+  }
+
+  async getEngineProblem(mirror: string): Promise<string | undefined> {
+    const { rows } = await this.#sql.query<{ message: string }>(
+      `SELECT message FROM tributary.engine_problems WHERE mirror = $1`,
+      [mirror],
+    );
+    return rows[0]?.message;
   }
 
   async listLogs(query: LogQuery): Promise<{ entries: LogEntry[]; total: number }> {

@@ -7,10 +7,12 @@ import type { PipelineMetrics } from '../observability/engine-metrics.ts';
 import { defaultBatchMemoryBudgetBytes } from '../pipeline/context.ts';
 import { teardownMirror } from '../pipeline/run-mirror.ts';
 import { type SupervisedOutcome, superviseMirror } from '../pipeline/supervisor.ts';
-import type { EngineRunConfig, EngineRuntime } from './engine-runtime.ts';
+import { configHash } from './config-hash.ts';
+import type { EngineRunConfig, EngineRuntime, EngineTarget, RunningEngine } from './engine-runtime.ts';
 
-interface RunningEngine {
+interface EngineTask {
   readonly generation: number;
+  readonly configHash: string;
   readonly controller: AbortController;
   readonly done: Promise<SupervisedOutcome>;
 }
@@ -25,22 +27,36 @@ export interface InProcessRuntimeOptions {
 
 export class InProcessEngineRuntime implements EngineRuntime {
   readonly #options: InProcessRuntimeOptions;
-  readonly #engines = new Map<string, RunningEngine>();
+  readonly #engines = new Map<string, EngineTask>();
+  readonly #lastConfigs = new Map<string, EngineRunConfig>();
 
   constructor(options: InProcessRuntimeOptions) {
     this.#options = options;
   }
 
-  async runningGeneration(mirror: string): Promise<number | undefined> {
-    return this.#engines.get(mirror)?.generation;
+  async running(mirror: string): Promise<RunningEngine | undefined> {
+    const engine = this.#engines.get(mirror);
+    return engine && { generation: engine.generation, configHash: engine.configHash };
+  }
+
+  configHash(_target: EngineTarget, config: EngineRunConfig): string {
+    return configHash(config);
+  }
+
+  async lastConfig(mirror: string): Promise<EngineRunConfig | undefined> {
+    return this.#lastConfigs.get(mirror);
+  }
+
+  async forget(mirror: string): Promise<void> {
+    this.#lastConfigs.delete(mirror);
   }
 
   async start(
-    mirror: string,
-    generation: number,
+    target: EngineTarget,
     config: EngineRunConfig,
     onExit: (outcome: SupervisedOutcome) => void,
   ): Promise<void> {
+    const { name: mirror, generation } = target;
     if (this.#engines.has(mirror))
       throw new EngineError('internal', `an engine already runs mirror ${mirror}`);
     const logger = this.#options.logger.child({ mirror });
@@ -72,7 +88,8 @@ export class InProcessEngineRuntime implements EngineRuntime {
         return 'failed';
       })
       .finally(() => destination.close().catch(() => {}));
-    this.#engines.set(mirror, { generation, controller, done });
+    this.#engines.set(mirror, { generation, configHash: configHash(config), controller, done });
+    this.#lastConfigs.set(mirror, config);
     void done.then((outcome) => {
       this.#engines.delete(mirror);
       onExit(outcome);
@@ -92,8 +109,9 @@ export class InProcessEngineRuntime implements EngineRuntime {
     await Promise.all([...this.#engines.keys()].map((mirror) => this.stop(mirror)));
   }
 
-  teardown(config: EngineRunConfig): Promise<void> {
-    return teardownWithConfig(config, this.#options.catalog, this.#options.logger);
+  async teardown(config: EngineRunConfig): Promise<void> {
+    await teardownWithConfig(config, this.#options.catalog, this.#options.logger);
+    this.#lastConfigs.delete(config.spec.name);
   }
 }
 

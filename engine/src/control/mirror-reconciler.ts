@@ -39,7 +39,9 @@ export class MirrorReconciler {
     const { store, runtime } = this.#options;
     const mirror = await store.getMirror(name);
     if (!mirror) {
+      // Gone without a teardown (its object was force-deleted), or already torn down.
       await runtime.stop(name);
+      await runtime.forget(name);
       return {};
     }
     if (mirror.deleting) {
@@ -68,7 +70,7 @@ export class MirrorReconciler {
 
   async #pause(mirror: MirrorResource): Promise<void> {
     const { runtime, catalog } = this.#options;
-    if ((await runtime.runningGeneration(mirror.name)) !== undefined) {
+    if ((await runtime.running(mirror.name)) !== undefined) {
       await this.#moveTo(mirror.name, 'pausing');
       await runtime.stop(mirror.name);
     }
@@ -83,18 +85,32 @@ export class MirrorReconciler {
   async #run(mirror: MirrorResource): Promise<'settled' | 'waiting'> {
     const { runtime, catalog } = this.#options;
     const phase = await this.#phase(mirror.name);
-    const runningGeneration = await runtime.runningGeneration(mirror.name);
+    const running = await runtime.running(mirror.name);
     const waitsForPerson = phase === 'failed' && mirror.failedGeneration === mirror.generation;
-    if (runningGeneration !== undefined) {
-      if (runningGeneration === mirror.generation && !waitsForPerson && phase !== 'completed')
-        return 'settled';
-      // The spec changed under a running engine (restart it at a batch boundary),
-      // or the engine failed for good or finished: stop it.
+    const target = { name: mirror.name, uid: mirror.objectUid ?? mirror.uid, generation: mirror.generation };
+    let config: EngineRunConfig | MissingDependency | undefined;
+    if (running !== undefined) {
+      const current = running.generation === mirror.generation && !waitsForPerson && phase !== 'completed';
+      if (current) {
+        // Same spec: restart only when what it runs changed (a peer's password
+        // in its Secret, the script's source, the engine pod settings). While a
+        // dependency is missing the running engine keeps what it has.
+        config = await this.#engineConfig(mirror);
+        if (!config || 'reason' in config || runtime.configHash(target, config) === running.configHash)
+          return 'settled';
+        await catalog.appendLog(
+          mirror.name,
+          'INFO',
+          'engine config changed (peer secret, script or pod settings): restarting the engine',
+        );
+      }
+      // The spec or the config changed under a running engine (restart it at a
+      // batch boundary), or the engine failed for good or finished: stop it.
       await runtime.stop(mirror.name);
     }
     if (phase === 'completed' || waitsForPerson) return 'settled';
     if (phase === 'pausing') await catalog.transition(mirror.name, 'paused');
-    const config = await this.#engineConfig(mirror);
+    config ??= await this.#engineConfig(mirror);
     if (!config) return 'settled';
     if ('reason' in config) {
       // Logged once per cause: the mirror is looked at again every few seconds.
@@ -105,7 +121,7 @@ export class MirrorReconciler {
       return 'waiting';
     }
     this.#waitingFor.delete(mirror.name);
-    await runtime.start(mirror.name, mirror.generation, config, (outcome) => {
+    await runtime.start(target, config, (outcome) => {
       if (outcome === 'failed') {
         void this.#options.store
           .recordMirrorFailure(mirror.name, mirror.generation)
@@ -121,7 +137,10 @@ export class MirrorReconciler {
   async #drop(mirror: MirrorResource): Promise<void> {
     const { runtime, store, logger } = this.#options;
     await runtime.stop(mirror.name);
-    const config = await this.#engineConfig(mirror);
+    let config = await this.#engineConfig(mirror);
+    // Its peers (or their Secrets) were deleted with it: tear down with what
+    // the engine last ran with.
+    if (!config || 'reason' in config) config = (await runtime.lastConfig(mirror.name)) ?? config;
     if (config && !('reason' in config)) {
       await runtime.teardown(config);
     } else {

@@ -20,6 +20,8 @@ export interface MirrorResource {
   readonly name: string;
   /** Stable for the life of the mirror: the interface's workflow id derives from it. */
   readonly uid: string;
+  /** The stored object's own id where it has one (Kubernetes `metadata.uid`): owner references name it. */
+  readonly objectUid?: string;
   readonly spec: MirrorResourceSpec;
   /** Increases with every change of the spec (and with a retry request). */
   readonly generation: number;

@@ -1,5 +1,6 @@
 // The mirror specification the engine runs. Defaults are the interface's.
 import { z } from 'zod';
+import { enginePodSettingsSchema } from './engine-pod.ts';
 
 export const tableNameSchema = z.object({
   schema: z.string().min(1).max(63),
@@ -47,6 +48,8 @@ export const mirrorSpecFields = z.object({
   syncedAtColName: z.string().min(1).max(63).optional(),
   script: z.string().optional(),
   system: z.enum(['Q', 'PG']).default('Q'),
+  /** Engine pod settings in cluster mode (resources, scheduling, labels): see engine-pod.ts. */
+  engine: enginePodSettingsSchema.optional(),
 });
 
 export const initialSnapshotOnlyMessage = 'initialSnapshotOnly needs doInitialSnapshot';

@@ -2,7 +2,8 @@
 // (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#specifying-a-structural-schema):
 // OpenAPI v3.0 keywords only, no `$schema`, no `const`, boolean exclusive bounds,
 // `allOf` of objects merged, `additionalProperties: false` dropped (the API
-// server prunes unknown fields instead).
+// server prunes unknown fields instead), free-form objects marked
+// `x-kubernetes-preserve-unknown-fields` without a schema for their values.
 type Schema = Record<string, unknown>;
 
 const jsSafeInteger = 9_007_199_254_740_991;
@@ -11,6 +12,8 @@ export function toStructural(input: Schema): Schema {
   const schema: Schema = { ...input };
   delete schema.$schema;
   if (schema.additionalProperties === false) delete schema.additionalProperties;
+  // A free-form object (e.g. a pod's affinity) is kept as written, not described.
+  if (schema['x-kubernetes-preserve-unknown-fields'] === true) delete schema.additionalProperties;
   if ('const' in schema) {
     schema.enum = [schema.const];
     delete schema.const;

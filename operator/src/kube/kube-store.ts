@@ -259,6 +259,7 @@ export class KubeStore implements ResourceStore {
     return {
       name: object.metadata.name,
       uid: (object.metadata.uid ?? '').slice(0, 8),
+      ...(object.metadata.uid ? { objectUid: object.metadata.uid } : {}),
       spec: mirrorResourceSpecSchema.parse({ ...object.spec, name: object.metadata.name }),
       generation: object.metadata.generation ?? 1,
       deleting: object.metadata.deletionTimestamp !== undefined,

@@ -7,13 +7,20 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
-import type { EngineRunConfig, EngineRuntime } from '../../../engine/src/control/engine-runtime.ts';
+import { configHash } from '../../../engine/src/control/config-hash.ts';
+import type {
+  EngineRunConfig,
+  EngineRuntime,
+  EngineTarget,
+  RunningEngine,
+} from '../../../engine/src/control/engine-runtime.ts';
 import { teardownWithConfig } from '../../../engine/src/control/in-process-runtime.ts';
 import type { SupervisedOutcome } from '../../../engine/src/pipeline/supervisor.ts';
 import { engineConfigDocument } from './engine-config-file.ts';
 
 interface RunningProcess {
   readonly generation: number;
+  readonly configHash: string;
   readonly child: ChildProcess;
   readonly exited: Promise<number | null>;
 }
@@ -31,22 +38,37 @@ export interface LocalProcessRuntimeOptions {
 export class LocalProcessEngineRuntime implements EngineRuntime {
   readonly #options: LocalProcessRuntimeOptions;
   readonly #processes = new Map<string, RunningProcess>();
+  /** In memory only: an operator restarted after its engine ran cannot use it. */
+  readonly #lastConfigs = new Map<string, EngineRunConfig>();
 
   constructor(options: LocalProcessRuntimeOptions) {
     this.#options = options;
     mkdirSync(options.workDir, { recursive: true, mode: 0o700 });
   }
 
-  async runningGeneration(mirror: string): Promise<number | undefined> {
-    return this.#processes.get(mirror)?.generation;
+  async running(mirror: string): Promise<RunningEngine | undefined> {
+    const running = this.#processes.get(mirror);
+    return running && { generation: running.generation, configHash: running.configHash };
+  }
+
+  configHash(_target: EngineTarget, config: EngineRunConfig): string {
+    return configHash(config);
+  }
+
+  async lastConfig(mirror: string): Promise<EngineRunConfig | undefined> {
+    return this.#lastConfigs.get(mirror);
+  }
+
+  async forget(mirror: string): Promise<void> {
+    this.#lastConfigs.delete(mirror);
   }
 
   async start(
-    mirror: string,
-    generation: number,
+    target: EngineTarget,
     config: EngineRunConfig,
     onExit: (outcome: SupervisedOutcome) => void,
   ): Promise<void> {
+    const { name: mirror, generation } = target;
     if (this.#processes.has(mirror)) return;
     const configPath = join(this.#options.workDir, `${mirror}.json`);
     writeFileSync(configPath, JSON.stringify(engineConfigDocument(config, this.#options.catalogUrl)), {
@@ -65,7 +87,8 @@ export class LocalProcessEngineRuntime implements EngineRuntime {
       },
     );
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    this.#processes.set(mirror, { generation, child, exited });
+    this.#processes.set(mirror, { generation, configHash: configHash(config), child, exited });
+    this.#lastConfigs.set(mirror, config);
     this.#options.logger.info({ mirror, pid: child.pid, generation }, 'engine process started');
     void exited.then((code) => {
       this.#processes.delete(mirror);
@@ -87,7 +110,8 @@ export class LocalProcessEngineRuntime implements EngineRuntime {
     await Promise.all([...this.#processes.keys()].map((mirror) => this.stop(mirror)));
   }
 
-  teardown(config: EngineRunConfig): Promise<void> {
-    return teardownWithConfig(config, this.#options.catalog, this.#options.logger);
+  async teardown(config: EngineRunConfig): Promise<void> {
+    await teardownWithConfig(config, this.#options.catalog, this.#options.logger);
+    this.#lastConfigs.delete(config.spec.name);
   }
 }

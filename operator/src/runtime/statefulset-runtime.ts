@@ -1,5 +1,5 @@
 // Engines as pods: one StatefulSet of at most one replica per mirror, its
-// config in a Secret mounted read-only.
+// config in a Secret mounted read-only (mode 0440, group fsGroup 1000).
 //
 // Why a StatefulSet: its controller creates pod <name>-0 only once the previous
 // pod object is gone. On a rollout it deletes the old pod first; when a node is
@@ -12,12 +12,24 @@ import {
   AppsV1Api,
   CoreV1Api,
   type KubeConfig,
+  type V1Affinity,
+  type V1OwnerReference,
+  type V1Secret,
   type V1StatefulSet,
+  type V1Toleration,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
-import type { EngineRunConfig, EngineRuntime } from '../../../engine/src/control/engine-runtime.ts';
+import { configHash } from '../../../engine/src/control/config-hash.ts';
+import type {
+  EngineRunConfig,
+  EngineRuntime,
+  EngineTarget,
+  RunningEngine,
+} from '../../../engine/src/control/engine-runtime.ts';
 import { teardownWithConfig } from '../../../engine/src/control/in-process-runtime.ts';
+import { engineConfigSchema } from '../../../engine/src/engine-config.ts';
+import { type EnginePodSettings, mergePodSettings } from '../../../engine/src/resources/engine-pod.ts';
 import { group, version } from '../crds/schemas.ts';
 import { engineConfigDocument } from './engine-config-file.ts';
 
@@ -30,25 +42,54 @@ export interface StatefulSetRuntimeOptions {
   readonly logger: Logger;
   /** ServiceAccount of engine pods: it needs no API access at all. */
   readonly serviceAccountName?: string;
-  readonly resources?: { requests: Record<string, string>; limits: Record<string, string> };
+  /** The operator's defaults for every engine pod (chart values); a Mirror's `spec.engine` overrides them. */
+  readonly pod?: EnginePodSettings;
 }
 
 export const generationAnnotation = 'tributary.dev/generation';
+/** On the pod template: a hash of the engine config document, so any change of it rolls the pod. */
+export const configHashAnnotation = 'tributary.dev/config-hash';
+/** On the StatefulSet: a hash of everything the runtime rendered, compared on every reconcile. */
+export const templateHashAnnotation = 'tributary.dev/template-hash';
+/**
+ * On the engine Secret: it outlives a foreground deletion of its Mirror (Argo CD
+ * prunes that way) until the teardown that needs the source connection in it is done.
+ */
+export const engineSecretFinalizer = 'tributary.dev/teardown';
 export const mirrorLabel = 'tributary.dev/mirror';
 /** Where an engine pod serves Prometheus metrics (the chart's PodMonitor scrapes it by name). */
 export const engineMetricsPort = 9090;
+const configKey = 'engine.json';
+/** Used when neither the operator (chart values) nor the Mirror sets resources. */
+export const defaultEngineResources = {
+  requests: { cpu: '250m', memory: '512Mi' },
+  limits: { memory: '1Gi' },
+};
 
 export function engineObjectName(mirror: string): string {
   return `tributary-engine-${mirror}`;
 }
 
+/** The Mirror owns its engine's objects: garbage collection removes them if the Mirror is force-deleted. */
+export function mirrorOwnerReference(target: Pick<EngineTarget, 'name' | 'uid'>): V1OwnerReference {
+  return {
+    apiVersion: `${group}/${version}`,
+    kind: 'Mirror',
+    name: target.name,
+    uid: target.uid,
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
 export function engineStatefulSet(
-  options: Pick<StatefulSetRuntimeOptions, 'image' | 'serviceAccountName' | 'resources' | 'namespace'>,
-  mirror: string,
-  generation: number,
-  owner: { uid: string } | undefined,
+  options: Pick<StatefulSetRuntimeOptions, 'image' | 'serviceAccountName' | 'pod' | 'namespace'>,
+  target: EngineTarget,
+  config: { readonly documentHash: string; readonly pod?: EnginePodSettings | undefined },
 ): V1StatefulSet {
+  const mirror = target.name;
   const name = engineObjectName(mirror);
+  const pod = mergePodSettings(options.pod, config.pod);
   const labels = {
     'app.kubernetes.io/name': 'tributary-engine',
     'app.kubernetes.io/managed-by': 'tributary',
@@ -61,21 +102,8 @@ export function engineStatefulSet(
       name,
       namespace: options.namespace,
       labels,
-      annotations: { [generationAnnotation]: String(generation) },
-      ...(owner
-        ? {
-            ownerReferences: [
-              {
-                apiVersion: `${group}/${version}`,
-                kind: 'Mirror',
-                name: mirror,
-                uid: owner.uid,
-                controller: true,
-                blockOwnerDeletion: true,
-              },
-            ],
-          }
-        : {}),
+      annotations: { [generationAnnotation]: String(target.generation) },
+      ownerReferences: [mirrorOwnerReference(target)],
     },
     spec: {
       replicas: 1,
@@ -84,7 +112,15 @@ export function engineStatefulSet(
       updateStrategy: { type: 'RollingUpdate' },
       selector: { matchLabels: { [mirrorLabel]: mirror } },
       template: {
-        metadata: { labels, annotations: { [generationAnnotation]: String(generation) } },
+        metadata: {
+          // The user's labels and annotations first: ours (selector, hashes) win.
+          labels: { ...pod.labels, ...labels },
+          annotations: {
+            ...pod.annotations,
+            [generationAnnotation]: String(target.generation),
+            [configHashAnnotation]: config.documentHash,
+          },
+        },
         spec: {
           serviceAccountName: options.serviceAccountName ?? 'tributary-engine',
           automountServiceAccountToken: false,
@@ -94,8 +130,18 @@ export function engineStatefulSet(
             runAsNonRoot: true,
             runAsUser: 1000,
             runAsGroup: 1000,
+            // The kubelet makes Secret files group-owned by fsGroup: with mode
+            // 0440 the engine (uid 1000, group 1000) can read its config. Without
+            // it the file is root:root and the engine exits with EACCES.
+            fsGroup: 1000,
             seccompProfile: { type: 'RuntimeDefault' },
           },
+          ...(pod.nodeSelector ? { nodeSelector: pod.nodeSelector } : {}),
+          // Same shapes as the API's (the zod types only allow explicit undefined fields).
+          ...(pod.tolerations ? { tolerations: pod.tolerations as V1Toleration[] } : {}),
+          ...(pod.affinity ? { affinity: pod.affinity as V1Affinity } : {}),
+          ...(pod.priorityClassName ? { priorityClassName: pod.priorityClassName } : {}),
+          ...(pod.imagePullSecrets ? { imagePullSecrets: pod.imagePullSecrets } : {}),
           containers: [
             {
               name: 'engine',
@@ -106,7 +152,7 @@ export function engineStatefulSet(
                 '--mirror',
                 mirror,
                 '--config',
-                '/etc/tributary/engine.json',
+                `/etc/tributary/${configKey}`,
                 '--metrics-port',
                 String(engineMetricsPort),
               ],
@@ -121,10 +167,12 @@ export function engineStatefulSet(
                 failureThreshold: 5,
               },
               env: [{ name: 'NODE_OPTIONS', value: '--max-old-space-size=768' }],
-              resources: options.resources ?? {
-                requests: { cpu: '250m', memory: '512Mi' },
-                limits: { memory: '1Gi' },
-              },
+              resources: pod.resources
+                ? {
+                    ...(pod.resources.requests ? { requests: pod.resources.requests } : {}),
+                    ...(pod.resources.limits ? { limits: pod.resources.limits } : {}),
+                  }
+                : defaultEngineResources,
               securityContext: {
                 allowPrivilegeEscalation: false,
                 readOnlyRootFilesystem: true,
@@ -133,7 +181,7 @@ export function engineStatefulSet(
               volumeMounts: [{ name: 'config', mountPath: '/etc/tributary', readOnly: true }],
             },
           ],
-          volumes: [{ name: 'config', secret: { secretName: name, defaultMode: 0o400 } }],
+          volumes: [{ name: 'config', secret: { secretName: name, defaultMode: 0o440 } }],
         },
       },
     },
@@ -155,27 +203,53 @@ export class StatefulSetEngineRuntime implements EngineRuntime {
     this.#core = options.kubeConfig.makeApiClient(CoreV1Api);
   }
 
-  async runningGeneration(mirror: string): Promise<number | undefined> {
+  /** The StatefulSet for `config`, with the hash of itself in an annotation. */
+  #render(target: EngineTarget, config: EngineRunConfig): V1StatefulSet {
+    const document = engineConfigDocument(config, this.#options.catalogUrl);
+    const set = engineStatefulSet(this.#options, target, {
+      documentHash: configHash(document),
+      pod: config.spec.engine,
+    });
+    const annotations = { ...set.metadata?.annotations, [templateHashAnnotation]: configHash(set) };
+    return { ...set, metadata: { ...set.metadata, annotations } };
+  }
+
+  configHash(target: EngineTarget, config: EngineRunConfig): string {
+    return this.#render(target, config).metadata?.annotations?.[templateHashAnnotation] ?? '';
+  }
+
+  async running(mirror: string): Promise<RunningEngine | undefined> {
     try {
       const set = await this.#apps.readNamespacedStatefulSet({
         name: engineObjectName(mirror),
         namespace: this.#options.namespace,
       });
       if ((set.spec?.replicas ?? 0) === 0) return undefined;
-      return Number(set.metadata?.annotations?.[generationAnnotation] ?? 0);
+      const annotations = set.metadata?.annotations ?? {};
+      return {
+        generation: Number(annotations[generationAnnotation] ?? 0),
+        configHash: annotations[templateHashAnnotation] ?? '',
+      };
     } catch (error) {
       if (notFound(error)) return undefined;
       throw error;
     }
   }
 
-  async start(mirror: string, generation: number, config: EngineRunConfig): Promise<void> {
+  async start(target: EngineTarget, config: EngineRunConfig): Promise<void> {
     const { namespace } = this.#options;
+    const mirror = target.name;
     const name = engineObjectName(mirror);
-    const secret = {
-      metadata: { name, namespace, labels: { [mirrorLabel]: mirror } },
+    const secret: V1Secret = {
+      metadata: {
+        name,
+        namespace,
+        labels: { [mirrorLabel]: mirror },
+        ownerReferences: [mirrorOwnerReference(target)],
+        finalizers: [engineSecretFinalizer],
+      },
       type: 'Opaque',
-      stringData: { 'engine.json': JSON.stringify(engineConfigDocument(config, this.#options.catalogUrl)) },
+      stringData: { [configKey]: JSON.stringify(engineConfigDocument(config, this.#options.catalogUrl)) },
     };
     try {
       await this.#core.replaceNamespacedSecret({ name, namespace, body: secret });
@@ -183,7 +257,7 @@ export class StatefulSetEngineRuntime implements EngineRuntime {
       if (!notFound(error)) throw error;
       await this.#core.createNamespacedSecret({ namespace, body: secret });
     }
-    const body = engineStatefulSet(this.#options, mirror, generation, undefined);
+    const body = this.#render(target, config);
     try {
       const current = await this.#apps.readNamespacedStatefulSet({ name, namespace });
       body.metadata = { ...body.metadata, resourceVersion: current.metadata?.resourceVersion ?? '' };
@@ -192,7 +266,7 @@ export class StatefulSetEngineRuntime implements EngineRuntime {
       if (!notFound(error)) throw error;
       await this.#apps.createNamespacedStatefulSet({ namespace, body });
     }
-    this.#options.logger.info({ mirror, generation }, 'engine statefulset applied');
+    this.#options.logger.info({ mirror, generation: target.generation }, 'engine statefulset applied');
   }
 
   /** Scales to zero; the pod gets SIGTERM and finishes its batch within the grace period. */
@@ -208,15 +282,54 @@ export class StatefulSetEngineRuntime implements EngineRuntime {
     }
   }
 
+  async lastConfig(mirror: string): Promise<EngineRunConfig | undefined> {
+    let secret: V1Secret;
+    try {
+      secret = await this.#core.readNamespacedSecret({
+        name: engineObjectName(mirror),
+        namespace: this.#options.namespace,
+      });
+    } catch (error) {
+      if (notFound(error)) return undefined;
+      throw error;
+    }
+    const encoded = secret.data?.[configKey];
+    if (!encoded) return undefined;
+    const parsed = engineConfigSchema.safeParse(JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')));
+    if (!parsed.success) return undefined;
+    const { mirror: spec, source, destination, script } = parsed.data;
+    return { spec, source, destination, ...(script ? { script } : {}) };
+  }
+
   async teardown(config: EngineRunConfig): Promise<void> {
     await teardownWithConfig(config, this.#options.catalog, this.#options.logger);
-    const name = engineObjectName(config.spec.name);
+    await this.forget(config.spec.name);
+  }
+
+  /** Deletes the StatefulSet, then releases and deletes the Secret. */
+  async forget(mirror: string): Promise<void> {
+    const name = engineObjectName(mirror);
     const { namespace } = this.#options;
     await this.#apps.deleteNamespacedStatefulSet({ name, namespace }).catch((error: unknown) => {
       if (!notFound(error)) throw error;
     });
-    await this.#core.deleteNamespacedSecret({ name, namespace }).catch((error: unknown) => {
+    try {
+      const secret = await this.#core.readNamespacedSecret({ name, namespace });
+      const finalizers = secret.metadata?.finalizers ?? [];
+      if (finalizers.includes(engineSecretFinalizer)) {
+        const index = finalizers.indexOf(engineSecretFinalizer);
+        await this.#core.patchNamespacedSecret({
+          name,
+          namespace,
+          body: [
+            { op: 'test', path: `/metadata/finalizers/${index}`, value: engineSecretFinalizer },
+            { op: 'remove', path: `/metadata/finalizers/${index}` },
+          ],
+        });
+      }
+      await this.#core.deleteNamespacedSecret({ name, namespace });
+    } catch (error) {
       if (!notFound(error)) throw error;
-    });
+    }
   }
 }

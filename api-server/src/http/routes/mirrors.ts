@@ -147,7 +147,12 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
           : 'STATUS_SETUP';
     const status = {
       flowJobName: body.flowJobName,
-      errorMessage: runtime?.phase === 'failed' ? (runtime.errorMessage ?? '') : '',
+      // Failed for good: the engine's error; otherwise what the operator saw
+      // keep its engine pod from running (crash loop, OOM kill, image pull).
+      errorMessage:
+        runtime?.phase === 'failed'
+          ? (runtime.errorMessage ?? '')
+          : ((await catalog.getEngineProblem(body.flowJobName)) ?? ''),
       currentFlowState: state,
       ok: true,
     };
