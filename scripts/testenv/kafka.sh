@@ -18,7 +18,9 @@ KAFKA_VERSION=3.9.2
 KAFKA_HOME="$TESTENV_CACHE/kafka-$KAFKA_VERSION"
 KAFKA_LIBS="$KAFKA_HOME/libs"
 KAFKA_SRC="$TESTENV_ROOT/scripts/testenv/kafka"
-KAFKA_DIR="$TESTENV_DATA/kafka"
+# Resolved: the running check compares it with the broker's command line, and
+# .testenv may be a link to another checkout's.
+KAFKA_DIR="$(realpath -m "$TESTENV_DATA/kafka")"
 KAFKA_CONF="$KAFKA_DIR/server.properties"
 KAFKA_DATA="$KAFKA_DIR/data"
 KAFKA_LOGS="$KAFKA_DIR/logs"
@@ -199,7 +201,6 @@ up() {
     # Running but unhealthy, or its configuration changed: restart it (data stays).
     stop_pidfile "$KAFKA_PID"
   fi
-  rm -f "$KAFKA_PID"
   local port
   for port in "$TESTENV_KAFKA_PLAINTEXT_PORT" "$TESTENV_KAFKA_SASL_PORT" "$TESTENV_KAFKA_POD_PORT" \
     "$TESTENV_KAFKA_CONTROLLER_PORT"; do
@@ -208,6 +209,8 @@ up() {
       return 1
     fi
   done
+  # Only now: a pid file naming a broker this check refused must stay.
+  rm -f "$KAFKA_PID"
 
   ensure_tools
   install_kafka

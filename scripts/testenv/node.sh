@@ -416,6 +416,7 @@ write_facts() {
   "nodeName": "$NODE_NAME",
   "gateway": "$GATEWAY",
   "podCidr": "$POD_CIDR",
+  "containerdSocket": "$SOCK",
   "image": "$(cat "$NODE_DIR/images/tributary.ref")"
 }
 JSON
