@@ -45,6 +45,9 @@ const operatorSelector = 'app.kubernetes.io/name=tributary-operator';
 const apiSelector = 'app.kubernetes.io/name=tributary-api-server';
 /** The example Script (examples/script.yaml) sends each table to `shop.<table>`. */
 const kafkaTopic = 'shop.orders';
+/** The warehouse peer logs in as a role of its own, so its password can change mid-test. */
+const warehouseRole = `cluster_writer_${suffix}`;
+const warehousePasswords = ['first-secret', 'second-secret'] as const;
 
 interface MirrorView {
   metadata: { name: string; generation: number };
@@ -61,6 +64,7 @@ describe('the chart on a real node', () => {
   let analytics: ClickHouseClient;
   let consumer: Consumer | undefined;
   const kafkaIds = new Set<number>();
+  const editedIds = new Set<number>();
   let workDir: string;
   let installed = false;
 
@@ -146,6 +150,9 @@ describe('the chart on a real node', () => {
       createTestDatabase('cluster_rest'),
       createTestDatabase('cluster_cat'),
     ]);
+    await source.client.query(
+      `CREATE ROLE ${warehouseRole} LOGIN SUPERUSER PASSWORD '${warehousePasswords[0]}'`,
+    );
     await source.client.query('CREATE TABLE orders (id int PRIMARY KEY, amount int NOT NULL, note text)');
     await source.client.query('CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL, email text)');
     await source.client.query('CREATE TABLE refunds (id int PRIMARY KEY, order_id int NOT NULL)');
@@ -184,13 +191,14 @@ describe('the chart on a real node', () => {
       .catch(() => {});
     await admin.disconnect().catch(() => {});
     if (facts && installed) {
-      await kubectl(facts, ['-n', namespace, 'delete', 'mirrors', '--all', '--wait=false']).catch(() => {});
+      // While the operator runs: teardown drops the slots and lets the engine Secrets go.
+      await kubectl(facts, ['-n', namespace, 'delete', 'mirrors', '--all', '--timeout=120s']).catch(() => {});
       await helm(facts, ['uninstall', 'tributary', '--namespace', namespace, '--wait']).catch(() => {});
     }
     if (facts) {
       await kubectl(facts, ['delete', 'namespace', namespace, '--wait=false']).catch(() => {});
-      // Without an operator left, finalizers would hold the namespace forever.
-      for (const kind of ['mirrors', 'peers', 'scripts']) {
+      // Without an operator left, the teardown finalizers would hold the namespace forever.
+      for (const kind of ['mirrors', 'peers', 'scripts', 'secrets']) {
         const names = await kubectl(facts, ['-n', namespace, 'get', kind, '-o', 'name']).catch(() => '');
         for (const name of names.split('\n').filter(Boolean)) {
           await kubectl(facts, [
@@ -208,7 +216,9 @@ describe('the chart on a real node', () => {
     }
     await analytics?.command({ query: `DROP DATABASE IF EXISTS ${chDatabase}` }).catch(() => {});
     await analytics?.close();
-    await Promise.all([source, warehouse, restDestination, catalog].map((database) => database?.drop()));
+    await Promise.all([warehouse, restDestination, catalog].map((database) => database?.drop()));
+    await source?.client.query(`DROP ROLE IF EXISTS ${warehouseRole}`).catch(() => {});
+    await source?.drop();
     if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
 
@@ -300,7 +310,7 @@ describe('the chart on a real node', () => {
             metadata: { name: 'warehouse' },
             spec: {
               kind: 'relational',
-              relational: relational(warehouse.name),
+              relational: { ...relational(warehouse.name), user: warehouseRole },
               secretRef: { name: 'warehouse-db' },
             },
           },
@@ -357,7 +367,7 @@ describe('the chart on a real node', () => {
         resources: [relative(workDir, join(repoRoot, 'examples')), 'warehouse.yaml'],
         secretGenerator: [
           generated('shop-db', postgres.superuser.password),
-          generated('warehouse-db', postgres.superuser.password),
+          generated('warehouse-db', warehousePasswords[0]),
           generated('analytics-db', clickhouse.server.password),
           generated('events-kafka', kafka.scram.password),
         ],
@@ -422,8 +432,11 @@ describe('the chart on a real node', () => {
     await consumer.subscribe({ topic: kafkaTopic, fromBeginning: true });
     await consumer.run({
       eachMessage: async ({ message }) => {
-        const value = JSON.parse(message.value?.toString() ?? 'null') as { id?: number } | null;
-        if (value?.id !== undefined) kafkaIds.add(Number(value.id));
+        const value = JSON.parse(message.value?.toString() ?? 'null') as {
+          id?: number;
+          edited?: boolean;
+        } | null;
+        if (value?.id !== undefined) (value.edited ? editedIds : kafkaIds).add(Number(value.id));
       },
     });
     await waitFor(async () => kafkaIds.size === 500, 180_000, 'every order as a Kafka message');
@@ -595,6 +608,123 @@ describe('the chart on a real node', () => {
       'the analytics mirror paused',
     );
     await waitFor(async () => (await enginePod('shop-to-analytics')) === undefined, 120_000, 'its pod gone');
+  }, 400_000);
+
+  it('picks up a password changed in a peer Secret and an edited Script: the engine pods roll', async () => {
+    const warehousePod = await enginePod('shop-to-warehouse');
+    const eventsPod = await enginePod('shop-to-events');
+    await source.client.query(`ALTER ROLE ${warehouseRole} PASSWORD '${warehousePasswords[1]}'`);
+    await k(
+      'patch',
+      'secret',
+      'warehouse-db',
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ stringData: { password: warehousePasswords[1] } }),
+    );
+    await waitFor(
+      async () => {
+        const pod = await enginePod('shop-to-warehouse');
+        return pod !== undefined && pod.metadata.uid !== warehousePod?.metadata.uid && podReady(pod);
+      },
+      180_000,
+      'the warehouse engine rolled after the password change',
+    );
+    // The new pod logs in with the new password: new rows arrive.
+    await source.client.query(`INSERT INTO orders VALUES (900001, 1, 'after the password change')`);
+    await waitForSameRows(source.client, warehouse.client, 'orders', 180_000);
+
+    // The Script now tags every message; the engine must run the new source.
+    await k(
+      'patch',
+      'script',
+      'topic-per-table',
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({
+        spec: {
+          source:
+            'function onRecord(record)\n  return { topic = "shop." .. record.source.table, value = json.encode({ id = record.row.id, edited = true }) }\nend\n',
+        },
+      }),
+    );
+    await waitFor(
+      async () => {
+        const pod = await enginePod('shop-to-events');
+        return pod !== undefined && pod.metadata.uid !== eventsPod?.metadata.uid && podReady(pod);
+      },
+      180_000,
+      'the Kafka engine rolled after the Script edit',
+    );
+    await source.client.query(`INSERT INTO orders VALUES (900002, 1, 'after the script edit')`);
+    await waitFor(async () => editedIds.has(900002), 180_000, 'a message from the edited Script');
+  }, 500_000);
+
+  it('shows an engine pod that cannot be scheduled or is OOM-killed in the Mirror, its Events and the API', async () => {
+    const broken = (name: string, engineSettings: Record<string, unknown>) => ({
+      apiVersion: 'tributary.dev/v1alpha1',
+      kind: 'Mirror',
+      metadata: { name, namespace },
+      spec: {
+        sourcePeer: 'shop',
+        destinationPeer: 'warehouse',
+        state: 'Running',
+        doInitialSnapshot: true,
+        tableMappings: [
+          {
+            source: { schema: 'public', table: 'refunds' },
+            destination: { schema: 'public', table: name.replaceAll('-', '_') },
+          },
+        ],
+        engine: engineSettings,
+      },
+    });
+    await kubectl(
+      facts,
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          broken('no-node', { nodeSelector: { 'tributary.dev/no-such-node': 'true' } }),
+          broken('no-memory', { resources: { requests: { memory: '16Mi' }, limits: { memory: '16Mi' } } }),
+        ],
+      }),
+    );
+    const readyCondition = async (name: string) =>
+      (
+        await kubectlJson<{
+          status?: { conditions?: { type: string; status: string; reason: string; message: string }[] };
+        }>(facts, ['-n', namespace, 'get', 'mirror', name])
+      ).status?.conditions?.find((condition) => condition.type === 'Ready');
+    await waitFor(
+      async () => (await readyCondition('no-node'))?.reason === 'Unschedulable',
+      120_000,
+      'Ready=False Unschedulable on the unschedulable mirror',
+    );
+    await waitFor(
+      async () =>
+        ['OOMKilled', 'CrashLoopBackOff'].includes((await readyCondition('no-memory'))?.reason ?? ''),
+      180_000,
+      'the OOM-killed engine in the Mirror',
+    );
+    const oom = await readyCondition('no-memory');
+    expect(oom?.status).toBe('False');
+    expect(oom?.message).toContain(`${engine('no-memory')}-0`);
+    const events = await kubectlJson<{ items: { reason: string }[] }>(facts, [
+      '-n',
+      namespace,
+      'get',
+      'events',
+      '--field-selector',
+      'involvedObject.kind=Mirror,involvedObject.name=no-node',
+    ]);
+    expect(events.items.map((event) => event.reason)).toContain('Unschedulable');
+    const status = await api('/api/v1/mirrors/status', { flowJobName: 'no-node' });
+    expect(String(status.json.errorMessage)).toContain(`${engine('no-node')}-0 cannot be scheduled`);
+    await k('delete', 'mirror', 'no-node', 'no-memory', '--timeout=180s');
   }, 400_000);
 
   it('drops the slot and publication when a Mirror is deleted; its StatefulSet and Secret go', async () => {
