@@ -744,7 +744,53 @@ describe('the chart on a real node', () => {
       120_000,
       'the engine StatefulSet and Secret gone',
     );
-  }, 300_000);
+
+    // Force-deleted (its finalizer removed by hand): the garbage collector
+    // removes what the Mirror owns, and the engine Secret's own finalizer lets
+    // the operator drop the slot first.
+    const [analyticsStatefulSet, analyticsSecret] = await Promise.all([
+      kubectlJson<{ metadata: { ownerReferences?: { kind: string; name: string }[] } }>(facts, [
+        '-n',
+        namespace,
+        'get',
+        'statefulset',
+        engine('shop-to-analytics'),
+      ]),
+      kubectlJson<{ metadata: { ownerReferences?: { kind: string; name: string }[] } }>(facts, [
+        '-n',
+        namespace,
+        'get',
+        'secret',
+        engine('shop-to-analytics'),
+      ]),
+    ]);
+    for (const owned of [analyticsStatefulSet, analyticsSecret]) {
+      expect(owned.metadata.ownerReferences).toEqual([
+        expect.objectContaining({ kind: 'Mirror', name: 'shop-to-analytics' }),
+      ]);
+    }
+    await k(
+      'patch',
+      'mirror',
+      'shop-to-analytics',
+      '--type',
+      'merge',
+      '-p',
+      '{"metadata":{"finalizers":null}}',
+    );
+    await k('delete', 'mirror', 'shop-to-analytics', '--timeout=60s');
+    await waitFor(
+      async () =>
+        !(await k('get', 'statefulsets,secrets', '-o', 'name')).includes(engine('shop-to-analytics')),
+      120_000,
+      'the StatefulSet and Secret of the force-deleted mirror collected',
+    );
+    await waitFor(
+      async () => (await slotsOf()).length === slotsBefore.length - 2,
+      120_000,
+      'its slot dropped',
+    );
+  }, 400_000);
 
   it('does the same through the api-server pod: create, status, pause, resume, delete', async () => {
     const peer = await api('/api/v1/peers/create', {
