@@ -313,7 +313,8 @@ alive() { [ -f "$NODE_DIR/$1.pid" ] && kill -0 "$(cat "$NODE_DIR/$1.pid")" 2>/de
 
 spawn() {
   local name="$1"; shift
-  setsid "$@" </dev/null >>"$NODE_DIR/$name.log" 2>&1 &
+  # Fd 8 (the node lock) closed: a daemon must not hold it.
+  setsid "$@" </dev/null >>"$NODE_DIR/$name.log" 2>&1 8>&- &
   echo $! >"$NODE_DIR/$name.pid"
 }
 
@@ -547,4 +548,11 @@ down() {
   status_line node stopped
 }
 
+# One node per machine (one bridge, one set of ports): `up` and `down` of any
+# checkout wait for each other.
+if [ "${1:-}" = up ] || [ "${1:-}" = down ]; then
+  apt_install util-linux
+  exec 8>"$TESTENV_CACHE/.node.lock"
+  flock 8
+fi
 "${1:?usage: node.sh up|down}"
