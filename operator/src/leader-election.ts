@@ -25,6 +25,7 @@ export class LeaderElector {
   readonly #api: CoordinationV1Api;
   #leading = false;
   #lastRenew = 0;
+  #lastRound = 0;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
@@ -45,12 +46,18 @@ export class LeaderElector {
     return this.#leading;
   }
 
+  /** When an election round last reached the API server (leader or not): 0 before the first. */
+  get lastRoundAt(): number {
+    return this.#lastRound;
+  }
+
   /** Calls `onStarted` when this replica becomes leader and `onStopped` if it stops being one. */
   run(onStarted: () => void, onStopped: () => void): void {
     const tick = async () => {
       if (this.#stopped) return;
       try {
         const held = await this.#tryAcquireOrRenew();
+        this.#lastRound = Date.now();
         if (held) this.#lastRenew = Date.now();
         if (held && !this.#leading) {
           this.#leading = true;

@@ -16,7 +16,7 @@ import { MirrorReconciler } from '../../engine/src/control/mirror-reconciler.ts'
 import { ResourceNotFoundError } from '../../engine/src/control/store.ts';
 import { WorkQueue } from '../../engine/src/control/work-queue.ts';
 import { type MetricsServer, serveMetrics } from '../../engine/src/observability/metrics-server.ts';
-import { enginePodSettingsSchema } from '../../engine/src/resources/engine-pod.ts';
+import { enginePodDefaultsSchema } from '../../engine/src/resources/engine-pod.ts';
 import { EnginePods } from './engine-pods.ts';
 import { EventRecorder } from './events.ts';
 import { KubeStore } from './kube/kube-store.ts';
@@ -58,7 +58,7 @@ const configSchema = z.object({
         return z.NEVER;
       }
     })
-    .pipe(enginePodSettingsSchema.optional()),
+    .pipe(enginePodDefaultsSchema.optional()),
   kubeconfig: z.string().optional(),
   identity: z.string().min(1),
   leaseSeconds: z.coerce.number().int().min(2).default(15),
@@ -112,10 +112,20 @@ export async function main(argv: readonly string[]): Promise<number> {
   const config = Object.freeze(parsed.data);
   const logger = pino({ level: config.logLevel, base: { role: 'operator', identity: config.identity } });
   const metrics = new OperatorMetrics();
+  let migrated = false;
+  let elector: LeaderElector | undefined;
   let metricsServer: MetricsServer | undefined;
   if (config.metricsPort !== undefined) {
     try {
-      metricsServer = await serveMetrics(metrics.registry, config.metricsPort);
+      // Ready once the catalog is migrated and the API server answered an
+      // election round within a lease period (a standby is ready too).
+      metricsServer = await serveMetrics(
+        metrics.registry,
+        config.metricsPort,
+        '0.0.0.0',
+        () =>
+          migrated && elector !== undefined && Date.now() - elector.lastRoundAt < config.leaseSeconds * 1000,
+      );
     } catch (error) {
       logger.error({ err: error, port: config.metricsPort }, 'cannot serve metrics');
       return 2;
@@ -133,6 +143,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   // catalog (under an advisory lock), so neither waits for the other.
   try {
     await catalog.migrate();
+    migrated = true;
   } catch (error) {
     logger.error({ err: error }, 'cannot migrate the catalog');
     await pool.end();
@@ -177,8 +188,16 @@ export async function main(argv: readonly string[]): Promise<number> {
       const mirror = await store.getMirror(name);
       if (mirror) {
         const stored = await store.mirrorObjectStatus(name);
-        await syncMirrorStatus(mirror, stored?.status, { store, catalog, events, uid: stored?.uid, pods });
+        await syncMirrorStatus(mirror, stored?.status, {
+          store,
+          catalog,
+          events,
+          uid: stored?.uid,
+          pods,
+          onPodProblem: (name, reason) => metrics.enginePodProblem(name, reason),
+        });
       }
+      if (!mirror) metrics.enginePodProblem(name, undefined);
       return mirror ? { requeueAfterMs: mirrorResyncMs } : undefined;
     }),
     {
@@ -220,8 +239,22 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   };
 
+  // A Mirror force-deleted while no operator ran is never announced: look for
+  // mirrors the catalog knows and the API does not, so their reconcile releases
+  // what the runtime kept (the engine Secret's finalizer).
+  const sweepForceDeleted = async () => {
+    try {
+      const existing = new Set((await store.listMirrors()).map((mirror) => mirror.name));
+      for (const name of await catalog.listUnterminatedMirrors()) {
+        if (!existing.has(name)) mirrorQueue?.add(name);
+      }
+    } catch (error) {
+      logger.warn({ err: error }, 'cannot look for force-deleted mirrors');
+    }
+  };
+
   let unwatch: (() => void) | undefined;
-  const elector = new LeaderElector({
+  elector = new LeaderElector({
     kubeConfig,
     namespace: config.namespace,
     leaseName: 'tributary-operator',
@@ -245,6 +278,7 @@ export async function main(argv: readonly string[]): Promise<number> {
           // Secret is not watched: the resync compares the config hash.)
           if (event.kind !== 'mirror') void requeueMirrorsUsing(event.kind, event.name);
         });
+        void sweepForceDeleted();
       },
       // Lost the lease: stop at once, so the new leader is the only one acting.
       () => resolve(1),

@@ -26,6 +26,8 @@ export async function syncMirrorStatus(
     uid?: string | undefined;
     /** The engine pods (StatefulSet runtime); absent when engines are not pods. */
     pods?: EnginePods | undefined;
+    /** Told what keeps the engine pod from running, for tributary_operator_engine_pod_problem. */
+    onPodProblem?: ((mirror: string, reason: string | undefined) => void) | undefined;
   },
 ): Promise<void> {
   const { catalog, store, events } = deps;
@@ -137,6 +139,7 @@ export async function syncMirrorStatus(
   });
   const target = { kind: 'Mirror' as const, name: mirror.name, uid: deps.uid };
   if (deps.pods) {
+    deps.onPodProblem?.(mirror.name, podProblem?.reason);
     // The facade's /api/v1/mirrors/status reads it from the catalog.
     await catalog.setEngineProblem(mirror.name, podProblem?.message ?? null);
     // Once per cause, not on every crash of a loop (the message counts restarts).

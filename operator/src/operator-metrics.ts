@@ -10,6 +10,9 @@ export class OperatorMetrics {
   readonly #leader: Gauge;
   readonly #reconciles: Counter<'kind' | 'result'>;
   readonly #seconds: Histogram<'kind'>;
+  readonly #podProblems: Gauge<'mirror' | 'reason'>;
+  /** The reason each mirror's gauge carries now, to remove it when it changes. */
+  readonly #podProblemReasons = new Map<string, string>();
 
   constructor() {
     const registers = [this.registry];
@@ -33,10 +36,28 @@ export class OperatorMetrics {
       buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
+    this.#podProblems = new Gauge({
+      name: 'tributary_operator_engine_pod_problem',
+      help: "1 while a mirror's engine pod cannot run, by the kubelet's reason (CrashLoopBackOff, OOMKilled, ImagePullBackOff, ...)",
+      labelNames: ['mirror', 'reason'],
+      registers,
+    });
   }
 
   leading(isLeader: boolean): void {
     this.#leader.set(isLeader ? 1 : 0);
+  }
+
+  /** What keeps a mirror's engine pod from running now (undefined: nothing). */
+  enginePodProblem(mirror: string, reason: string | undefined): void {
+    const previous = this.#podProblemReasons.get(mirror);
+    if (previous === reason) return;
+    if (previous !== undefined) this.#podProblems.remove({ mirror, reason: previous });
+    if (reason === undefined) this.#podProblemReasons.delete(mirror);
+    else {
+      this.#podProblemReasons.set(mirror, reason);
+      this.#podProblems.set({ mirror, reason }, 1);
+    }
   }
 
   /** Wraps a reconcile function so that each run is timed and counted. */

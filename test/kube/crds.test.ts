@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { customResourceDefinitions } from '../../operator/src/crds/definitions.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { crdFileName, renderDefinition } from '../../scripts/generate-crds.ts';
-import { adminConfig, createNamespace, installCrds, statusOf } from '../support/kube.ts';
+import { adminConfig, createNamespace, installCrds, kubectl, statusOf } from '../support/kube.ts';
 import { repoRoot } from '../support/testenv.ts';
 
 const mirrorSpec = {
@@ -33,6 +33,37 @@ describe('custom resource definitions', () => {
     beforeAll(async () => {
       await installCrds();
       namespace = await createNamespace('crds');
+    });
+
+    it('upgrade with the documented server-side apply over CRDs another manager installed', async () => {
+      // charts/tributary/README.md: Helm never upgrades crds/, so an upgrade
+      // starts with this command (the chart ships the same files as crds/).
+      const output = await kubectl([
+        'apply',
+        '--server-side',
+        '--force-conflicts',
+        '--field-manager=tributary-crds',
+        '-f',
+        join(repoRoot, 'charts', 'tributary', 'crds'),
+      ]);
+      expect(output).toContain('mirrors.tributary.dev serverside-applied');
+      // The newest field is served: a Mirror with engine pod settings keeps them.
+      const created = (await objects.createNamespacedCustomObject({
+        ...at('mirrors'),
+        body: {
+          apiVersion: `${group}/${version}`,
+          kind: 'Mirror',
+          metadata: { name: 'upgraded' },
+          spec: {
+            ...mirrorSpec,
+            engine: { priorityClassName: 'replication', affinity: { nodeAffinity: {} } },
+          },
+        },
+      })) as { spec: { engine?: { priorityClassName?: string; affinity?: unknown } } };
+      expect(created.spec.engine).toEqual({
+        priorityClassName: 'replication',
+        affinity: { nodeAffinity: {} },
+      });
     });
 
     it('default a mirror spec and enforce its rules', async () => {

@@ -18,7 +18,7 @@ import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
 import { freePort } from '../support/engine-process.ts';
 import { basicAuth } from '../support/facade.ts';
-import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
+import { adminConfig, createNamespace, installCrds, statusOf } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';
 
 interface MirrorObject {
@@ -67,6 +67,22 @@ describe('operator and its engine pods', () => {
     };
   };
 
+  // Engines as StatefulSets, with the engine pod defaults the chart passes.
+  const startPodsOperator = () =>
+    startOperator(namespace, catalogDatabase.config, 'pods-operator', 4, metricsPort, {
+      engineRuntime: 'statefulset',
+      env: {
+        TRIBUTARY_ENGINE_IMAGE: 'registry.example/tributary:test',
+        // What the chart passes from its `engine` values.
+        TRIBUTARY_ENGINE_POD: JSON.stringify({
+          resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '256Mi' } },
+          nodeSelector: { disk: 'ssd' },
+          labels: { team: 'data' },
+          annotations: { 'example.com/owner': 'data' },
+        }),
+      },
+    });
+
   beforeAll(async () => {
     await installCrds(config);
     namespace = await createNamespace('pods');
@@ -78,7 +94,7 @@ describe('operator and its engine pods', () => {
     await source.client.query(
       `CREATE ROLE ${pg.escapeIdentifier(role)} LOGIN REPLICATION PASSWORD 'first-password'`,
     );
-    // Pods name this ServiceAccount; the apiserver admits them only if it exists.
+    // Pods name this ServiceAccount (a cluster with ServiceAccount admission wants it to exist).
     await core.createNamespacedServiceAccount({
       namespace,
       body: { metadata: { name: 'tributary-engine' } },
@@ -128,19 +144,7 @@ describe('operator and its engine pods', () => {
     });
     // The operator migrates the catalog before the facade is asked anything.
     metricsPort = await freePort();
-    operator = startOperator(namespace, catalogDatabase.config, 'pods-operator', 4, metricsPort, {
-      engineRuntime: 'statefulset',
-      env: {
-        TRIBUTARY_ENGINE_IMAGE: 'registry.example/tributary:test',
-        // What the chart passes from its `engine` values.
-        TRIBUTARY_ENGINE_POD: JSON.stringify({
-          resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '256Mi' } },
-          nodeSelector: { disk: 'ssd' },
-          labels: { team: 'data' },
-          annotations: { 'example.com/owner': 'data' },
-        }),
-      },
-    });
+    operator = startPodsOperator();
     await objects.createNamespacedCustomObject({
       ...at('mirrors'),
       body: {
@@ -204,6 +208,11 @@ describe('operator and its engine pods', () => {
       limits: { memory: '256Mi' },
     });
     expect(pod?.nodeSelector).toEqual({ disk: 'ssd' });
+    // The heap follows the memory limit (three quarters of 256Mi).
+    expect(pod?.containers[0]?.env).toContainEqual({
+      name: 'NODE_OPTIONS',
+      value: '--max-old-space-size=192',
+    });
     expect(pod?.priorityClassName).toBe('replication');
     expect(pod?.tolerations).toEqual([
       { key: 'dedicated', operator: 'Equal', value: 'cdc', effect: 'NoSchedule' },
@@ -322,6 +331,10 @@ describe('operator and its engine pods', () => {
     );
     expect(logs.rows.some((row) => row.message.includes('Reached heap limit'))).toBe(true);
     expect(await apiErrorMessage()).toContain('Reached heap limit');
+    // And in Prometheus, for the TributaryEnginePodFailing alert.
+    expect(
+      await metric(metricsPort, 'tributary_operator_engine_pod_problem{mirror="pods",reason="OOMKilled"}'),
+    ).toBe(1);
 
     // An image the node does not have (imagePullPolicy Never): another cause, another Event.
     await setContainerStatus(
@@ -348,5 +361,34 @@ describe('operator and its engine pods', () => {
     );
     expect((await mirror()).status?.errorMessage).toBe('');
     expect(await apiErrorMessage()).toBe('');
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).not.toMatch(/^tributary_operator_engine_pod_problem\{/m);
+  });
+
+  it('releases the engine Secret of a Mirror force-deleted while no operator ran', async () => {
+    // The engine ran once: the catalog knows the mirror.
+    await new PostgresCatalog(pool).transition('pods', 'setup');
+    operator?.kill('SIGTERM');
+    if (operator) await exitOf(operator);
+    operator = undefined;
+    // A force delete: finalizers removed by hand, then the object deleted.
+    await objects.patchNamespacedCustomObject({
+      ...at('mirrors'),
+      name: 'pods',
+      body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }],
+    });
+    await objects.deleteNamespacedCustomObject({ ...at('mirrors'), name: 'pods' });
+    // What garbage collection does to the dependents (no controller-manager runs here).
+    await core.deleteNamespacedSecret({ name: engineName, namespace });
+    const terminating = await core.readNamespacedSecret({ name: engineName, namespace });
+    expect(terminating.metadata?.deletionTimestamp).toBeDefined();
+
+    operator = startPodsOperator();
+    await waitFor(
+      async () => (await statusOf(core.readNamespacedSecret({ name: engineName, namespace }))).code === 404,
+      40_000,
+      'the engine Secret to go',
+    );
+    expect((await statusOf(apps.readNamespacedStatefulSet({ name: engineName, namespace }))).code).toBe(404);
   });
 });

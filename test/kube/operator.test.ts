@@ -335,6 +335,15 @@ describe('operator', () => {
       30_000,
       'the standby to start',
     );
+    // The kubelet's probes: both replicas live and ready (a standby only waits for the lease).
+    for (const port of [metricsPorts.a, metricsPorts.b]) {
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200,
+        10_000,
+        `operator on ${port} ready`,
+      );
+    }
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect(await holder()).toBe('operator-a');
     // Prometheus sees the same: one leader, and the leader's reconciles.

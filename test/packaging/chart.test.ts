@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { V1PodSpec } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
-import { byKind, chart, renderChart, requiredValues } from '../support/chart.ts';
+import { parse, parseAllDocuments } from 'yaml';
+import { enginePodDefaultsSchema } from '../../engine/src/resources/engine-pod.ts';
+import { byKind, chart, type Manifest, renderChart, requiredValues } from '../support/chart.ts';
 import { readableByContainer, secretFiles } from '../support/pod-files.ts';
 import { helmBinary, repoRoot } from '../support/testenv.ts';
 
@@ -141,6 +142,96 @@ describe('Helm chart', () => {
     };
     const [file] = secretFiles(before, container, ['password']);
     expect(file && readableByContainer(before, container, file)).toBe(false);
+  });
+
+  it('passes the engine values to the operator as engine pod defaults it accepts', async () => {
+    const operatorEnv = (manifests: Manifest[]) => {
+      const operator = byKind(manifests, 'Deployment').find(
+        (deployment) => deployment.metadata.name === 'tributary-operator',
+      ) as unknown as {
+        spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+      };
+      const value = operator.spec.template.spec.containers[0]?.env.find(
+        (variable) => variable.name === 'TRIBUTARY_ENGINE_POD',
+      )?.value;
+      // The operator parses it with this schema and exits naming the field when it fails.
+      return enginePodDefaultsSchema.parse(JSON.parse(value ?? 'null'));
+    };
+    const values = parse(readFileSync(join(chart, 'values.yaml'), 'utf8')) as {
+      engine: { resources: unknown };
+    };
+    expect(operatorEnv(await renderChart())).toEqual({ resources: values.engine.resources });
+    const custom = operatorEnv(
+      await renderChart([
+        '--set',
+        'engine.resources.limits.cpu=2',
+        '--set',
+        'engine.nodeSelector.disk=ssd',
+        '--set',
+        'engine.tolerations[0].key=dedicated',
+        '--set',
+        'engine.tolerations[0].operator=Exists',
+        '--set',
+        'engine.priorityClassName=replication',
+        '--set',
+        'engine.podLabels.team=data',
+        '--set',
+        'engine.podAnnotations.owner=data',
+        '--set',
+        'engine.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=zone',
+        '--set',
+        'image.pullSecrets[0].name=regcred',
+      ]),
+    );
+    expect(custom).toMatchObject({
+      resources: { limits: { cpu: '2', memory: '1Gi' } },
+      nodeSelector: { disk: 'ssd' },
+      tolerations: [{ key: 'dedicated', operator: 'Exists' }],
+      priorityClassName: 'replication',
+      labels: { team: 'data' },
+      annotations: { owner: 'data' },
+      imagePullSecrets: [{ name: 'regcred' }],
+    });
+    expect(JSON.stringify(custom.affinity)).toContain('"key":"zone"');
+  });
+
+  it('probes the operator on its metrics port: /healthz for liveness, /readyz for readiness', async () => {
+    const operator = byKind(await renderChart(), 'Deployment').find(
+      (deployment) => deployment.metadata.name === 'tributary-operator',
+    ) as unknown as {
+      spec: { template: { spec: { containers: { livenessProbe: unknown; readinessProbe: unknown }[] } } };
+    };
+    const container = operator.spec.template.spec.containers[0];
+    expect(container?.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'metrics' } });
+    expect(container?.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'metrics' } });
+  });
+
+  it('refuses wrong values with a message naming them (values.schema.json)', async () => {
+    const template = (...set: string[]) =>
+      run(helmBinary, [
+        'template',
+        'x',
+        chart,
+        ...requiredValues,
+        ...set.flatMap((value) => ['--set', value]),
+      ]);
+    await expect(template('operator.replicas=two')).rejects.toThrow(/operator\/replicas.*want integer/);
+    await expect(template('engine.resource.limits.cpu=1')).rejects.toThrow(
+      /additional properties 'resource'/,
+    );
+    await expect(template('image.pullPolicy=Sometimes')).rejects.toThrow(/image\/pullPolicy/);
+    await expect(template('engine.resources.limits.memory=lots')).rejects.toThrow(
+      /engine\/resources\/limits\/memory/,
+    );
+    await expect(template('engine.tolerations[0].effect=Never')).rejects.toThrow(/tolerations\/0\/effect/);
+    // helm lint reports on standard output.
+    await expect(
+      run(helmBinary, ['lint', chart, ...requiredValues, '--set', 'api.service.port=http']),
+    ).rejects.toMatchObject({
+      stdout: expect.stringMatching(/api\/service\/port': got string, want integer/),
+    });
+    // Every value the chart ships is valid.
+    await expect(template()).resolves.toBeDefined();
   });
 
   it('uses existing Secrets instead of creating them when told to', async () => {

@@ -33,3 +33,25 @@ readOnlyRootFilesystem: true
 capabilities:
   drop: ["ALL"]
 {{- end -}}
+
+
+{{- define "tributary.imagePullSecrets" -}}
+{{- with .Values.image.pullSecrets }}
+imagePullSecrets: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The engine pod defaults, as JSON for the operator (TRIBUTARY_ENGINE_POD); empty values left out. */}}
+{{- define "tributary.enginePod" -}}
+{{- $engine := .Values.engine -}}
+{{- $pod := dict -}}
+{{- with $engine.resources }}{{ $_ := set $pod "resources" . }}{{ end -}}
+{{- with $engine.nodeSelector }}{{ $_ := set $pod "nodeSelector" . }}{{ end -}}
+{{- with $engine.tolerations }}{{ $_ := set $pod "tolerations" . }}{{ end -}}
+{{- with $engine.affinity }}{{ $_ := set $pod "affinity" . }}{{ end -}}
+{{- with $engine.priorityClassName }}{{ $_ := set $pod "priorityClassName" . }}{{ end -}}
+{{- with ($engine.imagePullSecrets | default .Values.image.pullSecrets) }}{{ $_ := set $pod "imagePullSecrets" . }}{{ end -}}
+{{- with $engine.podLabels }}{{ $_ := set $pod "labels" . }}{{ end -}}
+{{- with $engine.podAnnotations }}{{ $_ := set $pod "annotations" . }}{{ end -}}
+{{- toJson $pod -}}
+{{- end -}}

@@ -93,6 +93,8 @@ export interface Catalog {
   migrate(): Promise<void>;
 
   getRuntime(mirror: string): Promise<MirrorRuntime | undefined>;
+  /** Mirrors with a runtime record that are not terminated (engines ran for them and they were not torn down). */
+  listUnterminatedMirrors(): Promise<string[]>;
   /**
    * Moves the mirror to `phase` if the lifecycle allows it from its current
    * phase (creating the runtime row for `setup`), atomically. Throws

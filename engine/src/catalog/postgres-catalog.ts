@@ -154,6 +154,13 @@ export class PostgresCatalog implements Catalog {
     }
   }
 
+  async listUnterminatedMirrors(): Promise<string[]> {
+    const { rows } = await this.#sql.query<{ mirror: string }>(
+      `SELECT mirror FROM tributary.mirror_runtime WHERE phase <> 'terminated' ORDER BY mirror`,
+    );
+    return rows.map((row) => row.mirror);
+  }
+
   async getRuntime(mirror: string): Promise<MirrorRuntime | undefined> {
     const { rows } = await this.#sql.query<RuntimeRow>(
       `SELECT * FROM tributary.mirror_runtime WHERE mirror = $1`,

@@ -9,4 +9,11 @@ describe('configHash', () => {
     expect(configHash({ tables: [2, 1], source: { password: 'p', host: 'h' } })).not.toBe(a);
     expect(a).toMatch(/^[0-9a-f]{16}$/);
   });
+
+  it('is keyed when given a key: the same value hashes differently under another key', () => {
+    const value = { password: 'p' };
+    expect(configHash(value, 'k1')).toBe(configHash(value, 'k1'));
+    expect(configHash(value, 'k1')).not.toBe(configHash(value, 'k2'));
+    expect(configHash(value, 'k1')).not.toBe(configHash(value));
+  });
 });

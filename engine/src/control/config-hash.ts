@@ -1,6 +1,6 @@
 // A stable fingerprint of a JSON value: objects hashed with sorted keys, so the
 // same config always gives the same hash whatever order its fields were built in.
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
@@ -15,10 +15,16 @@ function canonical(value: unknown): unknown {
   return value;
 }
 
-/** 16 hex digits of the SHA-256 of the value's canonical JSON (bigints as strings). */
-export function configHash(value: unknown): string {
+/**
+ * 16 hex digits of the SHA-256 of the value's canonical JSON (bigints as
+ * strings). With `key`, an HMAC: a hash of a config holding passwords that is
+ * shown where the passwords are not (a pod template annotation) must not let
+ * anyone test guesses against it.
+ */
+export function configHash(value: unknown, key?: string): string {
   const text = JSON.stringify(canonical(value), (_key, field: unknown) =>
     typeof field === 'bigint' ? field.toString() : field,
   );
-  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+  const digest = key === undefined ? createHash('sha256') : createHmac('sha256', key);
+  return digest.update(text).digest('hex').slice(0, 16);
 }

@@ -1,5 +1,7 @@
-// A bare HTTP endpoint for Prometheus: GET /metrics and GET /healthz. An engine
-// serves nothing else, so a framework would add nothing.
+// A bare HTTP endpoint for Prometheus and the kubelet's probes: GET /metrics,
+// GET /healthz (the process answers: liveness) and GET /readyz (`ready()` says
+// yes: readiness). An engine or operator serves nothing else, so a framework
+// would add nothing.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
@@ -13,15 +15,23 @@ export async function serveMetrics(
   registry: Registry,
   port: number,
   host = '0.0.0.0',
+  ready: () => boolean = () => true,
 ): Promise<MetricsServer> {
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0];
-    if (request.method !== 'GET' || (path !== '/metrics' && path !== '/healthz')) {
+    if (request.method !== 'GET' || (path !== '/metrics' && path !== '/healthz' && path !== '/readyz')) {
       response.writeHead(404).end();
       return;
     }
     if (path === '/healthz') {
       response.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      return;
+    }
+    if (path === '/readyz') {
+      const isReady = ready();
+      response
+        .writeHead(isReady ? 200 : 503, { 'content-type': 'text/plain' })
+        .end(isReady ? 'ok\n' : 'not ready\n');
       return;
     }
     registry.metrics().then(

@@ -35,6 +35,33 @@ export const enginePodSettingsSchema = z.object({
 });
 export type EnginePodSettings = z.infer<typeof enginePodSettingsSchema>;
 
+/** Quantities written as YAML numbers (`cpu: 1`) made the strings the API prints. */
+function stringifyQuantities(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || !('resources' in value)) return value;
+  const resources = (value as { resources?: unknown }).resources;
+  if (resources === null || typeof resources !== 'object') return value;
+  const asStrings = (group: unknown) =>
+    group !== null && typeof group === 'object'
+      ? Object.fromEntries(
+          Object.entries(group).map(([name, quantity]) => [
+            name,
+            typeof quantity === 'number' ? String(quantity) : quantity,
+          ]),
+        )
+      : group;
+  const { requests, limits } = resources as { requests?: unknown; limits?: unknown };
+  return {
+    ...value,
+    resources: {
+      ...(requests === undefined ? {} : { requests: asStrings(requests) }),
+      ...(limits === undefined ? {} : { limits: asStrings(limits) }),
+    },
+  };
+}
+
+/** The operator's defaults as the chart passes them (its `engine` values, as JSON). */
+export const enginePodDefaultsSchema = z.preprocess(stringifyQuantities, enginePodSettingsSchema);
+
 /** The Mirror's settings over the operator's: each field replaces; labels and annotations merge. */
 export function mergePodSettings(
   defaults: EnginePodSettings | undefined,
@@ -48,4 +75,24 @@ export function mergePodSettings(
     ...(Object.keys(labels).length > 0 ? { labels } : {}),
     ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
   };
+}
+
+const binaryUnits: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
+const decimalUnits: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+
+/** Bytes of a memory quantity ("1Gi", "512Mi", "2G", "1073741824"); undefined when it is not one. */
+export function memoryBytes(quantity: string): number | undefined {
+  const match = /^([0-9.]+)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(quantity);
+  if (!match?.[1]) return undefined;
+  const unit = match[2] ?? '';
+  const factor = binaryUnits[unit] ?? decimalUnits[unit];
+  const bytes = Number(match[1]) * (factor ?? Number.NaN);
+  return Number.isFinite(bytes) ? bytes : undefined;
+}
+
+/** V8's old-space limit for an engine with this memory limit: three quarters of it (buffers and code need the rest). */
+export function engineHeapMegabytes(memoryLimit: string | undefined, fallback = 768): number {
+  const bytes = memoryLimit === undefined ? undefined : memoryBytes(memoryLimit);
+  if (bytes === undefined) return fallback;
+  return Math.max(64, Math.floor((bytes * 0.75) / 2 ** 20));
 }

@@ -12,6 +12,9 @@ export function toStructural(input: Schema): Schema {
   const schema: Schema = { ...input };
   delete schema.$schema;
   if (schema.additionalProperties === false) delete schema.additionalProperties;
+  // zod's records say their keys are strings; Kubernetes map keys always are, and
+  // the CRD schema has no such keyword (server-side apply refuses it).
+  delete schema.propertyNames;
   // A free-form object (e.g. a pod's affinity) is kept as written, not described.
   if (schema['x-kubernetes-preserve-unknown-fields'] === true) delete schema.additionalProperties;
   if ('const' in schema) {

@@ -29,7 +29,11 @@ import type {
 } from '../../../engine/src/control/engine-runtime.ts';
 import { teardownWithConfig } from '../../../engine/src/control/in-process-runtime.ts';
 import { engineConfigSchema } from '../../../engine/src/engine-config.ts';
-import { type EnginePodSettings, mergePodSettings } from '../../../engine/src/resources/engine-pod.ts';
+import {
+  type EnginePodSettings,
+  engineHeapMegabytes,
+  mergePodSettings,
+} from '../../../engine/src/resources/engine-pod.ts';
 import { group, version } from '../crds/schemas.ts';
 import { engineConfigDocument } from './engine-config-file.ts';
 
@@ -166,7 +170,14 @@ export function engineStatefulSet(
                 timeoutSeconds: 10,
                 failureThreshold: 5,
               },
-              env: [{ name: 'NODE_OPTIONS', value: '--max-old-space-size=768' }],
+              // The heap follows the memory limit, so the engine hits V8's limit (an
+              // error it logs) rather than the kernel's OOM kill.
+              env: [
+                {
+                  name: 'NODE_OPTIONS',
+                  value: `--max-old-space-size=${engineHeapMegabytes((pod.resources ?? defaultEngineResources).limits?.memory)}`,
+                },
+              ],
               resources: pod.resources
                 ? {
                     ...(pod.resources.requests ? { requests: pod.resources.requests } : {}),
@@ -207,7 +218,10 @@ export class StatefulSetEngineRuntime implements EngineRuntime {
   #render(target: EngineTarget, config: EngineRunConfig): V1StatefulSet {
     const document = engineConfigDocument(config, this.#options.catalogUrl);
     const set = engineStatefulSet(this.#options, target, {
-      documentHash: configHash(document),
+      // Keyed with the catalog URL (it holds the catalog's password, which
+      // readers of StatefulSets do not have): the annotation is a hash of peer
+      // passwords, so it must not be a plain one anyone could test guesses against.
+      documentHash: configHash(document, this.#options.catalogUrl),
       pod: config.spec.engine,
     });
     const annotations = { ...set.metadata?.annotations, [templateHashAnnotation]: configHash(set) };

@@ -1,0 +1,155 @@
+// The chart's Grafana dashboard and alert rules against the metrics the code
+// really exports: every query parses as PromQL (Prometheus's own grammar) and
+// names only metrics some registry of ours registers.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { mirrorMetricsRegistry } from '../../api-server/src/http/metrics.ts';
+import { EngineMetrics } from '../../engine/src/observability/engine-metrics.ts';
+import { OperatorMetrics } from '../../operator/src/operator-metrics.ts';
+import { byKind, chart, renderChart } from '../support/chart.ts';
+import { exportedNames, parsePromql, withoutGrafanaVariables } from '../support/promql.ts';
+
+// The registries each component serves: the api-server's mirror gauges (their
+// values are read at scrape time, so nothing is read here), an engine pod's and
+// an operator's, each with its process metrics.
+const exported = exportedNames([
+  mirrorMetricsRegistry({} as Parameters<typeof mirrorMetricsRegistry>[0]),
+  new EngineMetrics({ processMetrics: true }).registry,
+  new OperatorMetrics().registry,
+]);
+
+interface Rule {
+  alert: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+function checkQuery(where: string, expression: string): string[] {
+  const { errors, metrics } = parsePromql(expression);
+  expect(errors, `${where}: ${expression}`).toEqual([]);
+  expect(metrics.length, `${where} names no metric`).toBeGreaterThan(0);
+  for (const metric of metrics) expect(exported, `${where} uses ${metric}`).toContain(metric);
+  return [...metrics];
+}
+
+describe('observability assets', () => {
+  it('knows the exported names (the check below would pass on an empty set otherwise)', () => {
+    for (const name of [
+      'tributary_mirror_phase',
+      'tributary_engine_replication_lag_bytes',
+      'tributary_engine_batch_sync_seconds_bucket',
+      'tributary_operator_leader',
+      'tributary_operator_engine_pod_problem',
+      'tributary_engine_process_resident_memory_bytes',
+    ]) {
+      expect(exported).toContain(name);
+    }
+    expect(parsePromql('rate(x[5m]').errors).not.toEqual([]);
+    expect(parsePromql('sum(rate(a_total{x="y"}[5m])) / on (m) b').metrics).toEqual(['a_total', 'b']);
+  });
+
+  it('has a Grafana dashboard of valid JSON whose every query parses and uses exported metrics', () => {
+    const text = readFileSync(join(chart, 'dashboards', 'tributary.json'), 'utf8');
+    const dashboard = JSON.parse(text) as {
+      uid: string;
+      panels: { title: string; type: string; targets?: { expr: string }[] }[];
+      templating: { list: { name: string; query?: string | { query: string } }[] };
+    };
+    expect(dashboard.uid).toBe('tributary-overview');
+    const used = new Set<string>();
+    let queries = 0;
+    for (const panel of dashboard.panels.filter((candidate) => candidate.type !== 'row')) {
+      expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
+      for (const target of panel.targets ?? []) {
+        for (const metric of checkQuery(panel.title, withoutGrafanaVariables(target.expr))) used.add(metric);
+        queries++;
+      }
+    }
+    // The mirror variable's label_values() names an exported metric too.
+    const mirrorVariable = dashboard.templating.list.find((variable) => variable.name === 'mirror');
+    const definition = typeof mirrorVariable?.query === 'object' ? mirrorVariable.query.query : '';
+    expect(exported).toContain(/label_values\((\w+),/.exec(definition)?.[1]);
+    expect(queries).toBeGreaterThanOrEqual(10);
+    // Each component's metrics appear.
+    for (const prefix of ['tributary_mirror_', 'tributary_engine_', 'tributary_operator_']) {
+      expect(
+        [...used].some((metric) => metric.startsWith(prefix)),
+        prefix,
+      ).toBe(true);
+    }
+  });
+
+  it('renders the alerts of docs/observability.md as a PrometheusRule over exported metrics', async () => {
+    expect(byKind(await renderChart(), 'PrometheusRule')).toEqual([]);
+    const rendered = byKind(
+      await renderChart([
+        '--set',
+        'metrics.prometheusRule.enabled=true',
+        '--set',
+        'metrics.prometheusRule.labels.release=prom',
+      ]),
+      'PrometheusRule',
+    ) as unknown as {
+      metadata: { labels: Record<string, string> };
+      spec: { groups: { name: string; rules: Rule[] }[] };
+    }[];
+    expect(rendered).toHaveLength(1);
+    const rule = rendered[0];
+    expect(rule?.metadata.labels.release).toBe('prom');
+    // The chart uses the rule file as is.
+    const file = parse(readFileSync(join(chart, 'rules', 'tributary.rules.yaml'), 'utf8'));
+    expect(rule?.spec).toEqual(file);
+    const rules = rule?.spec.groups.flatMap((group) => group.rules) ?? [];
+    expect(rules.map((candidate) => candidate.alert).sort()).toEqual([
+      'TributaryEnginePodFailing',
+      'TributaryEngineRetrying',
+      'TributaryMirrorFailed',
+      'TributaryMirrorStalled',
+      'TributaryOperatorNoLeader',
+      'TributaryOperatorReconcileErrors',
+      'TributaryReplicationLagGrowing',
+    ]);
+    for (const candidate of rules) {
+      checkQuery(candidate.alert, candidate.expr);
+      expect(candidate.for, candidate.alert).toMatch(/^\d+[smh]$/);
+      expect(['warning', 'critical']).toContain(candidate.labels?.severity);
+      expect(candidate.annotations?.summary, candidate.alert).toBeTruthy();
+    }
+    // Each alert docs/observability.md lists is one of them, by its metric.
+    const docs = readFileSync(join(chart, '..', '..', 'docs', 'observability.md'), 'utf8');
+    for (const metric of [
+      'tributary_mirror_phase',
+      'tributary_mirror_seconds_since_last_batch',
+      'tributary_engine_replication_lag_bytes',
+      'tributary_engine_run_failures_total',
+      'tributary_operator_leader',
+      'tributary_operator_reconciles_total',
+    ]) {
+      expect(docs).toContain(metric);
+      expect(
+        rules.some((candidate) => candidate.expr.includes(metric)),
+        metric,
+      ).toBe(true);
+    }
+  });
+
+  it('puts the dashboard in a ConfigMap for the Grafana sidecar when asked', async () => {
+    expect(byKind(await renderChart(), 'ConfigMap')).toEqual([]);
+    const maps = byKind(
+      await renderChart(['--set', 'metrics.grafanaDashboard.enabled=true']),
+      'ConfigMap',
+    ) as unknown as {
+      metadata: { labels: Record<string, string> };
+      data: Record<string, string>;
+    }[];
+    expect(maps).toHaveLength(1);
+    expect(maps[0]?.metadata.labels.grafana_dashboard).toBe('1');
+    expect(maps[0]?.data['tributary.json']).toBe(
+      readFileSync(join(chart, 'dashboards', 'tributary.json'), 'utf8'),
+    );
+  });
+});
