@@ -61,7 +61,8 @@ POD_REACHABLE_PORTS="$TESTENV_PG_PORT,$TESTENV_CH_HTTP_PORT,$TESTENV_CH_NATIVE_P
 SAVED_SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory vm.panic_on_oom
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
 # Host directories the kubelet, containerd or libcni create when missing:
-# `down` removes the ones that did not exist before the first `up` (if empty).
+# `down` removes the ones that did not exist before the first `up` (with what
+# the node put in them: the kubelet's device-plugin socket, log links, ...).
 HOST_DIRS=(/var/lib/kubelet /var/log/pods /var/log/containers /run/containerd /var/lib/cni
   /etc/kubernetes /var/lib/containerd /opt/cni)
 
