@@ -223,6 +223,65 @@ describe('engine workloads on Kubernetes', () => {
     expect(document.source.password).toBe('p2');
   });
 
+  it("builds the pod from the operator's pod settings with a Mirror's spec.engine over them", async () => {
+    const ns = await createNamespace('podset');
+    const runtime = new StatefulSetEngineRuntime({
+      kubeConfig: config,
+      namespace: ns,
+      image: 'registry.example/tributary:1.2.3',
+      catalog: {} as Catalog,
+      catalogUrl: 'postgres://catalog',
+      logger: pino({ level: 'silent' }),
+      pod: {
+        resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '256Mi' } },
+        nodeSelector: { disk: 'ssd' },
+        priorityClassName: 'low',
+        imagePullSecrets: [{ name: 'regcred' }],
+        labels: { team: 'data' },
+      },
+    });
+    const uid = await createMirror(ns, 'orders');
+    const spec = mirrorSpecSchema.parse({
+      ...mirrorSpec,
+      engine: {
+        resources: { requests: { cpu: '1', memory: '2Gi' }, limits: { memory: '4Gi' } },
+        priorityClassName: 'replication',
+        tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'cdc', effect: 'NoSchedule' }],
+        affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [] } },
+        labels: { tier: 'gold', 'tributary.dev/mirror': 'not-this' },
+        annotations: { 'example.com/owner': 'data' },
+      },
+    });
+    await runtime.start({ name: 'orders', uid, generation: 1 }, { ...runConfig('p1'), spec });
+    const set = await config
+      .makeApiClient(AppsV1Api)
+      .readNamespacedStatefulSet({ name: 'tributary-engine-orders', namespace: ns });
+    const template = set.spec?.template;
+    const pod = template?.spec;
+    expect(pod?.containers[0]?.resources).toEqual({
+      requests: { cpu: '1', memory: '2Gi' },
+      limits: { memory: '4Gi' },
+    });
+    expect(pod?.containers[0]?.env).toContainEqual({
+      name: 'NODE_OPTIONS',
+      value: '--max-old-space-size=3072',
+    });
+    expect(pod?.nodeSelector).toEqual({ disk: 'ssd' });
+    expect(pod?.priorityClassName).toBe('replication');
+    expect(pod?.imagePullSecrets).toEqual([{ name: 'regcred' }]);
+    expect(pod?.tolerations).toEqual([
+      { key: 'dedicated', operator: 'Equal', value: 'cdc', effect: 'NoSchedule' },
+    ]);
+    expect(pod?.affinity?.nodeAffinity).toBeDefined();
+    // The user's labels merge; the operator's own (the selector's) win.
+    expect(template?.metadata?.labels).toMatchObject({
+      team: 'data',
+      tier: 'gold',
+      'tributary.dev/mirror': 'orders',
+    });
+    expect(template?.metadata?.annotations).toMatchObject({ 'example.com/owner': 'data' });
+  });
+
   it('accepts every example resource', async () => {
     const objects = KubernetesObjectApi.makeApiClient(config);
     const directory = join(repoRoot, 'examples');
