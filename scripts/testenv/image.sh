@@ -198,7 +198,7 @@ build_tributary() {
       "$ROOTFS.tar" "$work/node.tar" "$work/app.tar"
     rm -rf "$work"
     # Older builds of this image are of no further use.
-    find "$IMAGES" -maxdepth 1 -name 'tributary-*.tar' ! -name "tributary-$hash.tar" -mmin +60 -delete
+    find "$IMAGES" -maxdepth 1 -name 'tributary-*.tar' ! -name "tributary-$hash.tar" -delete
     echo "testenv: built $ref in $((SECONDS - start))s" >&2
   fi
   echo "$ref" >"$REFS/tributary.ref"
