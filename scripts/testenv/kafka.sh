@@ -6,6 +6,10 @@
 # Listeners on 127.0.0.1 (scripts/testenv/ports.env):
 #   PLAINTEXT       $TESTENV_KAFKA_PLAINTEXT_PORT
 #   SASL_PLAINTEXT  $TESTENV_KAFKA_SASL_PORT  (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)
+#   POD             $TESTENV_KAFKA_POD_PORT  (SASL as above), advertised as
+#                   $TESTENV_NODE_GATEWAY:$TESTENV_KAFKA_POD_PORT: the real node's pods
+#                   reach it there through node.sh's DNAT to 127.0.0.1; the
+#                   other listeners advertise 127.0.0.1, which a pod cannot dial.
 #   CONTROLLER      $TESTENV_KAFKA_CONTROLLER_PORT
 # Users (test/support/testenv.ts): PLAIN tributary, SCRAM tributary-scram.
 source "$(dirname "$0")/lib.sh"
@@ -14,7 +18,9 @@ KAFKA_VERSION=3.9.2
 KAFKA_HOME="$TESTENV_CACHE/kafka-$KAFKA_VERSION"
 KAFKA_LIBS="$KAFKA_HOME/libs"
 KAFKA_SRC="$TESTENV_ROOT/scripts/testenv/kafka"
-KAFKA_DIR="$TESTENV_DATA/kafka"
+# Resolved: the running check compares it with the broker's command line, and
+# .testenv may be a link to another checkout's.
+KAFKA_DIR="$(realpath -m "$TESTENV_DATA/kafka")"
 KAFKA_CONF="$KAFKA_DIR/server.properties"
 KAFKA_DATA="$KAFKA_DIR/data"
 KAFKA_LOGS="$KAFKA_DIR/logs"
@@ -69,6 +75,8 @@ render_config() {
   sed -e "s|@PLAINTEXT_PORT@|$TESTENV_KAFKA_PLAINTEXT_PORT|g" \
     -e "s|@SASL_PORT@|$TESTENV_KAFKA_SASL_PORT|g" \
     -e "s|@CONTROLLER_PORT@|$TESTENV_KAFKA_CONTROLLER_PORT|g" \
+    -e "s|@POD_PORT@|$TESTENV_KAFKA_POD_PORT|g" \
+    -e "s|@POD_GATEWAY@|$TESTENV_NODE_GATEWAY|g" \
     -e "s|@PLAIN_USER@|$PLAIN_USER|g" \
     -e "s|@PLAIN_PASSWORD@|$PLAIN_PASSWORD|g" \
     -e "s|@DATA_DIR@|$KAFKA_DATA|g" \
@@ -111,6 +119,7 @@ healthy() {
   running &&
     api_versions_ok "$TESTENV_KAFKA_PLAINTEXT_PORT" &&
     api_versions_ok "$TESTENV_KAFKA_SASL_PORT" &&
+    api_versions_ok "$TESTENV_KAFKA_POD_PORT" &&
     port_open "$TESTENV_KAFKA_CONTROLLER_PORT"
 }
 
@@ -174,7 +183,7 @@ start_broker() {
 }
 
 summary() {
-  echo "Kafka $KAFKA_VERSION on 127.0.0.1:$TESTENV_KAFKA_PLAINTEXT_PORT (plaintext), :$TESTENV_KAFKA_SASL_PORT (SASL PLAIN/SCRAM) pid $(cat "$KAFKA_PID")"
+  echo "Kafka $KAFKA_VERSION on 127.0.0.1:$TESTENV_KAFKA_PLAINTEXT_PORT (plaintext), :$TESTENV_KAFKA_SASL_PORT (SASL PLAIN/SCRAM), pods $TESTENV_NODE_GATEWAY:$TESTENV_KAFKA_POD_PORT pid $(cat "$KAFKA_PID")"
 }
 
 up() {
@@ -192,14 +201,16 @@ up() {
     # Running but unhealthy, or its configuration changed: restart it (data stays).
     stop_pidfile "$KAFKA_PID"
   fi
-  rm -f "$KAFKA_PID"
   local port
-  for port in "$TESTENV_KAFKA_PLAINTEXT_PORT" "$TESTENV_KAFKA_SASL_PORT" "$TESTENV_KAFKA_CONTROLLER_PORT"; do
+  for port in "$TESTENV_KAFKA_PLAINTEXT_PORT" "$TESTENV_KAFKA_SASL_PORT" "$TESTENV_KAFKA_POD_PORT" \
+    "$TESTENV_KAFKA_CONTROLLER_PORT"; do
     if port_open "$port"; then
       echo "testenv: port $port is taken by a process this checkout did not start; stop it first" >&2
       return 1
     fi
   done
+  # Only now: a pid file naming a broker this check refused must stay.
+  rm -f "$KAFKA_PID"
 
   ensure_tools
   install_kafka

@@ -15,12 +15,6 @@ BUILD_DIR="$TESTENV_ROOT/scripts/testenv/kube-build"
 KUBE_DIR="$TESTENV_DATA/kube"
 ETCD_DIR="$TESTENV_DATA/etcd"
 PKI="$KUBE_DIR/pki"
-# The Go release to fetch from the module proxy when no local Go is new enough
-# (etcd 3.5.35's go.mod asks for go 1.26.0).
-GO_MIN=1.26.0
-GO_FETCH=go1.26.8
-
-mod_version() { grep -oE "^(require )?[[:space:]]*$1 v[0-9][^ ]*" "$2" | awk '{print $NF}'; }
 KUBE_VERSION="$(mod_version k8s.io/kubernetes "$BUILD_DIR/apiserver/go.mod")"
 ETCD_VERSION="$(mod_version go.etcd.io/etcd/server/v3 "$BUILD_DIR/etcd/go.mod")"
 : "${KUBE_VERSION:?no k8s.io/kubernetes version in kube-build/apiserver/go.mod}"
@@ -38,74 +32,10 @@ ETCD_URL="http://127.0.0.1:$TESTENV_ETCD_CLIENT_PORT"
 
 # --- programs ---------------------------------------------------------------
 
-go_new_enough() {
-  local v
-  v="$("$1" env GOVERSION 2>/dev/null)" || return 1
-  v="${v#go}"
-  [ "$(printf '%s\n%s\n' "$GO_MIN" "$v" | sort -V | head -1)" = "$GO_MIN" ]
-}
-
-# Prints the path of a Go toolchain >= GO_MIN: the one on PATH, /usr/local/go,
-# or else the official release unpacked from the module proxy's
-# golang.org/toolchain module into the machine-wide cache.
-find_go() {
-  local candidate
-  for candidate in "$(command -v go || true)" /usr/local/go/bin/go "$TESTENV_CACHE/$GO_FETCH/bin/go"; do
-    if [ -n "$candidate" ] && [ -x "$candidate" ] && go_new_enough "$candidate"; then
-      echo "$candidate"
-      return 0
-    fi
-  done
-  apt_install curl unzip ca-certificates
-  local arch proxy tmp
-  case "$(uname -m)" in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; *) arch="$(uname -m)" ;; esac
-  proxy="${GOPROXY:-https://proxy.golang.org}"; proxy="${proxy%%,*}"; proxy="${proxy%%|*}"
-  [[ "$proxy" == http* ]] || proxy=https://proxy.golang.org
-  tmp="$(mktemp -d)"
-  curl -fsSL "$proxy/golang.org/toolchain/@v/v0.0.1-$GO_FETCH.linux-$arch.zip" -o "$tmp/go.zip"
-  unzip -q "$tmp/go.zip" -d "$tmp"
-  rm -rf "${TESTENV_CACHE:?}/$GO_FETCH"
-  mv "$tmp/golang.org/toolchain@v0.0.1-$GO_FETCH.linux-$arch" "$TESTENV_CACHE/$GO_FETCH"
-  chmod +x "$TESTENV_CACHE/$GO_FETCH/bin/"* "$TESTENV_CACHE/$GO_FETCH/pkg/tool/"*/* 2>/dev/null || true
-  rm -rf "$tmp"
-  echo "$TESTENV_CACHE/$GO_FETCH/bin/go"
-}
-
-# build_tool MODULE_DIR PACKAGE OUTPUT [LDFLAGS...]: builds PACKAGE as pinned by
-# MODULE_DIR/go.mod into OUTPUT, unless OUTPUT exists. Serialised machine-wide
-# with flock; the binary appears atomically, so concurrent checkouts are safe.
-build_tool() {
-  local module="$1" package="$2" output="$3"; shift 3
-  [ -x "$output" ] && return 0
-  apt_install util-linux
-  mkdir -p "$(dirname "$output")"
-  exec 9>"$TESTENV_CACHE/.kube-build.lock"
-  flock 9
-  if [ ! -x "$output" ]; then
-    local go start
-    go="$(find_go)"
-    start=$SECONDS
-    echo "testenv: building $(basename "$output") ($package) with $("$go" env GOVERSION); the first build takes minutes" >&2
-    (
-      cd "$module" || exit 1
-      GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 \
-        "$go" build -trimpath -ldflags "-s -w $*" -o "$output.tmp.$$" "$package"
-    )
-    mv -f "$output.tmp.$$" "$output"
-    echo "testenv: built $output in $((SECONDS - start))s" >&2
-  fi
-  exec 9>&-
-}
-
 build_programs() {
   build_tool "$BUILD_DIR/etcd" go.etcd.io/etcd/server/v3 "$ETCD"
-  local major minor rest v=k8s.io/component-base/version c=k8s.io/client-go/pkg/version flags=()
-  major="${KUBE_VERSION#v}"; major="${major%%.*}"
-  rest="${KUBE_VERSION#v*.}"; minor="${rest%%.*}"
-  for pkg in "$v" "$c"; do
-    flags+=("-X $pkg.gitVersion=$KUBE_VERSION" "-X $pkg.gitMajor=$major" "-X $pkg.gitMinor=$minor"
-      "-X $pkg.gitTreeState=clean")
-  done
+  local flags
+  mapfile -t flags < <(kube_version_ldflags "$KUBE_VERSION")
   build_tool "$BUILD_DIR/apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_APISERVER" "${flags[@]}"
   build_tool "$BUILD_DIR/kubectl" k8s.io/kubernetes/cmd/kubectl "$KUBECTL" "${flags[@]}"
   mkdir -p "$TESTENV_DATA/bin"

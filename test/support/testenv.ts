@@ -55,6 +55,8 @@ export const clickhouse = Object.freeze({
 export const kafka = Object.freeze({
   plaintextBroker: `127.0.0.1:${port('TESTENV_KAFKA_PLAINTEXT_PORT')}`,
   saslBroker: `127.0.0.1:${port('TESTENV_KAFKA_SASL_PORT')}`,
+  /** The listener for the real node's pods: node.sh forwards its gateway address here. */
+  podPort: port('TESTENV_KAFKA_POD_PORT'),
   plain: { username: 'tributary', password: 'kafka-plain-secret' },
   /** One user holding credentials for both SCRAM-SHA-256 and SCRAM-SHA-512. */
   scram: { username: 'tributary-scram', password: 'kafka-scram-secret' },
