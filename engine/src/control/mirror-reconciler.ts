@@ -42,8 +42,31 @@ export class MirrorReconciler {
     const { store, runtime } = this.#options;
     const mirror = await store.getMirror(name);
     if (!mirror) {
-      // Gone without a teardown (its object was force-deleted), or already torn down.
+      // Already torn down (nothing kept), or gone without a teardown: its object
+      // was force-deleted (finalizer removed by hand). Then what the engine last
+      // ran with still names the slot and publication it created, and they are
+      // dropped with it; otherwise the slot would hold WAL at the source forever.
+      // The user bypassed the finalizer, so a teardown that fails does not hold
+      // the engine's objects: it is said, and they are released all the same.
       await runtime.stop(name);
+      const kept = await runtime.lastConfig(name);
+      if (kept) {
+        this.#options.logger.warn({ mirror: name }, 'mirror gone without its teardown: tearing down now');
+        try {
+          await runtime.teardown(kept);
+          return {};
+        } catch (error) {
+          this.#options.logger.warn(
+            { mirror: name, err: error },
+            'force-deleted mirror: slot and publication left at the source',
+          );
+          await this.#options.catalog.appendLog(
+            name,
+            'WARN',
+            'deleted without its teardown, which then failed: remove its replication slot and publication by hand',
+          );
+        }
+      }
       await runtime.forget(name);
       return {};
     }
