@@ -156,7 +156,7 @@ export type LuaValue = undefined | null | boolean | number | bigint | string | L
 /**
  * A JavaScript value to hand to Lua: null becomes `json.null`, undefined nil
  * (an object property holding undefined is left out), a bigint an integer,
- * a number without fraction an integer, Buffers byte strings.
+ * a number without fraction an integer, Buffers (any Uint8Array) byte strings.
  */
 export type LuaInput =
   | undefined
@@ -165,7 +165,7 @@ export type LuaInput =
   | number
   | bigint
   | string
-  | Buffer
+  | Uint8Array
   | readonly LuaInput[]
   | { readonly [key: string]: LuaInput };
 
@@ -548,7 +548,8 @@ export class LuaSandbox {
     }
     if (depth >= maxDepth) throw new Error(`value nested more than ${maxDepth} deep`);
     if (!raw._lua_checkstack(L, 3)) throw new Error('Lua stack overflow');
-    if (Buffer.isBuffer(value)) {
+    // A Buffer that crossed to the script's worker thread arrives as a plain Uint8Array.
+    if (value instanceof Uint8Array) {
       this.#pushBytes(L, Math.ceil(value.length / 3), (target) => {
         target.set(value);
         return value.length;
