@@ -8,7 +8,9 @@
 // decided by the prelude (sandbox-prelude.ts); this module enforces the limits:
 //
 // - time: a count hook runs every `hookInstructionCount` VM instructions and
-//   raises an error once the call's deadline has passed;
+//   raises an error once the call's deadline has passed (it cannot interrupt
+//   one long library call: the engine runs each sandbox on a worker thread
+//   that it terminates when a call overruns, see script-thread.ts);
 // - memory: the state's allocator refuses to grow past `memoryLimitBytes`
 //   while script code runs (host code building arguments is not limited);
 // - stability: the host never runs Lua code outside a protected call, reads
