@@ -61,6 +61,18 @@ describe('record scripts', () => {
     expect(await loaded.transform([{ ...record, new: { id: 0 } }])).toEqual([[]]);
   });
 
+  it('answers callers that ask at once in the order they asked', async () => {
+    const loaded = await script(`n = 0
+      function onRecord(r) n = n + 1 return r.tag .. ':' .. n end`);
+    const asked = [loaded.transform([{ tag: 'a' }, { tag: 'a' }]), loaded.transform([{ tag: 'b' }])];
+    await Promise.all([loaded.ready(), loaded.ready()]);
+    expect(await Promise.all(asked)).toEqual([
+      [[{ value: 'a:1' }], [{ value: 'a:2' }]],
+      [[{ value: 'b:3' }]],
+    ]);
+    await loaded.close();
+  });
+
   it('names the script and line of a failure', async () => {
     const loaded = await script(`function onRecord(r)
       return r.old.id

@@ -40,6 +40,7 @@ export class RecordScript {
   readonly #source: ScriptSource;
   readonly #options: RecordScriptOptions;
   #thread: ScriptThread | undefined;
+  #starting: Promise<void> | undefined;
 
   constructor(source: ScriptSource, options: RecordScriptOptions) {
     this.name = source.name;
@@ -54,6 +55,14 @@ export class RecordScript {
    */
   async ready(): Promise<void> {
     if (this.#thread?.alive) return;
+    // Callers that ask at once (snapshot partitions) share one start.
+    this.#starting ??= this.#start().finally(() => {
+      this.#starting = undefined;
+    });
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
     this.#thread = undefined;
     try {
       this.#thread = await ScriptThread.start({

@@ -70,6 +70,8 @@ export class ScriptThread {
   readonly #options: ScriptThreadOptions;
   readonly #killAfterUs: bigint;
   #pending: Pending | undefined;
+  /** Requests wait their turn: the worker takes one at a time (snapshot partitions may ask at once). */
+  #queue: Promise<unknown> = Promise.resolve();
   #watchdog: NodeJS.Timeout | undefined;
   #nextId = 1;
   /** Why the thread is being stopped, reported once it has exited. */
@@ -135,7 +137,9 @@ export class ScriptThread {
    * first n ≥ 1 of them (fewer than all when their text passed the reply budget).
    */
   transform(records: readonly LuaInput[]): Promise<ScriptMessage[][]> {
-    return this.#request(this.#nextId++, 'onRecord', records);
+    const turn = this.#queue.then(() => this.#request(this.#nextId++, 'onRecord', records));
+    this.#queue = turn.catch(() => {});
+    return turn;
   }
 
   async terminate(): Promise<void> {
@@ -151,8 +155,15 @@ export class ScriptThread {
         reject(new ScriptThreadError({ ...gone, during }));
         return;
       }
+      if (records) {
+        try {
+          this.#worker.postMessage({ type: 'transform', id, records } satisfies ToWorker);
+        } catch (error) {
+          reject(new ScriptThreadError({ reason: 'crashed', during, message: `records not sent: ${error}` }));
+          return;
+        }
+      }
       this.#pending = { id, during, resolve, reject };
-      if (records) this.#worker.postMessage({ type: 'transform', id, records } satisfies ToWorker);
       this.#armWatchdog(watchdogLimitMs(this.#options.limits));
     });
   }
