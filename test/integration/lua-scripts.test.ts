@@ -1,11 +1,16 @@
 // Scripts shaping Kafka messages through the real destination and broker:
-// renamed topics, chosen keys, filters, fan-out, headers, print, and scripts
-// that try to leave their sandbox.
+// renamed topics, chosen keys, filters, fan-out, headers, print, scripts
+// that try to leave their sandbox, and scripts that try to hold the engine
+// (real wasmoon, real worker threads, a real mirror failing with the error).
+import Fastify, { type FastifyInstance } from 'fastify';
 import pino from 'pino';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
 import type { ChangeBatch, DestinationTable, RowChange } from '../../engine/src/connectors/records.ts';
-import { EngineError } from '../../engine/src/errors.ts';
+import { EngineError, errorPolicy } from '../../engine/src/errors.ts';
+import { RecordScript } from '../../engine/src/scripting/record-script.ts';
+import { randomSuffix, waitFor } from '../support/databases.ts';
+import { createHarness, type Harness, startMirror } from '../support/mirror-harness.ts';
 import {
   createTopics,
   deleteTopics,
@@ -206,5 +211,231 @@ describe('Lua scripts on the Kafka destination', () => {
     for (const [script, message] of cases) {
       expect((await failing(script)).message).toMatch(message);
     }
+  });
+});
+
+// Scripts whose single call would run far past the limit, most of it inside one
+// library call that executes no Lua instruction (so the VM's own hook never runs).
+const limits = { timeLimitMs: 200, memoryLimitBytes: 16 * 1024 * 1024 };
+const timeLimit = /script exceeded its time limit of 200 ms/;
+const outOfMemory = /not enough memory: the script may hold at most 16 MiB/;
+
+/** What the engine's thread did while `work` ran: the longest pause of a 10 ms timer, and the HTTP requests it answered. */
+async function watchingMainThread<T>(
+  url: string,
+  work: () => Promise<T>,
+): Promise<{ outcome: PromiseSettledResult<T>; longestPauseMs: number; answered: number }> {
+  let last = performance.now();
+  let longestPauseMs = 0;
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    longestPauseMs = Math.max(longestPauseMs, now - last);
+    last = now;
+  }, 10);
+  let settled = false;
+  let answered = 0;
+  const asking = (async () => {
+    while (!settled) {
+      const response = await fetch(url);
+      if (response.ok && (await response.text()) === 'pong') answered++;
+    }
+  })();
+  try {
+    const [outcome] = await Promise.allSettled([work()]);
+    return { outcome: outcome as PromiseSettledResult<T>, longestPauseMs, answered };
+  } finally {
+    settled = true;
+    clearInterval(ticker);
+    await asking.catch(() => {});
+  }
+}
+
+describe('scripts cannot hold the engine', () => {
+  let app: FastifyInstance;
+  let url: string;
+
+  beforeAll(async () => {
+    app = Fastify();
+    app.get('/ping', async () => 'pong');
+    url = `${await app.listen({ host: '127.0.0.1', port: 0 })}/ping`;
+  });
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  const cases: [string, string, RegExp][] = [
+    // 400^4 / 24 backtracking steps in one string.find call: about 35 s unbounded on the test machine.
+    ['a pathological pattern', `return string.find(('a'):rep(400), '.-.-.-x')`, timeLimit],
+    ['a string.rep bomb', `return ('x'):rep(2^30)`, outOfMemory],
+    ['a doubling string.rep bomb', `local s = 'xy' for i = 1, 40 do s = s:rep(2) end return s`, outOfMemory],
+    // One gsub call that runs a pattern over a large string: a long C call again.
+    ['a gsub bomb', `return (('ab'):rep(2^19):gsub('.', '%0%0%0%0'):gsub('.-.-.-z', 'y'))`, timeLimit],
+    [
+      'deep recursion',
+      `local function deeper(n) return 1 + deeper(n + 1) end return deeper(1)`,
+      /stack overflow|time limit of 200 ms|not enough memory/,
+    ],
+    [
+      'deep recursion through library calls',
+      `local function deeper(s) return (s:gsub('.', deeper)) end return deeper('abc')`,
+      /stack overflow/,
+    ],
+    [
+      'a huge table',
+      `local t = {} for i = 1, 1e9 do t[i] = { i, tostring(i) } end return #t`,
+      /time limit of 200 ms|not enough memory/,
+    ],
+    [
+      'a huge table built in one call',
+      `local t = table.pack(string.byte(('x'):rep(2^24), 1, -1)) return t.n`,
+      /string slice too long|stack overflow|not enough memory/,
+    ],
+  ];
+
+  for (const [what, body, expected] of cases) {
+    it(`stops ${what} within twice the limit, and the engine's thread stays responsive`, async () => {
+      const script = new RecordScript(
+        { name: 'bomb', lang: 'lua', source: `function onRecord(r)\n  ${body}\nend` },
+        { logger, limits },
+      );
+      try {
+        await script.ready();
+        let stoppedAfterMs = Number.POSITIVE_INFINITY;
+        const watched = await watchingMainThread(url, async () => {
+          const started = performance.now();
+          try {
+            return await script.transform([{ kind: 'insert', new: { id: 1 } }]);
+          } finally {
+            stoppedAfterMs = performance.now() - started;
+          }
+        });
+        expect(watched.outcome.status).toBe('rejected');
+        const error = (watched.outcome as PromiseRejectedResult).reason;
+        expect(error).toBeInstanceOf(EngineError);
+        expect((error as EngineError).kind).toBe('script');
+        expect((error as EngineError).message).toMatch(/^script bomb (stopped|failed) in onRecord: /);
+        expect((error as EngineError).message).toMatch(expected);
+        expect(stoppedAfterMs).toBeLessThan(2 * limits.timeLimitMs);
+        // The engine's thread never paused as long as the limit, and answered HTTP meanwhile.
+        expect(watched.longestPauseMs).toBeLessThan(limits.timeLimitMs);
+        if (stoppedAfterMs > limits.timeLimitMs) expect(watched.answered).toBeGreaterThan(0);
+      } finally {
+        await script.close();
+      }
+    });
+  }
+
+  it('starts a new Lua state after a time-out, which then runs normally', async () => {
+    const script = new RecordScript(
+      {
+        name: 'sometimes',
+        lang: 'lua',
+        source: `calls = 0
+          function onRecord(r)
+            calls = calls + 1
+            if r.slow then return string.find(('a'):rep(400), '.-.-.-x') end
+            return 'call ' .. calls
+          end`,
+      },
+      { logger, limits },
+    );
+    try {
+      await script.ready();
+      expect(await script.transform([{}, {}])).toEqual([[{ value: 'call 1' }], [{ value: 'call 2' }]]);
+      await expect(script.transform([{}, { slow: true }, {}])).rejects.toThrow(timeLimit);
+      await expect(script.transform([{}])).rejects.toThrow(timeLimit);
+      await script.ready();
+      // A fresh state: the script's globals start over.
+      expect(await script.transform([{}])).toEqual([[{ value: 'call 1' }]]);
+    } finally {
+      await script.close();
+    }
+  });
+
+  it('times out a script whose loading runs a long library call', async () => {
+    const script = new RecordScript(
+      {
+        name: 'slowload',
+        lang: 'lua',
+        source: `local found = string.find(('a'):rep(400), '.-.-.-x')\nfunction onRecord(r) return 'x' end`,
+      },
+      { logger, limits },
+    );
+    try {
+      await expect(script.ready()).rejects.toThrow(
+        /^script slowload stopped in loading: script exceeded its time limit of 200 ms/,
+      );
+    } finally {
+      await script.close();
+    }
+  });
+
+  describe('in a running mirror', () => {
+    let harness: Harness;
+
+    beforeAll(async () => {
+      harness = await createHarness('luabomb');
+    });
+
+    afterAll(async () => {
+      await harness?.close();
+    });
+
+    it('fails the mirror with the script error and its remedy in its logs, the API answering meanwhile', async () => {
+      const topic = randomTopic('bomb');
+      topics.push(topic);
+      await harness.source.client.query(`CREATE TABLE orders (id int PRIMARY KEY, status text)`);
+      await harness.source.client.query(`INSERT INTO orders SELECT g, 'new' FROM generate_series(1, 20) g`);
+      const name = `lua-bomb-${randomSuffix()}`;
+      const spec = {
+        name,
+        tableMappings: [
+          { source: { schema: 'public', table: 'orders' }, destination: { schema: 'public', table: topic } },
+        ],
+        doInitialSnapshot: true,
+        idleTimeoutSeconds: 1,
+      };
+      const source = `function onRecord(r)
+  if r.new.id == 7 then return string.find(('a'):rep(400), '.-.-.-x') end
+  return r.kind
+end`;
+      const watched = await watchingMainThread(url, async () => {
+        const mirror = startMirror(harness, spec, {
+          supervised: true,
+          wrapDestination: () =>
+            new KafkaDestination(streamConfig('PLAINTEXT'), {
+              mirror: name,
+              logger,
+              client: kafkaClient('PLAINTEXT'),
+              script: { name: 'orders', lang: 'lua', source },
+              scriptLimits: limits,
+              log: (level, message) => void harness.catalog.appendLog(name, level, message),
+            }),
+        });
+        try {
+          await waitFor(
+            async () => (await harness.catalog.getRuntime(name))?.phase === 'failed',
+            60_000,
+            'the mirror to fail',
+          );
+        } finally {
+          await mirror.stop().catch(() => {});
+        }
+      });
+      expect(watched.outcome.status).toBe('fulfilled');
+      const { entries } = await harness.catalog.listLogs({
+        mirror: name,
+        levels: ['ERROR'],
+        offset: 0,
+        limit: 10,
+      });
+      expect(entries.map((entry) => entry.message)).toContainEqual(
+        `script orders stopped in onRecord: script exceeded its time limit of 200 ms (its thread was terminated). ${errorPolicy.script.remedy}`,
+      );
+      expect(errorPolicy.script.retry).toBe('manual');
+      expect(watched.longestPauseMs).toBeLessThan(limits.timeLimitMs);
+      expect(watched.answered).toBeGreaterThan(0);
+    });
   });
 });

@@ -8,7 +8,9 @@
 // decided by the prelude (sandbox-prelude.ts); this module enforces the limits:
 //
 // - time: a count hook runs every `hookInstructionCount` VM instructions and
-//   raises an error once the call's deadline has passed;
+//   raises an error once the call's deadline has passed (it cannot interrupt
+//   one long library call: the engine runs each sandbox on a worker thread
+//   that it terminates when a call overruns, see script-thread.ts);
 // - memory: the state's allocator refuses to grow past `memoryLimitBytes`
 //   while script code runs (host code building arguments is not limited);
 // - stability: the host never runs Lua code outside a protected call, reads
@@ -156,7 +158,7 @@ export type LuaValue = undefined | null | boolean | number | bigint | string | L
 /**
  * A JavaScript value to hand to Lua: null becomes `json.null`, undefined nil
  * (an object property holding undefined is left out), a bigint an integer,
- * a number without fraction an integer, Buffers byte strings.
+ * a number without fraction an integer, Buffers (any Uint8Array) byte strings.
  */
 export type LuaInput =
   | undefined
@@ -165,7 +167,7 @@ export type LuaInput =
   | number
   | bigint
   | string
-  | Buffer
+  | Uint8Array
   | readonly LuaInput[]
   | { readonly [key: string]: LuaInput };
 
@@ -548,7 +550,8 @@ export class LuaSandbox {
     }
     if (depth >= maxDepth) throw new Error(`value nested more than ${maxDepth} deep`);
     if (!raw._lua_checkstack(L, 3)) throw new Error('Lua stack overflow');
-    if (Buffer.isBuffer(value)) {
+    // A Buffer that crossed to the script's worker thread arrives as a plain Uint8Array.
+    if (value instanceof Uint8Array) {
       this.#pushBytes(L, Math.ceil(value.length / 3), (target) => {
         target.set(value);
         return value.length;

@@ -45,7 +45,7 @@ describe('record scripts', () => {
         nil,
         12
     end`);
-    const messages = loaded.transform(record);
+    const [messages = []] = await loaded.transform([record]);
     expect(messages).toHaveLength(5);
     expect(messages[0]).toEqual({ value: 'seven' });
     expect(messages[1]).toMatchObject({
@@ -58,21 +58,33 @@ describe('record scripts', () => {
     expect(messages[2]).toEqual({ key: null, value: null });
     expect(messages[3]).toEqual({});
     expect(messages[4]).toEqual({ value: '12' });
-    expect(loaded.transform({ ...record, new: { id: 0 } })).toEqual([]);
+    expect(await loaded.transform([{ ...record, new: { id: 0 } }])).toEqual([[]]);
+  });
+
+  it('answers callers that ask at once in the order they asked', async () => {
+    const loaded = await script(`n = 0
+      function onRecord(r) n = n + 1 return r.tag .. ':' .. n end`);
+    const asked = [loaded.transform([{ tag: 'a' }, { tag: 'a' }]), loaded.transform([{ tag: 'b' }])];
+    await Promise.all([loaded.ready(), loaded.ready()]);
+    expect(await Promise.all(asked)).toEqual([
+      [[{ value: 'a:1' }], [{ value: 'a:2' }]],
+      [[{ value: 'b:3' }]],
+    ]);
+    await loaded.close();
   });
 
   it('names the script and line of a failure', async () => {
     const loaded = await script(`function onRecord(r)
       return r.old.id
     end`);
-    const error = await scriptError(() => loaded.transform(record));
+    const error = await scriptError(() => loaded.transform([record]));
     expect(error.message).toBe(
       "script demo failed in onRecord: demo:2: attempt to index a nil value (field 'old')",
     );
     const slow = await script(`function onRecord(r)
       while true do end
     end`);
-    expect((await scriptError(() => slow.transform(record))).message).toMatch(
+    expect((await scriptError(() => slow.transform([record]))).message).toMatch(
       /^script demo stopped in onRecord: demo:2: script exceeded its time limit of 100 ms$/,
     );
   });
@@ -99,14 +111,14 @@ describe('record scripts', () => {
       ['e', /header x must be a string or a list of strings/],
     ];
     for (const [kind, message] of cases) {
-      expect((await scriptError(() => bad.transform({ kind }))).message).toMatch(message);
+      expect((await scriptError(() => bad.transform([{ kind }]))).message).toMatch(message);
     }
   });
 
   it('prints to the mirror log, a bounded number of lines', async () => {
     const lines: string[] = [];
     const loaded = await script(`function onRecord(r) print('saw', r.kind, r.new.id) return nil end`, lines);
-    for (let i = 0; i < 50; i++) loaded.transform(record);
+    for (let i = 0; i < 50; i++) await loaded.transform([record]);
     expect(lines).toHaveLength(20);
     expect(lines[0]).toBe('INFO script demo: saw\tinsert\t7');
   });

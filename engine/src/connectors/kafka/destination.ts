@@ -18,7 +18,7 @@ import { formatTableName } from '../../resources/mirror.ts';
 import type { StreamConfig } from '../../resources/peer.ts';
 import type { ScriptSource } from '../../resources/script.ts';
 import type { LuaInput, SandboxLimits } from '../../scripting/lua-vm.ts';
-import { RecordScript, type ScriptMessage } from '../../scripting/record-script.ts';
+import { RecordScript, type ScriptMessage, scriptBatchRecords } from '../../scripting/record-script.ts';
 import type { Destination } from '../destination.ts';
 import { copyTextRows } from '../postgres/copy-text.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
@@ -63,6 +63,11 @@ export const recordOverheadBytes = 70;
 export const maxChunkMessages = 2_000;
 const requestTimeoutMs = 30_000;
 const checkpointReadTimeoutMs = 60_000;
+
+interface RecordSink {
+  add(format: TableFormat, record: ChangeRecord): Promise<void>;
+  flush(): Promise<void>;
+}
 
 interface Outgoing {
   readonly topic: TopicPartitions;
@@ -118,6 +123,7 @@ export class KafkaDestination implements Destination {
     this.#producer = undefined;
     this.#admin = undefined;
     await Promise.all([
+      this.#script?.close(),
       producer?.then((connected) => connected.disconnect()).catch(() => {}),
       admin?.then((connected) => connected.disconnect()).catch(() => {}),
     ]);
@@ -156,11 +162,13 @@ export class KafkaDestination implements Destination {
       () => this.#strategy.batch(),
       true,
     );
+    const records = this.#recordSink(sender);
     let rowCount = 0;
     for await (const row of copyTextRows(copyText)) {
       rowCount++;
-      await sender.add(await this.#messages(format, snapshotRecord(format, row), sender));
+      await records.add(format, snapshotRecord(format, row));
     }
+    await records.flush();
     await sender.finish();
     return rowCount;
   }
@@ -175,12 +183,12 @@ export class KafkaDestination implements Destination {
     const assigner = this.#strategy.batch();
     const what = `destination: send batch ${batch.batchId}`;
     const sender = new ChunkSender(this, what, () => assigner, false);
+    const records = this.#recordSink(sender);
     for (const { table, changes } of batch.tables) {
       const format = tableFormat(table);
-      for (const change of changes) {
-        await sender.add(await this.#messages(format, changeRecord(format, change), sender));
-      }
+      for (const change of changes) await records.add(format, changeRecord(format, change));
     }
+    await records.flush();
     await sender.finish();
     const checkpoint: Checkpoint = { batchId: batch.batchId, lsn: batch.endLsn };
     try {
@@ -222,12 +230,47 @@ export class KafkaDestination implements Destination {
     return this.#checkpoint ?? null;
   }
 
-  /** The messages one record becomes, with their topics resolved. */
-  async #messages(format: TableFormat, record: ChangeRecord, sender: ChunkSender): Promise<Outgoing[]> {
+  /**
+   * Where records go to become messages for `sender`, in order: without a
+   * script at once; with one, in runs of records, so that the script's thread
+   * is crossed once per run. `flush` sends what is still waiting.
+   */
+  #recordSink(sender: ChunkSender): RecordSink {
+    const script = this.#script;
+    if (!script) {
+      return {
+        add: async (format, record) => sender.add(await this.#messages(format, record, undefined, sender)),
+        flush: async () => {},
+      };
+    }
+    let waiting: { format: TableFormat; record: ChangeRecord }[] = [];
+    const flush = async () => {
+      if (waiting.length === 0) return;
+      const run = waiting;
+      waiting = [];
+      const wanted = await script.transform(run.map(({ record }) => luaRecord(record)));
+      for (const [index, { format, record }] of run.entries()) {
+        await sender.add(await this.#messages(format, record, wanted[index] ?? [], sender));
+      }
+    };
+    return {
+      add: async (format, record) => {
+        waiting.push({ format, record });
+        if (waiting.length >= scriptBatchRecords) await flush();
+      },
+      flush,
+    };
+  }
+
+  /** The messages one record becomes (the script's `wanted`, else the default one), with their topics resolved. */
+  async #messages(
+    format: TableFormat,
+    record: ChangeRecord,
+    wanted: readonly ScriptMessage[] | undefined,
+    sender: ChunkSender,
+  ): Promise<Outgoing[]> {
     const defaultValue = () => JSON.stringify(record.document);
-    const wanted: ScriptMessage[] = this.#script
-      ? this.#script.transform(luaRecord(record))
-      : [{ key: record.key, value: defaultValue() }];
+    wanted ??= [{ key: record.key, value: defaultValue() }];
     const outgoing: Outgoing[] = [];
     for (const message of wanted) {
       const topicName = message.topic ?? format.topic;
@@ -453,7 +496,7 @@ class ChunkSender {
 }
 
 /** The record as a script sees it (docs/scripts.md). */
-function luaRecord(record: ChangeRecord): LuaInput {
+export function luaRecord(record: ChangeRecord): LuaInput {
   const { document } = record;
   const unchanged: Record<string, boolean> = {};
   for (const name of document.unchanged_columns) unchanged[name] = true;

@@ -1,0 +1,53 @@
+// The messages between a RecordScript (the engine's thread) and the worker
+// thread that holds its Lua state (script-worker.ts), and the clock they share.
+//
+// The worker writes into the shared clock when each call into Lua (loading
+// the script, or one onRecord) starts, and clears it when the call returns;
+// the engine's watchdog reads it to stop a call that overran its time limit,
+// however that call is spending its time.
+import type { LuaInput, SandboxLimits } from './lua-vm.ts';
+import type { ScriptMessage } from './script-messages.ts';
+
+/** Data the worker is started with (workerData). */
+export interface WorkerSetup {
+  readonly name: string;
+  readonly source: string;
+  readonly limits: SandboxLimits;
+  /** One BigInt64 slot: the start of the running call in µs (timeOrigin-based), 0 when idle. */
+  readonly clock: SharedArrayBuffer;
+  /** Text bytes of messages after which a reply is sent with the records done so far. */
+  readonly replyBudgetBytes: number;
+}
+
+export type ToWorker = {
+  readonly type: 'transform';
+  readonly id: number;
+  readonly records: readonly LuaInput[];
+};
+
+/**
+ * loaded: the script ran and defines onRecord.
+ * transformed: the messages of the first results.length records of request `id`.
+ * failed: loading (id 0) or request `id` failed; nothing of it counts.
+ * print: a kept print line (already limited and cut).
+ */
+export type FromWorker =
+  | { readonly type: 'loaded' }
+  | { readonly type: 'transformed'; readonly id: number; readonly results: ScriptMessage[][] }
+  | { readonly type: 'failed'; readonly id: number; readonly failure: ScriptFailure }
+  | { readonly type: 'print'; readonly text: string };
+
+/**
+ * error, timeout, memory, crashed: as LuaScriptError's reasons (with Lua's message);
+ * invalid: a return value that is not a message; undefined: the script defines no onRecord.
+ */
+export interface ScriptFailure {
+  readonly reason: 'error' | 'timeout' | 'memory' | 'crashed' | 'invalid' | 'undefined';
+  readonly during: 'loading' | 'onRecord';
+  readonly message: string;
+}
+
+/** Now, in µs on the shared time line (both threads' timeOrigin + now). */
+export function clockNow(): bigint {
+  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000));
+}

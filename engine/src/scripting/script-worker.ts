@@ -1,0 +1,94 @@
+// The worker thread that holds one script's Lua state (started by
+// record-script.ts). It loads the script, then runs onRecord on each batch of
+// records it receives, in order, and answers with their messages. It keeps
+// the Lua VM's own time and memory limits; the engine's watchdog terminates
+// this thread when a call overruns them anyway (a long C call such as a
+// pathological string.find does not execute Lua instructions, so the VM's
+// count hook never runs during it).
+import { parentPort, workerData } from 'node:worker_threads';
+import { type LuaInput, LuaSandbox, LuaScriptError } from './lua-vm.ts';
+import { PrintLimiter } from './print-limiter.ts';
+import {
+  InvalidScriptResult,
+  messageTextLength,
+  type ScriptMessage,
+  scriptMessages,
+} from './script-messages.ts';
+import {
+  clockNow,
+  type FromWorker,
+  type ScriptFailure,
+  type ToWorker,
+  type WorkerSetup,
+} from './script-protocol.ts';
+
+const setup = workerData as WorkerSetup;
+const port = parentPort;
+if (!port) throw new Error('script-worker.ts runs as a worker thread only');
+const clock = new BigInt64Array(setup.clock);
+const prints = new PrintLimiter();
+const post = (message: FromWorker) => port.postMessage(message);
+
+function failure(error: unknown, during: ScriptFailure['during']): ScriptFailure {
+  if (error instanceof LuaScriptError) return { reason: error.reason, during, message: error.message };
+  if (error instanceof InvalidScriptResult) return { reason: 'invalid', during, message: error.message };
+  return { reason: 'crashed', during, message: String((error as Error)?.message ?? error) };
+}
+
+/** Runs `work` as one timed call: the shared clock says when it started. */
+function timed<T>(work: () => T): T {
+  Atomics.store(clock, 0, clockNow());
+  try {
+    return work();
+  } finally {
+    Atomics.store(clock, 0, 0n);
+  }
+}
+
+async function load(): Promise<LuaSandbox | undefined> {
+  let sandbox: LuaSandbox;
+  try {
+    sandbox = await LuaSandbox.create(setup.limits, {
+      print: (line) => {
+        const text = prints.admit(line, Date.now());
+        if (text !== undefined) post({ type: 'print', text });
+      },
+    });
+    timed(() => sandbox.run(setup.source, setup.name));
+  } catch (error) {
+    post({ type: 'failed', id: 0, failure: failure(error, 'loading') });
+    return undefined;
+  }
+  if (!sandbox.hasFunction('onRecord')) {
+    post({
+      type: 'failed',
+      id: 0,
+      failure: { reason: 'undefined', during: 'loading', message: 'defines no onRecord function' },
+    });
+    return undefined;
+  }
+  return sandbox;
+}
+
+function transform(sandbox: LuaSandbox, id: number, records: readonly LuaInput[]): void {
+  const results: ScriptMessage[][] = [];
+  let bytes = 0;
+  try {
+    for (const record of records) {
+      const messages = scriptMessages(timed(() => sandbox.call('onRecord', [record])));
+      results.push(messages);
+      for (const message of messages) bytes += messageTextLength(message);
+      if (bytes >= setup.replyBudgetBytes) break;
+    }
+  } catch (error) {
+    post({ type: 'failed', id, failure: failure(error, 'onRecord') });
+    return;
+  }
+  post({ type: 'transformed', id, results });
+}
+
+const sandbox = await load();
+if (sandbox) {
+  port.on('message', (request: ToWorker) => transform(sandbox, request.id, request.records));
+  post({ type: 'loaded' });
+}
