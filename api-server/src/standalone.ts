@@ -98,6 +98,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const logger = createProcessLogger({ level: config.logLevel });
+  // Files created with default modes are the service's alone. The embedded
+  // database sets some modes itself (0644), so what guarantees privacy is the
+  // data directory's 0700, enforced at start (standalone/data-dir.ts).
+  process.umask(0o077);
   const auth: AuthConfig = config.authDisabled
     ? { mode: 'disabled' }
     : { mode: 'basic', password: config.password ?? '', user: config.user };

@@ -2,7 +2,6 @@
 // holding resources and the catalog, the mirror reconciler on a work queue, and
 // engines as in-process tasks. Restarting the process resumes every mirror from
 // its checkpoint: all mirrors are reconciled at start.
-import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Logger } from 'pino';
 import { PostgresCatalog } from '../../../engine/src/catalog/postgres-catalog.ts';
@@ -10,6 +9,7 @@ import { InProcessEngineRuntime } from '../../../engine/src/control/in-process-r
 import { MirrorReconciler } from '../../../engine/src/control/mirror-reconciler.ts';
 import { WorkQueue } from '../../../engine/src/control/work-queue.ts';
 import { EngineMetrics } from '../../../engine/src/observability/engine-metrics.ts';
+import { secureDataDirectory } from './data-dir.ts';
 import { EmbeddedStore } from './embedded-store.ts';
 
 export interface ControlPlaneOptions {
@@ -32,7 +32,15 @@ export interface ControlPlane {
 }
 
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
-  if (!options.dataDir.startsWith('memory://')) mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  if (!options.dataDir.startsWith('memory://')) {
+    const changed = secureDataDirectory(options.dataDir);
+    if (changed > 0) {
+      options.logger.warn(
+        { dataDir: options.dataDir, entries: changed },
+        'data directory was readable by others: set it to 0700 and its files to 0600',
+      );
+    }
+  }
   const database = await PGlite.create(options.dataDir);
   const catalog = new PostgresCatalog(database);
   const store = new EmbeddedStore(database);
