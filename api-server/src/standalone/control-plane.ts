@@ -11,11 +11,14 @@ import { WorkQueue } from '../../../engine/src/control/work-queue.ts';
 import { EngineMetrics } from '../../../engine/src/observability/engine-metrics.ts';
 import { secureDataDirectory } from './data-dir.ts';
 import { EmbeddedStore } from './embedded-store.ts';
+import type { PeerSecretFiles } from './peer-secret-files.ts';
 
 export interface ControlPlaneOptions {
   /** A directory, or `memory://` for a throw-away instance. */
   readonly dataDir: string;
   readonly logger: Logger;
+  /** Where peer secret fields may come from files (`--peer-secrets-dir`). */
+  readonly peerSecretFiles?: PeerSecretFiles;
   /** Whether to run mirrors (off for facade-only tests). */
   readonly runEngines?: boolean;
   readonly retryBackoffMs?: { readonly initial: number; readonly max: number };
@@ -43,7 +46,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   }
   const database = await PGlite.create(options.dataDir);
   const catalog = new PostgresCatalog(database);
-  const store = new EmbeddedStore(database);
+  const store = new EmbeddedStore(database, options.peerSecretFiles);
   await catalog.migrate();
   await store.migrate();
   const { logger } = options;
