@@ -10,6 +10,7 @@ import { createProcessLogger } from '../../engine/src/observability/logger.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
 import { startControlPlane } from './standalone/control-plane.ts';
+import { PeerSecretFiles } from './standalone/peer-secret-files.ts';
 
 const usage = `usage: tributary standalone [options]
 
@@ -23,6 +24,9 @@ Options (each also read from the environment variable shown):
   --password-file FILE    TRIBUTARY_API_PASSWORD_FILE  file holding the API password
                           TRIBUTARY_API_PASSWORD    the API password itself
   --user NAME             TRIBUTARY_API_USER        optional user name besides the empty one
+  --peer-secrets-dir DIR  TRIBUTARY_PEER_SECRETS_DIR  peer secret fields from files DIR/<peer>/<field>
+                                                    (e.g. DIR/shop/password), read at each use and
+                                                    taking the place of the value sent to the API
   --auth-disabled         TRIBUTARY_AUTH=disabled   no authentication (local use only)
   --scripts-disabled      TRIBUTARY_SCRIPTS=disabled   refuse scripts
   --log-level LEVEL       TRIBUTARY_LOG_LEVEL       pino level (default info)
@@ -40,6 +44,7 @@ const configSchema = z
     port: z.coerce.number().int().min(0).max(65_535).default(8112),
     password: z.string().min(1).optional(),
     user: z.string().min(1).optional(),
+    peerSecretsDir: z.string().min(1).optional(),
     authDisabled: z.boolean().default(false),
     scriptsDisabled: z.boolean().default(false),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -60,6 +65,7 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
       port: { type: 'string' },
       'password-file': { type: 'string' },
       user: { type: 'string' },
+      'peer-secrets-dir': { type: 'string' },
       'auth-disabled': { type: 'boolean' },
       'scripts-disabled': { type: 'boolean' },
       'log-level': { type: 'string' },
@@ -76,6 +82,7 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
       port: values.port ?? env.TRIBUTARY_PORT,
       password: password || undefined,
       user: values.user ?? env.TRIBUTARY_API_USER,
+      peerSecretsDir: values['peer-secrets-dir'] ?? (env.TRIBUTARY_PEER_SECRETS_DIR || undefined),
       authDisabled: values['auth-disabled'] ?? env.TRIBUTARY_AUTH === 'disabled',
       scriptsDisabled: values['scripts-disabled'] ?? env.TRIBUTARY_SCRIPTS === 'disabled',
       logLevel: values['log-level'] ?? env.TRIBUTARY_LOG_LEVEL,
@@ -98,17 +105,27 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const logger = createProcessLogger({ level: config.logLevel });
+  // Files created with default modes are the service's alone. The embedded
+  // database sets some modes itself (0644), so what guarantees privacy is the
+  // data directory's 0700, enforced at start (standalone/data-dir.ts).
+  process.umask(0o077);
   const auth: AuthConfig = config.authDisabled
     ? { mode: 'disabled' }
     : { mode: 'basic', password: config.password ?? '', user: config.user };
   if (config.authDisabled)
     logger.warn('authentication is disabled: anyone who reaches the port controls the service');
 
-  const controlPlane = await startControlPlane({ dataDir: config.dataDir, logger });
+  const peerSecretFiles = config.peerSecretsDir ? new PeerSecretFiles(config.peerSecretsDir) : undefined;
+  const controlPlane = await startControlPlane({
+    dataDir: config.dataDir,
+    logger,
+    ...(peerSecretFiles ? { peerSecretFiles } : {}),
+  });
   const app = buildApp({
     store: controlPlane.store,
     catalog: controlPlane.catalog,
-    checkPeer: (peer) => checkPeer(peer),
+    // A new peer is checked with the secrets it will run with.
+    checkPeer: (peer) => checkPeer(peerSecretFiles ? peerSecretFiles.apply(peer) : peer),
     findMissingTables,
     checkMirrorSource,
     scriptsEnabled: !config.scriptsDisabled,

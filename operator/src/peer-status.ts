@@ -6,7 +6,8 @@ import { checkPeer, describeCheckFailure } from '../../engine/src/connectors/pee
 import { splitPeerSecrets } from '../../engine/src/resources/peer.ts';
 import { setCondition } from './conditions.ts';
 import type { EventRecorder } from './events.ts';
-import { type KubeStore, PeerSecretMissingError } from './kube/kube-store.ts';
+import type { KubeStore } from './kube/kube-store.ts';
+import { PeerSecretError, type PeerSecretProblem } from './kube/peer-secret.ts';
 
 export interface PeerCheckOutcome {
   readonly ready: boolean;
@@ -14,15 +15,15 @@ export interface PeerCheckOutcome {
 
 type Check =
   | { ready: true; version: string }
-  | { ready: false; reason: 'SecretNotFound' | 'Unreachable'; message: string };
+  | { ready: false; reason: PeerSecretProblem | 'Unreachable'; message: string };
 
 async function check(store: KubeStore, name: string): Promise<Check | undefined> {
   let found: Awaited<ReturnType<KubeStore['getPeer']>>;
   try {
     found = await store.getPeer(name);
   } catch (error) {
-    if (error instanceof PeerSecretMissingError) {
-      return { ready: false, reason: 'SecretNotFound', message: error.message };
+    if (error instanceof PeerSecretError) {
+      return { ready: false, reason: error.reason, message: error.message };
     }
     throw error;
   }

@@ -491,6 +491,8 @@ describe('peers', () => {
         .makeApiClient(CoreV1Api)
         .readNamespacedSecret({ name: peer.spec.secretRef.name, namespace: cluster.namespace });
       expect(Buffer.from(secret.data?.password ?? '', 'base64').toString()).toBe(postgres.superuser.password);
+      // The label that lets a Peer read a Secret (docs/security.md): the facade's own Secrets carry it.
+      expect(secret.metadata?.labels?.['tributary.dev/peer-secret']).toBe('true');
     });
 
     it.skipIf(clusterMode)('keeps secrets out of the peer row', async () => {

@@ -106,7 +106,10 @@ describe('operator and its engine pods', () => {
     ] as const) {
       await core.createNamespacedSecret({
         namespace,
-        body: { metadata: { name: `${peer}-secret` }, stringData: { password } },
+        body: {
+          metadata: { name: `${peer}-secret`, labels: { 'tributary.dev/peer-secret': 'true' } },
+          stringData: { password },
+        },
       });
       await objects.createNamespacedCustomObject({
         ...at('peers'),
@@ -231,7 +234,10 @@ describe('operator and its engine pods', () => {
     await core.replaceNamespacedSecret({
       name: 'source-secret',
       namespace,
-      body: { metadata: { name: 'source-secret' }, stringData: { password: 'second-password' } },
+      body: {
+        metadata: { name: 'source-secret', labels: { 'tributary.dev/peer-secret': 'true' } },
+        stringData: { password: 'second-password' },
+      },
     });
     // Secrets are not watched: the next resync (10 s) sees the new config.
     await waitFor(async () => (await podTemplateHash()) !== firstHash, 40_000, 'the pod template to change');

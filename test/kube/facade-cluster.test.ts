@@ -241,6 +241,40 @@ describe('facade in cluster mode', () => {
     });
   });
 
+  it('answers 409 naming the Secret and the label when a peer names a Secret not labelled for peers', async () => {
+    await config.makeApiClient(CoreV1Api).createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: 'someone-elses' }, stringData: { password: 'someone-elses-password' } },
+    });
+    await config.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'peers',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Peer',
+        metadata: { name: 'borrower' },
+        spec: {
+          kind: 'relational',
+          relational: { host: '127.0.0.1', port: 5432, user: 'u', database: 'd' },
+          secretRef: { name: 'someone-elses' },
+        },
+      },
+    });
+    const info = await app.inject({
+      method: 'GET',
+      url: '/api/v1/peers/info/borrower',
+      headers: { authorization: basicAuth('', password) },
+    });
+    expect(info.statusCode).toBe(409);
+    expect(info.json()).toMatchObject({
+      code: 9,
+      message: expect.stringMatching(/Secret someone-elses lacks the label tributary\.dev\/peer-secret/),
+    });
+    expect(info.body).not.toContain('someone-elses-password');
+  });
+
   it('gives scripts numeric ids', async () => {
     const created = await post('/api/v1/scripts', {
       script: { id: -1, name: 'renamer', lang: 'lua', source: 'return 1' },

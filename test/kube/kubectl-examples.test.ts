@@ -25,7 +25,7 @@ const customerColumns = ['id', 'name'] as const;
 function overlay(namespace: string, source: TestDatabase, analyticsDatabase: string): string {
   const directory = mkdtempSync(join(tmpdir(), 'tributary-examples-'));
   const secret = (name: string, password: string) =>
-    `  - name: ${name}\n    literals: [${JSON.stringify(`password=${password}`)}]\n    options: { disableNameSuffixHash: true }`;
+    `  - name: ${name}\n    literals: [${JSON.stringify(`password=${password}`)}]\n    options: { disableNameSuffixHash: true, labels: { tributary.dev/peer-secret: "true" } }`;
   const set = (kind: string, name: string, path: string, value: unknown) =>
     `  - target: { kind: ${kind}, name: ${name} }\n    patch: |\n      - op: add\n        path: ${path}\n        value: ${JSON.stringify(value)}`;
   const { password: sourcePassword, ...sourceConfig } = source.config;

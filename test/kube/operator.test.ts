@@ -50,7 +50,10 @@ describe('operator', () => {
     const { password, ...rest } = database.config;
     await core.createNamespacedSecret({
       namespace,
-      body: { metadata: { name: `${name}-secret` }, stringData: { password } },
+      body: {
+        metadata: { name: `${name}-secret`, labels: { 'tributary.dev/peer-secret': 'true' } },
+        stringData: { password },
+      },
     });
     await objects.createNamespacedCustomObject({
       ...at('peers'),

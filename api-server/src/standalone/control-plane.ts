@@ -2,7 +2,6 @@
 // holding resources and the catalog, the mirror reconciler on a work queue, and
 // engines as in-process tasks. Restarting the process resumes every mirror from
 // its checkpoint: all mirrors are reconciled at start.
-import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Logger } from 'pino';
 import { PostgresCatalog } from '../../../engine/src/catalog/postgres-catalog.ts';
@@ -10,12 +9,16 @@ import { InProcessEngineRuntime } from '../../../engine/src/control/in-process-r
 import { MirrorReconciler } from '../../../engine/src/control/mirror-reconciler.ts';
 import { WorkQueue } from '../../../engine/src/control/work-queue.ts';
 import { EngineMetrics } from '../../../engine/src/observability/engine-metrics.ts';
+import { secureDataDirectory } from './data-dir.ts';
 import { EmbeddedStore } from './embedded-store.ts';
+import type { PeerSecretFiles } from './peer-secret-files.ts';
 
 export interface ControlPlaneOptions {
   /** A directory, or `memory://` for a throw-away instance. */
   readonly dataDir: string;
   readonly logger: Logger;
+  /** Where peer secret fields may come from files (`--peer-secrets-dir`). */
+  readonly peerSecretFiles?: PeerSecretFiles;
   /** Whether to run mirrors (off for facade-only tests). */
   readonly runEngines?: boolean;
   readonly retryBackoffMs?: { readonly initial: number; readonly max: number };
@@ -32,10 +35,18 @@ export interface ControlPlane {
 }
 
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
-  if (!options.dataDir.startsWith('memory://')) mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  if (!options.dataDir.startsWith('memory://')) {
+    const changed = secureDataDirectory(options.dataDir);
+    if (changed > 0) {
+      options.logger.warn(
+        { dataDir: options.dataDir, entries: changed },
+        'data directory was readable by others: set it to 0700 and its files to 0600',
+      );
+    }
+  }
   const database = await PGlite.create(options.dataDir);
   const catalog = new PostgresCatalog(database);
-  const store = new EmbeddedStore(database);
+  const store = new EmbeddedStore(database, options.peerSecretFiles);
   await catalog.migrate();
   await store.migrate();
   const { logger } = options;

@@ -24,6 +24,7 @@ import {
   type PeerKind,
   splitPeerSecrets,
 } from '../../../engine/src/resources/peer.ts';
+import type { PeerSecretFiles } from './peer-secret-files.ts';
 
 const migrations = [
   `CREATE SCHEMA IF NOT EXISTS resources`,
@@ -87,9 +88,15 @@ function toMirror(row: MirrorRow): MirrorResource {
   };
 }
 
-function toPeer(row: PeerRow): PeerResource {
+function toPeer(row: PeerRow, withFileSecrets: (peer: Peer) => Peer): PeerResource {
+  const stored = joinPeerSecrets({
+    name: row.name,
+    kind: row.kind,
+    config: row.config,
+    secrets: row.secrets ?? {},
+  });
   return {
-    peer: joinPeerSecrets({ name: row.name, kind: row.kind, config: row.config, secrets: row.secrets ?? {} }),
+    peer: withFileSecrets(stored),
     version: row.version,
     createdAt: row.created_at,
   };
@@ -101,9 +108,12 @@ const peerSelect = `SELECT p.name, p.kind, p.config, p.version, p.created_at, s.
 export class EmbeddedStore implements ResourceStore {
   readonly #sql: SqlExecutor;
   readonly #events = new EventEmitter();
+  readonly #withFileSecrets: (peer: Peer) => Peer;
 
-  constructor(sql: SqlExecutor) {
+  /** `secretFiles`: where secret fields may come from instead of the stored values (standalone/peer-secret-files.ts). */
+  constructor(sql: SqlExecutor, secretFiles?: PeerSecretFiles) {
     this.#sql = sql;
+    this.#withFileSecrets = secretFiles ? (peer) => secretFiles.apply(peer) : (peer) => peer;
   }
 
   async migrate(): Promise<void> {
@@ -121,12 +131,12 @@ export class EmbeddedStore implements ResourceStore {
 
   async getPeer(name: string): Promise<PeerResource | undefined> {
     const { rows } = await this.#sql.query<PeerRow>(`${peerSelect} WHERE p.name = $1`, [name]);
-    return rows[0] ? toPeer(rows[0]) : undefined;
+    return rows[0] ? toPeer(rows[0], this.#withFileSecrets) : undefined;
   }
 
   async listPeers(): Promise<PeerResource[]> {
     const { rows } = await this.#sql.query<PeerRow>(`${peerSelect} ORDER BY p.name`);
-    return rows.map(toPeer);
+    return rows.map((row) => toPeer(row, this.#withFileSecrets));
   }
 
   async putPeer(peer: Peer, version: string | null): Promise<void> {

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { peerSchema, secretMask } from '../resources/peer.ts';
 import { createProcessLogger, logFormatFromEnvironment, resolveLogFormat } from './logger.ts';
 
 /** A stream that keeps what is written, and says whether it is a terminal. */
@@ -72,4 +73,62 @@ describe('process logger', () => {
       /TRIBUTARY_LOG_FORMAT: expected one of auto, json, pretty/,
     );
   });
+});
+
+describe('redaction', () => {
+  const peer = peerSchema.parse({
+    name: 'source',
+    kind: 'relational',
+    config: {
+      host: 'db',
+      port: 5432,
+      user: 'u',
+      password: 'pg-password-value',
+      database: 'd',
+      sshConfig: {
+        host: 'bastion',
+        port: 22,
+        user: 'jump',
+        password: 'ssh-password-value',
+        privateKey: 'ssh-key-value',
+      },
+    },
+  });
+  const secretValues = [
+    'pg-password-value',
+    'ssh-password-value',
+    'ssh-key-value',
+    'ch-password-value',
+    'ch-private-key-value',
+    's3-secret-value',
+    'sf-key-value',
+    'kafka-password-value',
+  ];
+  const others = [
+    {
+      kind: 'analytics',
+      config: {
+        password: 'ch-password-value',
+        privateKey: 'ch-private-key-value',
+        secretAccessKey: 's3-secret-value',
+      },
+    },
+    { kind: 'datawarehouse', config: { privateKey: 'sf-key-value' } },
+    { kind: 'stream', config: { password: 'kafka-password-value' } },
+  ];
+
+  for (const format of ['json', 'pretty'] as const) {
+    it(`writes no secret of a peer logged whole at debug (${format})`, () => {
+      const { stream, text } = capture(false);
+      const logger = createProcessLogger({ level: 'debug', format, stream }).child({ mirror: 'orders' });
+      logger.debug({ peer }, 'peer');
+      logger.debug(peer.config, 'config at the top level');
+      logger.debug({ engineConfig: { mirror: { name: 'orders' }, source: peer, others } }, 'engine config');
+      logger.debug({ req: { headers: { authorization: 'Basic c2VjcmV0' } } }, 'request');
+      const output = text();
+      expect(output).toContain('bastion');
+      expect(output).toContain(secretMask);
+      for (const value of [...secretValues, 'Basic c2VjcmV0']) expect(output).not.toContain(value);
+    });
+  }
 });

@@ -5,6 +5,7 @@
 // more than plain pino.
 import { createRequire } from 'node:module';
 import pino, { type Logger, type LoggerOptions } from 'pino';
+import { peerSecretPaths, secretMask } from '../resources/peer.ts';
 
 export const logFormats = ['auto', 'json', 'pretty'] as const;
 export type LogFormatSetting = (typeof logFormats)[number];
@@ -43,6 +44,29 @@ export interface ProcessLoggerOptions {
   readonly stream?: NodeJS.WritableStream & { readonly isTTY?: boolean; readonly fd?: number };
 }
 
+/**
+ * Field names whose values are never written, at any depth up to `redactDepth`:
+ * every peer secret field (from the peer schemas' list) and the HTTP
+ * authorization header. Secrets are kept out of log calls in the first place;
+ * this is the second line of defence for an object logged whole by mistake.
+ */
+export const redactedFieldNames: readonly string[] = [
+  ...new Set([
+    ...Object.values(peerSecretPaths)
+      .flat()
+      .map((path) => path.split('.').at(-1) ?? path),
+    'authorization',
+  ]),
+];
+
+/** How deep a secret field is looked for: a peer inside a mirror's engine config is 5 levels down. */
+const redactDepth = 7;
+
+/** pino's redact paths: each name at the top level and under 1…redactDepth wildcard levels. */
+export const redactPaths: readonly string[] = redactedFieldNames.flatMap((name) =>
+  Array.from({ length: redactDepth + 1 }, (_, depth) => [...Array(depth).fill('*'), name].join('.')),
+);
+
 type PrettyFactory = (options: Record<string, unknown>) => NodeJS.WritableStream;
 
 export function createProcessLogger(options: ProcessLoggerOptions): Logger {
@@ -50,6 +74,7 @@ export function createProcessLogger(options: ProcessLoggerOptions): Logger {
   const format = resolveLogFormat(options.format ?? logFormatFromEnvironment(), stream.isTTY === true);
   const loggerOptions: LoggerOptions = {
     level: options.level,
+    redact: { paths: [...redactPaths], censor: secretMask },
     ...(options.base ? { base: options.base } : {}),
   };
   if (format === 'json') return options.stream ? pino(loggerOptions, options.stream) : pino(loggerOptions);

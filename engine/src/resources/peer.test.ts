@@ -40,6 +40,21 @@ describe('peer secrets', () => {
     expect((masked.config.sshConfig as Record<string, unknown>).password).toBeUndefined();
   });
 
+  it('takes only the kind secret fields from the secrets, never a configured field', () => {
+    const split = splitPeerSecrets(relational);
+    const joined = joinPeerSecrets({
+      ...split,
+      secrets: {
+        ...split.secrets,
+        host: 'attacker.example',
+        'sshConfig.host': 'elsewhere',
+        secretAccessKey: 'x',
+      },
+    });
+    expect(joined.config).toMatchObject({ host: 'db', sshConfig: { host: 'bastion' } });
+    expect(joined).toEqual(relational);
+  });
+
   it('refuses to join a peer whose required secret is missing', () => {
     const split = splitPeerSecrets(relational);
     expect(() => joinPeerSecrets({ ...split, secrets: {} })).toThrow();

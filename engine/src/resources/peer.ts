@@ -157,10 +157,26 @@ export function splitPeerSecrets(peer: Peer): SplitPeer {
   return { name: peer.name, kind: peer.kind, config, secrets };
 }
 
-/** Rebuilds the full peer; the result is validated, so a missing secret is reported. */
+/** Every secret field of any kind, for schemas that name them all (a Secret's key mapping). */
+export const allPeerSecretPaths: readonly string[] = [...new Set(Object.values(peerSecretPaths).flat())];
+
+/** Whether `path` is a secret field of peers of `kind`. */
+export function isPeerSecretPath(kind: PeerKind, path: string): boolean {
+  return (peerSecretPaths[kind] as readonly string[]).includes(path);
+}
+
+/**
+ * Rebuilds the full peer; the result is validated, so a missing secret is
+ * reported. Only the kind's secret fields are taken from `secrets`: whatever
+ * else a secret store holds (a Kubernetes Secret shared with another
+ * application has `host` or `uri` keys) never replaces a configured field.
+ */
 export function joinPeerSecrets(split: SplitPeer): Peer {
   let config: Json = split.config;
-  for (const [path, value] of Object.entries(split.secrets)) config = withPath(config, path, value);
+  for (const path of peerSecretPaths[split.kind]) {
+    const value = split.secrets[path];
+    if (value !== undefined) config = withPath(config, path, value);
+  }
   return peerSchema.parse({ name: split.name, kind: split.kind, config });
 }
 

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { mirrorDesiredStates, scriptLanguages } from '../../../engine/src/control/resources.ts';
 import { mirrorSpecFields } from '../../../engine/src/resources/mirror.ts';
 import {
+  allPeerSecretPaths,
   analyticsConfigSchema,
   datawarehouseConfigSchema,
   peerKinds,
@@ -41,8 +42,18 @@ export const peerCrSpecSchema = z.object({
   analytics: peerConfigSpecs.analytics.optional(),
   datawarehouse: peerConfigSpecs.datawarehouse.optional(),
   stream: peerConfigSpecs.stream.optional(),
-  /** A Secret in the same namespace whose keys are the secret fields' dotted paths. */
-  secretRef: z.object({ name: z.string().min(1) }),
+  /**
+   * A Secret in the same namespace, labelled tributary.dev/peer-secret: "true".
+   * Only the kind's secret fields are read from it, each under its dotted path
+   * as key unless `keys` maps it to another key (e.g. an existing Secret's).
+   */
+  secretRef: z.object({
+    name: z.string().min(1),
+    keys: z
+      .object(Object.fromEntries(allPeerSecretPaths.map((path) => [path, z.string().min(1).optional()])))
+      .strict()
+      .optional(),
+  }),
 });
 export type PeerCrSpec = z.infer<typeof peerCrSpecSchema>;
 

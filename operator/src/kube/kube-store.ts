@@ -14,6 +14,7 @@ import {
   type V1ConfigMap,
   type V1Secret,
 } from '@kubernetes/client-node';
+import { ZodError } from 'zod';
 import type {
   MirrorResource,
   MirrorResourceSpec,
@@ -22,7 +23,6 @@ import type {
 } from '../../../engine/src/control/resources.ts';
 import { mirrorResourceSpecSchema } from '../../../engine/src/control/resources.ts';
 import {
-  PeerSecretsUnavailableError,
   ResourceConflictError,
   type ResourceEvent,
   ResourceExistsError,
@@ -39,6 +39,13 @@ import {
 import type { Condition } from '../conditions.ts';
 import { group, version } from '../crds/schemas.ts';
 import { apiNameAnnotation, apiNameOf, kubeObjectName } from './object-names.ts';
+import {
+  PeerSecretError,
+  type PeerSecretRef,
+  peerSecretLabel,
+  peerSecretMissing,
+  peerSecretsFromSecret,
+} from './peer-secret.ts';
 import { retryingThrottled } from './retry-throttled.ts';
 
 export const teardownFinalizer = 'tributary.dev/teardown';
@@ -66,7 +73,7 @@ export interface CustomObject<Spec, Status> {
 }
 
 type PeerObject = CustomObject<
-  { kind: PeerKind; secretRef: { name: string } } & Record<string, unknown>,
+  { kind: PeerKind; secretRef: PeerSecretRef } & Record<string, unknown>,
   { version?: string; conditions?: Condition[] }
 >;
 type MirrorObject = CustomObject<Omit<MirrorResourceSpec, 'name'>, { failedGeneration?: number | null }>;
@@ -106,21 +113,6 @@ export class ObjectNameTakenError extends ResourceExistsError {
 /** The metadata of a new object for API name `name`. */
 function newObjectMeta(name: string): ObjectMeta {
   return { name: kubeObjectName(name), annotations: { [apiNameAnnotation]: name } };
-}
-
-/** A Peer names a Secret that does not exist (yet): it cannot be used until it does. */
-export class PeerSecretMissingError extends PeerSecretsUnavailableError {
-  readonly peer: string;
-  readonly secret: string;
-
-  constructor(peer: string, secret: string, namespace: string) {
-    super(
-      `peer ${peer}: Secret ${secret} not found in namespace ${namespace}; create it with the peer's secret fields as keys`,
-    );
-    this.name = 'PeerSecretMissingError';
-    this.peer = peer;
-    this.secret = secret;
-  }
 }
 
 /**
@@ -209,22 +201,30 @@ export class KubeStore implements ResourceStore {
 
   async #toPeer(object: PeerObject): Promise<PeerResource> {
     const { kind, secretRef } = object.spec;
+    const name = apiNameOf(object.metadata);
     const secret = await this.#core
       .readNamespacedSecret({ name: secretRef.name, namespace: this.#namespace })
       .catch((error: unknown) => {
-        throw isStatus(error, 404)
-          ? new PeerSecretMissingError(apiNameOf(object.metadata), secretRef.name, this.#namespace)
-          : error;
+        throw isStatus(error, 404) ? peerSecretMissing(name, secretRef.name, this.#namespace) : error;
       });
-    const secrets = Object.fromEntries(
-      Object.entries(secret.data ?? {}).map(([key, value]) => [
-        key,
-        Buffer.from(value, 'base64').toString('utf8'),
-      ]),
-    );
+    const secrets = peerSecretsFromSecret(name, kind, secretRef, secret);
     const config = (object.spec[kind] ?? {}) as Record<string, unknown>;
+    let peer: Peer;
+    try {
+      peer = joinPeerSecrets({ name, kind, config, secrets });
+    } catch (error) {
+      if (!(error instanceof ZodError)) throw error;
+      // Names the fields only: an issue's message never holds the value.
+      const fields = [...new Set(error.issues.map((issue) => issue.path.join('.')))].join(', ');
+      throw new PeerSecretError(
+        'SecretInvalid',
+        name,
+        secretRef.name,
+        `the spec with Secret ${secretRef.name} is not a valid ${kind} peer (${fields}); a required secret field may be missing from the Secret`,
+      );
+    }
     return {
-      peer: joinPeerSecrets({ name: apiNameOf(object.metadata), kind, config, secrets }),
+      peer,
       version: object.status?.version ?? null,
       createdAt: new Date(object.metadata.creationTimestamp ?? 0),
     };
@@ -235,7 +235,11 @@ export class KubeStore implements ResourceStore {
     const split = splitPeerSecrets(peer);
     const secretName = peerSecretName(peer.name);
     const secret: V1Secret = {
-      metadata: { name: secretName, namespace: this.#namespace, labels: managedByLabel },
+      metadata: {
+        name: secretName,
+        namespace: this.#namespace,
+        labels: { ...managedByLabel, [peerSecretLabel]: 'true' },
+      },
       type: 'Opaque',
       stringData: { ...split.secrets },
     };

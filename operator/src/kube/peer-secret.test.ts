@@ -1,0 +1,79 @@
+import type { V1Secret } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { PeerSecretError, peerSecretLabel, peerSecretsFromSecret } from './peer-secret.ts';
+
+const encoded = (data: Record<string, string>) =>
+  Object.fromEntries(
+    Object.entries(data).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
+  );
+
+const secret = (
+  data: Record<string, string>,
+  labels: Record<string, string> = { [peerSecretLabel]: 'true' },
+) => ({ metadata: { name: 's', labels }, data: encoded(data) }) satisfies V1Secret;
+
+function problemOf(call: () => unknown): PeerSecretError {
+  try {
+    call();
+  } catch (error) {
+    if (error instanceof PeerSecretError) return error;
+    throw error;
+  }
+  throw new Error('expected a PeerSecretError');
+}
+
+describe('peerSecretsFromSecret', () => {
+  it('reads only the secret fields of the kind', () => {
+    const secrets = peerSecretsFromSecret(
+      'p',
+      'relational',
+      { name: 's' },
+      secret({ password: 'pw', host: 'evil', user: 'other', privateKey: 'K', 'sshConfig.password': 'sp' }),
+    );
+    expect(secrets).toEqual({ password: 'pw', 'sshConfig.password': 'sp' });
+  });
+
+  it('follows the key mapping', () => {
+    const secrets = peerSecretsFromSecret(
+      'p',
+      'stream',
+      { name: 's', keys: { password: 'kafka-password' } },
+      secret({ 'kafka-password': 'kp', password: 'not this' }),
+    );
+    expect(secrets).toEqual({ password: 'kp' });
+  });
+
+  it('refuses a Secret without the label, naming the Secret and the label', () => {
+    const error = problemOf(() =>
+      peerSecretsFromSecret('p', 'relational', { name: 'app-db' }, secret({ password: 'pw' }, {})),
+    );
+    expect(error.reason).toBe('SecretNotAllowed');
+    expect(error.message).toContain('app-db');
+    expect(error.message).toContain(peerSecretLabel);
+    expect(error.message).not.toContain('pw"');
+    // A label of another value is no consent either.
+    expect(
+      problemOf(() =>
+        peerSecretsFromSecret(
+          'p',
+          'relational',
+          { name: 'app-db' },
+          secret({ password: 'pw' }, { [peerSecretLabel]: 'false' }),
+        ),
+      ).reason,
+    ).toBe('SecretNotAllowed');
+  });
+
+  it('refuses a mapping to a field of another kind or to a key the Secret lacks', () => {
+    expect(
+      problemOf(() =>
+        peerSecretsFromSecret('p', 'stream', { name: 's', keys: { privateKey: 'k' } }, secret({ k: 'v' })),
+      ).message,
+    ).toContain('privateKey');
+    const missing = problemOf(() =>
+      peerSecretsFromSecret('p', 'relational', { name: 's', keys: { password: 'pass' } }, secret({})),
+    );
+    expect(missing.reason).toBe('SecretInvalid');
+    expect(missing.message).toContain('no key pass');
+  });
+});
