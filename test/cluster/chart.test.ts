@@ -295,7 +295,7 @@ describe('the chart on a real node', () => {
     const generated = (name: string, password: string) => ({
       name,
       literals: [`password=${password}`],
-      options: { disableNameSuffixHash: true },
+      options: { disableNameSuffixHash: true, labels: { 'tributary.dev/peer-secret': 'true' } },
     });
     // The examples as they are, plus a PostgreSQL destination and a Kafka mirror, pointed at the test services.
     writeFileSync(
