@@ -29,7 +29,9 @@ ROOTFS="$TESTENV_CACHE/rootfs-bookworm"
 DEBIAN_MIRROR="${TESTENV_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # What the Dockerfile copies into /app, in its order.
 APP_PATHS=(package.json bin engine/src operator/src api-server/src)
-APP_ENV=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production)
+# TRIBUTARY_COMMIT empty, as `docker build` without --build-arg leaves it (a commit
+# would change the image, and its hash, at every commit without a change of source).
+APP_ENV=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production TRIBUTARY_COMMIT=)
 APP_USER=1000:1000
 APP_WORKDIR=/app
 APP_ENTRYPOINT='["node","bin/tributary.ts"]'

@@ -454,7 +454,7 @@ describe('the chart on a real node', () => {
       120_000,
       'kubectl get mirrors to show the running mirror with lag and rows',
     );
-    expect(table.split('\n')[0]).toMatch(/^NAME\s+STATE\s+PHASE\s+LAG\s+ROWS\s+AGE/);
+    expect(table.split('\n')[0]).toMatch(/^NAME\s+API NAME\s+STATE\s+PHASE\s+LAG\s+ROWS\s+AGE/);
     const events = await kubectlJson<{ items: { reason: string; message: string }[] }>(facts, [
       '-n',
       namespace,

@@ -23,6 +23,16 @@ const argumentsOf = (keyword: string) =>
     .filter((instruction) => instruction.getKeyword() === keyword)
     .map((instruction) => instruction.getArguments().map((argument) => argument.getValue()));
 const jsonForm = (keyword: string): unknown => JSON.parse(argumentsOf(keyword).at(-1)?.join(' ') ?? 'null');
+/** The runtime stage's `ARG` defaults: what `docker build` without `--build-arg` puts into its `ENV`s. */
+const argDefaults = new Map(
+  argumentsOf('ARG').map(([declaration = '']) => {
+    const [name = '', value = ''] = declaration.split('=', 2);
+    return [name, value.replace(/^"(.*)"$/, '$1')] as const;
+  }),
+);
+/** An `ENV` assignment as the built image holds it, its `$ARG` references replaced by their defaults. */
+const resolvedEnv = (assignment: string) =>
+  assignment.replace(/\$\{?(\w+)\}?/g, (_reference, name: string) => argDefaults.get(name) ?? '');
 
 interface ImageConfig {
   Env: string[];
@@ -79,7 +89,7 @@ describe('the test node image and the Dockerfile', () => {
     expect(config.Cmd).toEqual(jsonForm('CMD'));
     expect(config.User).toBe(argumentsOf('USER').at(-1)?.[0]);
     expect(config.WorkingDir).toBe(argumentsOf('WORKDIR').at(-1)?.[0]);
-    for (const [assignment] of argumentsOf('ENV')) expect(config.Env).toContain(assignment);
+    for (const [assignment = ''] of argumentsOf('ENV')) expect(config.Env).toContain(resolvedEnv(assignment));
   });
 
   it('holds under /app exactly what the runtime stage copies', () => {
