@@ -18,7 +18,11 @@ export const leftoverReportVariable = 'TRIBUTARY_TEST_LEFTOVER_REPORT';
 /** How long a leftover gets to exit on SIGTERM before SIGKILL. */
 const stopGraceMs = 5_000;
 
-let registered = false;
+// Every project calls this setup, and each project may load this module anew:
+// the flag lives on the process, so the signal handler and the sweep (and the
+// one leftover report) exist once.
+const registeredKey = Symbol.for('tributary.test.global-setup');
+const processFlags = globalThis as { [registeredKey]?: boolean };
 
 export default function setup(): () => Promise<void> {
   // The watchdog sets the id before vitest starts; a plain `vitest run` gets one here,
@@ -26,9 +30,8 @@ export default function setup(): () => Promise<void> {
   process.env[runIdVariable] ??= randomUUID();
   const runId = process.env[runIdVariable];
   const vitestPid = process.pid;
-  // Every project calls this setup; the signal handler and the sweep are needed once.
-  if (registered) return async () => {};
-  registered = true;
+  if (processFlags[registeredKey]) return async () => {};
+  processFlags[registeredKey] = true;
   // The watchdog sends SIGUSR2 when vitest outlives its report: say what keeps it alive.
   process.on('SIGUSR2', () => {
     console.error(
