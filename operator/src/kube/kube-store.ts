@@ -36,7 +36,6 @@ import {
 } from '../../../engine/src/resources/peer.ts';
 import type { Condition } from '../conditions.ts';
 import { group, version } from '../crds/schemas.ts';
-import { retryingTooManyRequests } from './too-many-requests.ts';
 
 export const teardownFinalizer = 'tributary.dev/teardown';
 const managedByLabel = { 'app.kubernetes.io/managed-by': 'tributary' };
@@ -134,10 +133,8 @@ export class KubeStore implements ResourceStore {
   constructor(config: KubeConfig, namespace: string) {
     this.#config = config;
     this.#namespace = namespace;
-    // A 429 (custom resource storage re-initialising after a CRD change, or load
-    // shedding) was not processed: the call is sent again after the advised pause.
-    this.#objects = retryingTooManyRequests(config.makeApiClient(CustomObjectsApi));
-    this.#core = retryingTooManyRequests(config.makeApiClient(CoreV1Api));
+    this.#objects = config.makeApiClient(CustomObjectsApi);
+    this.#core = config.makeApiClient(CoreV1Api);
   }
 
   #at(plural: string) {
