@@ -8,9 +8,7 @@
 // decided by the prelude (sandbox-prelude.ts); this module enforces the limits:
 //
 // - time: a count hook runs every `hookInstructionCount` VM instructions and
-//   raises an error once the call has used its time in CPU time of this thread
-//   (cpuTimeMs): on a busy machine a call waits for a core without spending its
-//   budget, so a script that fits its limit is not failed for the load around it;
+//   raises an error once the call's deadline has passed;
 // - memory: the state's allocator refuses to grow past `memoryLimitBytes`
 //   while script code runs (host code building arguments is not limited);
 // - stability: the host never runs Lua code outside a protected call, reads
@@ -199,6 +197,9 @@ export interface SandboxHost {
 /**
  * CPU time of the calling thread in ms; of the whole process on a Node without
  * process.threadCpuUsage (before 23.9), which only ends a call sooner, never later.
+ * A call's time limit is counted in it: on a busy machine a call waiting for a
+ * core does not spend its budget, so a script that fits its limit is not failed
+ * because of the load around it.
  */
 function cpuTimeMs(): number {
   const usage = typeof process.threadCpuUsage === 'function' ? process.threadCpuUsage() : process.cpuUsage();
