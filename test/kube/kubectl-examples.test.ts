@@ -13,7 +13,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { createTestDatabase, type TestDatabase, waitFor } from '../support/databases.ts';
-import { kubectl } from '../support/kube.ts';
+import { kubectl, waitUntilCrdsServed } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';
 import { clickhouse, kafka, repoRoot } from '../support/testenv.ts';
 
@@ -143,11 +143,18 @@ describe('kubectl with the shipped examples', () => {
   it('applies the CRDs and the examples', async () => {
     await kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')]);
     await kubectl(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(repoRoot, 'crds')]);
+    await waitUntilCrdsServed();
     await kubectl(['create', 'namespace', namespace]);
     // As a user would: the operator runs before the examples arrive, and
     // kubectl creates them in its own order (the Mirror before its Peers).
     operator = startOperator(namespace, catalogDatabase.config, 'kubectl-operator');
-    await new Promise((resolve) => setTimeout(resolve, 3_000)); // leading and watching
+    await waitFor(
+      async () =>
+        (await inNamespace('get', 'lease', 'tributary-operator', '-o', 'jsonpath={.spec.holderIdentity}')) ===
+        'kubectl-operator',
+      60_000,
+      'the operator to lead',
+    );
     const applied = await kubectl(['apply', '-k', overlayDirectory]);
     for (const object of [
       'secret/shop-db',

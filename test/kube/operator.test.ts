@@ -387,16 +387,24 @@ describe('operator', () => {
       await metric(metricsPorts.a, 'tributary_operator_reconciles_total{kind="mirror",result="ok"}'),
     ).toBeGreaterThan(0);
     const first = operators[0];
+    const leaseBeforeKill = (await leases.readNamespacedLease({ name: 'tributary-operator', namespace }))
+      .spec;
     first?.kill('SIGKILL');
-    const killedAt = Date.now();
     await waitFor(async () => (await holder()) === 'operator-b', 30_000, 'takeover');
     await waitFor(
       async () => (await metric(metricsPorts.b, 'tributary_operator_leader')) === 1,
       10_000,
       'b leads',
     );
-    // Lease of 4 s: taken over after it expired, within a few retry periods.
-    expect(Date.now() - killedAt).toBeLessThan(15_000);
+    // Taken over only once the dead leader's lease had expired (its last renewal is at
+    // or after the one read before the kill); how soon is bounded by the wait above.
+    const leaseAfter = (await leases.readNamespacedLease({ name: 'tributary-operator', namespace })).spec;
+    const renewedBeforeKill = new Date(leaseBeforeKill?.renewTime ?? 0).getTime();
+    const leaseMs = (leaseBeforeKill?.leaseDurationSeconds ?? 0) * 1000;
+    expect(leaseMs).toBeGreaterThan(0);
+    expect(new Date(leaseAfter?.acquireTime ?? 0).getTime()).toBeGreaterThanOrEqual(
+      renewedBeforeKill + leaseMs,
+    );
     await source.client.query(`INSERT INTO items VALUES (6000, 'after takeover')`);
     await sameRows('items');
     // The dead leader's engine stopped with it: one engine reads the slot.

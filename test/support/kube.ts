@@ -6,6 +6,7 @@ import {
   ApiException,
   ApiextensionsV1Api,
   CoreV1Api,
+  CustomObjectsApi,
   KubeConfig,
   loadYaml,
   type V1CustomResourceDefinition,
@@ -45,6 +46,36 @@ export async function installCrds(config = adminConfig()): Promise<void> {
         ) === true,
       30_000,
       `${name} established`,
+    );
+    await waitUntilListed(config, definition);
+  }
+}
+
+/** Waits until every product CRD is served (listing works), after kubectl installed them. */
+export async function waitUntilCrdsServed(config = adminConfig()): Promise<void> {
+  for (const raw of customResourceDefinitions()) {
+    await waitUntilListed(config, loadYaml<V1CustomResourceDefinition>(JSON.stringify(raw)));
+  }
+}
+
+/**
+ * Established is not yet served: the apiserver builds a new (or changed) CRD's
+ * storage and watch cache after that, and answers 429 "storage is
+ * (re)initializing" meanwhile, longer on a busy machine. A list that succeeds
+ * is the condition tests need.
+ */
+async function waitUntilListed(config: KubeConfig, definition: V1CustomResourceDefinition): Promise<void> {
+  const objects = config.makeApiClient(CustomObjectsApi);
+  const group = definition.spec.group;
+  const plural = definition.spec.names.plural;
+  for (const { name: version } of definition.spec.versions.filter((candidate) => candidate.served)) {
+    await waitFor(
+      async () => {
+        await objects.listClusterCustomObject({ group, version, plural, limit: 1 });
+        return true;
+      },
+      60_000,
+      `${plural}.${group}/${version} to be listed`,
     );
   }
 }
