@@ -13,7 +13,7 @@ export interface WorkerSetup {
   readonly name: string;
   readonly source: string;
   readonly limits: SandboxLimits;
-  /** One BigInt64 slot: the start of the running call in µs (timeOrigin-based), 0 when idle. */
+  /** BigInt64 slots, see clockSlot. */
   readonly clock: SharedArrayBuffer;
   /** Text bytes of messages after which a reply is sent with the records done so far. */
   readonly replyBudgetBytes: number;
@@ -46,6 +46,17 @@ export interface ScriptFailure {
   readonly during: 'loading' | 'onRecord';
   readonly message: string;
 }
+
+/** The shared clock's BigInt64 slots, written by the worker, read by the watchdog. */
+export const clockSlot = {
+  /** The start of the running call in µs on the shared time line; 0 when idle. */
+  callStartedAt: 0,
+  /** The worker thread's CPU time (thread-cpu.ts) when the running call started, in µs. */
+  callCpuStartedAt: 1,
+  /** The worker's kernel thread id (0: unknown), so the watchdog can read its CPU time. */
+  threadId: 2,
+} as const;
+export const clockBytes = 3 * 8;
 
 /** Now, in µs on the shared time line (both threads' timeOrigin + now). */
 export function clockNow(): bigint {

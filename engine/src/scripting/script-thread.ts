@@ -11,12 +11,15 @@ import { type ResourceLimits, Worker } from 'node:worker_threads';
 import type { LuaInput, SandboxLimits } from './lua-vm.ts';
 import type { ScriptMessage } from './script-messages.ts';
 import {
+  clockBytes,
   clockNow,
+  clockSlot,
   type FromWorker,
   type ScriptFailure,
   type ToWorker,
   type WorkerSetup,
 } from './script-protocol.ts';
+import { threadCpuMicros } from './thread-cpu.ts';
 
 const workerUrl = new URL('./script-worker.ts', import.meta.url);
 
@@ -82,7 +85,7 @@ export class ScriptThread {
   private constructor(options: ScriptThreadOptions) {
     this.#options = options;
     this.#killAfterUs = BigInt(Math.round(watchdogLimitMs(options.limits) * 1000));
-    const clock = new SharedArrayBuffer(8);
+    const clock = new SharedArrayBuffer(clockBytes);
     this.#clock = new BigInt64Array(clock);
     const setup: WorkerSetup = {
       name: options.name,
@@ -190,11 +193,22 @@ export class ScriptThread {
     clearTimeout(this.#watchdog);
     this.#watchdog = setTimeout(() => {
       if (!this.#pending) return;
-      const started = Atomics.load(this.#clock, 0);
+      const started = Atomics.load(this.#clock, clockSlot.callStartedAt);
+      const cpuStarted = Atomics.load(this.#clock, clockSlot.callCpuStartedAt);
       // 0: between two calls (converting results), or not started yet: not the script's time.
       const ran = started === 0n ? 0n : clockNow() - started;
       if (ran < this.#killAfterUs) {
         this.#armWatchdog(Math.max(1, Number(this.#killAfterUs - ran) / 1000));
+        return;
+      }
+      // Overdue by the wall clock; on a busy machine the thread may not have had
+      // the CPU for all that time. Like the VM's own limit (lua-vm.ts), the
+      // watchdog counts the CPU time the call used, where the system tells it.
+      const cpuNow = threadCpuMicros(Number(Atomics.load(this.#clock, clockSlot.threadId)));
+      const cpuRan = cpuNow === undefined ? undefined : cpuNow - cpuStarted;
+      if (cpuRan !== undefined && cpuRan < this.#killAfterUs) {
+        // /proc counts in 10 ms ticks: look again no sooner than one tick.
+        this.#armWatchdog(Math.max(10, Number(this.#killAfterUs - cpuRan) / 1000));
         return;
       }
       const limit = this.#options.limits.timeLimitMs;

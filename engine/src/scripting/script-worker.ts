@@ -16,11 +16,13 @@ import {
 } from './script-messages.ts';
 import {
   clockNow,
+  clockSlot,
   type FromWorker,
   type ScriptFailure,
   type ToWorker,
   type WorkerSetup,
 } from './script-protocol.ts';
+import { currentThreadId, threadCpuMicros } from './thread-cpu.ts';
 
 const setup = workerData as WorkerSetup;
 const port = parentPort;
@@ -35,13 +37,18 @@ function failure(error: unknown, during: ScriptFailure['during']): ScriptFailure
   return { reason: 'crashed', during, message: String((error as Error)?.message ?? error) };
 }
 
-/** Runs `work` as one timed call: the shared clock says when it started. */
+const threadId = currentThreadId();
+Atomics.store(clock, clockSlot.threadId, BigInt(threadId));
+
+/** Runs `work` as one timed call: the shared clock says when it started, in wall and CPU time. */
 function timed<T>(work: () => T): T {
-  Atomics.store(clock, 0, clockNow());
+  // CPU first: the watchdog reads the start time first, then the CPU start that goes with it.
+  Atomics.store(clock, clockSlot.callCpuStartedAt, threadCpuMicros(threadId) ?? 0n);
+  Atomics.store(clock, clockSlot.callStartedAt, clockNow());
   try {
     return work();
   } finally {
-    Atomics.store(clock, 0, 0n);
+    Atomics.store(clock, clockSlot.callStartedAt, 0n);
   }
 }
 
