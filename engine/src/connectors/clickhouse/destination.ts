@@ -421,25 +421,22 @@ export class ClickHouseDestination implements Destination {
     const states: DestinationTableState[] = [];
     for (const table of tables) {
       const { database, name } = this.#target(table);
-      const found = await this.#rows<{ rows: string | null }>(
-        `SELECT toString(total_rows) AS rows FROM system.tables WHERE database = ${stringLiteral(database)} AND name = ${stringLiteral(name)}`,
-        `inspect ${database}.${name}`,
+      const label = `${database}.${name}`;
+      const found = await this.#rows<{ name: string }>(
+        `SELECT name FROM system.tables WHERE database = ${stringLiteral(database)} AND name = ${stringLiteral(name)}`,
+        `look up ${label}`,
       );
-      const row = found[0];
-      if (!row) {
+      if (found.length === 0) {
         states.push('absent');
         continue;
       }
-      // total_rows is null for engines that cannot tell cheaply: count then.
-      let count = row.rows;
-      if (count === null) {
-        const counted = await this.#rows<{ rows: string }>(
-          `SELECT toString(count()) AS rows FROM ${quoteIdentifier(database)}.${quoteIdentifier(name)}`,
-          `count ${database}.${name}`,
-        );
-        count = counted[0]?.rows ?? '0';
-      }
-      states.push(count === '0' ? 'empty' : 'populated');
+      // count() of a MergeTree table is read from part metadata (18.16 has no
+      // system.tables.total_rows); rows marked deleted still count as rows.
+      const counted = await this.#rows<{ rows: string }>(
+        `SELECT toString(count()) AS rows FROM ${quoteIdentifier(database)}.${quoteIdentifier(name)}`,
+        `count the rows of ${label}`,
+      );
+      states.push((counted[0]?.rows ?? '0') === '0' ? 'empty' : 'populated');
     }
     return states;
   }
