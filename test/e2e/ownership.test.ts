@@ -17,6 +17,24 @@ import {
   startMirror,
 } from '../support/mirror-harness.ts';
 
+/**
+ * Runs a mirror that must refuse to start: its failure, or a plain error when
+ * it is still running after 30 s (then it is stopped, so nothing outlives the test).
+ */
+async function refusal(harness: Harness, spec: SpecInput): Promise<unknown> {
+  const mirror = startMirror(harness, spec);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`mirror ${spec.name} was not refused within 30 s`)), 30_000);
+  });
+  try {
+    return await Promise.race([mirror.done, deadline]);
+  } finally {
+    clearTimeout(timer);
+    await mirror.stop().catch(() => {});
+  }
+}
+
 interface SlotView {
   confirmed: string | null;
   active_pid: number | null;
@@ -80,8 +98,7 @@ describe('ownership of source and destination objects', () => {
           doInitialSnapshot,
           replicationSlotName: foreign,
         };
-        const mirror = startMirror(harness, spec);
-        await expect(mirror.done).rejects.toMatchObject({
+        await expect(refusal(harness, spec)).rejects.toMatchObject({
           kind: 'config',
           message: expect.stringContaining(`replication slot ${foreign} already exists and was not created`),
         });
@@ -115,7 +132,7 @@ describe('ownership of source and destination objects', () => {
     ]);
     const before = await slot(slotName);
     const spec: SpecInput = { name, tableMappings: [mapping('defaults')], doInitialSnapshot: true };
-    await expect(startMirror(harness, spec).done).rejects.toMatchObject({
+    await expect(refusal(harness, spec)).rejects.toMatchObject({
       kind: 'config',
       message: expect.stringContaining(slotName),
     });
@@ -124,7 +141,7 @@ describe('ownership of source and destination objects', () => {
     // The slot gone, a foreign publication of the default name is refused too, and kept.
     await harness.source.client.query(`SELECT pg_drop_replication_slot($1)`, [slotName]);
     await harness.source.client.query(`CREATE PUBLICATION ${publicationName} FOR TABLE defaults`);
-    await expect(startMirror(harness, spec).done).rejects.toMatchObject({
+    await expect(refusal(harness, spec)).rejects.toMatchObject({
       kind: 'config',
       message: expect.stringContaining(`publication ${publicationName} already exists and was not created`),
     });
@@ -184,7 +201,7 @@ describe('ownership of source and destination objects', () => {
       slotName,
     ]);
     const before = await slot(slotName);
-    await expect(startMirror(harness, spec).done).rejects.toMatchObject({
+    await expect(refusal(harness, spec)).rejects.toMatchObject({
       kind: 'config',
       message: expect.stringContaining(
         `replication slot ${slotName} is not the slot mirror ${spec.name} created`,
@@ -204,7 +221,7 @@ describe('ownership of source and destination objects', () => {
       doInitialSnapshot: true,
       idleTimeoutSeconds: 1,
     };
-    await expect(startMirror(harness, spec).done).rejects.toMatchObject({
+    await expect(refusal(harness, spec)).rejects.toMatchObject({
       kind: 'config',
       message: expect.stringContaining(
         'destination table(s) public.populated already hold rows and were not created by mirror',
