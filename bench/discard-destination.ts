@@ -1,7 +1,7 @@
 // A destination that keeps nothing: it counts what it is given, so benchmarks
 // measure the engine and the source, not a destination server.
 import type { Readable } from 'node:stream';
-import type { Destination } from '../engine/src/connectors/destination.ts';
+import type { Destination, DestinationTableState } from '../engine/src/connectors/destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable } from '../engine/src/connectors/records.ts';
 
 export class DiscardDestination implements Destination {
@@ -20,6 +20,9 @@ export class DiscardDestination implements Destination {
   }
   async close(): Promise<void> {}
   async setupTables(_tables: readonly DestinationTable[]): Promise<void> {}
+  async tableStates(tables: readonly DestinationTable[]): Promise<DestinationTableState[]> {
+    return tables.map(() => 'absent');
+  }
   async truncateTables(_tables: readonly DestinationTable[]): Promise<void> {}
 
   async writeSnapshotPartition(_table: DestinationTable, copyText: Readable): Promise<number> {

@@ -70,6 +70,9 @@ class Counting implements Destination {
   setupTables(tables: readonly DestinationTable[]) {
     return this.inner.setupTables(tables);
   }
+  tableStates(tables: readonly DestinationTable[]) {
+    return this.inner.tableStates(tables);
+  }
   truncateTables(tables: readonly DestinationTable[]) {
     return this.inner.truncateTables(tables);
   }

@@ -442,6 +442,7 @@ describe('metrics', () => {
           },
         ],
         doInitialSnapshot: false,
+        adoptExistingSlot: false,
         maxBatchSize: 1000,
         idleTimeoutSeconds: 1,
         snapshotNumRowsPerPartition: 1000,

@@ -56,17 +56,15 @@ describe('names', () => {
     const underscored = `pg_to_ch_${suffix}`;
     const dashed = `pg-to-ch-${suffix}`;
     expect((await createMirror(underscored, 'public.a')).statusCode).toBe(200);
-    // Both would use the slot tributary_pg_to_ch_…: refused until the second names its own.
-    const clash = await createMirror(dashed, 'public.b');
+    // Default slot and publication names hash the exact mirror name: no clash.
+    const created = await createMirror(dashed, 'public.b');
+    expect(created.statusCode, created.body).toBe(200);
+    // A slot name given by two mirrors on one source is refused for the second.
+    const own = await createMirror(`own_${suffix}`, 'public.d', { replicationSlotName: `own_${suffix}` });
+    expect(own.statusCode, own.body).toBe(200);
+    const clash = await createMirror(`clash_${suffix}`, 'public.e', { replicationSlotName: `own_${suffix}` });
     expect(clash.statusCode).toBe(400);
     expect(clash.json().message).toContain('set replication_slot_name to another name');
-    // A publication named in the request must exist (the mirror does not own it).
-    await source.client.query(`CREATE PUBLICATION "dashed_${suffix}" FOR TABLE orders`);
-    const created = await createMirror(dashed, 'public.b', {
-      replicationSlotName: `dashed_${suffix}`,
-      publicationName: `dashed_${suffix}`,
-    });
-    expect(created.statusCode, created.body).toBe(200);
     const { store } = facade.controlPlane;
     expect((await store.getMirror(underscored))?.spec.tableMappings[0]?.destination.table).toBe('a');
     expect((await store.getMirror(dashed))?.spec.tableMappings[0]?.destination.table).toBe('b');

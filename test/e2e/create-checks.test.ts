@@ -4,6 +4,7 @@
 // events carry the whole old row) and refused for destinations that write rows by key.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultPublicationName } from '../../engine/src/connectors/postgres/slot.ts';
 import { EngineError } from '../../engine/src/errors.ts';
 import { peerSchema } from '../../engine/src/resources/peer.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
@@ -118,6 +119,27 @@ describe('refused at create', () => {
       await create(`slot-${suffix}`, ['public.keyed'], { replication_slot_name: slotTaken }),
       `replication slot ${slotTaken} already exists`,
     );
+  });
+
+  it('accepts a replication slot in use when the request adopts it', async () => {
+    const response = await create(`adopt-${suffix}`, ['public.keyed'], {
+      replication_slot_name: slotTaken,
+      adopt_existing_slot: true,
+      do_initial_snapshot: false,
+    });
+    expect(response.statusCode, response.body).toBe(200);
+    expect((await facade.controlPlane.store.getMirror(`adopt-${suffix}`))?.spec.adoptExistingSlot).toBe(true);
+  });
+
+  it('refuses a publication of the default name that the mirror would not own', async () => {
+    const name = `defpub-${suffix}`;
+    const publication = defaultPublicationName(name, await facade.controlPlane.catalog.installationId());
+    await source.client.query(`CREATE PUBLICATION ${pg.escapeIdentifier(publication)} FOR TABLE keyed`);
+    await expectRefused(
+      await create(name, ['public.keyed']),
+      `publication ${publication} already exists and a new mirror would not own it`,
+    );
+    expect(await facade.controlPlane.store.getMirror(name)).toBeUndefined();
   });
 
   it('accepts a mirror the source can serve', async () => {

@@ -195,11 +195,15 @@ describe('PostgreSQL source', () => {
     const walWritten = await client.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`);
     expect(walWritten.rows[0]?.lsn).toBeDefined();
     await waitFor(
-      async () => (await slotLag(harness, defaultSlotName(spec.name))) < 1_000_000n,
+      async () =>
+        (await slotLag(harness, defaultSlotName(spec.name, await harness.catalog.installationId()))) <
+        1_000_000n,
       45_000,
       'the slot to follow',
     );
-    expect(await slotLag(harness, defaultSlotName(spec.name))).toBeLessThan(1_000_000n);
+    expect(
+      await slotLag(harness, defaultSlotName(spec.name, await harness.catalog.installationId())),
+    ).toBeLessThan(1_000_000n);
     await mirror.stop();
     await dropMirror(harness, spec);
   });
@@ -307,7 +311,7 @@ describe('PostgreSQL source', () => {
     await client.query(`INSERT INTO outage SELECT g, 0 FROM generate_series(1, 100) g`);
     await expectSameRows(harness, 'outage', { timeoutMs: 60_000 });
 
-    const slot = defaultSlotName(spec.name);
+    const slot = defaultSlotName(spec.name, await harness.catalog.installationId());
     // Down until the slot has been looked at: a sync that succeeded before the
     // look would move the slot legitimately.
     faulty?.failNextSyncs(Number.POSITIVE_INFINITY);

@@ -296,6 +296,40 @@ describe.each(engines)('PostgreSQL to ClickHouse ($name)', (engine) => {
     ).toEqual([]);
   });
 
+  it('does not empty a populated table another mirror loaded, unless resyncing', async () => {
+    const { source } = harness;
+    await source.client.query(`CREATE TABLE claimed (id int PRIMARY KEY, body text)`);
+    await source.client.query(`INSERT INTO claimed VALUES (1, 'one'), (2, 'two')`);
+    const checks = [plain('id'), plain('body')];
+    const first: SpecInput = {
+      name: `claim-${randomSuffix()}`,
+      tableMappings: [mapping('claimed')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const loaded = start(first);
+    await expectSameRows('claimed', checks);
+    await loaded.stop();
+    await drop(first);
+    // Another mirror mapped onto the loaded table would wipe it: refused, rows kept.
+    const second: SpecInput = { ...first, name: `claim-other-${randomSuffix()}` };
+    await expect(start(second).done).rejects.toMatchObject({
+      kind: 'config',
+      message: expect.stringContaining(`destination table(s) public.claimed already hold rows`),
+    });
+    const [kept] = await chRows<{ n: string }>(`SELECT toString(count()) AS n FROM ${database}.claimed`);
+    expect(kept?.n).toBe('2');
+    await drop(second);
+    const resync = start({ ...second, name: `claim-resync-${randomSuffix()}`, resync: true });
+    try {
+      await source.client.query(`INSERT INTO claimed VALUES (3, 'three')`);
+      await expectSameRows('claimed', checks);
+    } finally {
+      await resync.stop();
+    }
+    await drop({ ...second, name: resync.spec.name });
+  });
+
   it('copies and streams every mapped type exactly (system Q)', async () => {
     const { source } = harness;
     await source.client.query(`CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')`);

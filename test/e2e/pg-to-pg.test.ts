@@ -80,7 +80,7 @@ describe('PostgreSQL to PostgreSQL', () => {
     expect(await mirror.stop()).toBe('stopped');
     const slot = await source.client.query<{ confirmed: string; checkpoint: string }>(
       `SELECT (confirmed_flush_lsn - '0/0')::text AS confirmed FROM pg_replication_slots WHERE slot_name = $1`,
-      [defaultSlotName(spec.name)],
+      [defaultSlotName(spec.name, await harness.catalog.installationId())],
     );
     const checkpoint = await destination.client.query<{ lsn: string }>(
       `SELECT lsn::text FROM _tributary.checkpoints WHERE mirror = $1`,
@@ -343,7 +343,7 @@ describe('PostgreSQL to PostgreSQL', () => {
     expect((await destination.client.query(`SELECT v FROM first_table WHERE id = 2`)).rows[0]).toEqual({
       v: 2,
     });
-    const publication = defaultPublicationName(spec.name);
+    const publication = defaultPublicationName(spec.name, await harness.catalog.installationId());
     const published = await source.client.query(
       `SELECT tablename FROM pg_publication_tables WHERE pubname = $1`,
       [publication],
@@ -367,7 +367,7 @@ describe('PostgreSQL to PostgreSQL', () => {
     expect(await mirror.done).toBe('completed');
     await expectSameRows(harness, 'once');
     expect((await harness.catalog.getRuntime(spec.name))?.phase).toBe('completed');
-    const slotName = defaultSlotName(spec.name);
+    const slotName = defaultSlotName(spec.name, await harness.catalog.installationId());
     expect(
       (await source.client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [slotName]))
         .rowCount,
@@ -396,7 +396,7 @@ describe('PostgreSQL to PostgreSQL', () => {
     const mirror = startMirror(harness, spec);
     await expectSameRows(harness, 'kept');
     await mirror.stop();
-    const slotName = defaultSlotName(spec.name);
+    const slotName = defaultSlotName(spec.name, await harness.catalog.installationId());
     expect(
       (await source.client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [slotName]))
         .rowCount,

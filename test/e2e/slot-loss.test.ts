@@ -57,7 +57,7 @@ describe('lost replication slot', () => {
     }
 
     // Paused: write more WAL than max_slot_wal_keep_size, in several segments, then checkpoint.
-    const slotName = defaultSlotName(spec.name);
+    const slotName = defaultSlotName(spec.name, await harness.catalog.installationId());
     for (let round = 0; round < 4; round++) {
       await source.query(
         `INSERT INTO events SELECT g, repeat('x', 500) FROM generate_series(1000 + $1::int * 5000, 999 + ($1::int + 1) * 5000) g`,
@@ -81,7 +81,7 @@ describe('lost replication slot', () => {
     // What the server answers to START_REPLICATION on the lost slot.
     const stream = await ReplicationStream.start(server.config, {
       slotName,
-      publicationName: defaultPublicationName(spec.name),
+      publicationName: defaultPublicationName(spec.name, await harness.catalog.installationId()),
       startLsn: 0n,
       applicationName: 'slot-loss-test',
     });

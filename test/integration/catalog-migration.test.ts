@@ -28,10 +28,16 @@ describe('catalog migration', () => {
     expect(rows.map((row) => row.table_name)).toEqual([
       'cdc_batches',
       'engine_problems',
+      'installation',
       'logs',
       'mirror_runtime',
+      'owned_tables',
       'snapshot_tables',
     ]);
+    // Every process asking at once gets the one installation id, made once.
+    const ids = await Promise.all(pools.map((pool) => new PostgresCatalog(pool).installationId()));
+    expect(new Set(ids).size).toBe(1);
+    expect(ids[0]).toMatch(/^[0-9a-f-]{36}$/);
     // And again, on a migrated catalog (every restart of every component does this).
     await new PostgresCatalog(pools[0] as pg.Pool).migrate();
     await new PostgresCatalog(pools[0] as pg.Pool).appendLog('m', 'INFO', 'after migration');

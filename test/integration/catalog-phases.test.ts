@@ -54,6 +54,8 @@ describe('catalog phase transitions', () => {
       slotName: 's',
       publicationName: 'p',
       publicationCreatedByMirror: true,
+      slotCreatedByMirror: true,
+      slotIdentity: null,
     });
     await catalog.setSnapshotCompleted('reborn', true);
     await catalog.transition('reborn', 'terminating');

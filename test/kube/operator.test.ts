@@ -334,9 +334,9 @@ describe('operator', () => {
     });
     await sameRows('pruned');
     const slot = () =>
-      source.client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = 'tributary_pruned'`);
+      source.client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name LIKE 'tributary\\_pruned\\_%'`);
     const publication = () =>
-      source.client.query(`SELECT 1 FROM pg_publication WHERE pubname = 'tributary_pruned'`);
+      source.client.query(`SELECT 1 FROM pg_publication WHERE pubname LIKE 'tributary\\_pruned\\_%'`);
     expect((await slot()).rowCount).toBe(1);
     expect((await publication()).rowCount).toBe(1);
     // One `kubectl delete -k` (or a GitOps prune): the Mirror, its Peers and

@@ -1,7 +1,7 @@
 // Wraps a real destination and makes chosen calls fail, to test failure paths
 // (destination down mid-run) against real servers.
 import type { Readable } from 'node:stream';
-import type { Destination } from '../../engine/src/connectors/destination.ts';
+import type { Destination, DestinationTableState } from '../../engine/src/connectors/destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable } from '../../engine/src/connectors/records.ts';
 import { EngineError } from '../../engine/src/errors.ts';
 
@@ -45,6 +45,9 @@ export class FaultInjectingDestination implements Destination {
   }
   setupTables(tables: readonly DestinationTable[]): Promise<void> {
     return this.#inner.setupTables(tables);
+  }
+  tableStates(tables: readonly DestinationTable[]): Promise<DestinationTableState[]> {
+    return this.#inner.tableStates(tables);
   }
   truncateTables(tables: readonly DestinationTable[]): Promise<void> {
     return this.#inner.truncateTables(tables);

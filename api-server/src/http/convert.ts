@@ -180,6 +180,7 @@ export function mirrorSpecFromWire(
     snapshotMaxParallelWorkers: request.snapshot_max_parallel_workers ?? 4,
     snapshotNumTablesInParallel: request.snapshot_num_tables_in_parallel ?? 1,
     resync: request.resync ?? false,
+    adoptExistingSlot: request.adopt_existing_slot ?? false,
     initialSnapshotOnly: request.initial_snapshot_only ?? false,
     system: request.system ?? 'Q',
     state: 'Running',

@@ -18,12 +18,33 @@ export type MirrorPhase = (typeof mirrorPhases)[number];
 
 export type LogLevel = 'INFO' | 'WARN' | 'ERROR';
 
+/**
+ * Who a slot is, beyond its name: a slot dropped and re-created under the same
+ * name by someone else has another database or plugin, or started later.
+ * pg_replication_slots has no creation time, so the LSN the slot started from
+ * stands for it.
+ */
+export interface SlotIdentity {
+  readonly database: string;
+  readonly plugin: string;
+  /** The slot's consistent point as CREATE_REPLICATION_SLOT answered it. */
+  readonly createdAtLsn: string;
+}
+
 /** What setup created on the source, so teardown removes exactly that. */
 export interface SourceSetup {
   readonly slotName: string;
   readonly publicationName: string;
-  /** False when the user named an existing publication: teardown must keep it. */
+  /** False when the user named an existing publication (or adopted one): teardown must keep it. */
   readonly publicationCreatedByMirror: boolean;
+  /**
+   * True once the mirror is about to create the slot (recorded before
+   * CREATE_REPLICATION_SLOT, so a crash in between cannot orphan it); false for a
+   * slot adopted with adoptExistingSlot, which the mirror reads but never drops.
+   */
+  readonly slotCreatedByMirror: boolean;
+  /** Recorded right after the mirror created the slot; null before that and for an adopted slot. */
+  readonly slotIdentity: SlotIdentity | null;
 }
 
 export interface MirrorRuntime {
@@ -139,6 +160,20 @@ export interface Catalog {
    */
   setRetryingError(mirror: string, message: string | null): Promise<void>;
   saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void>;
+  /**
+   * A random id of this catalog, made once: it tells apart installations that
+   * share a source, so their default slot and publication names differ.
+   */
+  installationId(): Promise<string>;
+  /**
+   * Records destination tables the mirror owns: it created them, or found them
+   * empty and loaded them. Only those (or any, on a resync) may be emptied by an
+   * initial load that starts (over). Kept when the mirror is dropped, so a
+   * mirror created again under its name (the resync remedy) may reload them.
+   */
+  recordOwnedTables(mirror: string, destinationTables: readonly string[]): Promise<void>;
+  /** Destination tables mirrors of this name own (see recordOwnedTables). */
+  listOwnedTables(mirror: string): Promise<string[]>;
   setSnapshotCompleted(mirror: string, completed: boolean): Promise<void>;
 
   startBatch(mirror: string, batch: { batchId: bigint; startTime: Date; startLsn: bigint }): Promise<void>;

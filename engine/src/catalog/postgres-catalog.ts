@@ -1,5 +1,6 @@
 // Catalog on PostgreSQL-compatible SQL. It needs only `query(text, params)`, so
 // it runs on a `pg` Pool (cluster mode) and on an embedded engine (standalone).
+import { randomUUID } from 'node:crypto';
 import type {
   BatchQuery,
   Catalog,
@@ -84,6 +85,19 @@ const migrations: readonly string[] = [
   `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS incarnation integer NOT NULL DEFAULT 0`,
   `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS retrying_error text`,
   `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS retrying_since timestamptz`,
+  // Null on rows written before slot ownership was recorded: those mirrors
+  // created their slot (they refused none), so null reads as created.
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS slot_created_by_mirror boolean`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS slot_database text`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS slot_plugin text`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS slot_created_at_lsn text`,
+  `CREATE TABLE IF NOT EXISTS tributary.installation (
+     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+     id text NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS tributary.owned_tables (
+     mirror text NOT NULL,
+     destination_table text NOT NULL,
+     PRIMARY KEY (mirror, destination_table))`,
 ];
 
 interface RuntimeRow {
@@ -95,6 +109,10 @@ interface RuntimeRow {
   slot_name: string | null;
   publication_name: string | null;
   publication_created_by_mirror: boolean | null;
+  slot_created_by_mirror: boolean | null;
+  slot_database: string | null;
+  slot_plugin: string | null;
+  slot_created_at_lsn: string | null;
   snapshot_completed: boolean;
   updated_at: Date;
 }
@@ -182,6 +200,15 @@ export class PostgresCatalog implements Catalog {
             slotName: row.slot_name,
             publicationName: row.publication_name,
             publicationCreatedByMirror: row.publication_created_by_mirror === true,
+            slotCreatedByMirror: row.slot_created_by_mirror !== false,
+            slotIdentity:
+              row.slot_database && row.slot_plugin && row.slot_created_at_lsn
+                ? {
+                    database: row.slot_database,
+                    plugin: row.slot_plugin,
+                    createdAtLsn: row.slot_created_at_lsn,
+                  }
+                : null,
           }
         : null;
     return {
@@ -206,6 +233,10 @@ export class PostgresCatalog implements Catalog {
          slot_name = CASE WHEN phase = 'terminated' THEN NULL ELSE slot_name END,
          publication_name = CASE WHEN phase = 'terminated' THEN NULL ELSE publication_name END,
          publication_created_by_mirror = CASE WHEN phase = 'terminated' THEN NULL ELSE publication_created_by_mirror END,
+         slot_created_by_mirror = CASE WHEN phase = 'terminated' THEN NULL ELSE slot_created_by_mirror END,
+         slot_database = CASE WHEN phase = 'terminated' THEN NULL ELSE slot_database END,
+         slot_plugin = CASE WHEN phase = 'terminated' THEN NULL ELSE slot_plugin END,
+         slot_created_at_lsn = CASE WHEN phase = 'terminated' THEN NULL ELSE slot_created_at_lsn END,
          snapshot_completed = CASE WHEN phase = 'terminated' THEN false ELSE snapshot_completed END
        WHERE mirror = $1 AND phase = ANY($4::text[])
        RETURNING mirror`,
@@ -271,9 +302,49 @@ export class PostgresCatalog implements Catalog {
   async saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void> {
     await this.#sql.query(
       `UPDATE tributary.mirror_runtime SET slot_name = $2, publication_name = $3,
-         publication_created_by_mirror = $4, updated_at = now() WHERE mirror = $1`,
-      [mirror, setup.slotName, setup.publicationName, setup.publicationCreatedByMirror],
+         publication_created_by_mirror = $4, slot_created_by_mirror = $5, slot_database = $6,
+         slot_plugin = $7, slot_created_at_lsn = $8, updated_at = now() WHERE mirror = $1`,
+      [
+        mirror,
+        setup.slotName,
+        setup.publicationName,
+        setup.publicationCreatedByMirror,
+        setup.slotCreatedByMirror,
+        setup.slotIdentity?.database ?? null,
+        setup.slotIdentity?.plugin ?? null,
+        setup.slotIdentity?.createdAtLsn ?? null,
+      ],
     );
+  }
+
+  async installationId(): Promise<string> {
+    // Two processes migrating at once both try; the first row wins and both read it.
+    await this.#sql.query(
+      `INSERT INTO tributary.installation (id) VALUES ($1) ON CONFLICT (singleton) DO NOTHING`,
+      [randomUUID()],
+    );
+    const { rows } = await this.#sql.query<{ id: string }>(`SELECT id FROM tributary.installation`);
+    const id = rows[0]?.id;
+    if (!id) throw new Error('catalog: installation id is missing');
+    return id;
+  }
+
+  async recordOwnedTables(mirror: string, destinationTables: readonly string[]): Promise<void> {
+    for (const table of destinationTables) {
+      await this.#sql.query(
+        `INSERT INTO tributary.owned_tables (mirror, destination_table) VALUES ($1, $2)
+         ON CONFLICT DO NOTHING`,
+        [mirror, table],
+      );
+    }
+  }
+
+  async listOwnedTables(mirror: string): Promise<string[]> {
+    const { rows } = await this.#sql.query<{ destination_table: string }>(
+      `SELECT destination_table FROM tributary.owned_tables WHERE mirror = $1 ORDER BY destination_table`,
+      [mirror],
+    );
+    return rows.map((row) => row.destination_table);
   }
 
   async setSnapshotCompleted(mirror: string, completed: boolean): Promise<void> {

@@ -49,6 +49,22 @@ describe('classifyPgError: slot loss', () => {
   });
 });
 
+describe('classifyPgError: a slot of the name already exists', () => {
+  it('is config (not retried) for a slot, and leaves other duplicates alone', () => {
+    const slot = classifyPgError(
+      pgError('42710', 'replication slot "s" already exists'),
+      'source: create replication slot s',
+      'source_setup',
+    );
+    expect(slot.kind).toBe('config');
+    expect(slot.policy.retry).toBe('manual');
+    expect(slot.message).toContain('replication slot s');
+    expect(
+      classifyPgError(pgError('42710', 'publication "p" already exists'), 'x', 'source_setup').kind,
+    ).toBe('source_setup');
+  });
+});
+
 describe('classifySlotState', () => {
   it('reports a missing, lost or invalidated slot and accepts a usable one', () => {
     expect(classifySlotState('s', undefined)?.kind).toBe('slot_invalidated');

@@ -20,6 +20,7 @@ const slotLostMessage =
   /(cannot read from logical replication slot|can no longer (get changes from|access) replication slot|replication slot .* (can no longer be used|has been invalidated))/i;
 const slotInvalidatedDetail = /slot has been invalidated/i;
 const slotMissingMessage = /replication slot .* does not exist/i;
+const slotExistsMessage = /replication slot .* already exists/i;
 
 /** Socket and resolver error codes that mean the server could not be reached. */
 export const networkErrorCodes: ReadonlySet<string> = new Set([
@@ -69,6 +70,9 @@ function pgErrorKind(error: PgDriverError): ErrorKind {
   }
   // undefined_object: only a missing slot is the mirror's loss; other objects are setup errors.
   if (code === '42704' && slotMissingMessage.test(error.message)) return 'slot_invalidated';
+  // duplicate_object: a slot someone else made under the mirror's name between the
+  // mirror's look and its CREATE_REPLICATION_SLOT; it is not the mirror's to take.
+  if (code === '42710' && slotExistsMessage.test(error.message)) return 'config';
   if (code === '42P01' || code === '42703') return 'schema_mismatch';
   if (busyCodes.has(code)) return 'busy';
   if (

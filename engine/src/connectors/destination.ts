@@ -18,6 +18,8 @@ export interface MirrorColumns {
   readonly syncedAtColumn?: string | undefined;
 }
 
+export type DestinationTableState = 'absent' | 'empty' | 'populated';
+
 export interface Destination extends Connector {
   /**
    * Creates missing target tables and the destination's checkpoint store.
@@ -25,6 +27,13 @@ export interface Destination extends Connector {
    * again when a table is added.
    */
   setupTables(tables: readonly DestinationTable[]): Promise<void>;
+
+  /**
+   * Whether each target table exists and holds rows, in the order given: the
+   * initial load empties only tables the mirror owns (see docs/engine.md).
+   * A destination that never empties anything (Kafka) answers `absent`.
+   */
+  tableStates(tables: readonly DestinationTable[]): Promise<DestinationTableState[]>;
 
   /** Empties tables before an initial load starts over. */
   truncateTables(tables: readonly DestinationTable[]): Promise<void>;

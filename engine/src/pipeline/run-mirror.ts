@@ -6,9 +6,8 @@ import type { SourceSetup } from '../catalog/catalog.ts';
 import { classifySlotState } from '../connectors/classify.ts';
 import { connectPostgres, type PgConnection } from '../connectors/postgres/connect.ts';
 import {
+  type CreatedSlot,
   createSlot,
-  defaultPublicationName,
-  defaultSlotName,
   dropPublication,
   dropSlot,
   ensurePublication,
@@ -23,6 +22,13 @@ import { formatTableName, parseTableIdentifier } from '../resources/mirror.ts';
 import { runCdc } from './cdc.ts';
 import { applicationName, type MirrorContext, mirrorLog } from './context.ts';
 import { runSnapshot } from './snapshot.ts';
+import {
+  checkSlotIdentity,
+  claimDestinationTables,
+  currentDatabase,
+  planSourceSetup,
+  slotIdentityOf,
+} from './source-ownership.ts';
 import { destinationTable } from './tables.ts';
 
 /** How a run ended when it did not throw. */
@@ -53,10 +59,26 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   let tables: DestinationTable[];
   try {
     if (!runtime) await catalog.transition(spec.name, 'setup');
+    if (runtime?.setup) {
+      setup = runtime.setup;
+      await checkSlotIdentity(source.client, spec.name, setup);
+    } else {
+      // Recorded before anything is created, so a crash in between leaves
+      // nothing on the source that the catalog does not claim.
+      setup = await planSourceSetup(source.client, spec, await catalog.installationId());
+      await catalog.saveSourceSetup(spec.name, setup);
+      if (!setup.slotCreatedByMirror) {
+        await mirrorLog(
+          context,
+          'WARN',
+          `adopted existing replication slot ${setup.slotName}; it is kept on drop`,
+        );
+      }
+    }
     const validated = await validateSource(source.client, {
       tables: spec.tableMappings.map((mapping) => mapping.source),
-      publicationName: spec.publicationName,
-      existingSlotName: runtime?.setup?.slotName ?? spec.replicationSlotName ?? defaultSlotName(spec.name),
+      publicationName: setup.publicationCreatedByMirror ? undefined : setup.publicationName,
+      existingSlotName: setup.slotName,
     });
     tables = spec.tableMappings.map((mapping, index) => {
       const info = validated.tables[index];
@@ -64,11 +86,6 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
       return destinationTable(mapping, info);
     });
     await context.destination.setupTables(tables);
-    setup = runtime?.setup ?? {
-      slotName: spec.replicationSlotName ?? defaultSlotName(spec.name),
-      publicationName: spec.publicationName ?? defaultPublicationName(spec.name),
-      publicationCreatedByMirror: spec.publicationName === undefined,
-    };
     if (setup.publicationCreatedByMirror) {
       await ensurePublication(
         source.client,
@@ -76,11 +93,10 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
         tables.map((table) => table.source),
       );
     }
-    await catalog.saveSourceSetup(spec.name, setup);
 
     const snapshotDone = runtime?.snapshotCompleted === true;
     if (spec.doInitialSnapshot && !snapshotDone) {
-      await loadInitialSnapshot(context, source, setup, tables);
+      setup = await loadInitialSnapshot(context, source, setup, tables);
     } else if (!(await slotExists(source.client, setup.slotName))) {
       if (runtime?.phase === 'running' || runtime?.phase === 'paused') {
         throw new EngineError(
@@ -88,16 +104,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
           `replication slot ${setup.slotName} is gone; changes since the last sync cannot be recovered`,
         );
       }
-      const replication = await connectPostgres(context.source, {
-        replication: 'database',
-        applicationName: applicationName(spec.name, 'slot'),
-      });
-      try {
-        await createSlot(replication.client, setup.slotName, false);
-      } finally {
-        await replication.close();
-      }
-      await mirrorLog(context, 'INFO', `created replication slot ${setup.slotName}`);
+      setup = await createOwnedSlot(context, source, setup, false, async () => {});
     }
 
     // A slot invalidated while the mirror was paused or down (max_slot_wal_keep_size,
@@ -112,7 +119,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
 
     if (spec.initialSnapshotOnly) {
       // No CDC follows: keep no slot that would hold WAL on the source.
-      await dropSlot(source.client, setup.slotName);
+      if (setup.slotCreatedByMirror) await dropSlot(source.client, setup.slotName);
       if (setup.publicationCreatedByMirror) await dropPublication(source.client, setup.publicationName);
       await catalog.transition(spec.name, 'completed');
       await mirrorLog(context, 'INFO', 'initial load only: mirror completed');
@@ -167,6 +174,7 @@ async function reconcileMappedTables(
   const added = tables.filter((table) => !loaded.has(formatTableName(table.source)));
   if (added.length === 0) return;
 
+  await claimTables(context, added);
   await catalog.transition(spec.name, 'snapshot');
   await context.destination.truncateTables(added);
   const replication = await connectPostgres(context.source, {
@@ -192,20 +200,74 @@ async function reconcileMappedTables(
 }
 
 /**
+ * Empties only destination tables the mirror may empty (see
+ * claimDestinationTables) and records them as the mirror's, so a load that
+ * starts over may empty its own partial rows.
+ */
+async function claimTables(context: MirrorContext, tables: readonly DestinationTable[]): Promise<void> {
+  const owned = new Set(await context.catalog.listOwnedTables(context.spec.name));
+  const claimed = await claimDestinationTables(context.destination, context.spec, tables, owned);
+  await context.catalog.recordOwnedTables(context.spec.name, claimed);
+}
+
+/**
+ * Creates the mirror's slot, recording first that the mirror is creating it
+ * and then the slot's identity. `whileOpen` runs while the replication
+ * connection that created it is open (an exported snapshot lives that long).
+ */
+async function createOwnedSlot(
+  context: MirrorContext,
+  source: PgConnection,
+  planned: SourceSetup,
+  exportSnapshot: boolean,
+  whileOpen: (slot: CreatedSlot) => Promise<void>,
+): Promise<SourceSetup> {
+  const { spec, catalog } = context;
+  const creating: SourceSetup = { ...planned, slotCreatedByMirror: true, slotIdentity: null };
+  await catalog.saveSourceSetup(spec.name, creating);
+  const database = await currentDatabase(source.client);
+  const replication = await connectPostgres(context.source, {
+    replication: 'database',
+    applicationName: applicationName(spec.name, 'slot'),
+  });
+  try {
+    const slot = await createSlot(replication.client, creating.slotName, exportSnapshot);
+    const created: SourceSetup = {
+      ...creating,
+      slotIdentity: slotIdentityOf(database, slot.consistentPoint),
+    };
+    await catalog.saveSourceSetup(spec.name, created);
+    await mirrorLog(context, 'INFO', `created replication slot ${slot.slotName}`);
+    await whileOpen(slot);
+    return created;
+  } finally {
+    await replication.close();
+  }
+}
+
+/**
  * Creates the slot with an exported snapshot and copies every table under it.
  * A load that was interrupted starts over: the old slot and snapshot are gone
  * with the connection that held them, so the slot is recreated and the
- * destination tables are emptied first.
+ * destination tables are emptied first. Only tables the mirror may empty are
+ * (claimTables); the existing slot is the mirror's or one it was told to adopt.
  */
 async function loadInitialSnapshot(
   context: MirrorContext,
   source: PgConnection,
   setup: SourceSetup,
   tables: readonly DestinationTable[],
-): Promise<void> {
+): Promise<SourceSetup> {
   const { spec, catalog } = context;
+  await claimTables(context, tables);
   if (await slotExists(source.client, setup.slotName)) {
-    await mirrorLog(context, 'WARN', 'initial load was interrupted; starting it over with a new slot');
+    await mirrorLog(
+      context,
+      'WARN',
+      setup.slotCreatedByMirror
+        ? 'initial load was interrupted; starting it over with a new slot'
+        : `replacing adopted replication slot ${setup.slotName}: an initial load needs a slot of its own`,
+    );
     await dropSlot(source.client, setup.slotName);
   }
   await context.destination.truncateTables(tables);
@@ -215,18 +277,11 @@ async function loadInitialSnapshot(
 
   // The exporting connection must stay open and idle until every partition has
   // imported the snapshot.
-  const replication = await connectPostgres(context.source, {
-    replication: 'database',
-    applicationName: applicationName(spec.name, 'slot'),
-  });
-  try {
-    const slot = await createSlot(replication.client, setup.slotName, true);
-    await mirrorLog(context, 'INFO', `created replication slot ${slot.slotName}`);
-    await runSnapshot(context, tables, { name: slot.snapshotName, consistentPoint: slot.consistentPoint });
-  } finally {
-    await replication.close();
-  }
+  const created = await createOwnedSlot(context, source, setup, true, (slot) =>
+    runSnapshot(context, tables, { name: slot.snapshotName, consistentPoint: slot.consistentPoint }),
+  );
   await catalog.setSnapshotCompleted(spec.name, true);
+  return created;
 }
 
 /** Drop: removes the slot and a publication the mirror created; destination tables stay. */
@@ -240,17 +295,33 @@ export async function teardownMirror(
   const source = await connectPostgres(context.source, {
     applicationName: applicationName(spec.name, 'teardown'),
   });
+  const kept: string[] = [];
   try {
+    // Without a recorded setup the mirror created nothing on the source.
     const setup = runtime?.setup;
-    const slotName = setup?.slotName ?? spec.replicationSlotName ?? defaultSlotName(spec.name);
-    await dropSlot(source.client, slotName);
-    if (setup ? setup.publicationCreatedByMirror : spec.publicationName === undefined) {
-      await dropPublication(source.client, setup?.publicationName ?? defaultPublicationName(spec.name));
+    if (setup?.slotCreatedByMirror) {
+      try {
+        await checkSlotIdentity(source.client, spec.name, setup);
+        await dropSlot(source.client, setup.slotName);
+      } catch (error) {
+        if (!(error instanceof EngineError) || error.kind !== 'config') throw error;
+        kept.push(`replication slot ${setup.slotName} (${error.message})`);
+      }
+    } else if (setup) {
+      kept.push(`adopted replication slot ${setup.slotName}`);
     }
+    if (setup?.publicationCreatedByMirror) await dropPublication(source.client, setup.publicationName);
+    else if (setup) kept.push(`publication ${setup.publicationName}, which the mirror did not create`);
   } finally {
     await source.close();
   }
   await context.destination.removeCheckpoint(spec.name);
   await catalog.transition(spec.name, 'terminated');
-  await catalog.appendLog(spec.name, 'INFO', 'mirror dropped: slot and publication removed, tables kept');
+  await catalog.appendLog(
+    spec.name,
+    'INFO',
+    kept.length > 0
+      ? `mirror dropped: removed what it created on the source, kept ${kept.join('; ')}; tables kept`
+      : 'mirror dropped: slot and publication removed, tables kept',
+  );
 }

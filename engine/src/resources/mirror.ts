@@ -32,6 +32,11 @@ export const mirrorSpecFields = z.object({
     .string()
     .regex(/^[a-z0-9_]{1,63}$/, 'a replication slot name is 1-63 lower-case letters, digits and _')
     .optional(),
+  /**
+   * Lets the mirror read and advance a slot (and use a publication of its
+   * default name) that it did not create; it still never drops them.
+   */
+  adoptExistingSlot: z.boolean().default(false),
   doInitialSnapshot: z.boolean(),
   snapshotNumRowsPerPartition: z.number().int().positive().default(1_000_000),
   snapshotMaxParallelWorkers: z.number().int().positive().default(4),

@@ -78,12 +78,15 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       if (!(await store.getScriptByName(spec.script)))
         throw invalidMirror(`script ${spec.script} does not exist`);
     }
-    await checkSourceNamesFree(context, spec);
+    const installationId = await catalog.installationId();
+    await checkSourceNamesFree(context, spec, installationId);
     await checkSource(context, source.peer.config, {
       name: spec.name,
       tables: spec.tableMappings.map((mapping) => mapping.source),
       publicationName: spec.publicationName,
-      replicationSlotName: spec.replicationSlotName,
+      slotName: spec.replicationSlotName ?? defaultSlotName(spec.name, installationId),
+      defaultPublicationName: defaultPublicationName(spec.name, installationId),
+      adoptExistingSlot: spec.adoptExistingSlot,
       destinationKind: destination.peer.kind,
     });
     try {
@@ -321,12 +324,18 @@ async function checkSource(
 }
 
 /**
- * Names that differ only in `_` and `-` (`pg_to_ch`, `pg-to-ch`) derive the same
- * default slot and publication names: a second mirror on the same source would
- * read the first one's slot. Refused, naming the field that resolves it.
+ * Two mirrors on one source must not share a slot or a default publication: a
+ * second mirror would read the first one's slot. Default names hash the exact
+ * mirror name, so only a given replication_slot_name (or a hash clash) meets
+ * another mirror's. Refused, naming the field that resolves it.
  */
-async function checkSourceNamesFree(context: FacadeContext, spec: MirrorResourceSpec): Promise<void> {
-  const slotOf = (mirror: MirrorResourceSpec) => mirror.replicationSlotName ?? defaultSlotName(mirror.name);
+async function checkSourceNamesFree(
+  context: FacadeContext,
+  spec: MirrorResourceSpec,
+  installationId: string,
+): Promise<void> {
+  const slotOf = (mirror: MirrorResourceSpec) =>
+    mirror.replicationSlotName ?? defaultSlotName(mirror.name, installationId);
   for (const other of await context.store.listMirrors()) {
     if (other.spec.sourcePeer !== spec.sourcePeer) continue;
     if (slotOf(other.spec) === slotOf(spec)) {
@@ -337,10 +346,11 @@ async function checkSourceNamesFree(context: FacadeContext, spec: MirrorResource
     if (
       spec.publicationName === undefined &&
       other.spec.publicationName === undefined &&
-      defaultPublicationName(other.spec.name) === defaultPublicationName(spec.name)
+      defaultPublicationName(other.spec.name, installationId) ===
+        defaultPublicationName(spec.name, installationId)
     ) {
       throw invalidMirror(
-        `publication ${defaultPublicationName(spec.name)} is mirror ${other.name}'s; create a publication of this mirror's tables and set publication_name to it`,
+        `publication ${defaultPublicationName(spec.name, installationId)} is mirror ${other.name}'s; create a publication of this mirror's tables and set publication_name to it`,
       );
     }
   }

@@ -12,7 +12,7 @@ import { EngineError } from '../../errors.ts';
 import { formatTableName, type TableMapping } from '../../resources/mirror.ts';
 import type { AnalyticsConfig } from '../../resources/peer.ts';
 import { classifyClickHouseError } from '../classify.ts';
-import type { Destination, MirrorColumns } from '../destination.ts';
+import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
 import { copyTextRows } from '../postgres/copy-text.ts';
 import { isUnchangedToast } from '../postgres/pgoutput.ts';
 import type { SourceColumn } from '../postgres/table-info.ts';
@@ -415,6 +415,30 @@ export class ClickHouseDestination implements Destination {
     if (target.softDeleteColumn) writer.u8(flags.softDeleted ? 1 : 0);
     writer.u8(flags.deleted ? 1 : 0);
     writer.integer(flags.version, 8);
+  }
+
+  async tableStates(tables: readonly DestinationTable[]): Promise<DestinationTableState[]> {
+    const states: DestinationTableState[] = [];
+    for (const table of tables) {
+      const { database, name } = this.#target(table);
+      const label = `${database}.${name}`;
+      const found = await this.#rows<{ name: string }>(
+        `SELECT name FROM system.tables WHERE database = ${stringLiteral(database)} AND name = ${stringLiteral(name)}`,
+        `look up ${label}`,
+      );
+      if (found.length === 0) {
+        states.push('absent');
+        continue;
+      }
+      // count() of a MergeTree table is read from part metadata (18.16 has no
+      // system.tables.total_rows); rows marked deleted still count as rows.
+      const counted = await this.#rows<{ rows: string }>(
+        `SELECT toString(count()) AS rows FROM ${quoteIdentifier(database)}.${quoteIdentifier(name)}`,
+        `count the rows of ${label}`,
+      );
+      states.push((counted[0]?.rows ?? '0') === '0' ? 'empty' : 'populated');
+    }
+    return states;
   }
 
   async truncateTables(tables: readonly DestinationTable[]): Promise<void> {

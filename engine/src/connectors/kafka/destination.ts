@@ -19,7 +19,7 @@ import type { StreamConfig } from '../../resources/peer.ts';
 import type { ScriptSource } from '../../resources/script.ts';
 import type { LuaInput, SandboxLimits } from '../../scripting/lua-vm.ts';
 import { RecordScript, type ScriptMessage, scriptBatchRecords } from '../../scripting/record-script.ts';
-import type { Destination } from '../destination.ts';
+import type { Destination, DestinationTableState } from '../destination.ts';
 import { copyTextRows } from '../postgres/copy-text.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
 import { checkpointTopicConfig, deleteCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
@@ -147,6 +147,11 @@ export class KafkaDestination implements Destination {
     }
     await this.#ensureTopics(tables.map((table) => tableFormat(table).topic));
     await this.#script?.ready();
+  }
+
+  /** Topics are never emptied, so none needs guarding. */
+  async tableStates(tables: readonly DestinationTable[]): Promise<DestinationTableState[]> {
+    return tables.map(() => 'absent');
   }
 
   /** Topics are not emptied: a load that starts over sends every row again (at least once). */

@@ -11,7 +11,7 @@ import { formatTableName, type TableName } from '../../resources/mirror.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import { classifyPgError } from '../classify.ts';
 import { coalesceChanges } from '../coalesce.ts';
-import type { Destination, MirrorColumns } from '../destination.ts';
+import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable, RowImage, TableChanges } from '../records.ts';
 import { openPostgresPool, type PgPool } from './connect.ts';
 import { copyNull, escapeCopyText, textArrayLiteral } from './copy-text.ts';
@@ -123,6 +123,27 @@ export class PostgresDestination implements Destination {
     return column.domainBaseTypeName ?? 'text';
   }
 
+  async tableStates(tables: readonly DestinationTable[]): Promise<DestinationTableState[]> {
+    const pool = await this.#connection();
+    const states: DestinationTableState[] = [];
+    try {
+      for (const table of tables) {
+        const found = await pool.query<{ exists: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS exists`, [
+          quoteTable(table.destination),
+        ]);
+        if (!found.rows[0]?.exists) {
+          states.push('absent');
+          continue;
+        }
+        const rows = await pool.query(`SELECT 1 FROM ${quoteTable(table.destination)} LIMIT 1`);
+        states.push((rows.rowCount ?? 0) > 0 ? 'populated' : 'empty');
+      }
+    } catch (error) {
+      throw classifyPgError(error, 'destination: inspect tables', 'destination_write');
+    }
+    return states;
+  }
+
   async truncateTables(tables: readonly DestinationTable[]): Promise<void> {
     if (tables.length === 0) return;
     const pool = await this.#connection();
@@ -177,9 +198,16 @@ export class PostgresDestination implements Destination {
 
   async removeCheckpoint(mirror: string): Promise<void> {
     const pool = await this.#connection();
-    await pool.query(`DELETE FROM ${checkpointTable} WHERE mirror = $1`, [mirror]).catch((error: unknown) => {
+    try {
+      // A mirror refused before setup never made the checkpoint table: nothing to remove.
+      const found = await pool.query<{ exists: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS exists`, [
+        checkpointTable,
+      ]);
+      if (!found.rows[0]?.exists) return;
+      await pool.query(`DELETE FROM ${checkpointTable} WHERE mirror = $1`, [mirror]);
+    } catch (error) {
       throw classifyPgError(error, 'destination: remove checkpoint', 'destination_write');
-    });
+    }
   }
 
   async addColumns(table: DestinationTable, columns: readonly SourceColumn[]): Promise<void> {

@@ -1,7 +1,6 @@
 import type { TableName } from '../../resources/mirror.ts';
 import type { PeerKind, RelationalConfig } from '../../resources/peer.ts';
 import { connectPostgres } from './connect.ts';
-import { defaultSlotName } from './slot.ts';
 import { readTableInfo } from './table-info.ts';
 import { checkNewMirrorSource } from './validate-source.ts';
 
@@ -38,8 +37,14 @@ export const keylessTablesAllowedByDestination = {
 export interface NewMirrorSource {
   readonly name: string;
   readonly tables: readonly TableName[];
+  /** A user-given publication, which must exist and hold every table. */
   readonly publicationName?: string | undefined;
-  readonly replicationSlotName?: string | undefined;
+  /** The slot the mirror will use (given, or the installation's default). */
+  readonly slotName: string;
+  /** Without a user-given publication: the default-named one the mirror will create. */
+  readonly defaultPublicationName: string;
+  /** An existing slot (and default-named publication) is then the mirror's to use. */
+  readonly adoptExistingSlot: boolean;
   readonly destinationKind: PeerKind;
 }
 
@@ -60,7 +65,10 @@ export async function checkMirrorSource(
     return await checkNewMirrorSource(connection.client, {
       tables: mirror.tables,
       publicationName: mirror.publicationName,
-      slotName: mirror.replicationSlotName ?? defaultSlotName(mirror.name),
+      slotName: mirror.slotName,
+      defaultPublicationName:
+        mirror.publicationName === undefined ? mirror.defaultPublicationName : undefined,
+      adoptExistingSlot: mirror.adoptExistingSlot,
       keylessTablesAllowed: keylessTablesAllowedByDestination[mirror.destinationKind],
     });
   } finally {

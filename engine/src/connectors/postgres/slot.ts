@@ -1,4 +1,5 @@
 // The publication and logical replication slot a mirror reads from.
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { EngineError, isEngineError } from '../../errors.ts';
 import type { TableName } from '../../resources/mirror.ts';
@@ -6,13 +7,65 @@ import { classifyPgError, type SlotState } from '../classify.ts';
 import { parseLsn } from './lsn.ts';
 import { quoteIdent, quoteTable } from './sql.ts';
 
-/** Slot names allow only lower-case letters, digits and underscores (63 bytes). */
-export function defaultSlotName(mirror: string): string {
-  return `tributary_${mirror.toLowerCase().replace(/[^a-z0-9_]/g, '_')}`.slice(0, 63);
+/**
+ * The default slot (and publication) name of a mirror of one installation:
+ * `tributary_<mirror>_<hash>`, the mirror's name folded to what slot names allow
+ * (lower-case letters, digits, `_`; 63 bytes) and cut to fit, plus 8 hex digits
+ * of a hash of the installation id and the exact mirror name. Two installations
+ * on one source, mirrors whose names differ only in `-`/`_`, and names cut at 63
+ * characters thus get different names. Mirrors set up before this rule keep the
+ * name their catalog recorded.
+ */
+export function defaultSlotName(mirror: string, installationId: string): string {
+  const hash = createHash('sha256').update(`${installationId}\u0000${mirror}`).digest('hex').slice(0, 8);
+  const folded = mirror.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+  return `tributary_${folded.slice(0, 63 - 'tributary_'.length - 9)}_${hash}`;
 }
 
-export function defaultPublicationName(mirror: string): string {
-  return `tributary_${mirror.toLowerCase().replace(/[^a-z0-9_]/g, '_')}`.slice(0, 63);
+export function defaultPublicationName(mirror: string, installationId: string): string {
+  return defaultSlotName(mirror, installationId);
+}
+
+/** A slot as pg_replication_slots shows it, as far as ownership goes. */
+export interface SlotRow {
+  readonly database: string | null;
+  readonly plugin: string | null;
+  readonly confirmedFlushLsn: bigint | null;
+  /** The walsender reading it, if any. */
+  readonly activePid: number | null;
+}
+
+export async function readSlot(client: pg.Client, slotName: string): Promise<SlotRow | undefined> {
+  try {
+    const result = await client.query<{
+      database: string | null;
+      plugin: string | null;
+      confirmed_flush_lsn: string | null;
+      active_pid: number | null;
+    }>(
+      `SELECT database, plugin, confirmed_flush_lsn::text, active_pid FROM pg_replication_slots WHERE slot_name = $1`,
+      [slotName],
+    );
+    const row = result.rows[0];
+    if (!row) return undefined;
+    return {
+      database: row.database,
+      plugin: row.plugin,
+      confirmedFlushLsn: row.confirmed_flush_lsn ? parseLsn(row.confirmed_flush_lsn) : null,
+      activePid: row.active_pid,
+    };
+  } catch (error) {
+    throw classifyPgError(error, `source: read replication slot ${slotName}`, 'source_setup');
+  }
+}
+
+export async function publicationExists(client: pg.Client, publicationName: string): Promise<boolean> {
+  try {
+    const result = await client.query(`SELECT 1 FROM pg_publication WHERE pubname = $1`, [publicationName]);
+    return (result.rowCount ?? 0) > 0;
+  } catch (error) {
+    throw classifyPgError(error, `source: read publication ${publicationName}`, 'source_setup');
+  }
 }
 
 export interface CreatedSlot {
@@ -132,7 +185,10 @@ export async function createSlot(
   }
 }
 
-/** Drops the slot, first ending a walsender still attached to it (a stale engine). */
+/**
+ * Drops the slot, first ending a walsender still attached to it (a stale
+ * engine). Only for a slot the mirror created: callers check ownership.
+ */
 export async function dropSlot(client: pg.Client, slotName: string): Promise<void> {
   try {
     for (let attempt = 0; attempt < 50; attempt++) {

@@ -59,8 +59,11 @@ export function keylessTableFix(shown: string): string {
 export interface NewMirrorSourceInput {
   readonly tables: readonly TableName[];
   readonly publicationName?: string | undefined;
-  /** The slot the new mirror will create: it must not exist yet. */
+  /** The slot the new mirror will create: it must not exist yet, unless adopted. */
   readonly slotName: string;
+  /** The default-named publication the mirror will create: it must not exist yet, unless adopted. */
+  readonly defaultPublicationName?: string | undefined;
+  readonly adoptExistingSlot: boolean;
   /**
    * Whether the destination takes a table without a key when the source logs
    * whole old rows (REPLICA IDENTITY FULL): a stream of change events does, a
@@ -98,10 +101,21 @@ export async function checkNewMirrorSource(
   const slot = await client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [
     input.slotName,
   ]);
-  if ((slot.rowCount ?? 0) > 0) {
+  // The mirror never uses a slot or publication it did not create unless told to (docs/mirror-lifecycle.md).
+  if ((slot.rowCount ?? 0) > 0 && !input.adoptExistingSlot) {
     problems.push(
-      `replication slot ${input.slotName} already exists: choose another replication_slot_name, or drop the slot if nothing uses it (SELECT pg_drop_replication_slot('${input.slotName}'))`,
+      `replication slot ${input.slotName} already exists and a new mirror would not own it: choose another replication_slot_name, set adopt_existing_slot to let the mirror read and advance it (it is never dropped), or drop the slot if nothing uses it (SELECT pg_drop_replication_slot('${input.slotName}'))`,
     );
+  }
+  if (input.defaultPublicationName !== undefined && !input.adoptExistingSlot) {
+    const publication = await client.query(`SELECT 1 FROM pg_publication WHERE pubname = $1`, [
+      input.defaultPublicationName,
+    ]);
+    if ((publication.rowCount ?? 0) > 0) {
+      problems.push(
+        `publication ${input.defaultPublicationName} already exists and a new mirror would not own it: set publication_name to a publication of the mirror's tables, or set adopt_existing_slot`,
+      );
+    }
   }
   return problems;
 }
