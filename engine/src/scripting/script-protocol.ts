@@ -45,6 +45,8 @@ export interface ScriptFailure {
   readonly reason: 'error' | 'timeout' | 'memory' | 'crashed' | 'invalid' | 'undefined';
   readonly during: 'loading' | 'onRecord';
   readonly message: string;
+  /** Terminated by the watchdog: the CPU time the call had used, in ms, where the system tells it. */
+  readonly cpuMs?: number;
 }
 
 /** The shared clock's BigInt64 slots, written by the worker, read by the watchdog. */

@@ -215,6 +215,7 @@ export class ScriptThread {
       this.#stopReason = {
         reason: 'timeout',
         message: `script exceeded its time limit of ${limit} ms (its thread was terminated)`,
+        ...(cpuRan === undefined ? {} : { cpuMs: Number(cpuRan) / 1000 }),
       };
       // The failure is reported on exit, once no script code can run any more.
       void this.terminate();
