@@ -11,7 +11,13 @@ import { join } from 'node:path';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
-import { type StandaloneProcess, startStandalone } from '../support/standalone-process.ts';
+import {
+  createRelationalPeers,
+  createTableMirror,
+  mirrorState,
+  type StandaloneProcess,
+  startStandalone,
+} from '../support/standalone-process.ts';
 import { repoRoot, testenvDir } from '../support/testenv.ts';
 
 const chromiumPath = '/usr/bin/chromium';
@@ -45,22 +51,13 @@ describe('web console in chromium', () => {
   const mirror = `shop-${suffix}`;
   const broken = `notes-${suffix}`;
 
-  const state = async (name: string) =>
-    (
-      (await service.call('POST', '/api/v1/mirrors/status', { flowJobName: name })).body as {
-        currentFlowState: string;
-      }
-    ).currentFlowState;
+  const state = (name: string) => mirrorState(service, name);
   const createMirror = (name: string, table: string) =>
-    service.call('POST', '/api/v1/flows/cdc/create', {
-      connection_configs: {
-        flow_job_name: name,
-        source_name: `src-${suffix}`,
-        destination_name: `dst-${suffix}`,
-        table_mappings: [{ source_table_identifier: table, destination_table_identifier: table }],
-        do_initial_snapshot: true,
-        idle_timeout_seconds: 1,
-      },
+    createTableMirror(service, {
+      name,
+      sourcePeer: `src-${suffix}`,
+      destinationPeer: `dst-${suffix}`,
+      table,
     });
 
   /** Runs one step; on failure keeps a screenshot of the page, named after the step. */
@@ -101,16 +98,10 @@ describe('web console in chromium', () => {
     await destination.client.query(`INSERT INTO notes VALUES (1, 'not the mirror''s')`);
     // The chart's history samples /metrics every second, so the test sees it move.
     service = await startStandalone(dataDir, password, { env: { TRIBUTARY_CONSOLE_SAMPLE_SECONDS: '1' } });
-    for (const [name, database] of [
+    await createRelationalPeers(service, [
       [`src-${suffix}`, source],
       [`dst-${suffix}`, destination],
-    ] as const) {
-      const { host, port, user, password: secret, database: db } = database.config;
-      const created = await service.call('POST', '/api/v1/peers/create', {
-        peer: { name, type: 3, relational_config: { host, port, user, password: secret, database: db } },
-      });
-      expect(created.status).toBe(200);
-    }
+    ]);
     expect((await createMirror(mirror, 'public.orders')).status).toBe(200);
     expect((await createMirror(broken, 'public.notes')).status).toBe(200);
     await waitFor(async () => (await state(mirror)) === 'STATUS_RUNNING', 60_000, 'running');

@@ -7,7 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
-import { type StandaloneProcess, startStandalone } from '../support/standalone-process.ts';
+import {
+  createRelationalPeers,
+  createTableMirror,
+  mirrorState,
+  type StandaloneProcess,
+  startStandalone,
+} from '../support/standalone-process.ts';
 
 const password = 'console-e2e-password';
 const authorization = `Basic ${Buffer.from(`:${password}`).toString('base64')}`;
@@ -38,39 +44,22 @@ describe('web console', () => {
       body: new URLSearchParams(form).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
     });
-  const state = async () =>
-    (
-      (await service.call('POST', '/api/v1/mirrors/status', { flowJobName: mirror })).body as {
-        currentFlowState: string;
-      }
-    ).currentFlowState;
+  const state = () => mirrorState(service, mirror);
 
   beforeAll(async () => {
     [source, destination] = await Promise.all([createTestDatabase('con_src'), createTestDatabase('con_dst')]);
     await source.client.query(`CREATE TABLE orders (id int PRIMARY KEY, item text)`);
     await source.client.query(`INSERT INTO orders SELECT g, 'item ' || g FROM generate_series(1, 250) g`);
     service = await startStandalone(dataDir, password);
-    for (const [name, database] of [
+    await createRelationalPeers(service, [
       [`src-${suffix}`, source],
       [`dst-${suffix}`, destination],
-    ] as const) {
-      const { host, port, user, password: secret, database: db } = database.config;
-      const created = await service.call('POST', '/api/v1/peers/create', {
-        peer: { name, type: 3, relational_config: { host, port, user, password: secret, database: db } },
-      });
-      expect(created.status).toBe(200);
-    }
-    const created = await service.call('POST', '/api/v1/flows/cdc/create', {
-      connection_configs: {
-        flow_job_name: mirror,
-        source_name: `src-${suffix}`,
-        destination_name: `dst-${suffix}`,
-        table_mappings: [
-          { source_table_identifier: 'public.orders', destination_table_identifier: 'public.orders' },
-        ],
-        do_initial_snapshot: true,
-        idle_timeout_seconds: 1,
-      },
+    ]);
+    const created = await createTableMirror(service, {
+      name: mirror,
+      sourcePeer: `src-${suffix}`,
+      destinationPeer: `dst-${suffix}`,
+      table: 'public.orders',
     });
     expect(created.status).toBe(200);
     await waitFor(async () => (await state()) === 'STATUS_RUNNING', 60_000, 'running');

@@ -6,7 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
-import { type StandaloneProcess, startStandalone } from '../support/standalone-process.ts';
+import {
+  createRelationalPeers,
+  createTableMirror,
+  mirrorState,
+  type StandaloneProcess,
+  startStandalone,
+} from '../support/standalone-process.ts';
 import { DuplicateKeyError, parseStrictJson } from '../support/strict-json.ts';
 
 const password = 'standalone-log-password';
@@ -27,26 +33,17 @@ describe('standalone service log', () => {
   const healthy = `logged-${suffix}`;
   const broken = `broken-${suffix}`;
 
-  const state = async (mirror: string) =>
-    (
-      (await service.call('POST', '/api/v1/mirrors/status', { flowJobName: mirror })).body as {
-        currentFlowState: string;
-      }
-    ).currentFlowState;
+  const state = (mirror: string) => mirrorState(service, mirror);
   const reaches = (mirror: string, flowState: string) =>
     waitFor(async () => (await state(mirror)) === flowState, 60_000, `${mirror} ${flowState}`);
   const stateChange = (body: Record<string, unknown>) =>
     service.call('POST', '/api/v1/mirrors/state_change', body);
   const createMirror = (name: string, table: string) =>
-    service.call('POST', '/api/v1/flows/cdc/create', {
-      connection_configs: {
-        flow_job_name: name,
-        source_name: `src-${suffix}`,
-        destination_name: `dst-${suffix}`,
-        table_mappings: [{ source_table_identifier: table, destination_table_identifier: table }],
-        do_initial_snapshot: true,
-        idle_timeout_seconds: 1,
-      },
+    createTableMirror(service, {
+      name,
+      sourcePeer: `src-${suffix}`,
+      destinationPeer: `dst-${suffix}`,
+      table,
     });
 
   beforeAll(async () => {
@@ -60,16 +57,10 @@ describe('standalone service log', () => {
     await destination.client.query(`CREATE TABLE notes (id int PRIMARY KEY, body text)`);
     await destination.client.query(`INSERT INTO notes VALUES (1, 'not the mirror''s')`);
     service = await startStandalone(dataDir, password, { logLevel: 'info' });
-    for (const [name, database] of [
+    await createRelationalPeers(service, [
       [`src-${suffix}`, source],
       [`dst-${suffix}`, destination],
-    ] as const) {
-      const { host, port, user, password: secret, database: db } = database.config;
-      const created = await service.call('POST', '/api/v1/peers/create', {
-        peer: { name, type: 3, relational_config: { host, port, user, password: secret, database: db } },
-      });
-      expect(created.status).toBe(200);
-    }
+    ]);
   });
 
   afterAll(async () => {

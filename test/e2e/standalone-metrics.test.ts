@@ -6,7 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
-import { type StandaloneProcess, startStandalone } from '../support/standalone-process.ts';
+import {
+  createRelationalPeers,
+  createTableMirror,
+  mirrorState,
+  type StandaloneProcess,
+  startStandalone,
+} from '../support/standalone-process.ts';
 
 const password = 'standalone-metrics-password';
 
@@ -22,12 +28,7 @@ describe('standalone /metrics', () => {
   const scrape = async () => (await fetch(`${service.baseUrl}/metrics`)).text();
   const seriesOf = (metrics: string, mirror: string) =>
     metrics.split('\n').filter((line) => !line.startsWith('#') && line.includes(`mirror="${mirror}"`));
-  const state = async (mirror: string) =>
-    (
-      (await service.call('POST', '/api/v1/mirrors/status', { flowJobName: mirror })).body as {
-        currentFlowState: string;
-      }
-    ).currentFlowState;
+  const state = (mirror: string) => mirrorState(service, mirror);
 
   beforeAll(async () => {
     [source, destination] = await Promise.all([createTestDatabase('met_src'), createTestDatabase('met_dst')]);
@@ -36,16 +37,10 @@ describe('standalone /metrics', () => {
       await source.client.query(`INSERT INTO ${table} VALUES (1, 'tea'), (2, 'milk')`);
     }
     service = await startStandalone(dataDir, password);
-    for (const [name, database] of [
+    await createRelationalPeers(service, [
       [`src-${suffix}`, source],
       [`dst-${suffix}`, destination],
-    ] as const) {
-      const { host, port, user, password: secret, database: db } = database.config;
-      const created = await service.call('POST', '/api/v1/peers/create', {
-        peer: { name, type: 3, relational_config: { host, port, user, password: secret, database: db } },
-      });
-      expect(created.status).toBe(200);
-    }
+    ]);
   });
 
   afterAll(async () => {
@@ -58,15 +53,11 @@ describe('standalone /metrics', () => {
       [dropped, 'public.orders'],
       [kept, 'public.items'],
     ] as const) {
-      const created = await service.call('POST', '/api/v1/flows/cdc/create', {
-        connection_configs: {
-          flow_job_name: mirror,
-          source_name: `src-${suffix}`,
-          destination_name: `dst-${suffix}`,
-          table_mappings: [{ source_table_identifier: table, destination_table_identifier: table }],
-          do_initial_snapshot: true,
-          idle_timeout_seconds: 1,
-        },
+      const created = await createTableMirror(service, {
+        name: mirror,
+        sourcePeer: `src-${suffix}`,
+        destinationPeer: `dst-${suffix}`,
+        table,
       });
       expect(created.status).toBe(200);
     }

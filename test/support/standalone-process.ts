@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { waitFor } from './databases.ts';
+import { type TestDatabase, waitFor } from './databases.ts';
 import { repoRoot } from './testenv.ts';
 
 export interface StandaloneProcess {
@@ -85,4 +85,47 @@ export async function startStandalone(
       return exited;
     },
   };
+}
+
+/** A mirror's state as /api/v1/mirrors/status names it (STATUS_RUNNING, …). */
+export async function mirrorState(service: StandaloneProcess, mirror: string): Promise<string> {
+  const { body } = await service.call('POST', '/api/v1/mirrors/status', { flowJobName: mirror });
+  return (body as { currentFlowState: string }).currentFlowState;
+}
+
+/** Creates a relational peer for each [name, database] through /api/v1/peers/create. */
+export async function createRelationalPeers(
+  service: StandaloneProcess,
+  peers: readonly (readonly [string, TestDatabase])[],
+): Promise<void> {
+  for (const [name, database] of peers) {
+    const { host, port, user, password, database: db } = database.config;
+    const created = await service.call('POST', '/api/v1/peers/create', {
+      peer: { name, type: 3, relational_config: { host, port, user, password, database: db } },
+    });
+    if (created.status !== 200)
+      throw new Error(`peers/create ${name}: ${created.status} ${JSON.stringify(created.body)}`);
+  }
+}
+
+/** A mirror of one table between two peers, the same name on both sides, with an initial load and a 1 s idle timeout. */
+export function createTableMirror(
+  service: StandaloneProcess,
+  mirror: {
+    readonly name: string;
+    readonly sourcePeer: string;
+    readonly destinationPeer: string;
+    readonly table: string;
+  },
+): Promise<{ status: number; body: unknown }> {
+  return service.call('POST', '/api/v1/flows/cdc/create', {
+    connection_configs: {
+      flow_job_name: mirror.name,
+      source_name: mirror.sourcePeer,
+      destination_name: mirror.destinationPeer,
+      table_mappings: [{ source_table_identifier: mirror.table, destination_table_identifier: mirror.table }],
+      do_initial_snapshot: true,
+      idle_timeout_seconds: 1,
+    },
+  });
 }
