@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { coalesceChanges } from './coalesce.ts';
-import { unchangedToast } from './postgres/pgoutput.ts';
-import type { RowChange } from './records.ts';
+import { type RowChange, unchangedToast } from './records.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
 

@@ -3,8 +3,7 @@
 // are filled from an earlier image of the same row in the batch when one exists.
 // Destinations that apply batches as upserts and deletes (PostgreSQL) use it;
 // those that keep every version (Kafka, ClickHouse) do not.
-import { isUnchangedToast } from './postgres/pgoutput.ts';
-import type { RowChange, RowImage, TupleCell } from './records.ts';
+import { isUnchangedToast, type RowChange, type RowImage, type TupleCell } from './records.ts';
 
 export interface CoalescedChanges {
   /** A truncate happened; apply it before the rows below. */

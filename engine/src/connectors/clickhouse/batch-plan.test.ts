@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { unchangedToast } from '../postgres/pgoutput.ts';
-import type { RowChange } from '../records.ts';
+import { type RowChange, unchangedToast } from '../records.ts';
 import { planTableChanges, rowVersion } from './batch-plan.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };

@@ -6,8 +6,7 @@
 // its current row.
 import { EngineError } from '../../errors.ts';
 import { rowKey } from '../coalesce.ts';
-import { isUnchangedToast } from '../postgres/pgoutput.ts';
-import type { RowChange, RowImage, TupleCell } from '../records.ts';
+import { isUnchangedToast, type RowChange, type RowImage, type TupleCell } from '../records.ts';
 
 /** Bits of the version that hold the change's index within its batch's table. */
 export const versionIndexBits = 27n;

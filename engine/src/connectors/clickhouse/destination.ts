@@ -12,11 +12,17 @@ import { EngineError } from '../../errors.ts';
 import { formatTableName, type TableMapping } from '../../resources/mirror.ts';
 import type { AnalyticsConfig } from '../../resources/peer.ts';
 import { classifyClickHouseError } from '../classify.ts';
+import { copyTextRows } from '../copy-text.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
-import { copyTextRows } from '../postgres/copy-text.ts';
-import { isUnchangedToast } from '../postgres/pgoutput.ts';
-import type { SourceColumn } from '../postgres/table-info.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable, RowImage, TableChanges } from '../records.ts';
+import {
+  type ChangeBatch,
+  type Checkpoint,
+  type DestinationTable,
+  isUnchangedToast,
+  type RowImage,
+  type SourceColumn,
+  type TableChanges,
+} from '../records.ts';
 import { maxChangesPerBatch, planTableChanges, rowVersion } from './batch-plan.ts';
 import { createAnalyticsClient } from './client.ts';
 import {

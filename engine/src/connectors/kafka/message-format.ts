@@ -8,6 +8,7 @@
 
 import { EngineError } from '../../errors.ts';
 import { civilFromDays, formatCivilDate } from '../../model/calendar.ts';
+import { formatLsn } from '../../model/lsn.ts';
 import {
   type Hstore,
   type Interval,
@@ -18,9 +19,13 @@ import {
 } from '../../model/parse-text.ts';
 import { pgColumnType } from '../../model/pg-type-map.ts';
 import type { ColumnType, ScalarColumnType } from '../../model/value-kind.ts';
-import { formatLsn } from '../postgres/lsn.ts';
-import { isUnchangedToast } from '../postgres/pgoutput.ts';
-import type { DestinationTable, RowChange, RowImage, SourceTransaction } from '../records.ts';
+import {
+  type DestinationTable,
+  isUnchangedToast,
+  type RowChange,
+  type RowImage,
+  type SourceTransaction,
+} from '../records.ts';
 import { defaultTopicName } from './topics.ts';
 
 export type Rendered =

@@ -11,13 +11,19 @@ import { formatTableName, type TableName } from '../../resources/mirror.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import { classifyPgError } from '../classify.ts';
 import { coalesceChanges } from '../coalesce.ts';
+import { copyNull, escapeCopyText, textArrayLiteral } from '../copy-text.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable, RowImage, TableChanges } from '../records.ts';
+import {
+  type ChangeBatch,
+  type Checkpoint,
+  type DestinationTable,
+  isUnchangedToast,
+  type RowImage,
+  type SourceColumn,
+  type TableChanges,
+} from '../records.ts';
 import { openPostgresPool, type PgPool } from './connect.ts';
-import { copyNull, escapeCopyText, textArrayLiteral } from './copy-text.ts';
-import { isUnchangedToast } from './pgoutput.ts';
 import { quoteIdent, quoteTable } from './sql.ts';
-import type { SourceColumn } from './table-info.ts';
 
 /** OIDs below this are built into every PostgreSQL server. */
 const firstUserObjectId = 16_384;
