@@ -19,6 +19,12 @@ export function isUnchangedToast(cell: TupleCell): cell is UnchangedToast {
   return cell === unchangedToast;
 }
 
+/** `newer` with its unchanged-TOAST cells taken from `older`, an earlier image of the same row. */
+export function fillUnchanged(newer: RowImage, older: RowImage): RowImage {
+  if (!newer.some(isUnchangedToast)) return newer;
+  return newer.map((cell, index): TupleCell => (isUnchangedToast(cell) ? (older[index] ?? cell) : cell));
+}
+
 /** A source column as destinations create and write it. */
 export interface SourceColumn {
   readonly name: string;
@@ -41,6 +47,21 @@ export interface DestinationTable {
   readonly columns: readonly SourceColumn[];
   /** Names of the columns that identify a row; a subset of `columns`. */
   readonly keyColumns: readonly string[];
+}
+
+const keyIndexCache = new WeakMap<DestinationTable, readonly number[]>();
+
+/**
+ * Positions of `table.keyColumns` in `table.columns` (-1 for a key column that
+ * is not replicated), computed once per table object.
+ */
+export function keyIndexes(table: DestinationTable): readonly number[] {
+  let indexes = keyIndexCache.get(table);
+  if (!indexes) {
+    indexes = table.keyColumns.map((name) => table.columns.findIndex((column) => column.name === name));
+    keyIndexCache.set(table, indexes);
+  }
+  return indexes;
 }
 
 /**

@@ -4,9 +4,14 @@ import {
   type ArrayValue,
   type Hstore,
   type Interval,
+  isArrayValue,
+  isHstore,
   parseTextValue,
+  type ScalarVisitor,
   timestampInfinity,
   timestampMinusInfinity,
+  visitArray,
+  visitScalar,
 } from './parse-text.ts';
 import { type ColumnType, describeColumnType, type ScalarColumnType } from './value-kind.ts';
 
@@ -675,5 +680,63 @@ describe('value types', () => {
     expectTypeOf(parseTextValue(hstore, '')).toEqualTypeOf<Hstore>();
     expectTypeOf(parseTextValue(arrayOf(timestamptz), '{}')).toEqualTypeOf<ArrayValue<bigint>>();
     expectTypeOf(parseTextValue({ kind: 'numeric', precision: 3, scale: 1 }, '1.0')).toEqualTypeOf<string>();
+  });
+});
+
+describe('visiting values by kind', () => {
+  const kindOf = (kind: string) => () => kind;
+  const describeValue: ScalarVisitor<string> = {
+    int16: (value) => `int16 ${value + 1}`,
+    int32: kindOf('int32'),
+    int64: (value) => `int64 ${value + 1n}`,
+    float32: kindOf('float32'),
+    float64: kindOf('float64'),
+    numeric: kindOf('numeric'),
+    boolean: kindOf('boolean'),
+    string: kindOf('string'),
+    bytes: (value) => `bytes ${value.length}`,
+    uuid: kindOf('uuid'),
+    json: kindOf('json'),
+    date: kindOf('date'),
+    time: kindOf('time'),
+    timetz: kindOf('timetz'),
+    timestamp: kindOf('timestamp'),
+    timestamptz: kindOf('timestamptz'),
+    interval: (value) => `interval ${value.months}`,
+    inet: kindOf('inet'),
+    cidr: kindOf('cidr'),
+    macaddr: kindOf('macaddr'),
+    hstore: (value) => `hstore ${Object.keys(value).join(',')}`,
+    geometry: kindOf('geometry'),
+    money: kindOf('money'),
+    bit: kindOf('bit'),
+    xml: kindOf('xml'),
+    enum: kindOf('enum'),
+    unknown_text: kindOf('unknown_text'),
+  };
+
+  it('hands each value to the handler of its kind, typed', () => {
+    expect(visitScalar(int16, parseTextValue(int16, '41'), describeValue)).toBe('int16 42');
+    expect(visitScalar(int64, parseTextValue(int64, '9007199254740993'), describeValue)).toBe(
+      'int64 9007199254740994',
+    );
+    expect(visitScalar(bytes, parseTextValue(bytes, '\\x0102'), describeValue)).toBe('bytes 2');
+    expect(visitScalar(interval, parseTextValue(interval, '1 mon'), describeValue)).toBe('interval 1');
+    expect(visitScalar(hstore, parseTextValue(hstore, '"a"=>"1"'), describeValue)).toBe('hstore a');
+  });
+
+  it('visits array elements in their nesting, NULLs kept', () => {
+    expect(visitArray(int16, parseTextValue(arrayOf(int16), '{{1,NULL},{3,4}}'), describeValue)).toEqual([
+      ['int16 2', null],
+      ['int16 4', 'int16 5'],
+    ]);
+  });
+
+  it('tells arrays and hstores from other values', () => {
+    expect(isArrayValue(parseTextValue(arrayOf(int16), '{1}'))).toBe(true);
+    expect(isArrayValue(parseTextValue(int16, '1'))).toBe(false);
+    expect(isHstore(parseTextValue(hstore, '"a"=>NULL'))).toBe(true);
+    expect(isHstore(parseTextValue(interval, '1 day'))).toBe(false);
+    expect(isHstore(parseTextValue(bytes, '\\x00'))).toBe(false);
   });
 });

@@ -4,7 +4,7 @@
 import type { RelationMessage, Tuple } from '../connectors/postgres/pgoutput.ts';
 import {
   type DestinationTable,
-  isUnchangedToast,
+  fillUnchanged,
   type RowImage,
   type SourceColumn,
   type TupleCell,
@@ -115,8 +115,7 @@ export function project(tuple: Tuple, projection: readonly number[]): RowImage {
 
 /** Fills unchanged-TOAST cells of a new image from a full old image (REPLICA IDENTITY FULL). */
 export function fillFromOld(newRow: RowImage, oldRow: RowImage | null): RowImage {
-  if (!oldRow || !newRow.some(isUnchangedToast)) return newRow;
-  return newRow.map((cell, index) => (isUnchangedToast(cell) ? (oldRow[index] ?? cell) : cell));
+  return oldRow ? fillUnchanged(newRow, oldRow) : newRow;
 }
 
 function sourceKey(schema: string, table: string): string {

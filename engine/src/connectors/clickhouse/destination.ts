@@ -12,6 +12,7 @@ import { EngineError } from '../../errors.ts';
 import { formatTableName, type TableMapping } from '../../resources/mirror.ts';
 import type { AnalyticsConfig } from '../../resources/peer.ts';
 import { classifyClickHouseError } from '../classify.ts';
+import { finalStates } from '../coalesce.ts';
 import { copyTextRows } from '../copy-text.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
 import {
@@ -22,8 +23,8 @@ import {
   type RowImage,
   type SourceColumn,
   type TableChanges,
+  keyIndexes as tableKeyIndexes,
 } from '../records.ts';
-import { maxChangesPerBatch, planTableChanges, rowVersion } from './batch-plan.ts';
 import { createAnalyticsClient } from './client.ts';
 import {
   type CellEncoder,
@@ -35,6 +36,7 @@ import {
   sqlLiteral,
   stringLiteral,
 } from './row-binary.ts';
+import { maxChangesPerBatch, rowVersion } from './row-version.ts';
 import { type ServerCapabilities, serverCapabilities } from './server.ts';
 import { quoteIdentifier } from './sql.ts';
 import {
@@ -373,9 +375,7 @@ export class ClickHouseDestination implements Destination {
     const encoders = table.columns.map((column) =>
       columnEncoder(column.name, sourceColumnType(column), typeOf(column.name), limits),
     );
-    const keyIndexes = table.keyColumns.map((name) =>
-      table.columns.findIndex((column) => column.name === name),
-    );
+    const keyIndexes = tableKeyIndexes(table);
     if (keyIndexes.length === 0 || keyIndexes.includes(-1)) {
       throw new EngineError('config', `destination table ${shape.label} has no usable key`);
     }
@@ -574,7 +574,7 @@ export class ClickHouseDestination implements Destination {
   /** `batchId` here is the version's batch part: the mirror's version base plus the batch id. */
   async #applyTable(batchId: bigint, { table, changes }: TableChanges): Promise<void> {
     const target = await this.#writer(table);
-    const plan = planTableChanges(changes, target.keyIndexes);
+    const plan = finalStates(changes, target.keyIndexes);
     if (plan.truncateIndex !== undefined)
       await this.#truncateInBatch(target, rowVersion(batchId, plan.truncateIndex));
     if (plan.finals.size === 0) return;

@@ -19,8 +19,14 @@
 // from the destination's current rows and to write those rows' keys as SQL.
 
 import { EngineError } from '../../errors.ts';
-import { civilFromDays as civilDate, daysFromCivil, formatCivilDate } from '../../model/calendar.ts';
-import { type ArrayValue, type Hstore, parseTextValue, type Value } from '../../model/parse-text.ts';
+import { civilFromDays, daysFromCivil, formatCivilDate } from '../../model/calendar.ts';
+import {
+  type ArrayValue,
+  isArrayValue,
+  isHstore,
+  parseTextValue,
+  type ScalarValue,
+} from '../../model/parse-text.ts';
 import { type ColumnType, describeColumnType } from '../../model/value-kind.ts';
 import { type ChType, formatChType } from './types.ts';
 
@@ -242,11 +248,6 @@ export function dateDays(date: string): number {
   return daysFromCivil(Number(match[1]), Number(match[2]), Number(match[3]));
 }
 
-/** 'YYYY-MM-DD' of a day number. */
-export function civilFromDays(days: number): string {
-  return formatCivilDate(civilDate(days));
-}
-
 function clampDays(days: number, min: number, max: number): number {
   return days < min ? min : Math.min(days, max);
 }
@@ -444,14 +445,14 @@ function arrayDepth(type: ChType): number {
 
 function valueDepth(value: ArrayValue): number {
   const first = value.find((item) => item !== null);
-  return Array.isArray(first) ? 1 + valueDepth(first as ArrayValue) : 1;
+  return first !== undefined && first !== null && isArrayValue(first) ? 1 + valueDepth(first) : 1;
 }
 
 /** Writes one non-null value of the value model to `type`. `text` is its PostgreSQL text. */
 function writeValue(
   writer: RowBinaryWriter,
   type: ChType,
-  value: Value | null,
+  value: ScalarValue | ArrayValue | null,
   text: string | undefined,
   context: ValueContext,
 ): void {
@@ -517,20 +518,20 @@ function writeValue(
       writeTimestamp(writer, type, value, context);
       return;
     case 'Array': {
-      if (!Array.isArray(value)) throw valueError(context, 'not an array');
-      const array = value as ArrayValue;
-      if (array.length > 0 && valueDepth(array) !== arrayDepth(type)) {
+      if (!isArrayValue(value)) throw valueError(context, 'not an array');
+      if (value.length > 0 && valueDepth(value) !== arrayDepth(type)) {
         throw valueError(
           context,
-          `a ${valueDepth(array)}-dimensional array cannot be stored in ${formatChType(type)}`,
+          `a ${valueDepth(value)}-dimensional array cannot be stored in ${formatChType(type)}`,
         );
       }
-      writer.varint(array.length);
-      for (const item of array) writeValue(writer, type.element, item as Value | null, undefined, context);
+      writer.varint(value.length);
+      for (const item of value) writeValue(writer, type.element, item, undefined, context);
       return;
     }
     case 'Map': {
-      const entries = Object.entries(value as Hstore);
+      if (!isHstore(value)) throw valueError(context, 'not a map');
+      const entries = Object.entries(value);
       writer.varint(entries.length);
       for (const [key, entry] of entries) {
         writeValue(writer, type.key, key, key, context);
@@ -754,7 +755,7 @@ function timeText(ticks: bigint, precision: number): string {
     .map((part) => String(part).padStart(2, '0'))
     .join(':');
   const fractionText = precision > 0 ? `.${fraction.toString().padStart(precision, '0')}` : '';
-  return `${civilFromDays(days)} ${clock}${fractionText}`;
+  return `${formatCivilDate(civilFromDays(days))} ${clock}${fractionText}`;
 }
 
 /** The SQL literal of a value read with RowBinaryReader, typed so comparisons use the column's type. */
@@ -792,7 +793,7 @@ export function sqlLiteral(type: ChType, value: ChValue): string {
       return cast(value as string);
     case 'Date':
     case 'Date32':
-      return cast(civilFromDays(value as number));
+      return cast(formatCivilDate(civilFromDays(value as number)));
     case 'DateTime':
       return cast(timeText(value as bigint, 0));
     case 'DateTime64':
