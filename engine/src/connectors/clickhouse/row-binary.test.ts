@@ -1,14 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { civilFromDays, formatCivilDate } from '../../model/calendar.ts';
 import type { ColumnType } from '../../model/value-kind.ts';
-import {
-  columnEncoder,
-  dateDays,
-  RowBinaryReader,
-  RowBinaryWriter,
-  sqlLiteral,
-  stringLiteral,
-} from './row-binary.ts';
+import { columnEncoder, dateDays, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
+import { sqlLiteral, stringLiteral } from './sql.ts';
 import { parseChType } from './types.ts';
 
 const limits = { date32: { minDay: -25_567, maxDay: 120_529 } };
