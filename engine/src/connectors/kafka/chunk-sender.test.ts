@@ -25,17 +25,23 @@ function heldSends() {
 
 const assigner = (): BatchAssigner => ({ assign: () => 0 });
 
+/** A sender whose chunks are acknowledged at once and recorded in `sent`. */
+function recordingSender(chunkBytes: number) {
+  const sent: string[][] = [];
+  const sender = new ChunkSender({
+    send: async (chunk) => {
+      sent.push(values(chunk));
+    },
+    chunkBytes,
+    newAssigner: assigner,
+    assignerPerChunk: false,
+  });
+  return { sent, sender };
+}
+
 describe('ChunkSender', () => {
   it('sends a chunk once its bytes reach the bound, and the rest on finish', async () => {
-    const sent: string[][] = [];
-    const sender = new ChunkSender({
-      send: async (chunk) => {
-        sent.push(values(chunk));
-      },
-      chunkBytes: 100,
-      newAssigner: assigner,
-      assignerPerChunk: false,
-    });
+    const { sent, sender } = recordingSender(100);
     await sender.add([outgoing('a', 60)]);
     expect(sent).toEqual([]);
     await sender.add([outgoing('b', 40), outgoing('c', 10)]);
@@ -46,15 +52,7 @@ describe('ChunkSender', () => {
   });
 
   it('bounds a chunk by its message count too', async () => {
-    const sent: string[][] = [];
-    const sender = new ChunkSender({
-      send: async (chunk) => {
-        sent.push(values(chunk));
-      },
-      chunkBytes: Number.MAX_SAFE_INTEGER,
-      newAssigner: assigner,
-      assignerPerChunk: false,
-    });
+    const { sent, sender } = recordingSender(Number.MAX_SAFE_INTEGER);
     for (let index = 0; index < maxChunkMessages; index++) await sender.add([outgoing(String(index), 1)]);
     expect(sent).toHaveLength(1);
     await sender.finish();
