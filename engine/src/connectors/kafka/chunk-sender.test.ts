@@ -89,28 +89,16 @@ describe('ChunkSender', () => {
   });
 
   it('takes a new assigner per chunk when asked to', async () => {
-    let made = 0;
-    const newAssigner = (): BatchAssigner => {
-      made++;
-      return { assign: () => made };
-    };
-    const perChunk = new ChunkSender({
-      send: async () => {},
-      chunkBytes: 1,
-      newAssigner,
-      assignerPerChunk: true,
-    });
-    const first = perChunk.assigner();
-    await perChunk.add([outgoing('a', 1)]);
-    expect(perChunk.assigner()).not.toBe(first);
-    const shared = new ChunkSender({
-      send: async () => {},
-      chunkBytes: 1,
-      newAssigner,
-      assignerPerChunk: false,
-    });
-    const only = shared.assigner();
-    await shared.add([outgoing('a', 1)]);
-    expect(shared.assigner()).toBe(only);
+    for (const assignerPerChunk of [true, false]) {
+      const sender = new ChunkSender({
+        send: async () => {},
+        chunkBytes: 1,
+        newAssigner: assigner,
+        assignerPerChunk,
+      });
+      const first = sender.assigner();
+      await sender.add([outgoing('a', 1)]);
+      expect(sender.assigner() !== first).toBe(assignerPerChunk);
+    }
   });
 });
