@@ -26,6 +26,7 @@ describe('error policy table', () => {
       'connection',
       'ssh_tunnel',
       'permission',
+      'source_permission',
       'destination_write',
       'busy',
       'internal',

@@ -1,20 +1,30 @@
 // The engine's one error type. Every failure that leaves a connector or the
 // pipeline is an EngineError of a closed set of kinds; `errorPolicy` says, per
 // kind, whether the mirror retries on its own and what the operator should do.
-// Driver-specific errors are turned into these kinds in one place
-// (connectors/classify.ts), never by string matching scattered around.
+// Driver-specific errors are turned into these kinds in one module
+// (connectors/classify/), never by string matching scattered around.
+//
+// Where a fault's remedy differs between the two ends of a mirror the kind
+// says which end it is on: source_auth, source_permission and source_schema are
+// the source's, schema_mismatch and destination_write the destination's;
+// source_setup, slot_invalidated, wal_removed, replica_identity and decode can
+// only arise at the source. The other kinds read the same on either side (and
+// in a peer check, which has no side); their message names the side.
 
 export const errorKinds = [
   'connection',
   'auth',
+  'source_auth',
   'ssh_tunnel',
   'permission',
+  'source_permission',
   'config',
   'source_setup',
   'slot_invalidated',
   'wal_removed',
   'replica_identity',
   'schema_mismatch',
+  'source_schema',
   'decode',
   'destination_write',
   'busy',
@@ -42,11 +52,21 @@ export interface ErrorPolicy {
 export const errorPolicy = {
   connection: { retry: 'timed', remedy: 'check that the peer host and port are reachable from the engine' },
   auth: { retry: 'manual', remedy: 'check the peer user and password (or key) and update the peer' },
+  source_auth: {
+    retry: 'manual',
+    remedy:
+      "check the source peer user and password and that the source's pg_hba.conf lets that user open both normal and replication connections from the engine; update the peer or the source, then resume",
+  },
   ssh_tunnel: { retry: 'timed', remedy: 'check the peer ssh_config: host, port, user and key or password' },
   permission: {
     retry: 'timed',
     remedy:
       'grant the peer user the privilege on the object named in the message; the mirror retries by itself meanwhile',
+  },
+  source_permission: {
+    retry: 'timed',
+    remedy:
+      'give the source peer user what the message names: SELECT on the table, the REPLICATION attribute, or ownership of the table for the publication; the mirror retries by itself meanwhile',
   },
   config: { retry: 'manual', remedy: 'fix the mirror or peer configuration named in the message' },
   source_setup: { retry: 'manual', remedy: 'fix the source database setting named in the message' },
@@ -68,6 +88,11 @@ export const errorPolicy = {
   schema_mismatch: {
     retry: 'manual',
     remedy: 'align the destination table with the source table named in the message',
+  },
+  source_schema: {
+    retry: 'manual',
+    remedy:
+      'the source table or column named in the message is gone or was renamed; restore it or remove the table from the mirror, then resume',
   },
   decode: {
     retry: 'never',

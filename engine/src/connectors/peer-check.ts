@@ -3,6 +3,7 @@
 // the peer reconciler's periodic re-check.
 import { EngineError } from '../errors.ts';
 import type { Peer, PeerKind, PeerOfKind } from '../resources/peer.ts';
+import { classifyError } from './classify/index.ts';
 
 export interface PeerCheckResult {
   /** The data store's version; only relational and analytics peers report one. */
@@ -41,6 +42,10 @@ export async function checkPeer(peer: Peer, timeoutMs = defaultPeerCheckTimeoutM
   });
   try {
     return await Promise.race([checker(peer, timeoutMs), timeout]);
+  } catch (error) {
+    // Each checker classifies its driver's errors; this keeps the promise for
+    // anything that escaped one (a driver failing while it loads, say).
+    throw classifyError(error, `peer check of ${peer.name}`, 'connection');
   } finally {
     clearTimeout(timer);
   }

@@ -4,6 +4,7 @@
 import { once } from 'node:events';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import type { ConnectConfig, Client as SshClient } from 'ssh2';
+import { classifySshError } from '../connectors/classify/index.ts';
 import { EngineError } from '../errors.ts';
 
 export interface SshTunnelConfig {
@@ -103,13 +104,8 @@ async function connectSsh(config: SshTunnelConfig): Promise<SshClient> {
   return new Promise((resolve, reject) => {
     const ssh = new Client();
     ssh.once('ready', () => resolve(ssh));
-    ssh.once('error', (cause: Error & { level?: string }) => {
-      const what = cause.level === 'client-authentication' ? 'authentication failed' : 'could not connect';
-      reject(
-        new EngineError('ssh_tunnel', `ssh tunnel to ${config.user}@${config.host}:${config.port}: ${what}`, {
-          cause,
-        }),
-      );
+    ssh.once('error', (cause: Error) => {
+      reject(classifySshError(cause, `ssh tunnel to ${config.user}@${config.host}:${config.port}`));
     });
     ssh.connect(options);
   });

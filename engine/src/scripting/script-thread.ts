@@ -45,8 +45,8 @@ export function watchdogLimitMs(limits: SandboxLimits): number {
 export class ScriptThreadError extends Error {
   readonly failure: ScriptFailure;
 
-  constructor(failure: ScriptFailure) {
-    super(failure.message);
+  constructor(failure: ScriptFailure, options?: { cause?: unknown }) {
+    super(failure.message, options);
     this.name = 'ScriptThreadError';
     this.failure = failure;
   }
@@ -162,7 +162,12 @@ export class ScriptThread {
         try {
           this.#worker.postMessage({ type: 'transform', id, records } satisfies ToWorker);
         } catch (error) {
-          reject(new ScriptThreadError({ reason: 'crashed', during, message: `records not sent: ${error}` }));
+          reject(
+            new ScriptThreadError(
+              { reason: 'crashed', during, message: 'records not sent' },
+              { cause: error },
+            ),
+          );
           return;
         }
       }

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { AnalyticsConfig } from '../../resources/peer.ts';
-import { classifyClickHouseError } from '../classify.ts';
+import { classifyClickHouseError } from '../classify/index.ts';
 import { createAnalyticsClient } from './client.ts';
 import type { DateLimits } from './row-binary.ts';
 import { type ServerCapabilities, serverCapabilities } from './server.ts';

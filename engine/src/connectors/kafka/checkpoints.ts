@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { EngineError } from '../../errors.ts';
 import { formatLsn } from '../../model/lsn.ts';
+import { classifyKafkaError } from '../classify/index.ts';
 import type { Checkpoint } from '../records.ts';
-import { classifyKafkaError } from './errors.ts';
 import { checkpointTopic } from './topics.ts';
 
 /** The checkpoint topic's settings: one partition (it holds one small message per mirror), compacted. */

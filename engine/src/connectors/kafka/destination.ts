@@ -19,13 +19,13 @@ import type { StreamConfig } from '../../resources/peer.ts';
 import type { ScriptSource } from '../../resources/script.ts';
 import type { LuaInput, SandboxLimits } from '../../scripting/lua-vm.ts';
 import { RecordScript, type ScriptMessage, scriptBatchRecords } from '../../scripting/record-script.ts';
+import { classifyKafkaError } from '../classify/index.ts';
 import { copyTextRows } from '../copy-text.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
 import { checkpointTopicConfig, deleteCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { ChunkSender, type Outgoing } from './chunk-sender.ts';
 import { createStreamClient } from './client.ts';
-import { classifyKafkaError } from './errors.ts';
 import {
   type ChangeRecord,
   changeRecord,

@@ -1,4 +1,5 @@
 import type { RelationalConfig } from '../../resources/peer.ts';
+import { classifyPgError } from '../classify/index.ts';
 import { connectPostgres } from './connect.ts';
 
 /** Connects (through the SSH tunnel when set) and reads the server version. */
@@ -12,6 +13,8 @@ export async function checkRelationalPeer(config: RelationalConfig): Promise<{ v
       `SELECT current_setting('server_version') AS version`,
     );
     return { version: result.rows[0]?.version ?? 'unknown' };
+  } catch (error) {
+    throw classifyPgError(error, 'peer check: read the server version', 'connection');
   } finally {
     await connection.close();
   }

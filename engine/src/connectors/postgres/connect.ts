@@ -4,7 +4,7 @@
 import pg from 'pg';
 import { SshTunnel } from '../../net/ssh-tunnel.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
-import { classifyPgError } from '../classify.ts';
+import { classifyPgError, type Side } from '../classify/index.ts';
 
 /** Settings that fix the text output of dates, times, intervals, floats and bytea. */
 export const sessionSettings = {
@@ -24,6 +24,12 @@ export interface ConnectOptions {
   readonly replication?: 'database';
   readonly applicationName: string;
   readonly connectTimeoutMs?: number;
+  /**
+   * Which end of a mirror the connection serves, for the kind of a refused
+   * login (errors.ts). A replication connection is always the source's; a peer
+   * check has no side.
+   */
+  readonly side?: Side;
 }
 
 /** A connected client; `close()` also closes its SSH tunnel. */
@@ -64,8 +70,9 @@ function clientConfig(
   };
 }
 
-function describe(config: RelationalConfig): string {
-  return `connect to ${config.host}:${config.port}/${config.database}`;
+function describe(config: RelationalConfig, options: ConnectOptions): string {
+  const side = options.side ?? (options.replication ? 'source' : undefined);
+  return `${side ? `${side}: ` : ''}connect to ${config.host}:${config.port}/${config.database}`;
 }
 
 export async function connectPostgres(
@@ -81,7 +88,7 @@ export async function connectPostgres(
     await client.connect();
   } catch (error) {
     endpoint.close();
-    throw classifyPgError(error, describe(config), 'connection');
+    throw classifyPgError(error, describe(config, options), 'connection');
   }
   return {
     client,
@@ -114,7 +121,7 @@ export async function openPostgresPool(
   } catch (error) {
     await pool.end();
     endpoint.close();
-    throw classifyPgError(error, describe(config), 'connection');
+    throw classifyPgError(error, describe(config, options), 'connection');
   }
   return {
     pool,

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
 import { formatTableName } from '../../resources/mirror.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
-import { classifyPgError } from '../classify.ts';
+import { classifyPgError } from '../classify/index.ts';
 import { coalesceChanges } from '../coalesce.ts';
 import { copyNull, escapeCopyText, textArrayLiteral } from '../copy-text.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
@@ -53,6 +53,7 @@ export class PostgresDestination implements Destination {
   async #connection(): Promise<pg.Pool> {
     this.#pool ??= await openPostgresPool(this.#config, {
       applicationName: this.#options.applicationName,
+      side: 'destination',
       maxConnections: 8,
     });
     return this.#pool.pool;
@@ -60,10 +61,14 @@ export class PostgresDestination implements Destination {
 
   async check(): Promise<{ version: string }> {
     const pool = await this.#connection();
-    const result = await pool.query<{ version: string }>(
-      `SELECT current_setting('server_version') AS version`,
-    );
-    return { version: result.rows[0]?.version ?? 'unknown' };
+    try {
+      const result = await pool.query<{ version: string }>(
+        `SELECT current_setting('server_version') AS version`,
+      );
+      return { version: result.rows[0]?.version ?? 'unknown' };
+    } catch (error) {
+      throw classifyPgError(error, 'destination: read the server version', 'connection');
+    }
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
 import snowflake from 'snowflake-sdk';
 import type { DatawarehouseConfig } from '../../resources/peer.ts';
+import { classifySnowflakeError } from '../classify/index.ts';
 
 let configured = false;
 
@@ -13,7 +14,10 @@ function configureDriver(): void {
   configured = true;
 }
 
-/** Logs in with the key pair (SNOWFLAKE_JWT) and runs a trivial query. */
+/**
+ * Logs in with the key pair (SNOWFLAKE_JWT) and runs a trivial query. Fails
+ * with an EngineError whose cause is the driver's error.
+ */
 export async function checkDatawarehousePeer(
   config: DatawarehouseConfig,
   timeoutMs: number,
@@ -32,12 +36,18 @@ export async function checkDatawarehousePeer(
     sfRetryMaxLoginRetries: 1,
     ...(config.accessUrl ? { accessUrl: config.accessUrl } : {}),
   });
-  await connection.connectAsync();
+  try {
+    await connection.connectAsync();
+  } catch (error) {
+    throw classifySnowflakeError(error, 'peer check: log in', 'connection');
+  }
   try {
     await new Promise<void>((resolve, reject) => {
       connection.execute({ sqlText: 'SELECT 1', complete: (error) => (error ? reject(error) : resolve()) });
     });
     return {};
+  } catch (error) {
+    throw classifySnowflakeError(error, 'peer check: run a query', 'connection');
   } finally {
     await new Promise<void>((resolve) => connection.destroy(() => resolve()));
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyClickHouseError, classifyPgError, classifySlotState } from './classify.ts';
+import { classifyPgError, classifySlotState } from './pg.ts';
 
 function pgError(code: string, message: string, detail?: string): Error {
   return Object.assign(new Error(message), { code, ...(detail ? { detail } : {}) });
@@ -104,14 +104,5 @@ describe('classifyPgError: faults that heal by themselves', () => {
     }
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     expect(classifyPgError(refused, 'mirror run', 'internal').kind).toBe('connection');
-  });
-});
-
-describe('classifyClickHouseError: a busy server', () => {
-  it('retries too many queries and memory limits as busy', () => {
-    for (const code of ['202', '241']) {
-      const error = Object.assign(new Error(`Code: ${code}. busy`), { code });
-      expect(classifyClickHouseError(error, 'destination: insert', 'destination_write').kind).toBe('busy');
-    }
   });
 });

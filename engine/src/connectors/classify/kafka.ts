@@ -1,8 +1,9 @@
-// Turns kafkajs errors into EngineError kinds. kafkajs wraps the broker's error
-// in retry and aggregate errors; the innermost one decides. A message never
-// carries the driver's text, which can quote topic data; that goes to `cause`.
+// kafkajs errors. kafkajs wraps the broker's error in retry and aggregate
+// errors; the innermost one decides. A message never carries the driver's
+// text, which can quote topic data; that goes to `cause`. Kafka is only ever a
+// destination.
 import { EngineError, type ErrorKind, isEngineError } from '../../errors.ts';
-import { networkErrorCodes } from '../classify.ts';
+import { networkErrorCodes, notAnError } from './network.ts';
 
 interface KafkaJsError {
   readonly name?: string;
@@ -60,7 +61,7 @@ export function classifyKafkaError(
   fallback: ErrorKind = 'destination_write',
 ): EngineError {
   if (isEngineError(error)) return error;
-  if (!(error instanceof Error)) return new EngineError(fallback, `${what} failed`, { cause: error });
+  if (!(error instanceof Error)) return notAnError(error, what, fallback);
   const { kind, detail } = kindOf(error, fallback);
   return new EngineError(kind, `${what} failed${detail ? ` (${detail})` : ''}`, { cause: error });
 }

@@ -1,0 +1,146 @@
+// PostgreSQL (`pg`) errors, by SQLSTATE, socket error code and, where the
+// SQLSTATE is shared, the server's wording. Used for the source and for a
+// PostgreSQL destination: the side decides the kind where its remedy differs.
+import { EngineError, type ErrorKind, isEngineError } from '../../errors.ts';
+import { networkErrorCodes, notAnError, onSide, type Side, sideOf } from './network.ts';
+
+interface PgDriverError {
+  code?: string;
+  message: string;
+  detail?: string;
+}
+
+/**
+ * How PostgreSQL 13–18 says a logical slot can no longer be read: 13–15 answer
+ * `cannot read from logical replication slot "…"`, 16–17 `can no longer get
+ * changes from replication slot "…"`, 18 `can no longer access replication slot
+ * "…"`, all SQLSTATE 55000 with a detail "This slot has been invalidated
+ * because …" (18: "This replication slot has been invalidated due to …").
+ * See src/backend/replication/logical/logical.c and slot.c of each release.
+ */
+const slotLostMessage =
+  /(cannot read from logical replication slot|can no longer (get changes from|access) replication slot|replication slot .* (can no longer be used|has been invalidated))/i;
+const slotInvalidatedDetail = /slot has been invalidated/i;
+const slotMissingMessage = /replication slot .* does not exist/i;
+const slotExistsMessage = /replication slot .* already exists/i;
+
+/**
+ * SQLSTATEs of a server short of a resource or of time, which heal by
+ * themselves: disk_full, out_of_memory, too_many_connections,
+ * configuration_limit_exceeded, serialization_failure, deadlock_detected,
+ * lock_not_available (lock_timeout), query_canceled (statement_timeout).
+ */
+const busyCodes: ReadonlySet<string> = new Set([
+  '53100',
+  '53200',
+  '53300',
+  '53400',
+  '40001',
+  '40P01',
+  '55P03',
+  '57014',
+]);
+
+/** Kinds of objects PostgreSQL names in `permission denied for <kind> <name>`. */
+const deniedObject =
+  /^permission denied for (table|relation|schema|sequence|database|function|view) (.{1,200})$/;
+
+function pgErrorKind(error: PgDriverError): ErrorKind {
+  const code = error.code ?? '';
+  if (networkErrorCodes.has(code)) return 'connection';
+  // SQLSTATE classes: https://www.postgresql.org/docs/current/errcodes-appendix.html
+  if (code === '28P01' || code === '28000') return 'auth';
+  if (code === '42501') return 'permission';
+  if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return 'connection';
+  if (code === '58P01' && /WAL segment .* has already been removed/.test(error.message)) return 'wal_removed';
+  if (
+    code === '55000' &&
+    (slotLostMessage.test(error.message) || slotInvalidatedDetail.test(error.detail ?? ''))
+  ) {
+    return 'slot_invalidated';
+  }
+  // undefined_object: only a missing slot is the mirror's loss; other objects are setup errors.
+  if (code === '42704' && slotMissingMessage.test(error.message)) return 'slot_invalidated';
+  // duplicate_object: a slot someone else made under the mirror's name between the
+  // mirror's look and its CREATE_REPLICATION_SLOT; it is not the mirror's to take.
+  if (code === '42710' && slotExistsMessage.test(error.message)) return 'config';
+  if (code === '42P01' || code === '42703') return 'schema_mismatch';
+  if (busyCodes.has(code)) return 'busy';
+  if (
+    /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message)
+  ) {
+    return 'connection';
+  }
+  return 'internal';
+}
+
+export interface PgErrorContext {
+  /** The privileges the step needs, named in a permission fault. */
+  readonly privileges?: string;
+  /** Which end of the mirror the connection serves; read from `what` when absent. */
+  readonly side?: Side;
+}
+
+/**
+ * Wraps an error thrown by `pg` (source or destination) into an EngineError.
+ * `what` says what was being done, e.g. "source: create replication slot".
+ * The driver's message goes to `cause`, not into the message, because it may
+ * quote row values.
+ */
+export function classifyPgError(
+  error: unknown,
+  what: string,
+  fallback: ErrorKind = 'internal',
+  context: PgErrorContext = {},
+): EngineError {
+  if (isEngineError(error)) return error;
+  if (!(error instanceof Error)) return notAnError(error, what, fallback);
+  const kind = pgErrorKind(error as PgDriverError);
+  const resolved = onSide(kind === 'internal' ? fallback : kind, context.side ?? sideOf(what));
+  const code = (error as PgDriverError).code;
+  let message = `${what} failed${code ? ` (${code})` : ''}`;
+  if (resolved === 'permission' || resolved === 'source_permission') {
+    // The object's name (never a value) is safe to show; the privileges come
+    // from what was being done, since PostgreSQL does not say which one it checked.
+    const denied = deniedObject.exec(error.message);
+    if (denied) message += `: permission denied for ${denied[1]} ${denied[2]}`;
+    if (context.privileges) message += `; it needs ${context.privileges}`;
+  }
+  return new EngineError(resolved, message, { cause: error });
+}
+
+/** A row of pg_replication_slots as far as slot loss goes; undefined when the slot does not exist. */
+export interface SlotState {
+  /** `reserved`, `extended`, `unreserved` or `lost` (PostgreSQL 13+). */
+  readonly walStatus: string | null;
+  /** PostgreSQL 17+: why the slot was invalidated (`wal_removed`, `rows_removed`, …); null when it was not. */
+  readonly invalidationReason: string | null;
+}
+
+/**
+ * The slot's loss as an EngineError, or undefined while it is usable. A missing
+ * slot, `wal_status = lost` and any `invalidation_reason` all mean the changes
+ * since the last acknowledged position are gone: nothing the engine retries
+ * brings them back.
+ */
+export function classifySlotState(slotName: string, state: SlotState | undefined): EngineError | undefined {
+  if (!state) {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} does not exist; changes since the last sync cannot be recovered`,
+    );
+  }
+  if (state.invalidationReason) {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} was invalidated (${state.invalidationReason})`,
+    );
+  }
+  if (state.walStatus === 'lost') {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} lost WAL it needed (wal_status lost)`,
+    );
+  }
+  return undefined;
+}
