@@ -30,13 +30,19 @@ const snowflakeErrorNames: ReadonlySet<string> = new Set([
   'ClientError',
 ]);
 
+/** How a ClickHouse server's error text begins: `Code: 60. DB::Exception: …` (18.x: `Code: 60, e.displayText() = …`). */
+const clickhouseServerText = /^Code: \d+[.,] /;
+
 /** Which driver threw `error`, by the marks each leaves; pg (and plain socket errors) otherwise. */
 function driverOf(error: unknown): Driver {
   if (!(error instanceof Error)) return 'pg';
   if (isSshError(error)) return 'ssh';
   if (error.name.startsWith('KafkaJS')) return 'kafka';
   // @clickhouse/client leaves `name` as Error; its class keeps its own name.
-  if (error.constructor.name === 'ClickHouseError') return 'clickhouse';
+  // Servers older than its parser (18.x) come as a plain Error of their text.
+  if (error.constructor.name === 'ClickHouseError' || clickhouseServerText.test(error.message)) {
+    return 'clickhouse';
+  }
   const code = (error as { code?: unknown }).code;
   const snowflakeCode = typeof code === 'number' || (typeof code === 'string' && /^\d{6}$/.test(code));
   if (snowflakeErrorNames.has(error.name) && snowflakeCode) return 'snowflake';

@@ -11,6 +11,7 @@ interface KafkaJsError {
   readonly code?: string;
   readonly originalError?: unknown;
   readonly errors?: readonly unknown[];
+  readonly cause?: unknown;
 }
 
 // Broker error names: https://kafka.apache.org/protocol#protocol_error_codes
@@ -30,11 +31,14 @@ const configTypes = new Set([
   'INVALID_CONFIG',
 ]);
 
-/** The innermost error kafkajs wrapped. */
+/**
+ * The innermost error kafkajs wrapped: retriers keep it in `originalError`
+ * (KafkaJSNumberOfRetriesExceeded in `cause` too), aggregates in `errors`.
+ */
 function rootOf(error: unknown): KafkaJsError {
   let current = error as KafkaJsError;
   for (let depth = 0; depth < 10; depth++) {
-    const inner = current.originalError ?? current.errors?.[0];
+    const inner = current.originalError ?? current.errors?.[0] ?? current.cause;
     if (inner === undefined || inner === null || typeof inner !== 'object') break;
     current = inner as KafkaJsError;
   }
