@@ -276,42 +276,6 @@ describe('Snowflake errors (emulator)', () => {
         accessUrl,
       },
     });
-  // Every session shares the emulator's one DuckDB: a database of our own.
-  const database = `ERRORS_${randomSuffix().toUpperCase()}`;
-  let connection: snowflakeSdk.Connection | undefined;
-
-  const execute = (sqlText: string): Promise<void> =>
-    new Promise((resolve, reject) => {
-      if (!connection) throw new Error('not connected');
-      connection.execute({ sqlText, complete: (error) => (error ? reject(error) : resolve()) });
-    });
-
-  beforeAll(async () => {
-    // Without a logger of its own the driver writes snowflake.log into the working directory.
-    const quiet = (): void => {};
-    snowflakeSdk.configure({
-      customLogger: { error: quiet, warn: quiet, info: quiet, debug: quiet, trace: quiet },
-    });
-    // The emulator checks no credential (docs/snowflake-emulator.md), so a
-    // refused login cannot be provoked here; the unit test of classify/ covers it.
-    connection = await snowflakeSdk
-      .createConnection({
-        account: 'tributary',
-        username: 'tributary',
-        password: 'unchecked',
-        accessUrl: snowflake.url,
-        sfRetryMaxLoginRetries: 1,
-      })
-      .connectAsync();
-    await execute(`CREATE DATABASE ${database}`);
-    await execute(`CREATE SCHEMA ${database}.REPL`);
-  });
-
-  afterAll(async () => {
-    if (!connection) return;
-    await execute(`DROP SCHEMA ${database}.REPL CASCADE`).catch(() => {});
-    await new Promise<void>((resolve) => connection?.destroy(() => resolve()));
-  });
 
   it('maps a refused connection to connection, retried', async () => {
     const error = await rejection(checkPeer(warehouse(`http://127.0.0.1:${await closedPort()}`), 10_000));
@@ -319,9 +283,50 @@ describe('Snowflake errors (emulator)', () => {
     expectKind(classifyError((error as EngineError).cause, 'mirror run'), 'connection', 'timed');
   });
 
-  it('maps a missing table to schema_mismatch, for a person', async () => {
-    const raw = await rejection(execute(`INSERT INTO ${database}.REPL.MISSING (ID) VALUES (1)`));
-    expect(raw).toMatchObject({ code: '002003' });
-    expectKind(classifyError(raw, 'destination: insert', 'destination_write'), 'schema_mismatch', 'manual');
+  describe('on the emulator', () => {
+    // Every session shares the emulator's one DuckDB: a database of our own.
+    const database = `ERRORS_${randomSuffix().toUpperCase()}`;
+    let connection: snowflakeSdk.Connection | undefined;
+
+    const execute = (sqlText: string): Promise<void> =>
+      new Promise((resolve, reject) => {
+        if (!connection) throw new Error('not connected');
+        connection.execute({ sqlText, complete: (error) => (error ? reject(error) : resolve()) });
+      });
+
+    beforeAll(async () => {
+      // Without a logger of its own the driver writes snowflake.log into the working directory.
+      const quiet = (): void => {};
+      snowflakeSdk.configure({
+        customLogger: { error: quiet, warn: quiet, info: quiet, debug: quiet, trace: quiet },
+      });
+      // The emulator checks no credential (docs/snowflake-emulator.md), so a
+      // refused login cannot be provoked here; the unit test of classify/ covers it.
+      const created = snowflakeSdk.createConnection({
+        account: 'tributary',
+        username: 'tributary',
+        password: 'unchecked',
+        accessUrl: snowflake.url,
+        sfRetryMaxLoginRetries: 1,
+      });
+      await new Promise<void>((resolve, reject) => {
+        created.connect((error) => (error ? reject(error) : resolve()));
+      });
+      connection = created;
+      await execute(`CREATE DATABASE ${database}`);
+      await execute(`CREATE SCHEMA ${database}.REPL`);
+    });
+
+    afterAll(async () => {
+      if (!connection) return;
+      await execute(`DROP SCHEMA ${database}.REPL CASCADE`).catch(() => {});
+      await new Promise<void>((resolve) => connection?.destroy(() => resolve()));
+    });
+
+    it('maps a missing table to schema_mismatch, for a person', async () => {
+      const raw = await rejection(execute(`INSERT INTO ${database}.REPL.MISSING (ID) VALUES (1)`));
+      expect(raw).toMatchObject({ code: '002003' });
+      expectKind(classifyError(raw, 'destination: insert', 'destination_write'), 'schema_mismatch', 'manual');
+    });
   });
 });

@@ -37,7 +37,12 @@ export async function checkDatawarehousePeer(
     ...(config.accessUrl ? { accessUrl: config.accessUrl } : {}),
   });
   try {
-    await connection.connectAsync();
+    // Not connectAsync: its promise resolves when the login fails (the error
+    // goes only to a callback), and the failure then shows as the next
+    // statement's "terminated connection". connect() hands every failure to its callback.
+    await new Promise<void>((resolve, reject) => {
+      connection.connect((error) => (error ? reject(error) : resolve()));
+    });
   } catch (error) {
     throw classifySnowflakeError(error, 'peer check: log in', 'connection');
   }
