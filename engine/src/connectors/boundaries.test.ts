@@ -13,6 +13,13 @@ const postgresDir = join(connectorsDir, 'postgres');
 /** The PostgreSQL driver's plumbing that the PostgreSQL destination shares with the source. */
 const sharedPostgresModules = new Set(['connect.ts', 'sql.ts']);
 
+/** Every .ts file under `dir`, at any depth. */
+function allSourceFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.ts'))
+    .map((name) => join(dir, name));
+}
+
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir)
     .filter((name) => name.endsWith('.ts'))
@@ -79,5 +86,15 @@ describe('connector boundaries', () => {
         .map((target) => `${shown(file)} -> ${shown(target)}`),
     );
     expect(offending).toEqual([]);
+  });
+
+  it('driver errors are classified only in connectors/classify/', () => {
+    const classifyDir = join(connectorsDir, 'classify');
+    const classifiers = allSourceFiles(engineSrcDir).filter((file) =>
+      /export function classify\w*Error\b/.test(readFileSync(file, 'utf8')),
+    );
+    const inside = (file: string) => !relative(classifyDir, file).startsWith('..');
+    expect(classifiers.filter(inside).length).toBeGreaterThanOrEqual(5);
+    expect(classifiers.filter((file) => !inside(file)).map(shown)).toEqual([]);
   });
 });
