@@ -47,6 +47,8 @@ export interface ScriptFailure {
   readonly message: string;
   /** Terminated by the watchdog: the CPU time the call had used, in ms, where the system tells it. */
   readonly cpuMs?: number;
+  /** What the worker caught when it was not an Error (a copy, since it crosses threads); for logs, not messages. */
+  readonly cause?: unknown;
 }
 
 /** The shared clock's BigInt64 slots, written by the worker, read by the watchdog. */

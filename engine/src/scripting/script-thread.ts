@@ -186,7 +186,8 @@ export class ScriptThread {
     if (!pending || pending.id !== id) return;
     this.#settled();
     if (message.type === 'failed') {
-      const error = new ScriptThreadError(message.failure);
+      const { cause, ...failure } = message.failure;
+      const error = new ScriptThreadError(failure, cause === undefined ? undefined : { cause });
       // A crashed Lua state cannot be trusted again; the others are intact.
       if (message.failure.reason === 'crashed') void this.terminate();
       pending.reject(error);

@@ -34,7 +34,21 @@ const post = (message: FromWorker) => port.postMessage(message);
 function failure(error: unknown, during: ScriptFailure['during']): ScriptFailure {
   if (error instanceof LuaScriptError) return { reason: error.reason, during, message: error.message };
   if (error instanceof InvalidScriptResult) return { reason: 'invalid', during, message: error.message };
-  return { reason: 'crashed', during, message: String((error as Error)?.message ?? error) };
+  if (error instanceof Error) return { reason: 'crashed', during, message: error.message };
+  // A thrown non-Error says nothing fit for a message; it travels as the cause,
+  // if it can be copied to the other thread at all.
+  let cause: unknown;
+  try {
+    cause = structuredClone(error);
+  } catch {
+    cause = undefined;
+  }
+  return {
+    reason: 'crashed',
+    during,
+    message: 'the script runtime threw a value that is not an Error',
+    cause,
+  };
 }
 
 const threadId = currentThreadId();
