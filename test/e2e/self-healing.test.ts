@@ -35,6 +35,19 @@ async function faultLasted(harness: Harness, mirror: string): Promise<void> {
   );
 }
 
+/**
+ * The initial load's rows are at the destination before the mirror has moved to
+ * `running` (it still reads its checkpoint and starts streaming): a fault made
+ * in between would hit the snapshot phase, not the streaming one under test.
+ */
+async function mirrorRunning(harness: Harness, mirror: string): Promise<void> {
+  await waitFor(
+    async () => (await harness.catalog.getRuntime(mirror))?.phase === 'running',
+    30_000,
+    'mirror running',
+  );
+}
+
 /** Milliseconds until `check` holds, polled every 50 ms, at most `timeoutMs`. */
 async function timeUntil(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
   const started = performance.now();
@@ -97,6 +110,7 @@ describe('faults that heal by themselves', () => {
     const recoveries: number[] = [];
     try {
       await expectSameRows(harness, 'granted');
+      await mirrorRunning(harness, spec.name);
       for (let run = 0; run < recoveryRuns; run++) {
         await destination.client.query(`REVOKE INSERT, UPDATE, DELETE ON granted FROM ${role}`);
         const base = 1000 * (run + 1);
@@ -189,6 +203,7 @@ describe('faults that heal by themselves', () => {
         throw new Error(`mirror did not set up: ${JSON.stringify(runtime)}`, { cause: error });
       });
       await expectSameRows(harness, 'crowded');
+      await mirrorRunning(harness, spec.name);
       // No new session for the role, and its open ones ended: every write needs a new one.
       await destination.client.query(`ALTER ROLE ${role} CONNECTION LIMIT 0`);
       await destination.client.query(
@@ -283,6 +298,7 @@ describe('faults that heal by themselves', () => {
       try {
         let client = await connectDestination();
         await waitFor(() => countAt(client, 100), 60_000, 'initial load');
+        await mirrorRunning(harness, spec.name);
         for (let run = 0; run < recoveryRuns; run++) {
           await client.end().catch(() => {});
           await server.stop();
