@@ -114,6 +114,19 @@ export type CreatePeerRequest = z.infer<typeof createPeerRequest>;
 
 export const createPeerResponse = z.object({ status: z.enum(['CREATED', 'FAILED']), message: z.string() });
 
+export const mirrorListResponse = z.object({
+  mirrors: z.array(
+    z.object({
+      name: z.string(),
+      workflowId: z.string(),
+      sourceName: z.string(),
+      destinationName: z.string(),
+      createdAt: z.string(),
+      isCdc: z.boolean(),
+    }),
+  ),
+});
+
 export const peerListResponse = z.object({
   items: z.array(z.object({ name: z.string(), type: z.string() })),
 });
