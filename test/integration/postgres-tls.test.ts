@@ -1,11 +1,14 @@
 // PostgreSQL peers over TLS, and SSH tunnels that check the server's host key,
 // against the TLS test server (scripts/testenv/postgres-tls.sh: its role
 // tributary_tls is admitted only over TLS) and the shared SSH server.
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { checkPeer, describeCheckFailure } from '../../engine/src/connectors/peer-check.ts';
 import { connectPostgres } from '../../engine/src/connectors/postgres/connect.ts';
+import { validateSource } from '../../engine/src/connectors/postgres/validate-source.ts';
 import type { EngineError } from '../../engine/src/errors.ts';
 import { type Peer, peerSchema, type RelationalConfig } from '../../engine/src/resources/peer.ts';
 import { postgres, postgresTls, ssh } from '../support/testenv.ts';
@@ -170,5 +173,54 @@ describe('SSH host keys', () => {
     const { kind, message } = await refusal(tlsPeer(tunnel({ hostKey: 'SHA256:not-a-key' })));
     expect(kind).toBe('config');
     expect(message).toContain('ssh_config.host_key: expected a public key line');
+  });
+});
+
+describe('managed services', () => {
+  it('counts membership in rds_replication (Amazon RDS) as the right to replicate', async () => {
+    // The role RDS grants instead of the REPLICATION attribute, made here on the
+    // private TLS server (never on the shared one): roles are cluster-wide.
+    const admin = new pg.Client({
+      host: postgresTls.host,
+      port: postgresTls.port,
+      database: postgresTls.database,
+      ...postgresTls.superuser,
+    });
+    await admin.connect();
+    const role = `rds_user_${randomBytes(4).toString('hex')}`;
+    const table = `rds_table_${randomBytes(4).toString('hex')}`;
+    try {
+      await admin.query(`DO $$ BEGIN
+          IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'rds_replication') THEN
+            CREATE ROLE rds_replication NOLOGIN;
+          END IF;
+        END $$`);
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'rds-user-secret' NOREPLICATION`);
+      await admin.query(`CREATE TABLE ${table} (id int PRIMARY KEY)`);
+      await admin.query(`GRANT SELECT ON ${table} TO ${role}`);
+      const config = {
+        host: postgresTls.host,
+        port: postgresTls.port,
+        database: postgresTls.database,
+        user: role,
+        password: 'rds-user-secret',
+      } satisfies RelationalConfig;
+      const tables = [{ schema: 'public', table }];
+      const validate = async () => {
+        const connection = await connectPostgres(config, { applicationName: 'tributary-tls-test' });
+        try {
+          return await validateSource(connection.client, { tables });
+        } finally {
+          await connection.close();
+        }
+      };
+      await expect(validate()).rejects.toThrow(/GRANT rds_replication TO <user>/);
+      await admin.query(`GRANT rds_replication TO ${role}`);
+      expect((await validate()).tables).toHaveLength(1);
+    } finally {
+      await admin.query(`DROP TABLE IF EXISTS ${table}`);
+      await admin.query(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
+    }
   });
 });
