@@ -1,8 +1,9 @@
 // Opens PostgreSQL connections for a relational peer, through its SSH tunnel when
 // one is configured, with the peer's TLS settings (tls.ts): TLS runs end to end
 // inside the tunnel, and the certificate is checked against the peer's host (or
-// tls_host), never the tunnel's loopback address. Every connection gets the same session settings so that the
-// text form of every value (COPY output, pgoutput text tuples) is predictable.
+// tls_host), never the tunnel's loopback address. Every connection gets the same
+// session settings so that the text form of every value (COPY output, pgoutput
+// text tuples) is predictable.
 import pg from 'pg';
 import { SshTunnel } from '../../net/ssh-tunnel.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
