@@ -29,6 +29,7 @@ const sshConfigWire = z
     user: z.string().min(1),
     password: z.string().optional(),
     private_key: z.string().optional(),
+    host_key: z.string().optional(),
   })
   .strict();
 
@@ -40,6 +41,11 @@ export const relationalConfigWire = z
     password: z.string(),
     database: z.string().min(1),
     ssh_config: sshConfigWire.optional(),
+    require_tls: z.boolean().optional(),
+    disable_tls: z.boolean().optional(),
+    root_ca: z.string().optional(),
+    tls_host: z.string().optional(),
+    skip_cert_verification: z.boolean().optional(),
   })
   .strict();
 

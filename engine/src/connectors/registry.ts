@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import type { LogLevel } from '../catalog/catalog.ts';
 import { EngineError } from '../errors.ts';
+import { warnUnverifiedHostKey } from '../net/ssh-tunnel.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
 import type { Peer, PeerKind } from '../resources/peer.ts';
 import type { ScriptSource } from '../resources/script.ts';
@@ -37,13 +38,17 @@ const destinationFactories = {
   datawarehouse: null,
   stream: (peer, { spec, logger, script, log }) =>
     new KafkaDestination(peer.config, { mirror: spec.name, logger, script, log }),
-  relational: (peer, { spec, logger }) =>
-    new PostgresDestination(peer.config, {
+  relational: (peer, { spec, logger, log }) => {
+    warnUnverifiedHostKey(peer.name, peer.config.sshConfig, (message) =>
+      log ? log('WARN', message) : logger.warn(message),
+    );
+    return new PostgresDestination(peer.config, {
       system: spec.system,
       mirrorColumns: { softDeleteColumn: spec.softDeleteColName, syncedAtColumn: spec.syncedAtColName },
       applicationName: `tributary:${spec.name}:destination`.slice(0, 63),
       logger,
-    }),
+    });
+  },
 } satisfies { [Kind in PeerKind]: DestinationFactory<Kind> | null };
 
 export function isSupportedDestination(kind: PeerKind): boolean {
