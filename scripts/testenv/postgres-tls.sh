@@ -84,7 +84,9 @@ HBA
   # The server reads its key only when it owns it and no one else can.
   install -o "$PG_OS_USER" -m 600 "$TLS_DIR/server.key" "$PG_DATA/server.key"
   install -o "$PG_OS_USER" -m 644 "$TLS_DIR/server.crt" "$PG_DATA/server.crt"
-  as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_DIR/server.log" -w -t 60 start >/dev/null
+  # The socket directory is given at each start, not only in the config written
+  # at initdb: the checkout (and its .testenv) may have moved since.
+  as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_DIR/server.log" -o "-k '$PG_SOCK'" -w -t 60 start >/dev/null
   wait_for postgres-tls 30 ready
   psql_admin <<'SQL'
 DO $$ BEGIN
