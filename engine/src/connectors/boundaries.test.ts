@@ -40,7 +40,7 @@ function shown(file: string): string {
 
 describe('connector boundaries', () => {
   it('no destination folder imports from connectors/postgres/', () => {
-    const files = ['clickhouse', 'kafka', 'snowflake'].flatMap((folder) =>
+    const files = ['clickhouse', 'kafka', 'snowflake', 'memory'].flatMap((folder) =>
       sourceFiles(join(connectorsDir, folder)),
     );
     expect(files.length).toBeGreaterThan(10);
