@@ -3,22 +3,12 @@
 import type pg from 'pg';
 import { EngineError } from '../../errors.ts';
 import { formatTableName, type TableName } from '../../resources/mirror.ts';
-import { readTableInfo, type SourceTableInfo } from './table-info.ts';
+import type { SourceTableInfo, SourceValidationInput, ValidatedSource } from '../source.ts';
+import { readTableInfo } from './table-info.ts';
 
 export const minimumServerVersionNum = 120_000;
 
-export interface SourceValidationInput {
-  readonly tables: readonly TableName[];
-  /** A user-given publication that must exist and contain every table. */
-  readonly publicationName?: string | undefined;
-  /** A slot the mirror already owns does not need a free slot. */
-  readonly existingSlotName?: string | undefined;
-}
-
-export interface ValidatedSource {
-  readonly serverVersion: string;
-  readonly tables: readonly SourceTableInfo[];
-}
+export type { SourceValidationInput, ValidatedSource } from '../source.ts';
 
 interface ServerFacts {
   server_version: string;
