@@ -133,6 +133,13 @@ export interface Source extends Connector {
   // --- Validation -----------------------------------------------------------
 
   /**
+   * Hands `warn` what in the source's configuration deserves a WARN in the
+   * mirror's logs when it starts (an SSH tunnel that does not verify the
+   * server's host key), once per peer in a process. No I/O.
+   */
+  reportConfigWarnings(peerName: string, warn: (message: string) => void): void;
+
+  /**
    * Checks the server and every table can be replicated, and describes the
    * tables. Reports every problem at once (`source_setup`), or `busy` when only
    * replication capacity is short. Reads only.

@@ -5,7 +5,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { classifyPgError } from '../connectors/classify.ts';
 import type { EngineError } from '../errors.ts';
-import { warnUnverifiedHostKey } from '../net/ssh-tunnel.ts';
 import { type MirrorContext, mirrorLog } from './context.ts';
 import { type RunOutcome, runMirror } from './run-mirror.ts';
 
@@ -49,7 +48,7 @@ export async function superviseMirror(
   const maxBackoffMs = options.maxBackoffMs ?? defaultRetryBackoff.maxMs;
   const mirror = context.spec.name;
   let backoffMs = initialBackoffMs;
-  warnUnverifiedHostKey(context.spec.sourcePeer, context.source.sshConfig, (message) => {
+  context.source.reportConfigWarnings(context.spec.sourcePeer, (message) => {
     void mirrorLog(context, 'WARN', message);
   });
   let fault: OpenFault | undefined;

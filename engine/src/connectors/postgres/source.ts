@@ -3,6 +3,7 @@
 // snapshot. Every driver error leaves this module classified.
 import type { Readable } from 'node:stream';
 import { EngineError } from '../../errors.ts';
+import { warnUnverifiedHostKey } from '../../net/ssh-tunnel.ts';
 import { formatTableName, type TableName } from '../../resources/mirror.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import { classifyPgError, classifySlotState } from '../classify.ts';
@@ -56,6 +57,10 @@ export class PostgresSource implements Source {
 
   check(): Promise<{ version: string }> {
     return checkRelationalPeer(this.#config);
+  }
+
+  reportConfigWarnings(peerName: string, warn: (message: string) => void): void {
+    warnUnverifiedHostKey(peerName, this.#config.sshConfig, warn);
   }
 
   async close(): Promise<void> {
