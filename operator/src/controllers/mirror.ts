@@ -75,9 +75,10 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
     return this.#reconciler.apply(object.mirror);
   }
 
-  // The operator looks at every mirror at its resync period, waiting or not.
-  requeue(): Requeue {
-    return { requeueAfterMs: mirrorResyncMs };
+  // Every mirror at the resync period; one waiting for a peer or script sooner,
+  // at the reconciler's recheck (docs/architecture.md).
+  requeue(_object: MirrorSnapshot, outcome: MirrorOutcome): Requeue {
+    return { requeueAfterMs: Math.min(mirrorResyncMs, outcome.requeueAfterMs ?? mirrorResyncMs) };
   }
 
   async conditions(object: MirrorSnapshot, outcome: MirrorOutcome): Promise<void> {
