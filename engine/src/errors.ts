@@ -16,6 +16,7 @@ export const errorKinds = [
   'auth',
   'source_auth',
   'ssh_tunnel',
+  'tls',
   'permission',
   'source_permission',
   'config',
@@ -58,6 +59,11 @@ export const errorPolicy = {
       "check the source peer user and password and that the source's pg_hba.conf lets that user open both normal and replication connections from the engine; update the peer or the source, then resume",
   },
   ssh_tunnel: { retry: 'timed', remedy: 'check the peer ssh_config: host, port, user and key or password' },
+  tls: {
+    retry: 'manual',
+    remedy:
+      'check the peer TLS fields: root_ca must hold the CA that signed the server certificate, tls_host (or host) a name in it, and disable_tls only for a server that accepts connections without TLS',
+  },
   permission: {
     retry: 'timed',
     remedy:

@@ -9,7 +9,11 @@ export interface Condition {
   observedGeneration: number;
 }
 
-/** Sets a condition, keeping lastTransitionTime when its status did not change. */
+/**
+ * Sets a condition, keeping lastTransitionTime when its status did not change,
+ * and its place in the list, so that a status write sees an unchanged list as
+ * unchanged (kube/status-patch.ts).
+ */
 export function setCondition(
   conditions: readonly Condition[],
   next: Omit<Condition, 'lastTransitionTime'>,
@@ -17,5 +21,8 @@ export function setCondition(
   const previous = conditions.find((condition) => condition.type === next.type);
   const lastTransitionTime =
     previous && previous.status === next.status ? previous.lastTransitionTime : new Date().toISOString();
-  return [...conditions.filter((condition) => condition.type !== next.type), { ...next, lastTransitionTime }];
+  const condition = { ...next, lastTransitionTime };
+  return previous
+    ? conditions.map((held) => (held === previous ? condition : held))
+    : [...conditions, condition];
 }

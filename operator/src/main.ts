@@ -11,19 +11,19 @@ import pg from 'pg';
 import { z } from 'zod';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import type { EngineRuntime } from '../../engine/src/control/engine-runtime.ts';
-import { MirrorReconciler } from '../../engine/src/control/mirror-reconciler.ts';
-import { ResourceNotFoundError } from '../../engine/src/control/store.ts';
 import { WorkQueue } from '../../engine/src/control/work-queue.ts';
 import { createProcessLogger } from '../../engine/src/observability/logger.ts';
 import { type MetricsServer, serveMetrics } from '../../engine/src/observability/metrics-server.ts';
 import { enginePodDefaultsSchema } from '../../engine/src/resources/engine-pod.ts';
+import { reconcile } from './controllers/controller.ts';
+import { MirrorController } from './controllers/mirror.ts';
+import { PeerController } from './controllers/peer.ts';
+import { ScriptController } from './controllers/script.ts';
 import { EnginePods } from './engine-pods.ts';
 import { EventRecorder } from './events.ts';
 import { KubeStore } from './kube/kube-store.ts';
 import { LeaderElector } from './leader-election.ts';
-import { syncMirrorStatus } from './mirror-status.ts';
 import { OperatorMetrics } from './operator-metrics.ts';
-import { checkAndRecordPeer } from './peer-status.ts';
 import { LocalProcessEngineRuntime } from './runtime/local-process-runtime.ts';
 import { StatefulSetEngineRuntime } from './runtime/statefulset-runtime.ts';
 
@@ -65,11 +65,6 @@ const configSchema = z.object({
   metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
   logLevel: z.string().default('info'),
 });
-
-const peerRecheckMs = 5 * 60_000;
-// A peer that is down is looked at more often, so it turns Ready soon after it is fixed.
-const unreadyPeerRecheckMs = 30_000;
-const mirrorResyncMs = 10_000;
 
 export async function main(argv: readonly string[]): Promise<number> {
   const { values } = parseArgs({
@@ -176,55 +171,34 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   const pods =
     config.engineRuntime === 'statefulset' ? new EnginePods(kubeConfig, config.namespace) : undefined;
+  // One controller per kind, each in the shape of controllers/controller.ts,
+  // on a work queue of its own (one reconcile per object at a time).
   let mirrorQueue: WorkQueue | undefined;
-  const reconciler = new MirrorReconciler({
+  const mirrors = new MirrorController({
     store,
     catalog,
     runtime,
+    events,
     logger,
+    pods,
+    onPodProblem: (name, reason) => metrics.enginePodProblem(name, reason),
     requeue: (name) => mirrorQueue?.add(name),
   });
   mirrorQueue = new WorkQueue(
-    metrics.instrument('mirror', async (name: string) => {
-      await store.ensureMirrorFinalizer(name);
-      await reconciler.reconcile(name);
-      const mirror = await store.getMirror(name);
-      if (mirror) {
-        const stored = await store.mirrorObjectStatus(name);
-        await syncMirrorStatus(mirror, stored?.status, {
-          store,
-          catalog,
-          events,
-          uid: stored?.uid,
-          pods,
-          onPodProblem: (name, reason) => metrics.enginePodProblem(name, reason),
-        });
-      }
-      if (!mirror) metrics.enginePodProblem(name, undefined);
-      return mirror ? { requeueAfterMs: mirrorResyncMs } : undefined;
-    }),
+    metrics.instrument('mirror', (name: string) => reconcile(mirrors, name)),
     {
       onError: (name, error) =>
         logger.warn({ mirror: name, err: error }, 'mirror reconcile failed; retrying'),
     },
   );
+  const peers = new PeerController({ store, events });
   const peerQueue = new WorkQueue(
-    metrics.instrument('peer', async (name: string) => {
-      const outcome = await checkAndRecordPeer(name, { store, events });
-      if (!outcome) return undefined;
-      return { requeueAfterMs: outcome.ready ? peerRecheckMs : unreadyPeerRecheckMs };
-    }),
+    metrics.instrument('peer', (name: string) => reconcile(peers, name)),
     { onError: (name, error) => logger.warn({ peer: name, err: error }, 'peer check failed; retrying') },
   );
-
-  // A Script applied with kubectl gets its numeric id (the API's handle) here.
+  const scripts = new ScriptController({ store });
   const scriptQueue = new WorkQueue(
-    metrics.instrument('script', async (name: string) => {
-      await store.assignScriptId(name).catch((error: unknown) => {
-        if (!(error instanceof ResourceNotFoundError)) throw error;
-      });
-      return undefined;
-    }),
+    metrics.instrument('script', (name: string) => reconcile(scripts, name)),
     { onError: (name, error) => logger.warn({ script: name, err: error }, 'script id failed; retrying') },
   );
 

@@ -52,7 +52,9 @@ host    all          all          127.0.0.1/32 scram-sha-256
 host    replication  all          127.0.0.1/32 scram-sha-256
 HBA
   fi
-  as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_DIR/server.log" -w -t 60 start >/dev/null
+  # The socket directory is given at each start, not only in the config written
+  # at initdb: the checkout (and its .testenv) may have moved since.
+  as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_DIR/server.log" -o "-k '$PG_SOCK'" -w -t 60 start >/dev/null
   wait_for postgres 30 ready
   psql_admin <<'SQL'
 DO $$ BEGIN

@@ -5,11 +5,12 @@
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reconcile } from '../../operator/src/controllers/controller.ts';
+import { PeerController } from '../../operator/src/controllers/peer.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { EventRecorder } from '../../operator/src/events.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import { PeerSecretError, peerSecretLabel } from '../../operator/src/kube/peer-secret.ts';
-import { checkAndRecordPeer } from '../../operator/src/peer-status.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
 
@@ -52,7 +53,7 @@ describe('peer secrets', () => {
   };
 
   const readyCondition = async (name: string) => {
-    await checkAndRecordPeer(name, { store, events });
+    await reconcile(new PeerController({ store, events }), name);
     const peer = (await objects.getNamespacedCustomObject({
       group,
       version,

@@ -10,6 +10,7 @@ import {
   grpcErrorBody,
   logsRequest,
   logsResponse,
+  mirrorListResponse,
   mirrorStatusRequest,
   mirrorStatusResponse,
   peerInfoResponse,
@@ -93,6 +94,9 @@ export function openApiDocument(): Record<string, unknown> {
           stateChangeResponse,
           grpc,
         ),
+      },
+      '/api/v1/mirrors/list': {
+        get: operation('List mirrors (name, peers, creation time)', undefined, mirrorListResponse, {}),
       },
       '/api/v1/mirrors/status': {
         post: operation('Read a mirror status', mirrorStatusRequest, mirrorStatusResponse, {

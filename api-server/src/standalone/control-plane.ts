@@ -79,10 +79,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   });
   queue = new WorkQueue(
     async (mirror) => {
-      const outcome = await reconciler.reconcile(mirror);
+      const { removed, requeueAfterMs } = await reconciler.reconcile(mirror);
       // A dropped mirror's engine series go with it: the next scrape no longer shows them.
-      if (!(await store.getMirror(mirror))) await engineMetrics.forgetMirror(mirror);
-      return outcome;
+      if (removed) await engineMetrics.forgetMirror(mirror);
+      return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
     },
     {
       onError: (mirror, error) => logger.warn({ mirror, err: error }, 'reconcile failed; retrying'),

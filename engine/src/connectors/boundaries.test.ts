@@ -1,6 +1,8 @@
 // Destinations read the source-neutral record model (records.ts, copy-text.ts,
 // model/), never the PostgreSQL source's modules: a fourth destination must
-// not depend on how the first source decodes its changes.
+// not depend on how the first source decodes its changes. The pipeline reaches
+// the source only through the Source contract (source.ts, changes.ts) and the
+// registry: it sequences, the connectors do the I/O.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,7 +47,7 @@ function shown(file: string): string {
 
 describe('connector boundaries', () => {
   it('no destination folder imports from connectors/postgres/', () => {
-    const files = ['clickhouse', 'kafka', 'snowflake'].flatMap((folder) =>
+    const files = ['clickhouse', 'kafka', 'snowflake', 'memory'].flatMap((folder) =>
       sourceFiles(join(connectorsDir, folder)),
     );
     expect(files.length).toBeGreaterThan(10);
@@ -59,13 +61,16 @@ describe('connector boundaries', () => {
 
   it('the shared connector modules import no PostgreSQL module but the registries their entry', () => {
     const registries = new Map([
-      [join(connectorsDir, 'registry.ts'), join(postgresDir, 'destination.ts')],
-      [join(connectorsDir, 'peer-check.ts'), join(postgresDir, 'check.ts')],
+      [
+        join(connectorsDir, 'registry.ts'),
+        [join(postgresDir, 'destination.ts'), join(postgresDir, 'source.ts')],
+      ],
+      [join(connectorsDir, 'peer-check.ts'), [join(postgresDir, 'check.ts')]],
     ]);
     const offending = sourceFiles(connectorsDir).flatMap((file) =>
       importedFiles(file)
         .filter(inPostgresFolder)
-        .filter((target) => registries.get(file) !== target)
+        .filter((target) => !registries.get(file)?.includes(target))
         .map((target) => `${shown(file)} -> ${shown(target)}`),
     );
     expect(offending).toEqual([]);
@@ -85,6 +90,25 @@ describe('connector boundaries', () => {
         .filter((target) => !relative(connectorsDir, target).startsWith('..'))
         .map((target) => `${shown(file)} -> ${shown(target)}`),
     );
+    expect(offending).toEqual([]);
+  });
+
+  it('the pipeline imports no module of connectors/postgres/', () => {
+    const files = sourceFiles(join(engineSrcDir, 'pipeline'));
+    expect(files.length).toBeGreaterThan(5);
+    const offending = files.flatMap((file) =>
+      importedFiles(file)
+        .filter(inPostgresFolder)
+        .map((target) => `${shown(file)} -> ${shown(target)}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('the pipeline runs no SQL of its own', () => {
+    const offending = sourceFiles(join(engineSrcDir, 'pipeline'))
+      .filter((file) => !file.endsWith('.test.ts'))
+      .filter((file) => /\.query\(|from '(pg|pg-copy-streams)'/.test(readFileSync(file, 'utf8')))
+      .map(shown);
     expect(offending).toEqual([]);
   });
 

@@ -1,7 +1,9 @@
 // Drives one mirror towards its resource: running, paused or dropped. Shape:
-// fetch → not found → deletion → desired state → act → requeue. The same
-// reconciler serves standalone mode and the operator; only the EngineRuntime
-// differs.
+// fetch → not found → deletion → desired state → act → requeue. The same steps
+// serve standalone mode (`reconcile`, which reads the mirror) and the operator's
+// mirror controller (operator/src/controllers/mirror.ts), which reads the
+// object once itself and calls `gone`, `drop` and `apply` in its own shape;
+// only the EngineRuntime differs.
 import type { Logger } from 'pino';
 import type { Catalog, MirrorPhase } from '../catalog/catalog.ts';
 import { canTransition } from '../catalog/phases.ts';
@@ -22,6 +24,13 @@ export interface MirrorReconcilerOptions {
   readonly requeue: (mirror: string) => void;
 }
 
+/** What acting on a live mirror came to. */
+export interface MirrorOutcome {
+  readonly requeueAfterMs?: number;
+  /** The peer or script the mirror waits for (it cannot start without it). */
+  readonly waitingFor?: MissingDependency;
+}
+
 /** How often a settled mirror is looked at again. */
 const resyncMs = 30_000;
 /** How often a mirror waiting for a peer or script looks for it. */
@@ -38,48 +47,67 @@ export class MirrorReconciler {
     this.#options = options;
   }
 
-  async reconcile(name: string): Promise<{ requeueAfterMs?: number }> {
-    const { store, runtime } = this.#options;
-    const mirror = await store.getMirror(name);
+  /** Reads the mirror once and acts on it; `removed` once it no longer exists. */
+  async reconcile(name: string): Promise<MirrorOutcome & { readonly removed: boolean }> {
+    const mirror = await this.#options.store.getMirror(name);
     if (!mirror) {
-      // Already torn down (nothing kept), or gone without a teardown: its object
-      // was force-deleted (finalizer removed by hand). Then what the engine last
-      // ran with still names the slot and publication it created, and they are
-      // dropped with it; otherwise the slot would hold WAL at the source forever.
-      // The user bypassed the finalizer, so a teardown that fails does not hold
-      // the engine's objects: it is said, and they are released all the same.
-      await runtime.stop(name);
-      const kept = await runtime.lastConfig(name);
-      if (kept) {
-        this.#options.logger.warn({ mirror: name }, 'mirror gone without its teardown: tearing down now');
-        try {
-          await runtime.teardown(kept);
-          return {};
-        } catch (error) {
-          this.#options.logger.warn(
-            { mirror: name, err: error },
-            'force-deleted mirror: slot and publication left at the source',
-          );
-          await this.#options.catalog.appendLog(
-            name,
-            'WARN',
-            'deleted without its teardown, which then failed: remove its replication slot and publication by hand',
-          );
-        }
-      }
-      await runtime.forget(name);
-      return {};
+      await this.gone(name);
+      return { removed: true };
     }
     if (mirror.deleting) {
-      await this.#drop(mirror);
-      return {};
+      await this.drop(mirror);
+      return { removed: true };
     }
+    return { ...(await this.apply(mirror)), removed: false };
+  }
+
+  /**
+   * The mirror does not exist. Already torn down (nothing kept), or gone
+   * without a teardown: its object was force-deleted (finalizer removed by
+   * hand). Then what the engine last ran with still names the slot and
+   * publication it created, and they are dropped with it; otherwise the slot
+   * would hold WAL at the source forever. The user bypassed the finalizer, so a
+   * teardown that fails does not hold the engine's objects: it is said, and
+   * they are released all the same.
+   */
+  async gone(name: string): Promise<void> {
+    const { runtime } = this.#options;
+    await runtime.stop(name);
+    const kept = await runtime.lastConfig(name);
+    if (kept) {
+      this.#options.logger.warn({ mirror: name }, 'mirror gone without its teardown: tearing down now');
+      try {
+        await runtime.teardown(kept);
+        return;
+      } catch (error) {
+        this.#options.logger.warn(
+          { mirror: name, err: error },
+          'force-deleted mirror: slot and publication left at the source',
+        );
+        await this.#options.catalog.appendLog(
+          name,
+          'WARN',
+          'deleted without its teardown, which then failed: remove its replication slot and publication by hand',
+        );
+      }
+    }
+    await runtime.forget(name);
+  }
+
+  /**
+   * Moves a live mirror (not being deleted) towards its desired state, as read
+   * by the caller; says what it waits for when a peer or script is missing.
+   */
+  async apply(mirror: MirrorResource): Promise<MirrorOutcome> {
     if (mirror.spec.state === 'Paused') {
       await this.#pause(mirror);
       return { requeueAfterMs: resyncMs };
     }
     const outcome = await this.#run(mirror);
-    return { requeueAfterMs: outcome === 'waiting' ? waitingRecheckMs : resyncMs };
+    if (outcome === 'settled') return { requeueAfterMs: resyncMs };
+    // A running engine keeps what it has while a dependency is missing.
+    if (outcome.engineRunning) return { requeueAfterMs: resyncMs, waitingFor: outcome.waitingFor };
+    return { requeueAfterMs: waitingRecheckMs, waitingFor: outcome.waitingFor };
   }
 
   async #phase(name: string): Promise<MirrorPhase | undefined> {
@@ -109,7 +137,9 @@ export class MirrorReconciler {
     }
   }
 
-  async #run(mirror: MirrorResource): Promise<'settled' | 'waiting'> {
+  async #run(
+    mirror: MirrorResource,
+  ): Promise<'settled' | { waitingFor: MissingDependency; engineRunning: boolean }> {
     const { runtime, catalog } = this.#options;
     // A mirror created under the name of a dropped one starts clean; the old
     // mirror's logs stay readable as an earlier incarnation.
@@ -126,8 +156,8 @@ export class MirrorReconciler {
         // in its Secret, the script's source, the engine pod settings). While a
         // dependency is missing the running engine keeps what it has.
         config = await this.#engineConfig(mirror);
-        if (!config || 'reason' in config || runtime.configHash(target, config) === running.configHash)
-          return 'settled';
+        if (config && 'reason' in config) return { waitingFor: config, engineRunning: true };
+        if (!config || runtime.configHash(target, config) === running.configHash) return 'settled';
         await catalog.appendLog(
           mirror.name,
           'INFO',
@@ -148,7 +178,7 @@ export class MirrorReconciler {
         this.#waitingFor.set(mirror.name, config.message);
         await catalog.appendLog(mirror.name, 'WARN', `waiting: ${config.message}`);
       }
-      return 'waiting';
+      return { waitingFor: config, engineRunning: false };
     }
     this.#waitingFor.delete(mirror.name);
     await runtime.start(target, config, (outcome) => {
@@ -183,7 +213,8 @@ export class MirrorReconciler {
     else if (phase === 'failed') logLifecycle(logger, mirror.name, 'recovered', 'retrying after a failure');
   }
 
-  async #drop(mirror: MirrorResource): Promise<void> {
+  /** Tears down a mirror being deleted, then lets its resource go. */
+  async drop(mirror: MirrorResource): Promise<void> {
     const { runtime, store, logger } = this.#options;
     await runtime.stop(mirror.name);
     let config = await this.#engineConfig(mirror);

@@ -1,7 +1,7 @@
-// Follows pgoutput Relation messages: which mapped table a relation id is, how
+// Follows Relation messages: which mapped table a relation id is, how
 // its tuple columns line up with the destination's, and what changed in its
 // schema since the last message.
-import type { RelationMessage, Tuple } from '../connectors/postgres/pgoutput.ts';
+import type { RelationMessage, Tuple } from '../connectors/changes.ts';
 import {
   type DestinationTable,
   fillUnchanged,

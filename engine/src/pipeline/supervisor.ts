@@ -48,6 +48,9 @@ export async function superviseMirror(
   const maxBackoffMs = options.maxBackoffMs ?? defaultRetryBackoff.maxMs;
   const mirror = context.spec.name;
   let backoffMs = initialBackoffMs;
+  context.source.reportConfigWarnings(context.spec.sourcePeer, (message) => {
+    void mirrorLog(context, 'WARN', message);
+  });
   let fault: OpenFault | undefined;
   let streaming = false;
   // Catalog writes from the progress callbacks run one at a time, in order.

@@ -47,6 +47,7 @@ import {
   peerSecretsFromSecret,
 } from './peer-secret.ts';
 import { retryingThrottled } from './retry-throttled.ts';
+import { mergePatch, statusMergePatch } from './status-patch.ts';
 
 export const teardownFinalizer = 'tributary.dev/teardown';
 const managedByLabel = { 'app.kubernetes.io/managed-by': 'tributary' };
@@ -78,6 +79,56 @@ type PeerObject = CustomObject<
 >;
 type MirrorObject = CustomObject<Omit<MirrorResourceSpec, 'name'>, { failedGeneration?: number | null }>;
 type ScriptObject = CustomObject<{ lang: 'lua'; source: string }, { id?: number }>;
+
+/** A status as stored: fields by name. */
+export type StoredStatus = Readonly<Record<string, unknown>>;
+
+/**
+ * An object as one read saw it: what a controller acts on, and the
+ * resourceVersion its status write is guarded by (see `#writeStatus`).
+ */
+export interface ObjectSnapshot {
+  /** The API name. */
+  readonly name: string;
+  readonly objectName: string;
+  readonly uid: string | undefined;
+  readonly generation: number;
+  readonly resourceVersion: string;
+  readonly deleting: boolean;
+  readonly finalizers: readonly string[];
+  readonly status: StoredStatus | undefined;
+}
+
+export interface MirrorSnapshot extends ObjectSnapshot {
+  readonly mirror: MirrorResource;
+}
+
+export interface PeerSnapshot extends ObjectSnapshot {
+  /** The peer with its secrets, or why its Secret cannot give them. */
+  readonly peer: PeerResource | PeerSecretError;
+}
+
+export interface ScriptSnapshot extends ObjectSnapshot {
+  /** The interface's id, once it has one. */
+  readonly id: number | undefined;
+}
+
+/** Builds the status fields a writer sets from the status it last read. */
+export type StatusFields = (status: StoredStatus | undefined) => Record<string, unknown>;
+
+function snapshotOf(object: CustomObject<unknown, StoredStatus>): ObjectSnapshot {
+  const { metadata } = object;
+  return {
+    name: apiNameOf(metadata),
+    objectName: metadata.name,
+    uid: metadata.uid,
+    generation: metadata.generation ?? 1,
+    resourceVersion: metadata.resourceVersion ?? '',
+    deleting: metadata.deletionTimestamp !== undefined,
+    finalizers: metadata.finalizers ?? [],
+    status: object.status,
+  };
+}
 
 function isStatus(error: unknown, code: number): boolean {
   return error instanceof ApiException && error.code === code;
@@ -301,14 +352,26 @@ export class KubeStore implements ResourceStore {
     if (peerVersion !== null) await this.setPeerStatus(peer.name, { version: peerVersion });
   }
 
-  /** The Peer's uid, generation and stored status, for the status writer. */
-  async peerObjectStatus(
-    name: string,
-  ): Promise<{ uid: string | undefined; generation: number; status: PeerObject['status'] } | undefined> {
+  /**
+   * The Peer as one read sees it, with its secrets from its Secret (or why
+   * they cannot be had); undefined when it does not exist.
+   */
+  async readPeer(name: string): Promise<PeerSnapshot | undefined> {
     const object = await this.#get<PeerObject>('peers', name);
-    return object
-      ? { uid: object.metadata.uid, generation: object.metadata.generation ?? 1, status: object.status }
-      : undefined;
+    if (!object) return undefined;
+    let peer: PeerResource | PeerSecretError;
+    try {
+      peer = await this.#toPeer(object);
+    } catch (error) {
+      if (!(error instanceof PeerSecretError)) throw error;
+      peer = error;
+    }
+    return { ...snapshotOf(object), peer };
+  }
+
+  /** Writes the Peer's status fields that `fields` changes, guarded by the snapshot's resourceVersion. */
+  writePeerStatus(snapshot: ObjectSnapshot, fields: StatusFields): Promise<boolean> {
+    return this.#writeStatus('peers', snapshot, fields);
   }
 
   async setPeerStatus(name: string, status: Record<string, unknown>): Promise<void> {
@@ -417,48 +480,104 @@ export class KubeStore implements ResourceStore {
     return mirror;
   }
 
+  /** Sets the failure mark alone: a merge patch of that one field, which no other writer computes. */
   async recordMirrorFailure(name: string, generation: number | null): Promise<void> {
-    await this.patchMirrorStatus(name, { failedGeneration: generation });
+    await this.#objects
+      .patchNamespacedCustomObjectStatus(
+        {
+          ...this.#at('mirrors'),
+          name: kubeObjectName(name),
+          // null removes the field (a merge patch's way); it reads as no mark.
+          body: { status: { failedGeneration: generation } },
+        },
+        mergePatch,
+      )
+      .catch((error: unknown) => {
+        if (!isStatus(error, 404)) throw error;
+      });
   }
 
-  /** The Mirror's uid and stored status, for the status writer. */
-  async mirrorObjectStatus(
-    name: string,
-  ): Promise<{ uid: string | undefined; status: Record<string, unknown> | undefined } | undefined> {
-    const object = await this.#get<CustomObject<unknown, Record<string, unknown>>>('mirrors', name);
-    return object ? { uid: object.metadata.uid, status: object.status } : undefined;
+  /** The Mirror as one read sees it; undefined when it does not exist. */
+  async readMirror(name: string): Promise<MirrorSnapshot | undefined> {
+    const object = await this.#get<MirrorObject>('mirrors', name);
+    return object ? this.#mirrorSnapshot(object) : undefined;
   }
 
-  /** Mirrors applied with kubectl lack the teardown finalizer until the operator adds it. */
-  async ensureMirrorFinalizer(name: string): Promise<void> {
-    const current = await this.#get<MirrorObject>('mirrors', name);
-    if (
-      !current ||
-      current.metadata.deletionTimestamp ||
-      current.metadata.finalizers?.includes(teardownFinalizer)
-    ) {
-      return;
+  #mirrorSnapshot(object: MirrorObject): MirrorSnapshot {
+    return { ...snapshotOf(object), mirror: this.#toMirror(object) };
+  }
+
+  /**
+   * Mirrors applied with kubectl lack the teardown finalizer until the
+   * operator adds it: added to the snapshot's version (409: read again and
+   * decide again); returns the object as it now stands.
+   */
+  async addMirrorFinalizer(snapshot: MirrorSnapshot): Promise<MirrorSnapshot | undefined> {
+    let current: MirrorSnapshot | undefined = snapshot;
+    for (let attempt = 1; current; attempt++) {
+      if (current.deleting || current.finalizers.includes(teardownFinalizer)) return current;
+      try {
+        const patched = (await this.#objects.patchNamespacedCustomObject(
+          {
+            ...this.#at('mirrors'),
+            name: current.objectName,
+            body: {
+              metadata: {
+                resourceVersion: current.resourceVersion,
+                finalizers: [...current.finalizers, teardownFinalizer],
+              },
+            },
+          },
+          mergePatch,
+        )) as MirrorObject;
+        return this.#mirrorSnapshot(patched);
+      } catch (error) {
+        if (isStatus(error, 404)) return undefined;
+        if (!isStatus(error, 409) || attempt >= conflictRetries) throw error;
+      }
+      await conflictBackoff(attempt);
+      current = await this.readMirror(snapshot.name);
     }
-    await this.#modifyMirror(name, (object) => ({
-      ...object,
-      metadata: {
-        ...object.metadata,
-        finalizers: [...(object.metadata.finalizers ?? []), teardownFinalizer],
-      },
-    }));
+    return undefined;
   }
 
-  /** Merges `status` fields into the Mirror's status. */
-  async patchMirrorStatus(name: string, status: Record<string, unknown>): Promise<void> {
-    const current = await this.#get<MirrorObject>('mirrors', name);
-    if (!current) return;
-    await this.#objects.patchNamespacedCustomObjectStatus({
-      ...this.#at('mirrors'),
-      name: current.metadata.name,
-      body: [
-        { op: current.status ? 'replace' : 'add', path: '/status', value: { ...current.status, ...status } },
-      ],
-    });
+  /** Writes the Mirror's status fields that `fields` changes, guarded by the snapshot's resourceVersion. */
+  writeMirrorStatus(snapshot: ObjectSnapshot, fields: StatusFields): Promise<boolean> {
+    return this.#writeStatus('mirrors', snapshot, fields);
+  }
+
+  /**
+   * Patches the status fields that `fields` sets and that differ from the
+   * status the snapshot read, at the snapshot's resourceVersion. On a 409
+   * (another writer changed the object since) it reads the object again and
+   * builds the fields again from that status: a concurrent write is never
+   * lost, and nothing is written when nothing changed. False when the object
+   * is gone.
+   */
+  async #writeStatus(plural: string, snapshot: ObjectSnapshot, fields: StatusFields): Promise<boolean> {
+    let current: ObjectSnapshot = snapshot;
+    for (let attempt = 1; ; attempt++) {
+      const status = statusMergePatch(current.status, fields(current.status));
+      if (!status) return true;
+      try {
+        await this.#objects.patchNamespacedCustomObjectStatus(
+          {
+            ...this.#at(plural),
+            name: current.objectName,
+            body: { metadata: { resourceVersion: current.resourceVersion }, status },
+          },
+          mergePatch,
+        );
+        return true;
+      } catch (error) {
+        if (isStatus(error, 404)) return false;
+        if (!isStatus(error, 409) || attempt >= conflictRetries) throw error;
+      }
+      await conflictBackoff(attempt);
+      const fresh = await this.#get<CustomObject<unknown, StoredStatus>>(plural, snapshot.name);
+      if (!fresh) return false;
+      current = snapshotOf(fresh);
+    }
   }
 
   async markMirrorDeleting(name: string): Promise<MirrorResource> {
@@ -521,30 +640,38 @@ export class KubeStore implements ResourceStore {
     return object ? this.#toScript(object) : undefined;
   }
 
+  /** The Script as one read sees it; undefined when it does not exist. */
+  async readScript(name: string): Promise<ScriptSnapshot | undefined> {
+    const object = await this.#get<ScriptObject>('scripts', name);
+    return object ? { ...snapshotOf(object), id: object.status?.id } : undefined;
+  }
+
   /**
    * Gives a script its id unless it has one (a script applied with kubectl has
    * none until the operator or the facade sees it); returns the id it holds.
-   * Both may race for the same script: the status write is guarded by the
-   * object's resourceVersion, and the loser reads the winner's id.
    */
   async assignScriptId(name: string): Promise<number> {
-    for (let attempt = 0; attempt < 10; attempt++) {
-      const object = await this.#get<ScriptObject>('scripts', name);
-      if (!object) throw new ResourceNotFoundError('script', name);
-      if (object.status?.id !== undefined) return object.status.id;
-      const id = await this.#nextScriptId();
-      try {
-        await this.#objects.replaceNamespacedCustomObjectStatus({
-          ...this.#at('scripts'),
-          name: object.metadata.name,
-          body: { ...object, status: { ...object.status, id } },
-        });
-        return id;
-      } catch (error) {
-        if (!isStatus(error, 409)) throw error;
-      }
-    }
-    throw new Error(`could not give script ${name} an id: its object kept changing`);
+    const snapshot = await this.readScript(name);
+    if (!snapshot) throw new ResourceNotFoundError('script', name);
+    return this.giveScriptId(snapshot);
+  }
+
+  /**
+   * Gives the script read in `snapshot` its id unless it has one; returns the
+   * id it holds. The operator and the facade may race for the same script: the
+   * status write is guarded by the object's resourceVersion, and the loser
+   * reads the winner's id.
+   */
+  async giveScriptId(snapshot: ScriptSnapshot): Promise<number> {
+    if (snapshot.id !== undefined) return snapshot.id;
+    const id = await this.#nextScriptId();
+    let held: number | undefined;
+    const written = await this.#writeStatus('scripts', snapshot, (status) => {
+      held = typeof status?.id === 'number' ? status.id : undefined;
+      return held === undefined ? { id } : {};
+    });
+    if (!written) throw new ResourceNotFoundError('script', snapshot.name);
+    return held ?? id;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { describeCheckFailure } from '../../../../engine/src/connectors/peer-check.ts';
+import { warnUnverifiedHostKey } from '../../../../engine/src/net/ssh-tunnel.ts';
 import { splitPeerSecrets } from '../../../../engine/src/resources/peer.ts';
 import type { FacadeContext } from '../context.ts';
 import { parseRequest, peerFromWire, peerToWire } from '../convert.ts';
@@ -32,6 +33,9 @@ export function peerRoutes(app: FastifyInstance, context: FacadeContext): void {
         status: 'FAILED',
         message: `failed to validate peer ${peer.name}: ${describeCheckFailure(error, secrets)}`,
       };
+    }
+    if (peer.kind === 'relational') {
+      warnUnverifiedHostKey(peer.name, peer.config.sshConfig, (message) => context.logger.warn(message));
     }
     await context.store.putPeer(peer, version ?? null);
     return { status: 'CREATED', message: `peer ${peer.name} ${existing ? 'updated' : 'created'}` };

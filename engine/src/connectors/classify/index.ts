@@ -17,6 +17,7 @@ export { networkErrorCodes, type Side } from './network.ts';
 export { classifyPgError, classifySlotState, type PgErrorContext, type SlotState } from './pg.ts';
 export { classifySnowflakeError } from './snowflake.ts';
 export { classifySshError } from './ssh.ts';
+export { tlsFailureOf } from './tls.ts';
 
 type Driver = 'pg' | 'clickhouse' | 'kafka' | 'snowflake' | 'ssh';
 

@@ -4,6 +4,7 @@
 // destination.
 import { EngineError, type ErrorKind, isEngineError } from '../../errors.ts';
 import { networkErrorCodes, notAnError } from './network.ts';
+import { tlsFailureOf } from './tls.ts';
 
 interface KafkaJsError {
   readonly name?: string;
@@ -51,6 +52,8 @@ function kindOf(error: unknown, fallback: ErrorKind): { kind: ErrorKind; detail:
     return { kind: 'auth', detail: 'authentication failed' };
   if (root.type && permissionTypes.has(root.type)) return { kind: 'permission', detail: root.type };
   if (root.type && configTypes.has(root.type)) return { kind: 'config', detail: root.type };
+  const tls = tlsFailureOf(root.code);
+  if (tls) return tls;
   if (root.name === 'KafkaJSConnectionError' || (root.code && networkErrorCodes.has(root.code))) {
     return { kind: 'connection', detail: 'cannot reach the brokers' };
   }

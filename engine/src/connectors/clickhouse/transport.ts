@@ -1,6 +1,6 @@
 // The HTTP transport of a ClickHouse destination: one client per destination,
 // the server's version and capabilities read once, and every request's
-// failure classified where it happens (classify.ts).
+// failure classified where it happens (classify/clickhouse.ts).
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { ClickHouseClient } from '@clickhouse/client';

@@ -3,18 +3,9 @@
 import type pg from 'pg';
 import { EngineError } from '../../errors.ts';
 import { formatTableName, type TableName } from '../../resources/mirror.ts';
-import type { SourceColumn } from '../records.ts';
+import type { ReplicaIdentity, SourceTableInfo } from '../source.ts';
 
-export type ReplicaIdentity = 'default' | 'nothing' | 'full' | 'index';
-
-export interface SourceTableInfo {
-  readonly name: TableName;
-  readonly oid: number;
-  readonly columns: readonly SourceColumn[];
-  /** Primary key columns, else the replica identity index's; empty when neither exists. */
-  readonly keyColumns: readonly string[];
-  readonly replicaIdentity: ReplicaIdentity;
-}
+export type { ReplicaIdentity, SourceTableInfo } from '../source.ts';
 
 const replicaIdentityByCode: Record<string, ReplicaIdentity> = {
   d: 'default',
