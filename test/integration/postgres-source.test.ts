@@ -55,13 +55,13 @@ describe('PostgreSQL source', () => {
     const missing = { schema: 'public', table: 'no_such_table' };
     await expect(source.planPartitions(missing, null, 100)).rejects.toMatchObject({
       name: 'EngineError',
-      kind: 'schema_mismatch',
+      kind: 'source_schema',
     });
     const reader = await source.openSnapshotReader(null);
     try {
       await expect(
         reader.copyPartition(missing, ['id'], { fromPage: 0, toPage: null }, countRows),
-      ).rejects.toMatchObject({ name: 'EngineError', kind: 'schema_mismatch' });
+      ).rejects.toMatchObject({ name: 'EngineError', kind: 'source_schema' });
       // The failed partition was rolled back: the next one runs on the same connection.
       const rows = await reader.copyPartition(
         { schema: 'public', table: 'items' },
