@@ -17,6 +17,7 @@ import {
   apiPasswordSchema,
   listenerConfigFields,
   listenerOptionsOf,
+  listenerStartProblem,
   tlsFilesTogether,
 } from './http/listener.ts';
 
@@ -98,6 +99,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const config = Object.freeze(parsed.data);
+  const listener = listenerOptionsOf(config);
+  const listenerProblem = listenerStartProblem(listener);
+  if (listenerProblem) {
+    console.error(`tributary api-server: ${listenerProblem}`);
+    return 2;
+  }
   const logger = createProcessLogger({ level: config.logLevel, base: { role: 'api-server' } });
   const kubeConfig = new KubeConfig();
   if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
@@ -118,7 +125,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       auth,
       logger,
     },
-    listenerOptionsOf(config),
+    listener,
   );
   await app.listen({ host: config.host, port: config.port });
   await new Promise<void>((resolve) => {

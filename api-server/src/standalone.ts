@@ -13,6 +13,7 @@ import {
   apiPasswordSchema,
   listenerConfigFields,
   listenerOptionsOf,
+  listenerStartProblem,
   tlsFilesTogether,
 } from './http/listener.ts';
 import { startControlPlane } from './standalone/control-plane.ts';
@@ -123,6 +124,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.log(usage);
     return 0;
   }
+  const listener = listenerOptionsOf(config);
+  const listenerProblem = listenerStartProblem(listener);
+  if (listenerProblem) {
+    console.error(`tributary standalone: ${listenerProblem}`);
+    return 2;
+  }
   const logger = createProcessLogger({ level: config.logLevel });
   // Files created with default modes are the service's alone. The embedded
   // database sets some modes itself (0644), so what guarantees privacy is the
@@ -140,7 +147,6 @@ export async function main(argv: readonly string[]): Promise<number> {
     logger,
     ...(peerSecretFiles ? { peerSecretFiles } : {}),
   });
-  const listener = listenerOptionsOf(config);
   const app = buildApp(
     {
       store: controlPlane.store,

@@ -111,6 +111,22 @@ export function readTlsPair(files: TlsFiles): TlsPair {
 }
 
 /**
+ * Why the listener cannot start, checked before anything else starts (so a
+ * wrong path is reported at once, not after connecting to the cluster); the
+ * message names the files and the system's reason, never key material.
+ */
+export function listenerStartProblem(options: ListenerOptions): string | undefined {
+  if (!options.tls) return undefined;
+  try {
+    readTlsPair(options.tls);
+    return undefined;
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : '';
+    return `${error instanceof Error ? error.message : String(error)}${cause}`;
+  }
+}
+
+/**
  * Calls `onChange` with the new pair whenever either file changes (by polling
  * their status: a Kubernetes Secret volume replaces files by swapping a
  * symbolic link, which file-system events on the old file do not report).
