@@ -18,11 +18,11 @@ import pg from 'pg';
 import pino from 'pino';
 import { PostgresCatalog } from '../engine/src/catalog/postgres-catalog.ts';
 import type { Destination } from '../engine/src/connectors/destination.ts';
+import { maxChunkMessages } from '../engine/src/connectors/kafka/chunk-sender.ts';
 import {
   defaultChunkBytes,
   KafkaDestination,
   luaRecord,
-  maxChunkMessages,
   recordOverheadBytes,
 } from '../engine/src/connectors/kafka/destination.ts';
 import { changeRecord, tableFormat } from '../engine/src/connectors/kafka/message-format.ts';

@@ -41,6 +41,7 @@ const endpoints: readonly Endpoint[] = [
     },
   },
   { method: 'GET', url: '/api/v1/peers/info/some-peer', shape: 'grpc' },
+  { method: 'GET', url: '/api/v1/peers/list', shape: 'grpc' },
   {
     method: 'POST',
     url: '/api/v1/flows/cdc/create',
@@ -439,6 +440,7 @@ describe('access', () => {
           '/api/v1/mirrors/status',
           '/api/v1/peers/create',
           '/api/v1/peers/info/{peer_name}',
+          '/api/v1/peers/list',
           '/api/v1/scripts',
           '/api/v1/scripts/{id}',
         ].sort(),

@@ -121,6 +121,14 @@ describe('peers', () => {
       });
       expect(stored?.version).toBe(info.json().version);
       expect(info.body).not.toContain(postgres.superuser.password);
+
+      const list = await facade.request({ method: 'GET', url: '/api/v1/peers/list' });
+      expect(list.statusCode).toBe(200);
+      const items: { name: string; type: string }[] = list.json().items;
+      expect(items).toContainEqual({ name, type: 'RELATIONAL' });
+      expect(items.map((item) => item.name)).toEqual(items.map((item) => item.name).sort());
+      expect(Object.keys(items[0] ?? {}).sort()).toEqual(['name', 'type']);
+      expect(list.body).not.toContain(postgres.superuser.password);
     });
 
     it('creates a peer through an SSH tunnel and masks the key and the tunnel password', async () => {

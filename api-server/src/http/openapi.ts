@@ -13,6 +13,7 @@ import {
   mirrorStatusRequest,
   mirrorStatusResponse,
   peerInfoResponse,
+  peerListResponse,
   scriptsResponse,
   stateChangeRequest,
   stateChangeResponse,
@@ -68,6 +69,9 @@ export function openApiDocument(): Record<string, unknown> {
           409: createPeerResponse,
           422: createPeerResponse,
         }),
+      },
+      '/api/v1/peers/list': {
+        get: operation('List peers (name and kind)', undefined, peerListResponse, {}),
       },
       '/api/v1/peers/info/{peer_name}': {
         get: {

@@ -118,6 +118,10 @@ export type CreatePeerRequest = z.infer<typeof createPeerRequest>;
 
 export const createPeerResponse = z.object({ status: z.enum(['CREATED', 'FAILED']), message: z.string() });
 
+export const peerListResponse = z.object({
+  items: z.array(z.object({ name: z.string(), type: z.string() })),
+});
+
 export const peerInfoResponse = z.object({
   peer: z.object({ name: z.string(), type: z.string() }).catchall(z.unknown()),
   version: z.string().optional(),

@@ -3,12 +3,11 @@
 // then acknowledge its last complete commit to the slot.
 import { setTimeout as delay } from 'node:timers/promises';
 import { connectPostgres, type PgConnection } from '../connectors/postgres/connect.ts';
-import { formatLsn } from '../connectors/postgres/lsn.ts';
 import type { PgoutputMessage, RelationMessage } from '../connectors/postgres/pgoutput.ts';
 import { ReplicationStream, type StreamEvent } from '../connectors/postgres/replication-stream.ts';
-import type { SourceColumn } from '../connectors/postgres/table-info.ts';
-import type { DestinationTable, RowChange, SourceTransaction } from '../connectors/records.ts';
+import type { DestinationTable, RowChange, SourceColumn, SourceTransaction } from '../connectors/records.ts';
 import { EngineError } from '../errors.ts';
+import { formatLsn } from '../model/lsn.ts';
 import { formatTableName } from '../resources/mirror.ts';
 import { BatchBuilder } from './batch-builder.ts';
 import { applicationName, type MirrorContext, mirrorLog } from './context.ts';

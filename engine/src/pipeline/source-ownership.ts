@@ -6,7 +6,6 @@
 import type pg from 'pg';
 import type { SourceSetup } from '../catalog/catalog.ts';
 import type { Destination } from '../connectors/destination.ts';
-import { formatLsn, parseLsn } from '../connectors/postgres/lsn.ts';
 import {
   defaultPublicationName,
   defaultSlotName,
@@ -16,6 +15,7 @@ import {
 } from '../connectors/postgres/slot.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import { EngineError } from '../errors.ts';
+import { formatLsn, parseLsn } from '../model/lsn.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
 import { formatTableName } from '../resources/mirror.ts';
 

@@ -37,6 +37,14 @@ export function peerRoutes(app: FastifyInstance, context: FacadeContext): void {
     return { status: 'CREATED', message: `peer ${peer.name} ${existing ? 'updated' : 'created'}` };
   });
 
+  // Not in the interface: the list its clients have no call for (the console's peer
+  // page reads it), at the path and in the shape of PeerDB's ListPeers.
+  app.get('/api/v1/peers/list', async () => ({
+    items: (await context.store.listPeers())
+      .map(({ peer }) => ({ name: peer.name, type: peer.kind.toUpperCase() }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+  }));
+
   app.get<{ Params: { peer_name: string } }>('/api/v1/peers/info/:peer_name', async (request) => {
     const found = await context.store.getPeer(request.params.peer_name);
     if (!found) throw new ApiError('notFound', `peer ${request.params.peer_name} does not exist`);

@@ -8,23 +8,11 @@
 // rather than decoded: inside a stream every data message gains a leading xid, so
 // a stateless decoder that accepted Stream Start would misread what follows.
 import { EngineError } from '../../errors.ts';
+import { type TupleCell, unchangedToast } from '../records.ts';
 import { postgresEpochUnixMicros } from './replication-messages.ts';
 
-/** A TOASTed value the update did not change; the server does not resend it. */
-export const unchangedToast: unique symbol = Symbol('pgoutput.unchangedToast');
-export type UnchangedToast = typeof unchangedToast;
-
-/**
- * One column of a tuple: `null` for SQL NULL, `unchangedToast`, a string for text
- * format or a Buffer for binary format. The Buffer is a subarray aliasing the
- * decoded input: copy it if it must outlive that buffer.
- */
-export type TupleCell = string | Buffer | null | UnchangedToast;
+/** One column of a tuple as the decoder returns it (records.ts describes the cells). */
 export type Tuple = readonly TupleCell[];
-
-export function isUnchangedToast(cell: TupleCell): cell is UnchangedToast {
-  return cell === unchangedToast;
-}
 
 export interface BeginMessage {
   readonly tag: 'begin';

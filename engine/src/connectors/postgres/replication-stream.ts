@@ -4,10 +4,10 @@
 // on a timer so the server's wal_sender_timeout never fires while a batch syncs.
 import type { Duplex } from 'node:stream';
 import { both as copyBoth } from 'pg-copy-streams';
+import { formatLsn } from '../../model/lsn.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import { classifyPgError } from '../classify.ts';
 import { connectPostgres, type PgConnection } from './connect.ts';
-import { formatLsn } from './lsn.ts';
 import { decodePgoutput, type PgoutputMessage } from './pgoutput.ts';
 import { encodeStandbyStatus, parseReplicationMessage } from './replication-messages.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';

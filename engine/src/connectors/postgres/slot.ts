@@ -2,9 +2,9 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { EngineError, isEngineError } from '../../errors.ts';
+import { parseLsn } from '../../model/lsn.ts';
 import type { TableName } from '../../resources/mirror.ts';
 import { classifyPgError, type SlotState } from '../classify.ts';
-import { parseLsn } from './lsn.ts';
 import { quoteIdent, quoteTable } from './sql.ts';
 
 /**
