@@ -74,6 +74,15 @@ export const kafka = Object.freeze({
   plain: { username: 'tributary', password: 'kafka-plain-secret' },
   /** One user holding credentials for both SCRAM-SHA-256 and SCRAM-SHA-512. */
   scram: { username: 'tributary-scram', password: 'kafka-scram-secret' },
+  /** The second broker of scripts/testenv/kafka-tls.sh: TLS listeners only for clients. */
+  tls: {
+    /** SASL_SSL: PLAIN user `plain` above, over TLS with a certificate of the test CA. */
+    saslBroker: `127.0.0.1:${port('TESTENV_KAFKA_TLS_PORT')}`,
+    /** SSL: a client certificate of the test CA is required; no SASL. */
+    mutualBroker: `127.0.0.1:${port('TESTENV_KAFKA_MTLS_PORT')}`,
+    /** ca.crt, client.crt/.key (same CA), foreign-ca.crt, foreign-client.crt/.key. */
+    tlsDir: join(testenvDir, 'kafka-tls', 'tls'),
+  },
 });
 
 export const kube = Object.freeze({

@@ -88,11 +88,15 @@ export const datawarehouseConfigWire = z
 export const streamConfigWire = z
   .object({
     servers: z.union([z.array(z.string()).min(1), z.string().min(1)]),
-    username: z.string().min(1),
-    password: z.string(),
-    sasl: z.enum(saslMechanisms),
+    /** Without a username no SASL is used (a client certificate, or nothing). */
+    username: z.string().optional(),
+    password: z.string().optional(),
+    sasl: z.enum(saslMechanisms).optional(),
     disable_tls: z.boolean().optional(),
     partitioner: z.enum(partitioners).optional(),
+    certificate: z.string().optional(),
+    private_key: z.string().optional(),
+    root_ca: z.string().optional(),
   })
   .strict();
 

@@ -1,5 +1,6 @@
 import type { StreamConfig } from '../../resources/peer.ts';
 import { createStreamClient } from './client.ts';
+import { classifyKafkaError } from './errors.ts';
 
 /** Authenticates and lists cluster metadata. Kafka reports no version here. */
 export async function checkStreamPeer(
@@ -7,10 +8,13 @@ export async function checkStreamPeer(
   timeoutMs: number,
 ): Promise<Record<string, never>> {
   const admin = createStreamClient(config, { clientId: 'tributary-peer-check', timeoutMs }).admin();
-  await admin.connect();
   try {
+    await admin.connect();
     await admin.describeCluster();
     return {};
+  } catch (error) {
+    // The kind's remedy first (an untrusted certificate names rootCa), the driver's words after.
+    throw classifyKafkaError(error, 'kafka', 'connection');
   } finally {
     await admin.disconnect();
   }

@@ -2,13 +2,14 @@
 // in retry and aggregate errors; the innermost one decides. A message never
 // carries the driver's text, which can quote topic data; that goes to `cause`.
 import { EngineError, type ErrorKind, isEngineError } from '../../errors.ts';
-import { networkErrorCodes } from '../classify.ts';
+import { networkErrorCodes, tlsFailureOf } from '../classify.ts';
 
 interface KafkaJsError {
   readonly name?: string;
   readonly type?: string;
   readonly code?: string;
   readonly originalError?: unknown;
+  readonly cause?: unknown;
   readonly errors?: readonly unknown[];
 }
 
@@ -29,11 +30,11 @@ const configTypes = new Set([
   'INVALID_CONFIG',
 ]);
 
-/** The innermost error kafkajs wrapped. */
+/** The innermost error kafkajs wrapped (retries exceeded keeps the last one as `cause`). */
 function rootOf(error: unknown): KafkaJsError {
   let current = error as KafkaJsError;
   for (let depth = 0; depth < 10; depth++) {
-    const inner = current.originalError ?? current.errors?.[0];
+    const inner = current.originalError ?? current.cause ?? current.errors?.[0];
     if (inner === undefined || inner === null || typeof inner !== 'object') break;
     current = inner as KafkaJsError;
   }
@@ -46,6 +47,8 @@ function kindOf(error: unknown, fallback: ErrorKind): { kind: ErrorKind; detail:
     return { kind: 'auth', detail: 'authentication failed' };
   if (root.type && permissionTypes.has(root.type)) return { kind: 'permission', detail: root.type };
   if (root.type && configTypes.has(root.type)) return { kind: 'config', detail: root.type };
+  const tls = tlsFailureOf(root.code);
+  if (tls) return tls;
   if (root.name === 'KafkaJSConnectionError' || (root.code && networkErrorCodes.has(root.code))) {
     return { kind: 'connection', detail: 'cannot reach the brokers' };
   }
