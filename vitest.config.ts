@@ -4,6 +4,31 @@ import { defineConfig } from 'vitest/config';
 // is reported and stopped after the run (test/support/global-setup.ts).
 const globalSetup = ['test/support/global-setup.ts'];
 
+// The PostgreSQL source suites again on other majors (scripts/testenv/postgres-versions.sh):
+// the oldest supported, one between, the newest release; each writes to the
+// newest as destination (test/support/testenv.ts, `sourcePostgres`).
+const sourceSuites = [
+  'test/e2e/pg-to-pg.test.ts',
+  'test/e2e/pg-source.test.ts',
+  'test/e2e/slot-loss.test.ts',
+  'test/e2e/source-restart.test.ts',
+  'test/e2e/create-checks.test.ts',
+  'test/e2e/ownership.test.ts',
+  'test/e2e/postgres-versions.test.ts',
+];
+const postgresVersionProjects = [13, 16, 18].map((major) => ({
+  test: {
+    name: `postgres-${major}`,
+    include: sourceSuites,
+    environment: 'node',
+    globalSetup,
+    env: { TRIBUTARY_TEST_SOURCE_POSTGRES: String(major) },
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
+    maxWorkers: 2,
+  },
+}));
+
 export default defineConfig({
   test: {
     // Bounds vitest's own close once the run ended (its exit path, with the
@@ -45,6 +70,7 @@ export default defineConfig({
           maxWorkers: 2,
         },
       },
+      ...postgresVersionProjects,
     ],
   },
 });

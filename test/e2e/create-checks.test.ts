@@ -10,6 +10,7 @@ import { peerSchema } from '../../engine/src/resources/peer.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
 import { createFacade, type Facade } from '../support/facade.ts';
 import { createHarness, type Harness, mapping, startMirror } from '../support/mirror-harness.ts';
+import { destinationPostgres, sourcePostgres } from '../support/testenv.ts';
 
 describe('refused at create', () => {
   let facade: Facade;
@@ -38,8 +39,8 @@ describe('refused at create', () => {
 
   beforeAll(async () => {
     [source, destination] = await Promise.all([
-      createTestDatabase('create_checks_src'),
-      createTestDatabase('create_checks_dst'),
+      createTestDatabase('create_checks_src', sourcePostgres),
+      createTestDatabase('create_checks_dst', destinationPostgres),
     ]);
     await source.client.query(`
       CREATE TABLE keyed (id int PRIMARY KEY, body text);

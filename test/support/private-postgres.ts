@@ -1,7 +1,8 @@
 // A PostgreSQL server of one test's own, for tests that crash and restart the
 // source: the shared test server cannot be restarted under suites running in
-// parallel. Same binaries as scripts/testenv/postgres.sh installs; a fresh
-// cluster in a temporary directory on a free loopback port.
+// parallel. The binaries of the run's source server (testenv.ts
+// `sourcePostgres`, or a given one); a fresh cluster in a temporary directory
+// on a free loopback port.
 import { execFile } from 'node:child_process';
 import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,9 +11,9 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import type { RelationalConfig } from '../../engine/src/resources/peer.ts';
 import { freePort } from './engine-process.ts';
+import { type PostgresServer, sourcePostgres } from './testenv.ts';
 
 const run = promisify(execFile);
-const binaries = '/usr/lib/postgresql/15/bin';
 const superuser = { user: 'tributary_admin', password: 'private-secret' } as const;
 
 export interface PrivatePostgres {
@@ -28,17 +29,21 @@ export interface PrivatePostgres {
 }
 
 /** Runs a server program as the `postgres` OS user when the tests run as root (initdb refuses root). */
-function asServerUser(program: string, args: readonly string[]) {
+function asServerUser(binaries: string, program: string, args: readonly string[]) {
   const path = join(binaries, program);
   return process.getuid?.() === 0
     ? run('runuser', ['-u', 'postgres', '--', path, ...args])
     : run(path, [...args]);
 }
 
-/** `settings`: extra server settings, `name=value`, e.g. `max_slot_wal_keep_size=1MB`. */
+/**
+ * `settings`: extra server settings, `name=value`, e.g. `max_slot_wal_keep_size=1MB`;
+ * `server`: whose major (binaries) to run.
+ */
 export async function startPrivatePostgres(
-  options: { settings?: readonly string[] } = {},
+  options: { settings?: readonly string[]; server?: PostgresServer } = {},
 ): Promise<PrivatePostgres> {
+  const binaries = (options.server ?? sourcePostgres).binaries;
   const directory = mkdtempSync(join(tmpdir(), 'tributary-private-pg-'));
   const data = join(directory, 'data');
   const passwordFile = join(directory, 'password');
@@ -49,7 +54,7 @@ export async function startPrivatePostgres(
     chownSync(directory, uid, uid);
     chownSync(passwordFile, uid, uid);
   }
-  await asServerUser('initdb', [
+  await asServerUser(binaries, 'initdb', [
     '-D',
     data,
     '-U',
@@ -73,7 +78,16 @@ export async function startPrivatePostgres(
     ...(options.settings ?? []).map((setting) => `-c ${setting}`),
   ].join(' ');
   const pgCtl = (...args: string[]) =>
-    asServerUser('pg_ctl', ['-D', data, '-l', join(directory, 'server.log'), '-w', '-t', '60', ...args]);
+    asServerUser(binaries, 'pg_ctl', [
+      '-D',
+      data,
+      '-l',
+      join(directory, 'server.log'),
+      '-w',
+      '-t',
+      '60',
+      ...args,
+    ]);
   await pgCtl('-o', settings, 'start');
   const config: RelationalConfig = { host: '127.0.0.1', port, ...superuser, database: 'postgres' };
   const connect = async (database: string) => {

@@ -11,8 +11,10 @@ import {
   dropPublication,
   dropSlot,
   ensurePublication,
+  readSlotFailover,
   readSlotState,
   removeFromPublication,
+  setSlotFailover,
   slotExists,
 } from '../connectors/postgres/slot.ts';
 import { validateSource } from '../connectors/postgres/validate-source.ts';
@@ -79,6 +81,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
       tables: spec.tableMappings.map((mapping) => mapping.source),
       publicationName: setup.publicationCreatedByMirror ? undefined : setup.publicationName,
       existingSlotName: setup.slotName,
+      failoverSlot: spec.failoverSlot,
     });
     tables = spec.tableMappings.map((mapping, index) => {
       const info = validated.tables[index];
@@ -106,6 +109,8 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
       }
       setup = await createOwnedSlot(context, source, setup, false, async () => {});
     }
+
+    if (setup.slotCreatedByMirror) await matchSlotFailover(context, source, setup.slotName);
 
     // A slot invalidated while the mirror was paused or down (max_slot_wal_keep_size,
     // or a conflict on a standby) still exists but cannot be read: fail now with
@@ -231,7 +236,9 @@ async function createOwnedSlot(
     applicationName: applicationName(spec.name, 'slot'),
   });
   try {
-    const slot = await createSlot(replication.client, creating.slotName, exportSnapshot);
+    const slot = await createSlot(replication.client, creating.slotName, exportSnapshot, {
+      failover: spec.failoverSlot,
+    });
     const created: SourceSetup = {
       ...creating,
       slotIdentity: slotIdentityOf(database, slot.consistentPoint),
@@ -243,6 +250,31 @@ async function createOwnedSlot(
   } finally {
     await replication.close();
   }
+}
+
+/**
+ * Makes the failover property of the mirror's own slot what the spec asks, so
+ * `failoverSlot` can be turned on or off for a mirror that already has its
+ * slot. Servers before 17 have no failover slots (validation refused asking
+ * for one there).
+ */
+async function matchSlotFailover(context: MirrorContext, source: PgConnection, slotName: string) {
+  const failover = await readSlotFailover(source.client, slotName);
+  if (failover === null || failover === context.spec.failoverSlot) return;
+  const replication = await connectPostgres(context.source, {
+    replication: 'database',
+    applicationName: applicationName(context.spec.name, 'slot'),
+  });
+  try {
+    await setSlotFailover(replication.client, slotName, context.spec.failoverSlot);
+  } finally {
+    await replication.close();
+  }
+  await mirrorLog(
+    context,
+    'INFO',
+    `replication slot ${slotName} is ${context.spec.failoverSlot ? 'now' : 'no longer'} a failover slot`,
+  );
 }
 
 /**
