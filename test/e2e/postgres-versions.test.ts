@@ -2,7 +2,12 @@
 // server (15) and in the postgres-13, -16 and -18 projects (vitest.config.ts),
 // where the source is that major and the destination the newest release.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultSlotName } from '../../engine/src/connectors/postgres/slot.ts';
+import { classifySlotState } from '../../engine/src/connectors/classify.ts';
+import {
+  defaultSlotName,
+  readSlotFailover,
+  readSlotState,
+} from '../../engine/src/connectors/postgres/slot.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import {
   createHarness,
@@ -44,6 +49,28 @@ describe(`PostgreSQL ${sourcePostgres.major} as source, ${destinationPostgres.ma
   it('runs on the servers the project names', async () => {
     expect(await serverMajor(harness, 'source')).toBe(sourcePostgres.major);
     expect(await serverMajor(harness, 'destination')).toBe(destinationPostgres.major);
+  });
+
+  it("reads a slot's state from the columns this major has", async () => {
+    const slotName = `state_${randomSuffix()}`;
+    await harness.source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [
+      slotName,
+    ]);
+    try {
+      const state = await readSlotState(harness.source.client, slotName);
+      // `conflicting` arrived in 16, `invalidation_reason` and `failover` in 17.
+      expect(state).toEqual({
+        walStatus: 'reserved',
+        invalidationReason: null,
+        conflicting: sourcePostgres.major >= 16 ? false : null,
+      });
+      expect(classifySlotState(slotName, state)).toBeUndefined();
+      expect(await readSlotFailover(harness.source.client, slotName)).toBe(
+        sourcePostgres.major >= 17 ? false : null,
+      );
+    } finally {
+      await harness.source.client.query(`SELECT pg_drop_replication_slot($1)`, [slotName]);
+    }
   });
 
   it.runIf(sourcePostgres.major >= 17)(

@@ -117,11 +117,17 @@ export interface SlotState {
   readonly walStatus: string | null;
   /** PostgreSQL 17+: why the slot was invalidated (`wal_removed`, `rows_removed`, …); null when it was not. */
   readonly invalidationReason: string | null;
+  /**
+   * PostgreSQL 16+: a logical slot invalidated by a conflict with recovery (on
+   * a standby). On 16 this is the only sign of such a loss: its `wal_status`
+   * may still read `reserved`, and there is no `invalidation_reason`. Null before 16.
+   */
+  readonly conflicting: boolean | null;
 }
 
 /**
  * The slot's loss as an EngineError, or undefined while it is usable. A missing
- * slot, `wal_status = lost` and any `invalidation_reason` all mean the changes
+ * slot, `wal_status = lost`, `conflicting` and any `invalidation_reason` all mean the changes
  * since the last acknowledged position are gone: nothing the engine retries
  * brings them back.
  */
@@ -136,6 +142,12 @@ export function classifySlotState(slotName: string, state: SlotState | undefined
     return new EngineError(
       'slot_invalidated',
       `source: replication slot ${slotName} was invalidated (${state.invalidationReason})`,
+    );
+  }
+  if (state.conflicting) {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} was invalidated by a conflict with recovery`,
     );
   }
   if (state.walStatus === 'lost') {

@@ -131,18 +131,30 @@ export async function removeFromPublication(
 }
 
 /**
- * The slot's WAL status and, on PostgreSQL 17+, its invalidation reason; read
- * through to_jsonb so one query serves servers without that column.
+ * The slot's WAL status (13+), whether it conflicted with recovery (16+) and
+ * its invalidation reason (17+); the newer columns are read through to_jsonb
+ * so one query serves every supported server.
  */
 export async function readSlotState(client: pg.Client, slotName: string): Promise<SlotState | undefined> {
   try {
-    const result = await client.query<{ wal_status: string | null; invalidation_reason: string | null }>(
-      `SELECT s.wal_status, to_jsonb(s) ->> 'invalidation_reason' AS invalidation_reason
+    const result = await client.query<{
+      wal_status: string | null;
+      invalidation_reason: string | null;
+      conflicting: boolean | null;
+    }>(
+      `SELECT s.wal_status, to_jsonb(s) ->> 'invalidation_reason' AS invalidation_reason,
+              (to_jsonb(s) ->> 'conflicting')::boolean AS conflicting
        FROM pg_replication_slots s WHERE s.slot_name = $1`,
       [slotName],
     );
     const row = result.rows[0];
-    return row ? { walStatus: row.wal_status, invalidationReason: row.invalidation_reason } : undefined;
+    return row
+      ? {
+          walStatus: row.wal_status,
+          invalidationReason: row.invalidation_reason,
+          conflicting: row.conflicting,
+        }
+      : undefined;
   } catch (error) {
     throw classifyPgError(error, `source: read replication slot ${slotName}`, 'source_setup');
   }
