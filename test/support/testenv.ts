@@ -67,15 +67,16 @@ export const newestPostgres = otherPostgres[18];
  * Where the PostgreSQL suites put their source and destination databases. The
  * vitest projects `postgres-13`, `postgres-16` and `postgres-18` set
  * TRIBUTARY_TEST_SOURCE_POSTGRES to run the source suites on that major, into
- * the newest release as destination; otherwise both are the shared server.
- * Catalogs stay on the shared server.
+ * the newest release as destination, except 16, which writes to the oldest, so
+ * both ends of the destination range are written; otherwise both are the shared
+ * server. Catalogs stay on the shared server.
  */
 function selectServers(): { source: PostgresServer; destination: PostgresServer } {
   const selected = process.env.TRIBUTARY_TEST_SOURCE_POSTGRES;
   if (selected === undefined || selected === '') return { source: postgres, destination: postgres };
   const server = otherPostgres[Number(selected) as keyof typeof otherPostgres];
   if (!server) throw new Error(`TRIBUTARY_TEST_SOURCE_POSTGRES=${selected}: no such test server`);
-  return { source: server, destination: newestPostgres };
+  return { source: server, destination: server.major === 16 ? otherPostgres[13] : newestPostgres };
 }
 
 export const { source: sourcePostgres, destination: destinationPostgres } = selectServers();

@@ -118,8 +118,9 @@ export interface SlotState {
   /** PostgreSQL 17+: why the slot was invalidated (`wal_removed`, `rows_removed`, …); null when it was not. */
   readonly invalidationReason: string | null;
   /**
-   * PostgreSQL 16+: a logical slot invalidated by a conflict with recovery (on
-   * a standby). On 16 this is the only sign of such a loss: its `wal_status`
+   * PostgreSQL 16+: the logical slot was invalidated: on 16 for any reason
+   * (removed WAL too), on 17+ for a conflict with recovery. On 16 it is the
+   * only sign of a slot invalidated by a conflict on a standby: its `wal_status`
    * may still read `reserved`, and there is no `invalidation_reason`. Null before 16.
    */
   readonly conflicting: boolean | null;
@@ -144,16 +145,16 @@ export function classifySlotState(slotName: string, state: SlotState | undefined
       `source: replication slot ${slotName} was invalidated (${state.invalidationReason})`,
     );
   }
-  if (state.conflicting) {
-    return new EngineError(
-      'slot_invalidated',
-      `source: replication slot ${slotName} was invalidated by a conflict with recovery`,
-    );
-  }
   if (state.walStatus === 'lost') {
     return new EngineError(
       'slot_invalidated',
       `source: replication slot ${slotName} lost WAL it needed (wal_status lost)`,
+    );
+  }
+  if (state.conflicting) {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} was invalidated (pg_replication_slots.conflicting)`,
     );
   }
   return undefined;
