@@ -132,6 +132,19 @@ describe('refused at create', () => {
     expect((await facade.controlPlane.store.getMirror(`adopt-${suffix}`))?.spec.adoptExistingSlot).toBe(true);
   });
 
+  const failoverSlots = sourcePostgres.major >= 17;
+  it(`${failoverSlots ? 'accepts' : 'refuses'} failover_slot on PostgreSQL ${sourcePostgres.major}`, async () => {
+    const name = `failover-${suffix}`;
+    const response = await create(name, ['public.keyed'], { failover_slot: true });
+    if (failoverSlots) {
+      expect(response.statusCode, response.body).toBe(200);
+      expect((await facade.controlPlane.store.getMirror(name))?.spec.failoverSlot).toBe(true);
+    } else {
+      await expectRefused(response, 'failover slots need PostgreSQL 17 or later', 'failover_slot');
+      expect(await facade.controlPlane.store.getMirror(name)).toBeUndefined();
+    }
+  });
+
   it('refuses a publication of the default name that the mirror would not own', async () => {
     const name = `defpub-${suffix}`;
     const publication = defaultPublicationName(name, await facade.controlPlane.catalog.installationId());
