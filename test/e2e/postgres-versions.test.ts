@@ -8,6 +8,8 @@ import {
   readSlotFailover,
   readSlotState,
 } from '../../engine/src/connectors/postgres/slot.ts';
+import { validateSource } from '../../engine/src/connectors/postgres/validate-source.ts';
+import { EngineError } from '../../engine/src/errors.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import {
   createHarness,
@@ -18,7 +20,8 @@ import {
   type SpecInput,
   startMirror,
 } from '../support/mirror-harness.ts';
-import { destinationPostgres, sourcePostgres } from '../support/testenv.ts';
+import { startPrivatePostgres } from '../support/private-postgres.ts';
+import { destinationPostgres, postgres, sourcePostgres, unsupportedPostgres } from '../support/testenv.ts';
 
 async function serverMajor(harness: Harness, side: 'source' | 'destination'): Promise<number> {
   const result = await harness[side].client.query<{ version: number }>(
@@ -49,6 +52,28 @@ describe(`PostgreSQL ${sourcePostgres.major} as source, ${destinationPostgres.ma
   it('runs on the servers the project names', async () => {
     expect(await serverMajor(harness, 'source')).toBe(sourcePostgres.major);
     expect(await serverMajor(harness, 'destination')).toBe(destinationPostgres.major);
+  });
+
+  it.runIf(sourcePostgres === postgres)('refuses a PostgreSQL 12 source, naming the version', async () => {
+    const server = await startPrivatePostgres({ server: unsupportedPostgres });
+    try {
+      const client = await server.connect();
+      try {
+        const refusal = await validateSource(client, { tables: [] }).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        expect(refusal).toBeInstanceOf(EngineError);
+        expect((refusal as EngineError).kind).toBe('source_setup');
+        expect((refusal as EngineError).message).toMatch(
+          /PostgreSQL 12\.\d+ is too old: version 13 or later is required/,
+        );
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await server.destroy();
+    }
   });
 
   it("reads a slot's state from the columns this major has", async () => {

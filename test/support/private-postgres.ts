@@ -56,7 +56,7 @@ async function serverDirectory(): Promise<{ directory: string; uid: number | und
  * `server`: whose major (binaries) to run.
  */
 export async function startPrivatePostgres(
-  options: { settings?: readonly string[]; server?: PostgresServer } = {},
+  options: { settings?: readonly string[]; server?: Pick<PostgresServer, 'binaries'> } = {},
 ): Promise<PrivatePostgres> {
   const binaries = (options.server ?? sourcePostgres).binaries;
   const { directory, uid } = await serverDirectory();

@@ -60,6 +60,12 @@ export const otherPostgres: Readonly<Record<13 | 16 | 18, PostgresServer>> = Obj
   18: postgresServer(18, 'TESTENV_PG18_PORT', join(testenvDir, 'postgres-18', 'install', 'bin')),
 });
 
+/** PostgreSQL 12, which sources must not run: its programs only, for a test's own server. */
+export const unsupportedPostgres = Object.freeze({
+  major: 12,
+  binaries: join(testenvDir, 'postgres-12', 'install', 'bin'),
+});
+
 /** The newest PostgreSQL release, as a destination of the version runs. */
 export const newestPostgres = otherPostgres[18];
 
