@@ -22,7 +22,7 @@ import { ClickHouseDestination } from '../engine/src/connectors/clickhouse/desti
 import { columnEncoder, RowBinaryWriter } from '../engine/src/connectors/clickhouse/row-binary.ts';
 import { serverCapabilities } from '../engine/src/connectors/clickhouse/server.ts';
 import { type ChType, parseChType, sourceColumnType } from '../engine/src/connectors/clickhouse/types.ts';
-import { copyTextRows } from '../engine/src/connectors/postgres/copy-text.ts';
+import { copyTextRows } from '../engine/src/connectors/copy-text.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/table-info.ts';
 import type { DestinationTable } from '../engine/src/connectors/records.ts';
 import { parseTextValue, type Value } from '../engine/src/model/parse-text.ts';

@@ -18,16 +18,17 @@ import pg from 'pg';
 import pino from 'pino';
 import { PostgresCatalog } from '../engine/src/catalog/postgres-catalog.ts';
 import type { Destination } from '../engine/src/connectors/destination.ts';
+import { maxChunkMessages } from '../engine/src/connectors/kafka/chunk-sender.ts';
 import {
   defaultChunkBytes,
   KafkaDestination,
   luaRecord,
-  maxChunkMessages,
   recordOverheadBytes,
 } from '../engine/src/connectors/kafka/destination.ts';
 import { changeRecord, tableFormat } from '../engine/src/connectors/kafka/message-format.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/table-info.ts';
 import type { ChangeBatch, DestinationTable, RowChange } from '../engine/src/connectors/records.ts';
+import { createSource } from '../engine/src/connectors/registry.ts';
 import { runCdc } from '../engine/src/pipeline/cdc.ts';
 import { defaultBatchMemoryBudgetBytes } from '../engine/src/pipeline/context.ts';
 import { destinationTable } from '../engine/src/pipeline/tables.ts';
@@ -129,7 +130,7 @@ async function cdcRun(
   await runCdc(
     {
       spec,
-      source: source.config,
+      source: createSource({ kind: 'relational', config: source.config }, { mirror: spec.name }),
       destination,
       catalog,
       logger,

@@ -25,8 +25,9 @@ import pino from 'pino';
 import { PostgresCatalog } from '../engine/src/catalog/postgres-catalog.ts';
 import type { Destination } from '../engine/src/connectors/destination.ts';
 import { PostgresDestination } from '../engine/src/connectors/postgres/destination.ts';
-import { formatLsn, parseLsn } from '../engine/src/connectors/postgres/lsn.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/table-info.ts';
+import { createSource } from '../engine/src/connectors/registry.ts';
+import { formatLsn, parseLsn } from '../engine/src/model/lsn.ts';
 import { EngineMetrics } from '../engine/src/observability/engine-metrics.ts';
 import { runCdc } from '../engine/src/pipeline/cdc.ts';
 import { defaultBatchMemoryBudgetBytes, type MirrorContext } from '../engine/src/pipeline/context.ts';
@@ -67,9 +68,10 @@ function context(
   spec: MirrorSpecInput,
   signal: AbortSignal,
 ): MirrorContext {
+  const parsed = mirrorSpecSchema.parse(spec);
   return {
-    spec: mirrorSpecSchema.parse(spec),
-    source: source.config,
+    spec: parsed,
+    source: createSource({ kind: 'relational', config: source.config }, { mirror: parsed.name }),
     destination,
     catalog,
     logger,

@@ -26,6 +26,15 @@ export const roleDescriptions = {
   engine: 'replicates one mirror from a mounted config (started by the operator)',
 } as const satisfies Record<Role, string>;
 
+/** Clients of a running service, beside the roles that are the service. */
+export const commands = {
+  mirrors: 'api-server/src/client/mirrors-cli.ts',
+} as const;
+
+export const commandDescriptions = {
+  mirrors: 'list, status, pause, resume, drop and logs of mirrors, through /api/v1',
+} as const satisfies Record<keyof typeof commands, string>;
+
 export function usage(): string {
   const width = Math.max(...Object.keys(roles).map((role) => role.length));
   const lines = Object.entries(roleDescriptions).map(
@@ -33,10 +42,16 @@ export function usage(): string {
   );
   return [
     `usage: tributary <${Object.keys(roles).join('|')}> [options]`,
+    '       tributary mirrors <list|status|pause|resume|drop|logs> [name] [options]',
     '       tributary --help | --version',
     '',
     'Roles:',
     ...lines,
+    '',
+    'Commands:',
+    ...Object.entries(commandDescriptions).map(
+      ([command, description]) => `  ${command.padEnd(width)}  ${description}`,
+    ),
     '',
     'Options of every role:',
     `  --log-format ${logFormats.join('|')}  log lines as JSON or coloured text (TRIBUTARY_LOG_FORMAT;`,
@@ -83,6 +98,12 @@ export async function run(argv: readonly string[]): Promise<void> {
   }
   if (role === '--version' || role === '-V' || role === 'version') {
     console.log(formatVersion(buildVersion()));
+    return;
+  }
+  if (role !== undefined && Object.hasOwn(commands, role)) {
+    const modulePath = join(import.meta.dirname, '..', commands[role as keyof typeof commands]);
+    const command = (await import(pathToFileURL(modulePath).href)) as RoleModule;
+    process.exitCode = await command.main(rest);
     return;
   }
   if (!isRole(role)) {

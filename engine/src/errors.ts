@@ -8,6 +8,7 @@ export const errorKinds = [
   'connection',
   'auth',
   'ssh_tunnel',
+  'tls',
   'permission',
   'config',
   'source_setup',
@@ -43,6 +44,11 @@ export const errorPolicy = {
   connection: { retry: 'timed', remedy: 'check that the peer host and port are reachable from the engine' },
   auth: { retry: 'manual', remedy: 'check the peer user and password (or key) and update the peer' },
   ssh_tunnel: { retry: 'timed', remedy: 'check the peer ssh_config: host, port, user and key or password' },
+  tls: {
+    retry: 'manual',
+    remedy:
+      'check the peer TLS fields: root_ca must hold the CA that signed the server certificate, tls_host (or host) a name in it, and disable_tls only for a server that accepts connections without TLS',
+  },
   permission: {
     retry: 'timed',
     remedy:

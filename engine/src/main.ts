@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { PostgresCatalog } from './catalog/postgres-catalog.ts';
-import { createDestination } from './connectors/registry.ts';
+import { createDestination, createSource } from './connectors/registry.ts';
 import { loadEngineConfig } from './engine-config.ts';
 import { isEngineError } from './errors.ts';
 import { EngineMetrics } from './observability/engine-metrics.ts';
@@ -97,7 +97,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     await catalog.migrate();
     const outcome = await superviseMirror({
       spec: config.mirror,
-      source: config.source,
+      source: createSource({ kind: 'relational', config: config.source }, { mirror: config.mirror.name }),
       destination,
       catalog,
       logger,

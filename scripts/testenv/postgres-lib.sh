@@ -57,7 +57,9 @@ host    all          all          127.0.0.1/32 scram-sha-256
 host    replication  all          127.0.0.1/32 scram-sha-256
 HBA
   fi
-  as_pg "$server_bin/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 start >/dev/null
+  # The socket directory is given at each start, not only in the config written
+  # at initdb: the checkout (and its .testenv) may have moved since.
+  as_pg "$server_bin/pg_ctl" -D "$data" -l "$dir/server.log" -o "-k '$sock'" -w -t 60 start >/dev/null
   wait_for "$name" 30 pg_cluster_ready "$client_bin" "$port"
   psql_admin <<'SQL'
 DO $$ BEGIN

@@ -39,6 +39,8 @@ const endpoints: readonly Endpoint[] = [
     },
   },
   { method: 'GET', url: '/api/v1/peers/info/some-peer', shape: 'grpc' },
+  { method: 'GET', url: '/api/v1/peers/list', shape: 'grpc' },
+  { method: 'GET', url: '/api/v1/mirrors/list', shape: 'grpc' },
   {
     method: 'POST',
     url: '/api/v1/flows/cdc/create',
@@ -395,11 +397,13 @@ describe('access', () => {
         [
           '/api/v1/flows/cdc/create',
           '/api/v1/mirrors/cdc/batches',
+          '/api/v1/mirrors/list',
           '/api/v1/mirrors/logs',
           '/api/v1/mirrors/state_change',
           '/api/v1/mirrors/status',
           '/api/v1/peers/create',
           '/api/v1/peers/info/{peer_name}',
+          '/api/v1/peers/list',
           '/api/v1/scripts',
           '/api/v1/scripts/{id}',
         ].sort(),

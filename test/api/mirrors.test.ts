@@ -162,6 +162,17 @@ describe('mirrors', () => {
       expect(mirror?.spec.state).toBe('Running');
       expect(mirror?.deleting).toBe(false);
 
+      const list = await facade.request({ method: 'GET', url: '/api/v1/mirrors/list' });
+      expect(list.statusCode).toBe(200);
+      expect(list.json().mirrors).toContainEqual({
+        name,
+        workflowId: response.json().workflowId,
+        sourceName: sourcePeer,
+        destinationName: expect.any(String),
+        createdAt: mirror?.createdAt.toISOString(),
+        isCdc: true,
+      });
+
       const info = await status(name, true);
       expect(info.statusCode).toBe(200);
       expect(info.json()).toEqual({
@@ -923,6 +934,8 @@ describe('mirrors', () => {
         expect(response.json()).toEqual(ok);
         expect((await facade.controlPlane.store.getMirror(name))?.deleting).toBe(true);
         expect((await status(name)).json().currentFlowState).toBe('STATUS_TERMINATING');
+        const list = await facade.request({ method: 'GET', url: '/api/v1/mirrors/list' });
+        expect(list.json().mirrors.map((entry: { name: string }) => entry.name)).not.toContain(name);
 
         const before = await stateOf(facade);
         expectError(await stateChange({ flowJobName: name, requestedFlowState: 2 }), 404, 2, name);

@@ -12,7 +12,7 @@ import { group, version } from '../../operator/src/crds/schemas.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
 import { clusterMode, createFacade, type Facade } from '../support/facade.ts';
 import { adminConfig } from '../support/kube.ts';
-import { clickhouse, kafka, postgres, snowflake, ssh } from '../support/testenv.ts';
+import { clickhouse, kafka, postgres, postgresTls, snowflake, ssh } from '../support/testenv.ts';
 
 const mask = '********';
 
@@ -121,6 +121,14 @@ describe('peers', () => {
       });
       expect(stored?.version).toBe(info.json().version);
       expect(info.body).not.toContain(postgres.superuser.password);
+
+      const list = await facade.request({ method: 'GET', url: '/api/v1/peers/list' });
+      expect(list.statusCode).toBe(200);
+      const items: { name: string; type: string }[] = list.json().items;
+      expect(items).toContainEqual({ name, type: 'RELATIONAL' });
+      expect(items.map((item) => item.name)).toEqual(items.map((item) => item.name).sort());
+      expect(Object.keys(items[0] ?? {}).sort()).toEqual(['name', 'type']);
+      expect(list.body).not.toContain(postgres.superuser.password);
     });
 
     it('creates a peer through an SSH tunnel and masks the key and the tunnel password', async () => {
@@ -167,6 +175,99 @@ describe('peers', () => {
         password: mask,
       });
       expect(passwordInfo.body).not.toContain(ssh.password);
+    });
+
+    it('creates TLS peers from either spelling of the TLS and host key fields, and reads them back', async () => {
+      const rootCa = readFileSync(join(postgresTls.tlsDir, 'ca.crt'), 'utf8');
+      const hostKey = readFileSync(ssh.hostKeyPath, 'utf8').trim();
+      const tlsServer = {
+        host: postgresTls.host,
+        port: postgresTls.port,
+        user: postgresTls.tlsUser.user,
+        password: postgresTls.tlsUser.password,
+        database: postgresTls.database,
+      };
+      const tunnel = { host: ssh.host, port: ssh.port, user: ssh.user, password: ssh.password };
+      const snake = peerName('pg-tls-snake');
+      expectCreated(
+        await facade.post('/api/v1/peers/create', {
+          peer: {
+            name: snake,
+            type: 3,
+            relational_config: {
+              ...tlsServer,
+              require_tls: true,
+              root_ca: rootCa,
+              tls_host: 'localhost',
+              ssh_config: { ...tunnel, host_key: hostKey },
+            },
+          },
+        }),
+      );
+      const camel = peerName('pg-tls-camel');
+      expectCreated(
+        await facade.post('/api/v1/peers/create', {
+          peer: {
+            name: camel,
+            type: 'RELATIONAL',
+            relationalConfig: {
+              ...tlsServer,
+              requireTls: true,
+              rootCa,
+              tlsHost: 'localhost',
+              sshConfig: { ...tunnel, hostKey },
+            },
+          },
+        }),
+      );
+      for (const name of [snake, camel]) {
+        const info = await facade.request({ method: 'GET', url: `/api/v1/peers/info/${name}` });
+        expect(info.statusCode).toBe(200);
+        // A CA certificate and a host key are public: shown as given.
+        expect(info.json().peer.relationalConfig).toEqual({
+          ...tlsServer,
+          password: mask,
+          requireTls: true,
+          rootCa,
+          tlsHost: 'localhost',
+          sshConfig: { ...tunnel, password: mask, hostKey },
+        });
+      }
+    });
+
+    it('answers 422 FAILED with the TLS field to change when the server is refused or refuses', async () => {
+      const tlsServer = {
+        host: postgresTls.host,
+        port: postgresTls.port,
+        user: postgresTls.tlsUser.user,
+        password: postgresTls.tlsUser.password,
+        database: postgresTls.database,
+      };
+      const before = await stateOf(facade);
+      const cases: [Record<string, unknown>, string][] = [
+        [
+          { disable_tls: true },
+          'the server refuses connections without TLS for this user; remove disable_tls',
+        ],
+        [{ require_tls: true }, 'root_ca must hold the CA that signed it'],
+        [
+          { root_ca: readFileSync(join(postgresTls.tlsDir, 'foreign-ca.crt'), 'utf8') },
+          'the server certificate could not be verified',
+        ],
+        [
+          { root_ca: readFileSync(join(postgresTls.tlsDir, 'ca.crt'), 'utf8'), tls_host: 'db.example.com' },
+          'set tls_host to a name it carries',
+        ],
+      ];
+      for (const [fields, message] of cases) {
+        const name = peerName('pg-tls-refused');
+        const response = await facade.post('/api/v1/peers/create', {
+          peer: { name, type: 3, relational_config: { ...tlsServer, ...fields } },
+        });
+        expectPeerFailure(response, 422, `failed to validate peer ${name}`);
+        expect(response.json().message).toContain(message);
+      }
+      expect(await stateOf(facade)).toBe(before);
     });
 
     it('refuses a tunnel without any authentication method, naming the peer', async () => {

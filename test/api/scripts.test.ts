@@ -200,6 +200,16 @@ describe('scripts', () => {
         message: 'script.source: ',
       },
       { name: 'scripts as an array', body: { script: [valid] }, message: 'script: ' },
+      {
+        name: 'a source that does not compile',
+        body: { script: { ...valid, source: 'function onRecord(r)\n  return r +\nend' } },
+        message: `script.source: does not compile: bad-${suffix}:3: unexpected symbol near 'end'`,
+      },
+      {
+        name: 'precompiled bytecode',
+        body: { script: { ...valid, source: '\x1bLua' } },
+        message: 'script.source: does not compile: ',
+      },
     ];
 
     it.each(cases)('refuses $name with 400 code 3 and changes nothing', async ({ body, message }) => {

@@ -209,9 +209,42 @@ describe('web console in chromium', () => {
       await page.keyboard.press('Enter');
       await page.waitForURL(`**/mirrors/${mirror}`);
       await waitFor(async () => (await state(mirror)) === 'STATUS_PAUSED', 60_000, 'paused');
-      await page.reload();
-      expect(await shownText(page.locator('.state').first())).toBe('paused');
+      // No reload: htmx swaps in the state part of the page as it changes.
+      await expect
+        .poll(async () => await shownText(page.locator('.state').first()), { timeout: 30_000 })
+        .toBe('paused');
       expect(await page.getByRole('link', { name: 'Resume…' }).count()).toBe(1);
+    });
+
+    await step('peers', async () => {
+      await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'peers' }).click();
+      await page.waitForURL('**/peers');
+      const row = page.getByRole('row').filter({ hasText: `src-${suffix}` });
+      expect((await shownText(row)).replace(/\s+/g, ' ')).toMatch(/relational 1\d\.\d+.*"password":"\*{8}"/);
+      await expectAccessible();
+      if (docsScreenshotDir)
+        await page.screenshot({ path: join(docsScreenshotDir, 'peers.png'), fullPage: true });
+    });
+
+    await step('script', async () => {
+      await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'scripts' }).click();
+      await page.waitForURL('**/scripts');
+      await page.getByRole('link', { name: 'New script' }).click();
+      await page.getByLabel('Name').fill(`shaper_${suffix}`);
+      await page.getByLabel('Lua source').fill('function onRecord(record)\n  record.new.item = \nend\n');
+      await page.getByRole('button', { name: 'Save' }).click();
+      expect(await shownText(page.getByRole('alert'))).toContain(`does not compile: shaper_${suffix}:3:`);
+      await expectAccessible();
+      if (docsScreenshotDir)
+        await page.screenshot({ path: join(docsScreenshotDir, 'script.png'), fullPage: true });
+      await page
+        .getByLabel('Lua source')
+        .fill(
+          'function onRecord(record)\n  record.new.item = string.upper(record.new.item)\n  return record\nend\n',
+        );
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.waitForURL(/\/scripts\/\d+\?saved=1$/);
+      expect(await shownText(page.getByRole('status'))).toBe('Saved.');
     });
 
     await step('logs', async () => {

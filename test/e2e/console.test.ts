@@ -142,6 +142,55 @@ describe('web console', () => {
     expect((await post(`/mirrors/${mirror}/action`, { action: 'explode' })).status).toBe(400);
   });
 
+  it('lists every peer with its kind, version and masked configuration', async () => {
+    const peers = await open('/peers');
+    expect(peers.status).toBe(200);
+    for (const [peer, database] of [
+      [`src-${suffix}`, source],
+      [`dst-${suffix}`, destination],
+    ] as const) {
+      const row = peers.text.slice(peers.text.indexOf(`<td>${peer}</td>`));
+      expect(row).toMatch(/^<td>[^<]+<\/td><td>relational<\/td><td>1\d\.\d+[^<]*<\/td>/);
+      expect(row).toContain(`&quot;database&quot;:&quot;${database.name}&quot;`);
+    }
+    expect(peers.text).toContain('&quot;password&quot;:&quot;********&quot;');
+    expect(peers.text).not.toContain(source.config.password);
+  });
+
+  it('creates a script, refuses a save that does not compile with its line, and keeps what was typed', async () => {
+    const name = `shaper_${suffix}`;
+    const newForm = await open('/scripts/new');
+    expect(newForm.text).toContain('<form method="post" action="/scripts/new">');
+    expect(newForm.text).toContain('<label for="script-source">');
+
+    const valid = 'function onRecord(record)\n  return record\nend\n';
+    const created = await post('/scripts/new', { name, source: valid.replaceAll('\n', '\r\n') });
+    expect(created.status, created.text).toBe(303);
+    const path = created.location?.replace(/\?saved=1$/, '') ?? '';
+    expect(path).toMatch(/^\/scripts\/\d+$/);
+    const id = Number(path.split('/').at(-1));
+    const saved = await open(created.location ?? '');
+    expect(saved.text).toContain('Saved.');
+    expect(saved.text).toContain(`value="${name}"`);
+    expect((await service.call('GET', `/api/v1/scripts/${id}`)).body).toEqual({
+      scripts: [{ id, name, lang: 'lua', source: valid }],
+    });
+    expect((await open('/scripts')).text).toContain(`<a href="${path}">${name}</a>`);
+
+    const broken = 'function onRecord(record)\n  return record +\nend\n';
+    const refused = await post(path, { name, source: broken });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain(`does not compile: ${name}:3: unexpected symbol near &#39;end&#39;`);
+    expect(refused.text).toContain('return record +');
+    expect((await service.call('GET', `/api/v1/scripts/${id}`)).body).toMatchObject({
+      scripts: [{ source: valid }],
+    });
+
+    const foreign = await post(path, { name, source: '' }, { origin: 'https://evil.example' });
+    expect(foreign.status).toBe(403);
+    expect((await open('/scripts/999999999')).status).toBe(404);
+  });
+
   it('drops the mirror and the list no longer shows it', async () => {
     const dropped = await post(`/mirrors/${mirror}/action`, { action: 'drop' });
     expect(dropped).toMatchObject({ status: 303, location: '/' });

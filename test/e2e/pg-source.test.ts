@@ -3,13 +3,14 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FaultInjectingDestination } from '../../engine/src/connectors/memory/fault-injecting.ts';
 import { connectPostgres } from '../../engine/src/connectors/postgres/connect.ts';
 import { defaultSlotName } from '../../engine/src/connectors/postgres/slot.ts';
 import { validateSource } from '../../engine/src/connectors/postgres/validate-source.ts';
 import { EngineError } from '../../engine/src/errors.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
-import { FaultInjectingDestination } from '../support/faulty-destination.ts';
+
 import {
   createHarness,
   dropMirror,

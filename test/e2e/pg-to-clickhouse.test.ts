@@ -8,6 +8,7 @@ import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickh
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/destination.ts';
+import { createSource } from '../../engine/src/connectors/registry.ts';
 import { parseTextValue } from '../../engine/src/model/parse-text.ts';
 import type { ColumnType } from '../../engine/src/model/value-kind.ts';
 import { teardownMirror } from '../../engine/src/pipeline/run-mirror.ts';
@@ -134,9 +135,10 @@ describe.each(engines)('PostgreSQL to ClickHouse ($name)', (engine) => {
   async function drop(spec: SpecInput): Promise<void> {
     const destination = destinationFor(spec);
     try {
+      const parsed = mirrorSpecSchema.parse({ ...spec, sourcePeer: 's', destinationPeer: 'd' });
       await teardownMirror({
-        spec: mirrorSpecSchema.parse({ ...spec, sourcePeer: 's', destinationPeer: 'd' }),
-        source: harness.source.config,
+        spec: parsed,
+        source: createSource({ kind: 'relational', config: harness.source.config }, { mirror: parsed.name }),
         destination,
         catalog: harness.catalog,
         logger,

@@ -1,7 +1,10 @@
 // The catalog migration as the operator, the api-server and engines run it on
 // start: several processes at once on a fresh database, each with its own pool.
+
+import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate, migrationsDigest } from '../../engine/src/catalog/migrations.ts';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 
@@ -26,6 +29,7 @@ describe('catalog migration', () => {
       `SELECT table_name FROM information_schema.tables WHERE table_schema = 'tributary' ORDER BY 1`,
     );
     expect(rows.map((row) => row.table_name)).toEqual([
+      'applied_migrations',
       'cdc_batches',
       'engine_problems',
       'installation',
@@ -46,5 +50,36 @@ describe('catalog migration', () => {
       `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
     );
     expect(locks).toEqual([]);
+  });
+
+  it('runs a list of statements once, and a changed list again, on a server and embedded', async () => {
+    const pool = new pg.Pool({ ...database.config, max: 2 });
+    pools.push(pool);
+    const embedded = new PGlite();
+    try {
+      for (const [sql, read] of [
+        [pool, (text: string) => pool.query(text)],
+        [embedded, (text: string) => embedded.query(text)],
+      ] as const) {
+        const first = ['CREATE SCHEMA IF NOT EXISTS once', 'CREATE TABLE IF NOT EXISTS once.t (id int)'];
+        const migrations = { schema: 'once', statements: first, lockKey: '1' };
+        expect(await migrate(sql, migrations)).toBe(true);
+        // Applied: nothing runs again (the insert would show it in a changed list only).
+        expect(await migrate(sql, migrations)).toBe(false);
+        const second = [...first, 'INSERT INTO once.t VALUES (1)'];
+        expect(await migrate(sql, { ...migrations, statements: second })).toBe(true);
+        expect(await migrate(sql, { ...migrations, statements: second })).toBe(false);
+        expect((await read('SELECT id FROM once.t')).rows).toEqual([{ id: 1 }]);
+        expect(
+          (await read('SELECT digest FROM once.applied_migrations ORDER BY applied_at, digest')).rows,
+        ).toHaveLength(2);
+        expect(
+          (await read(`SELECT 1 FROM once.applied_migrations WHERE digest = '${migrationsDigest(second)}'`))
+            .rows,
+        ).toHaveLength(1);
+      }
+    } finally {
+      await embedded.close();
+    }
   });
 });

@@ -9,13 +9,13 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkAnalyticsPeer } from '../../engine/src/connectors/clickhouse/check.ts';
 import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/destination.ts';
-import { unchangedToast } from '../../engine/src/connectors/postgres/pgoutput.ts';
-import type { SourceColumn } from '../../engine/src/connectors/postgres/table-info.ts';
-import type {
-  ChangeBatch,
-  DestinationTable,
-  RowChange,
-  RowImage,
+import {
+  type ChangeBatch,
+  type DestinationTable,
+  type RowChange,
+  type RowImage,
+  type SourceColumn,
+  unchangedToast,
 } from '../../engine/src/connectors/records.ts';
 import type { TableMapping } from '../../engine/src/resources/mirror.ts';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';

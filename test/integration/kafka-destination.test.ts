@@ -5,8 +5,12 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
 import { keyPartition, type PartitionerName } from '../../engine/src/connectors/kafka/partitioners.ts';
-import { unchangedToast } from '../../engine/src/connectors/postgres/pgoutput.ts';
-import type { ChangeBatch, DestinationTable, RowChange } from '../../engine/src/connectors/records.ts';
+import {
+  type ChangeBatch,
+  type DestinationTable,
+  type RowChange,
+  unchangedToast,
+} from '../../engine/src/connectors/records.ts';
 import {
   createTopics,
   deleteTopics,

@@ -5,6 +5,7 @@ import { expect } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import type { Destination } from '../../engine/src/connectors/destination.ts';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
+import { createSource } from '../../engine/src/connectors/registry.ts';
 import { defaultBatchMemoryBudgetBytes, type MirrorContext } from '../../engine/src/pipeline/context.ts';
 import { type RunOutcome, runMirror, teardownMirror } from '../../engine/src/pipeline/run-mirror.ts';
 import { superviseMirror } from '../../engine/src/pipeline/supervisor.ts';
@@ -68,10 +69,11 @@ function contextFor(
   signal: AbortSignal,
   budget: number,
   destinationConfig: RelationalConfig = harness.destination.config,
+  sourceConfig: RelationalConfig = harness.source.config,
 ): MirrorContext {
   return {
     spec,
-    source: harness.source.config,
+    source: createSource({ kind: 'relational', config: sourceConfig }, { mirror: spec.name }),
     destination: new PostgresDestination(destinationConfig, {
       system: spec.system,
       mirrorColumns: { softDeleteColumn: spec.softDeleteColName, syncedAtColumn: spec.syncedAtColName },
@@ -108,10 +110,10 @@ export function startMirror(harness: Harness, input: SpecInput, options: StartOp
     controller.signal,
     options.batchMemoryBudgetBytes ?? defaultBatchMemoryBudgetBytes,
     options.destination,
+    options.source,
   );
   const context: MirrorContext = {
     ...base,
-    source: options.source ?? base.source,
     destination: options.wrapDestination ? options.wrapDestination(base.destination) : base.destination,
   };
   const run =

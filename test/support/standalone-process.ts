@@ -70,7 +70,9 @@ export async function startStandalone(
       if (child.exitCode !== null) throw new Error(`standalone exited with ${child.exitCode}`);
       return (await fetch(`${baseUrl}/healthz`).catch(() => undefined))?.ok === true;
     },
-    30_000,
+    // Ready in seconds on a calm machine; start-up is CPU-bound (PGlite, module
+    // loading), so a machine busy with the whole suite can make it many times slower.
+    120_000,
     'standalone to listen',
   );
   return {

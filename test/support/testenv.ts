@@ -87,6 +87,20 @@ function selectServers(): { source: PostgresServer; destination: PostgresServer 
 
 export const { source: sourcePostgres, destination: destinationPostgres } = selectServers();
 
+/**
+ * The TLS test server (scripts/testenv/postgres-tls.sh): its certificate names
+ * 127.0.0.1 and localhost and is signed by `tlsDir/ca.crt`; `foreign-ca.crt`
+ * signed nothing there. `tlsUser` is admitted only over TLS.
+ */
+export const postgresTls = Object.freeze({
+  host: '127.0.0.1',
+  port: port('TESTENV_PG_TLS_PORT'),
+  superuser: { user: 'tributary_admin', password: 'admin-secret' },
+  tlsUser: { user: 'tributary_tls', password: 'tls-secret' },
+  database: 'tributary_test',
+  tlsDir: join(testenvDir, 'postgres-tls', 'tls'),
+});
+
 export const clickhouse = Object.freeze({
   /** The Debian clickhouse-server (an old release): exercises fallbacks. */
   server: {
@@ -131,6 +145,8 @@ export const ssh = Object.freeze({
   user: 'tributary-ssh',
   password: 'ssh-secret',
   privateKeyPath: join(testenvDir, 'ssh', 'id_ed25519'),
+  /** The server's host key as `ssh-ed25519 AAAA… comment`. */
+  hostKeyPath: join(testenvDir, 'ssh', 'host_ed25519.pub'),
 });
 
 export const snowflake = Object.freeze({

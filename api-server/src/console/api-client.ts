@@ -92,3 +92,24 @@ export interface PeerInfo {
   readonly peer?: { readonly name: string; readonly type: string } & Record<string, unknown>;
   readonly version?: string;
 }
+
+export interface PeerList {
+  readonly items: readonly { readonly name: string; readonly type: string }[];
+}
+
+export interface ScriptEntry {
+  readonly id: number;
+  readonly name: string;
+  readonly lang: string;
+  readonly source: string;
+}
+
+export interface Scripts {
+  readonly scripts: readonly ScriptEntry[];
+}
+
+/** The interface's error body (grpc-gateway shape). */
+export interface ApiErrorBody {
+  readonly code?: number;
+  readonly message?: string;
+}

@@ -35,7 +35,7 @@ export function page(title: string, body: Html): string {
 ${style}
 </head>
 <body>
-<header><nav aria-label="Console"><a href="/">Tributary · mirrors</a></nav></header>
+<header><nav aria-label="Console">Tributary · <a href="/">mirrors</a> · <a href="/peers">peers</a> · <a href="/scripts">scripts</a></nav></header>
 <main>
 ${body}
 </main>
@@ -128,10 +128,15 @@ export function mirrorPage(data: MirrorPageData): string {
   const cdc = status.cdcStatus;
   const pages = Math.max(1, Math.ceil(logs.total / logsPerPage));
   const logLink = (page: number) => `${mirrorPath(name)}?level=${level}&page=${page}#logs`;
+  // With JavaScript, htmx swaps in these parts of a fresh GET of the page every 10 s.
+  const live = (id: string) =>
+    html`id="${id}" hx-get="${mirrorPath(name)}" hx-trigger="every 10s" hx-select="#${id}" hx-swap="outerHTML"`;
   const body = html`<h1>Mirror ${name}</h1>
+<div ${live('mirror-state')}>
 <p>State: <span class="state">${stateName(status.currentFlowState)}</span>
 ${status.errorMessage ? html` · <span class="error">${status.errorMessage}</span>` : ''}</p>
 <p>${actionButtons(name, status.currentFlowState)} <a href="${mirrorPath(name)}">Refresh</a></p>
+</div>
 <h2>Lag and throughput, last hour</h2>
 <div id="history-chart" data-history="${mirrorPath(name)}/history.json" data-refresh-ms="${data.sampleMs}">
 <noscript><p>The chart needs JavaScript; the figures are on the mirror list and in /metrics.</p></noscript>
@@ -158,6 +163,7 @@ ${Object.entries(cdc.config)
 </tbody>
 </table>
 <h2>Tables</h2>
+<div ${live('mirror-tables')}>
 <table>
 <thead><tr><th scope="col">source</th><th scope="col">destination</th><th scope="col">initial load</th><th scope="col">rows loaded</th></tr></thead>
 <tbody>
@@ -170,7 +176,8 @@ ${cdc.config.tableMappings.map((mapping) => {
 <td>${clone?.numRowsSynced ?? '–'}</td></tr>`;
 })}
 </tbody>
-</table>`
+</table>
+</div>`
     : ''
 }
 <h2>Peers</h2>
@@ -184,6 +191,7 @@ ${data.peers.map(({ role, info }) => {
 </tbody>
 </table>
 <h2>Batches</h2>
+<div ${live('mirror-batches')}>
 <p>${batches.total} batches; the last ${batches.cdcBatches.length}:</p>
 <table>
 <thead><tr><th scope="col">batch</th><th scope="col">rows</th><th scope="col">started</th><th scope="col">finished</th><th scope="col">end LSN</th></tr></thead>
@@ -194,6 +202,7 @@ ${batches.cdcBatches.map(
 )}
 </tbody>
 </table>
+</div>
 <h2 id="logs">Logs</h2>
 <form method="get" action="${mirrorPath(name)}">
 <label for="level">Level</label>

@@ -6,7 +6,16 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiClient, type Batches, type Logs, type MirrorStatus, type PeerInfo } from './api-client.ts';
+import {
+  ApiClient,
+  type ApiErrorBody,
+  type Batches,
+  type Logs,
+  type MirrorStatus,
+  type PeerInfo,
+  type PeerList,
+  type Scripts,
+} from './api-client.ts';
 import { MetricsHistory } from './history.ts';
 import {
   actions,
@@ -21,6 +30,7 @@ import {
   mirrorPage,
 } from './pages.ts';
 import { mirrorGauges } from './prometheus-text.ts';
+import { peerListPage, type ScriptForm, scriptListPage, scriptPage, scriptPath } from './resource-pages.ts';
 
 const htmlType = 'text/html; charset=utf-8';
 
@@ -185,6 +195,89 @@ export function consoleRoutes(app: FastifyInstance): void {
             sampleMs,
           }),
         );
+      },
+    );
+
+    scope.get('/peers', async (request, reply) => {
+      const api = client(app, request);
+      const list = await api.get<PeerList>('/api/v1/peers/list');
+      const peers = await Promise.all(
+        (list.status === 200 ? list.body.items : []).map(async ({ name, type }) => {
+          const info = await api.get<PeerInfo>(`/api/v1/peers/info/${encodeURIComponent(name)}`);
+          return { name, type, info: info.status === 200 ? info.body : undefined };
+        }),
+      );
+      return reply.type(htmlType).send(peerListPage(peers));
+    });
+
+    scope.get('/scripts', async (request, reply) => {
+      const answer = await client(app, request).get<Scripts & ApiErrorBody>('/api/v1/scripts/-1');
+      if (answer.status === 403)
+        return reply.type(htmlType).send(scriptListPage([], answer.body.message ?? 'scripts are disabled'));
+      return reply.type(htmlType).send(scriptListPage(answer.status === 200 ? answer.body.scripts : []));
+    });
+
+    scope.get('/scripts/new', async (_request, reply) =>
+      reply
+        .type(htmlType)
+        .send(scriptPage({ id: -1, name: '', source: 'function onRecord(record)\n  return record\nend\n' })),
+    );
+
+    scope.get<{ Params: { id: string }; Querystring: { saved?: string } }>(
+      '/scripts/:id',
+      async (request, reply) => {
+        const id = /^\d{1,15}$/.test(request.params.id) ? Number(request.params.id) : undefined;
+        const answer =
+          id === undefined
+            ? undefined
+            : await client(app, request).get<Scripts & ApiErrorBody>(`/api/v1/scripts/${id}`);
+        const script = answer?.status === 200 ? answer.body.scripts[0] : undefined;
+        if (!script) {
+          return reply
+            .code(answer?.status === 403 ? 403 : 404)
+            .type(htmlType)
+            .send(messagePage('Script not found', answer?.body.message ?? 'no such script', '/scripts'));
+        }
+        return reply.type(htmlType).send(scriptPage({ ...script, saved: request.query.saved !== undefined }));
+      },
+    );
+
+    // A script's source may be long: this form's body limit is the API's own.
+    scope.post<{ Params: { id: string }; Body: Record<string, string> | undefined }>(
+      '/scripts/:id',
+      { bodyLimit: 3 * 1024 * 1024 },
+      async (request, reply) => {
+        const id = request.params.id === 'new' ? -1 : Number(request.params.id);
+        const form: ScriptForm = {
+          id: Number.isSafeInteger(id) ? id : -1,
+          name: request.body?.name ?? '',
+          // Browsers send textarea line breaks as CRLF; Lua reads either, users wrote LF.
+          source: (request.body?.source ?? '').replaceAll('\r\n', '\n'),
+        };
+        if (!isSameOrigin(request)) {
+          return reply
+            .code(403)
+            .type(htmlType)
+            .send(messagePage('Refused', 'this form was posted from another site', '/scripts'));
+        }
+        if (request.params.id !== 'new' && !/^\d{1,15}$/.test(request.params.id)) {
+          return reply
+            .code(404)
+            .type(htmlType)
+            .send(messagePage('Script not found', 'no such script', '/scripts'));
+        }
+        const answer = await client(app, request).post<{ id?: number } & ApiErrorBody>('/api/v1/scripts', {
+          script: { id: form.id, name: form.name, lang: 'lua', source: form.source },
+        });
+        if (answer.status !== 200 || answer.body.id === undefined) {
+          const error = answer.body.message ?? `the API answered ${answer.status}`;
+          return reply
+            .code(answer.status)
+            .type(htmlType)
+            .send(scriptPage({ ...form, error }));
+        }
+        // Post/redirect/get, as for mirror actions.
+        return reply.redirect(`${scriptPath(answer.body.id)}?saved=1`, 303);
       },
     );
 

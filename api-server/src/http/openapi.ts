@@ -10,9 +10,11 @@ import {
   grpcErrorBody,
   logsRequest,
   logsResponse,
+  mirrorListResponse,
   mirrorStatusRequest,
   mirrorStatusResponse,
   peerInfoResponse,
+  peerListResponse,
   scriptsResponse,
   stateChangeRequest,
   stateChangeResponse,
@@ -69,6 +71,9 @@ export function openApiDocument(): Record<string, unknown> {
           422: createPeerResponse,
         }),
       },
+      '/api/v1/peers/list': {
+        get: operation('List peers (name and kind)', undefined, peerListResponse, {}),
+      },
       '/api/v1/peers/info/{peer_name}': {
         get: {
           ...operation('Read a peer', undefined, peerInfoResponse, { 404: grpcErrorBody }),
@@ -89,6 +94,9 @@ export function openApiDocument(): Record<string, unknown> {
           stateChangeResponse,
           grpc,
         ),
+      },
+      '/api/v1/mirrors/list': {
+        get: operation('List mirrors (name, peers, creation time)', undefined, mirrorListResponse, {}),
       },
       '/api/v1/mirrors/status': {
         post: operation('Read a mirror status', mirrorStatusRequest, mirrorStatusResponse, {

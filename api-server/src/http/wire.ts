@@ -29,6 +29,7 @@ const sshConfigWire = z
     user: z.string().min(1),
     password: z.string().optional(),
     private_key: z.string().optional(),
+    host_key: z.string().optional(),
   })
   .strict();
 
@@ -40,6 +41,11 @@ export const relationalConfigWire = z
     password: z.string(),
     database: z.string().min(1),
     ssh_config: sshConfigWire.optional(),
+    require_tls: z.boolean().optional(),
+    disable_tls: z.boolean().optional(),
+    root_ca: z.string().optional(),
+    tls_host: z.string().optional(),
+    skip_cert_verification: z.boolean().optional(),
   })
   .strict();
 
@@ -113,6 +119,23 @@ export const createPeerRequest = z
 export type CreatePeerRequest = z.infer<typeof createPeerRequest>;
 
 export const createPeerResponse = z.object({ status: z.enum(['CREATED', 'FAILED']), message: z.string() });
+
+export const mirrorListResponse = z.object({
+  mirrors: z.array(
+    z.object({
+      name: z.string(),
+      workflowId: z.string(),
+      sourceName: z.string(),
+      destinationName: z.string(),
+      createdAt: z.string(),
+      isCdc: z.boolean(),
+    }),
+  ),
+});
+
+export const peerListResponse = z.object({
+  items: z.array(z.object({ name: z.string(), type: z.string() })),
+});
 
 export const peerInfoResponse = z.object({
   peer: z.object({ name: z.string(), type: z.string() }).catchall(z.unknown()),

@@ -3,6 +3,7 @@
 // never in the peer row. Change notifications stay in-process.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { migrate } from '../../../engine/src/catalog/migrations.ts';
 import type { SqlExecutor } from '../../../engine/src/catalog/postgres-catalog.ts';
 import {
   type MirrorResource,
@@ -25,6 +26,9 @@ import {
   splitPeerSecrets,
 } from '../../../engine/src/resources/peer.ts';
 import type { PeerSecretFiles } from './peer-secret-files.ts';
+
+/** Standalone mode has one process on its embedded database; the key only keeps the contract. */
+const storeMigrationLockKey = '7261627574617280';
 
 const migrations = [
   `CREATE SCHEMA IF NOT EXISTS resources`,
@@ -117,7 +121,7 @@ export class EmbeddedStore implements ResourceStore {
   }
 
   async migrate(): Promise<void> {
-    for (const statement of migrations) await this.#sql.query(statement);
+    await migrate(this.#sql, { schema: 'resources', statements: migrations, lockKey: storeMigrationLockKey });
   }
 
   #emit(event: ResourceEvent): void {

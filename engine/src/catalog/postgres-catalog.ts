@@ -1,5 +1,6 @@
 // Catalog on PostgreSQL-compatible SQL. It needs only `query(text, params)`, so
 // it runs on a `pg` Pool (cluster mode) and on an embedded engine (standalone).
+
 import { randomUUID } from 'node:crypto';
 import type {
   BatchQuery,
@@ -13,6 +14,7 @@ import type {
   SnapshotTableProgress,
   SourceSetup,
 } from './catalog.ts';
+import { migrate } from './migrations.ts';
 import { PhaseTransitionError } from './phase-error.ts';
 import { phasesLeadingTo } from './phases.ts';
 
@@ -156,28 +158,11 @@ export class PostgresCatalog implements Catalog {
   }
 
   /**
-   * Creates or upgrades the catalog's tables. Idempotent, and safe to call from
-   * several processes at once: with a pool, it runs in one transaction holding
-   * a transaction-scoped advisory lock, so the second caller waits and then
-   * finds everything in place (and a failure leaves nothing half-made).
+   * Creates or upgrades the catalog's tables: idempotent, safe from several
+   * processes at once, one query when already up to date (migrations.ts).
    */
   async migrate(): Promise<void> {
-    if (!this.#sql.connect) {
-      for (const statement of migrations) await this.#sql.query(statement);
-      return;
-    }
-    const session = await this.#sql.connect();
-    try {
-      await session.query('BEGIN');
-      await session.query('SELECT pg_advisory_xact_lock($1::bigint)', [migrationLockKey]);
-      for (const statement of migrations) await session.query(statement);
-      await session.query('COMMIT');
-    } catch (error) {
-      await session.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      session.release();
-    }
+    await migrate(this.#sql, { schema: 'tributary', statements: migrations, lockKey: migrationLockKey });
   }
 
   async listUnterminatedMirrors(): Promise<string[]> {

@@ -117,3 +117,51 @@ describe('classifyClickHouseError: a busy server', () => {
     }
   });
 });
+
+describe('classifyPgError: TLS', () => {
+  const tlsError = (code: string, message: string) => Object.assign(new Error(message), { code });
+
+  it('names root_ca when the chain is not trusted', () => {
+    const error = classifyPgError(
+      tlsError('SELF_SIGNED_CERT_IN_CHAIN', 'self-signed certificate in certificate chain'),
+      'connect',
+      'connection',
+      { tlsMode: 'verify-full' },
+    );
+    expect(error.kind).toBe('tls');
+    expect(error.message).toContain('root_ca must hold the CA that signed it');
+  });
+
+  it('names tls_host when the certificate names another server', () => {
+    const error = classifyPgError(
+      tlsError('ERR_TLS_CERT_ALTNAME_INVALID', "Hostname/IP does not match certificate's altnames"),
+      'connect',
+    );
+    expect(error.kind).toBe('tls');
+    expect(error.message).toContain('set tls_host');
+  });
+
+  it('says to remove disable_tls when pg_hba.conf wants TLS', () => {
+    const error = classifyPgError(
+      pgError(
+        '28000',
+        'pg_hba.conf rejects connection for host "127.0.0.1", user "u", database "d", no encryption',
+      ),
+      'connect',
+      'connection',
+      { tlsMode: 'disable' },
+    );
+    expect(error.kind).toBe('tls');
+    expect(error.message).toContain('remove disable_tls');
+    // Other pg_hba refusals stay authentication failures.
+    expect(
+      classifyPgError(pgError('28000', 'no pg_hba.conf entry for host "h", SSL encryption'), 'c').kind,
+    ).toBe('auth');
+  });
+
+  it('says the server has no TLS when TLS is required', () => {
+    const error = classifyPgError(new Error('The server does not support SSL connections'), 'connect');
+    expect(error.kind).toBe('tls');
+    expect(error.message).toContain('does not offer TLS');
+  });
+});

@@ -34,6 +34,51 @@ export const networkErrorCodes: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * OpenSSL's verification results as Node names them (`error.code` of a failed
+ * handshake), and Node's own name check: the server is not who the peer says.
+ */
+const certificateErrorCodes: ReadonlySet<string> = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'INVALID_CA',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** pg_hba.conf refusing a connection for want of TLS: "…, no encryption" (PostgreSQL 12+, auth.c). */
+const refusedWithoutTls = /pg_hba\.conf.*, no encryption$/;
+
+/** Why a TLS failure happened, in the peer's own field names. */
+function tlsProblem(error: PgDriverError, tlsMode: string | undefined): string | undefined {
+  const code = error.code ?? '';
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return 'the server certificate does not carry the expected name; set tls_host to a name it carries';
+  }
+  if (certificateErrorCodes.has(code)) {
+    return tlsMode === 'verify-full'
+      ? 'the server certificate could not be verified; root_ca must hold the CA that signed it (without root_ca only public CAs are trusted)'
+      : 'the server certificate could not be verified';
+  }
+  if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_')) return 'the TLS handshake failed';
+  if (error.message === 'The server does not support SSL connections') {
+    return 'the server does not offer TLS; require_tls, root_ca and skip_cert_verification need a server with ssl = on';
+  }
+  if (code === '28000' && refusedWithoutTls.test(error.message)) {
+    return tlsMode === 'disable'
+      ? 'the server refuses connections without TLS for this user; remove disable_tls'
+      : 'the server refuses connections without TLS for this user';
+  }
+  return undefined;
+}
+
+/**
  * SQLSTATEs of a server short of a resource or of time, which heal by
  * themselves: disk_full, out_of_memory, too_many_connections,
  * configuration_limit_exceeded, serialization_failure, deadlock_detected,
@@ -54,9 +99,10 @@ const busyCodes: ReadonlySet<string> = new Set([
 const deniedObject =
   /^permission denied for (table|relation|schema|sequence|database|function|view) (.{1,200})$/;
 
-function pgErrorKind(error: PgDriverError): ErrorKind {
+function pgErrorKind(error: PgDriverError, tlsMode: string | undefined): ErrorKind {
   const code = error.code ?? '';
   if (networkErrorCodes.has(code)) return 'connection';
+  if (tlsProblem(error, tlsMode)) return 'tls';
   // SQLSTATE classes: https://www.postgresql.org/docs/current/errcodes-appendix.html
   if (code === '28P01' || code === '28000') return 'auth';
   if (code === '42501') return 'permission';
@@ -93,11 +139,15 @@ export function classifyPgError(
   error: unknown,
   what: string,
   fallback: ErrorKind = 'internal',
-  context: { readonly privileges?: string } = {},
+  context: {
+    readonly privileges?: string;
+    /** The connection's TLS mode (postgres/tls.ts), which decides what a TLS failure means. */
+    readonly tlsMode?: string;
+  } = {},
 ): EngineError {
   if (isEngineError(error)) return error;
   if (!(error instanceof Error)) return new EngineError(fallback, `${what}: ${String(error)}`);
-  const kind = pgErrorKind(error as PgDriverError);
+  const kind = pgErrorKind(error as PgDriverError, context.tlsMode);
   const resolved = kind === 'internal' ? fallback : kind;
   const code = (error as PgDriverError).code;
   let message = `${what} failed${code ? ` (${code})` : ''}`;
@@ -108,6 +158,7 @@ export function classifyPgError(
     if (denied) message += `: permission denied for ${denied[1]} ${denied[2]}`;
     if (context.privileges) message += `; it needs ${context.privileges}`;
   }
+  if (resolved === 'tls') message += `: ${tlsProblem(error as PgDriverError, context.tlsMode)}`;
   return new EngineError(resolved, message, { cause: error });
 }
 

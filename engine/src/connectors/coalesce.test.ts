@@ -1,11 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { coalesceChanges } from './coalesce.ts';
-import { unchangedToast } from './postgres/pgoutput.ts';
-import type { RowChange } from './records.ts';
+import { coalesceChanges, finalStates } from './coalesce.ts';
+import { type RowChange, unchangedToast } from './records.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
 
 const key = [0];
+
+function finals(changes: RowChange[]) {
+  return [...finalStates(changes, key).finals.values()];
+}
 
 describe('coalesceChanges', () => {
   it('keeps the last image of each key', () => {
@@ -73,6 +76,18 @@ describe('coalesceChanges', () => {
     expect(coalesceChanges(changes, key)).toEqual({ truncated: true, upserts: [['2', 'kept']], deletes: [] });
   });
 
+  it("fills the new row of a key change from the old key's earlier image", () => {
+    const changes: RowChange[] = [
+      { transaction, kind: 'insert', newRow: ['1', 'big value', 'a'] },
+      { transaction, kind: 'update', oldKey: ['1', null, null], newRow: ['2', unchangedToast, 'b'] },
+    ];
+    expect(coalesceChanges(changes, key)).toEqual({
+      truncated: false,
+      upserts: [['2', 'big value', 'b']],
+      deletes: [['1', null, null]],
+    });
+  });
+
   it('tells a null key cell from an empty string', () => {
     const changes: RowChange[] = [
       { transaction, kind: 'insert', newRow: ['', 'empty'] },
@@ -90,6 +105,75 @@ describe('coalesceChanges', () => {
     expect(coalesceChanges(changes, [0, 1]).upserts).toEqual([
       ['1', '2', 'b'],
       ['1', '1', 'c'],
+    ]);
+  });
+});
+
+describe('finalStates', () => {
+  it('keeps the last change per key with its index', () => {
+    expect(
+      finals([
+        { transaction, kind: 'insert', newRow: ['1', 'a'] },
+        { transaction, kind: 'insert', newRow: ['2', 'x'] },
+        { transaction, kind: 'update', oldKey: null, newRow: ['1', 'b'] },
+      ]),
+    ).toEqual([
+      { op: 'upsert', row: ['1', 'b'], fillKey: ['1', 'a'], index: 2 },
+      { op: 'upsert', row: ['2', 'x'], fillKey: ['2', 'x'], index: 1 },
+    ]);
+  });
+
+  it('fills unchanged TOAST cells from an earlier image, else leaves them for the destination', () => {
+    const [first, second] = finals([
+      { transaction, kind: 'insert', newRow: ['1', 'body', 't'] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'u'] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['2', unchangedToast, 'v'] },
+    ]);
+    expect(first).toMatchObject({ op: 'upsert', row: ['1', 'body', 'u'], index: 1 });
+    expect(second).toMatchObject({
+      op: 'upsert',
+      row: ['2', unchangedToast, 'v'],
+      fillKey: ['2', unchangedToast, 'v'],
+    });
+  });
+
+  it('turns a key change into a delete of the old key, the new row filled from the old one', () => {
+    expect(
+      finals([{ transaction, kind: 'update', oldKey: ['1', null], newRow: ['9', unchangedToast] }]),
+    ).toEqual([
+      { op: 'upsert', row: ['9', unchangedToast], fillKey: ['1', null], index: 0 },
+      { op: 'delete', key: ['1', null], last: undefined, index: 0 },
+    ]);
+  });
+
+  it('remembers the image a delete removed, for soft delete', () => {
+    expect(
+      finals([
+        { transaction, kind: 'insert', newRow: ['1', 'a'] },
+        { transaction, kind: 'delete', oldKey: ['1', null] },
+      ]),
+    ).toEqual([
+      {
+        op: 'delete',
+        key: ['1', null],
+        last: { op: 'upsert', row: ['1', 'a'], fillKey: ['1', 'a'], index: 0 },
+        index: 1,
+      },
+    ]);
+  });
+
+  it('drops what came before the last truncate and reports its index', () => {
+    const plan = finalStates(
+      [
+        { transaction, kind: 'insert', newRow: ['1', 'a'] },
+        { transaction, kind: 'truncate' },
+        { transaction, kind: 'insert', newRow: ['2', 'b'] },
+      ],
+      key,
+    );
+    expect(plan.truncateIndex).toBe(1);
+    expect([...plan.finals.values()]).toEqual([
+      { op: 'upsert', row: ['2', 'b'], fillKey: ['2', 'b'], index: 2 },
     ]);
   });
 });

@@ -1,22 +1,46 @@
-// Folds one table's changes in a batch into the final state per row key: the
-// last change wins, a key change deletes the old key, and unchanged-TOAST cells
-// are filled from an earlier image of the same row in the batch when one exists.
-// Destinations that apply batches as upserts and deletes (PostgreSQL) use it;
-// those that keep every version (Kafka, ClickHouse) do not.
-import { isUnchangedToast } from './postgres/pgoutput.ts';
-import type { RowChange, RowImage, TupleCell } from './records.ts';
+// Folds one table's changes in a batch into the final state per row key, the
+// one algorithm every destination uses: the last change of a key wins, a key
+// change deletes the old key, and unchanged-TOAST cells are filled from an
+// earlier image of the same row in the batch when one exists. Destinations
+// that apply upserts and deletes (PostgreSQL) take `coalesceChanges`; the
+// ClickHouse destination takes `finalStates` itself, for the index of each
+// final change (its row version) and the image a delete removed. Kafka keeps
+// every change and folds nothing.
+import { fillUnchanged, type RowChange, type RowImage } from './records.ts';
+
+/** A row as the batch left it; unchanged cells still in it come from the destination row of `fillKey`. */
+export interface RowState {
+  readonly row: RowImage;
+  /** A key image: the row's own key, or the old key when an update changed it. */
+  readonly fillKey: RowImage;
+}
+
+export type FinalState =
+  | ({ readonly op: 'upsert'; readonly index: number } & RowState)
+  | {
+      readonly op: 'delete';
+      /** The key image (or the whole old row with REPLICA IDENTITY FULL). */
+      readonly key: RowImage;
+      /** The row as an earlier change of this batch left it, if one did. */
+      readonly last: RowState | undefined;
+      readonly index: number;
+    };
+
+export interface TableFinalStates {
+  /** Index of the last truncate, when the batch truncates the table. */
+  readonly truncateIndex: number | undefined;
+  /** Final state per key (rowKey), after the last truncate, in the order keys were first touched. */
+  readonly finals: ReadonlyMap<string, FinalState>;
+}
 
 export interface CoalescedChanges {
   /** A truncate happened; apply it before the rows below. */
   readonly truncated: boolean;
+  /** In the order of the change that left each row. */
   readonly upserts: readonly RowImage[];
-  /** Key images (key cells set, others possibly null) of rows to delete. */
+  /** Key images (key cells set, others possibly null) of rows to delete, in the order of their deletes. */
   readonly deletes: readonly RowImage[];
 }
-
-type FinalState =
-  | { readonly op: 'upsert'; readonly row: RowImage }
-  | { readonly op: 'delete'; readonly key: RowImage };
 
 export function rowKey(row: RowImage, keyIndexes: readonly number[]): string {
   let key = '';
@@ -28,57 +52,73 @@ export function rowKey(row: RowImage, keyIndexes: readonly number[]): string {
   return key;
 }
 
-function fillUnchanged(newer: RowImage, older: RowImage): RowImage {
-  if (!newer.some(isUnchangedToast)) return newer;
-  return newer.map((cell, index): TupleCell => (isUnchangedToast(cell) ? (older[index] ?? cell) : cell));
+/** `index` in each final state is the position of the change that produced it in `changes`. */
+export function finalStates(changes: readonly RowChange[], keyIndexes: readonly number[]): TableFinalStates {
+  let truncateIndex: number | undefined;
+  const finals = new Map<string, FinalState>();
+  const stateOf = (key: string): RowState | undefined => {
+    const state = finals.get(key);
+    return state?.op === 'upsert' ? state : state?.last;
+  };
+  /** `row` follows the row at `previousKey` (its own key, or the old one after a key change). */
+  const upsert = (row: RowImage, index: number, previousKey: string, previousKeyImage: RowImage) => {
+    const previous = stateOf(previousKey);
+    finals.set(rowKey(row, keyIndexes), {
+      op: 'upsert',
+      row: previous ? fillUnchanged(row, previous.row) : row,
+      fillKey: previous?.fillKey ?? previousKeyImage,
+      index,
+    });
+  };
+  const remove = (keyImage: RowImage, index: number) => {
+    const key = rowKey(keyImage, keyIndexes);
+    finals.set(key, { op: 'delete', key: keyImage, last: stateOf(key), index });
+  };
+
+  changes.forEach((change, index) => {
+    switch (change.kind) {
+      case 'truncate':
+        truncateIndex = index;
+        finals.clear();
+        return;
+      case 'insert':
+        upsert(change.newRow, index, rowKey(change.newRow, keyIndexes), change.newRow);
+        return;
+      case 'update': {
+        const newKey = rowKey(change.newRow, keyIndexes);
+        const oldKey = change.oldKey ? rowKey(change.oldKey, keyIndexes) : newKey;
+        if (change.oldKey && oldKey !== newKey) {
+          upsert(change.newRow, index, oldKey, change.oldKey);
+          remove(change.oldKey, index);
+        } else {
+          upsert(change.newRow, index, newKey, change.newRow);
+        }
+        return;
+      }
+      case 'delete':
+        remove(change.oldKey, index);
+        return;
+    }
+  });
+  return { truncateIndex, finals };
 }
 
+/** The final states as rows to upsert and keys to delete, each in the order of its last change. */
 export function coalesceChanges(
   changes: readonly RowChange[],
   keyIndexes: readonly number[],
 ): CoalescedChanges {
-  let truncated = false;
-  const finalByKey = new Map<string, FinalState>();
-  const upsert = (row: RowImage) => {
-    const key = rowKey(row, keyIndexes);
-    const previous = finalByKey.get(key);
-    const merged = previous?.op === 'upsert' ? fillUnchanged(row, previous.row) : row;
-    // Deleting and re-inserting keeps Map order equal to the last change's order.
-    finalByKey.delete(key);
-    finalByKey.set(key, { op: 'upsert', row: merged });
-  };
-  const remove = (keyImage: RowImage) => {
-    const key = rowKey(keyImage, keyIndexes);
-    finalByKey.delete(key);
-    finalByKey.set(key, { op: 'delete', key: keyImage });
-  };
-
-  for (const change of changes) {
-    switch (change.kind) {
-      case 'truncate':
-        truncated = true;
-        finalByKey.clear();
-        break;
-      case 'insert':
-        upsert(change.newRow);
-        break;
-      case 'update':
-        if (change.oldKey && rowKey(change.oldKey, keyIndexes) !== rowKey(change.newRow, keyIndexes)) {
-          remove(change.oldKey);
-        }
-        upsert(change.newRow);
-        break;
-      case 'delete':
-        remove(change.oldKey);
-        break;
-    }
+  const { truncateIndex, finals } = finalStates(changes, keyIndexes);
+  // One change leaves at most one upsert and one delete: slots by change index keep their order.
+  const upsertAt: (RowImage | undefined)[] = new Array(changes.length);
+  const deleteAt: (RowImage | undefined)[] = new Array(changes.length);
+  for (const state of finals.values()) {
+    if (state.op === 'upsert') upsertAt[state.index] = state.row;
+    else deleteAt[state.index] = state.key;
   }
-
-  const upserts: RowImage[] = [];
-  const deletes: RowImage[] = [];
-  for (const state of finalByKey.values()) {
-    if (state.op === 'upsert') upserts.push(state.row);
-    else deletes.push(state.key);
-  }
-  return { truncated, upserts, deletes };
+  return {
+    truncated: truncateIndex !== undefined,
+    upserts: upsertAt.filter((row) => row !== undefined),
+    deletes: deleteAt.filter((row) => row !== undefined),
+  };
 }

@@ -1,9 +1,43 @@
-// What flows from the source to a destination.
+// What flows from the source to a destination: the record model every
+// destination reads. It belongs to no source or destination; connectors import
+// it, never each other (boundaries.test.ts keeps destinations off the source's
+// folder).
 import type { TableName } from '../resources/mirror.ts';
-import type { TupleCell } from './postgres/pgoutput.ts';
-import type { SourceColumn } from './postgres/table-info.ts';
 
-export type { TupleCell };
+/** A TOASTed value the change did not modify; the source does not resend it. */
+export const unchangedToast: unique symbol = Symbol('unchangedToast');
+export type UnchangedToast = typeof unchangedToast;
+
+/**
+ * One cell of a row image: `null` for SQL NULL, `unchangedToast`, a string for
+ * text format or a Buffer for binary format. A Buffer from the replication
+ * decoder is a subarray aliasing its input: copy it if it must outlive that buffer.
+ */
+export type TupleCell = string | Buffer | null | UnchangedToast;
+
+export function isUnchangedToast(cell: TupleCell): cell is UnchangedToast {
+  return cell === unchangedToast;
+}
+
+/** `newer` with its unchanged-TOAST cells taken from `older`, an earlier image of the same row. */
+export function fillUnchanged(newer: RowImage, older: RowImage): RowImage {
+  if (!newer.some(isUnchangedToast)) return newer;
+  return newer.map((cell, index): TupleCell => (isUnchangedToast(cell) ? (older[index] ?? cell) : cell));
+}
+
+/** A source column as destinations create and write it. */
+export interface SourceColumn {
+  readonly name: string;
+  readonly typeOid: number;
+  readonly typeModifier: number;
+  /** `format_type(oid, typmod)`, e.g. `numeric(10,2)`: the native type for PG destinations. */
+  readonly typeName: string;
+  /** For a domain, the type it is a domain over (resolved through nested domains). */
+  readonly domainBaseTypeName?: string | undefined;
+  readonly notNull: boolean;
+  /** pg_attribute.attndims: the declared dimensions of an array column (not enforced by PostgreSQL). */
+  readonly arrayDimensions?: number | undefined;
+}
 
 /** A destination table as the mirror creates and writes it. */
 export interface DestinationTable {
@@ -13,6 +47,21 @@ export interface DestinationTable {
   readonly columns: readonly SourceColumn[];
   /** Names of the columns that identify a row; a subset of `columns`. */
   readonly keyColumns: readonly string[];
+}
+
+const keyIndexCache = new WeakMap<DestinationTable, readonly number[]>();
+
+/**
+ * Positions of `table.keyColumns` in `table.columns` (-1 for a key column that
+ * is not replicated), computed once per table object.
+ */
+export function keyIndexes(table: DestinationTable): readonly number[] {
+  let indexes = keyIndexCache.get(table);
+  if (!indexes) {
+    indexes = table.keyColumns.map((name) => table.columns.findIndex((column) => column.name === name));
+    keyIndexCache.set(table, indexes);
+  }
+  return indexes;
 }
 
 /**

@@ -1,8 +1,9 @@
-// Destination constructors by peer kind. `satisfies` makes the compiler refuse
-// a peer kind that has no destination.
+// Source and destination constructors by peer kind. `satisfies` makes the
+// compiler refuse a peer kind that says nothing about being either.
 import type { Logger } from 'pino';
 import type { LogLevel } from '../catalog/catalog.ts';
 import { EngineError } from '../errors.ts';
+import { warnUnverifiedHostKey } from '../net/ssh-tunnel.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
 import type { Peer, PeerKind } from '../resources/peer.ts';
 import type { ScriptSource } from '../resources/script.ts';
@@ -10,6 +11,8 @@ import { ClickHouseDestination } from './clickhouse/destination.ts';
 import type { Destination } from './destination.ts';
 import { KafkaDestination } from './kafka/destination.ts';
 import { PostgresDestination } from './postgres/destination.ts';
+import { PostgresSource } from './postgres/source.ts';
+import type { Source } from './source.ts';
 
 export interface DestinationOptions {
   readonly spec: MirrorSpec;
@@ -37,13 +40,17 @@ const destinationFactories = {
   datawarehouse: null,
   stream: (peer, { spec, logger, script, log }) =>
     new KafkaDestination(peer.config, { mirror: spec.name, logger, script, log }),
-  relational: (peer, { spec, logger }) =>
-    new PostgresDestination(peer.config, {
+  relational: (peer, { spec, logger, log }) => {
+    warnUnverifiedHostKey(peer.name, peer.config.sshConfig, (message) =>
+      log ? log('WARN', message) : logger.warn(message),
+    );
+    return new PostgresDestination(peer.config, {
       system: spec.system,
       mirrorColumns: { softDeleteColumn: spec.softDeleteColName, syncedAtColumn: spec.syncedAtColName },
       applicationName: `tributary:${spec.name}:destination`.slice(0, 63),
       logger,
-    }),
+    });
+  },
 } satisfies { [Kind in PeerKind]: DestinationFactory<Kind> | null };
 
 export function isSupportedDestination(kind: PeerKind): boolean {
@@ -54,4 +61,32 @@ export function createDestination(peer: Peer, options: DestinationOptions): Dest
   const factory = destinationFactories[peer.kind] as DestinationFactory<typeof peer.kind> | null;
   if (!factory) throw new EngineError('config', `${peer.kind} peers cannot be mirror destinations yet`);
   return factory(peer, options);
+}
+
+export interface SourceOptions {
+  /** The mirror that reads the source: names its connections on the server. */
+  readonly mirror: string;
+}
+
+type SourceFactory<Kind extends PeerKind> = (
+  config: Extract<Peer, { kind: Kind }>['config'],
+  options: SourceOptions,
+) => Source;
+
+// null: the kind cannot be a mirror's source.
+const sourceFactories = {
+  analytics: null,
+  datawarehouse: null,
+  stream: null,
+  relational: (config, { mirror }) => new PostgresSource(config, { mirror }),
+} satisfies { [Kind in PeerKind]: SourceFactory<Kind> | null };
+
+export function isSupportedSource(kind: PeerKind): boolean {
+  return sourceFactories[kind] !== null;
+}
+
+export function createSource(peer: Pick<Peer, 'kind' | 'config'>, options: SourceOptions): Source {
+  const factory = sourceFactories[peer.kind] as SourceFactory<typeof peer.kind> | null;
+  if (!factory) throw new EngineError('config', `${peer.kind} peers cannot be mirror sources`);
+  return factory(peer.config as never, options);
 }

@@ -1,7 +1,7 @@
 // Engines as tasks of this process (standalone mode).
 import type { Logger } from 'pino';
 import type { Catalog } from '../catalog/catalog.ts';
-import { createDestination } from '../connectors/registry.ts';
+import { createDestination, createSource } from '../connectors/registry.ts';
 import { EngineError } from '../errors.ts';
 import type { PipelineMetrics } from '../observability/engine-metrics.ts';
 import { defaultBatchMemoryBudgetBytes } from '../pipeline/context.ts';
@@ -73,7 +73,7 @@ export class InProcessEngineRuntime implements EngineRuntime {
     const done = superviseMirror(
       {
         spec: config.spec,
-        source: config.source,
+        source: createSource({ kind: 'relational', config: config.source }, { mirror }),
         destination,
         catalog: this.#options.catalog,
         logger,
@@ -128,7 +128,8 @@ export async function teardownWithConfig(
     script: config.script,
   });
   try {
-    await teardownMirror({ spec: config.spec, source: config.source, destination, catalog, logger });
+    const source = createSource({ kind: 'relational', config: config.source }, { mirror: config.spec.name });
+    await teardownMirror({ spec: config.spec, source, destination, catalog, logger });
   } finally {
     await destination.close();
   }

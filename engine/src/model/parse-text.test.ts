@@ -4,11 +4,22 @@ import {
   type ArrayValue,
   type Hstore,
   type Interval,
+  isArrayValue,
+  isHstore,
   parseTextValue,
+  type ScalarVisitor,
   timestampInfinity,
   timestampMinusInfinity,
+  visitArray,
+  visitScalar,
 } from './parse-text.ts';
-import { type ColumnType, describeColumnType, type ScalarColumnType } from './value-kind.ts';
+import {
+  type ColumnType,
+  describeColumnType,
+  type ScalarColumnType,
+  type ScalarKind,
+  scalarKinds,
+} from './value-kind.ts';
 
 const int16 = { kind: 'int16' } as const;
 const int32 = { kind: 'int32' } as const;
@@ -675,5 +686,45 @@ describe('value types', () => {
     expectTypeOf(parseTextValue(hstore, '')).toEqualTypeOf<Hstore>();
     expectTypeOf(parseTextValue(arrayOf(timestamptz), '{}')).toEqualTypeOf<ArrayValue<bigint>>();
     expectTypeOf(parseTextValue({ kind: 'numeric', precision: 3, scale: 1 }, '1.0')).toEqualTypeOf<string>();
+  });
+});
+
+describe('visiting values by kind', () => {
+  // Every kind answers its name, but for the few whose typed values the test uses.
+  const describeValue: ScalarVisitor<string> = {
+    ...(Object.fromEntries(scalarKinds.map((kind) => [kind, () => kind])) as Record<
+      ScalarKind,
+      () => string
+    >),
+    int16: (value) => `int16 ${value + 1}`,
+    int64: (value) => `int64 ${value + 1n}`,
+    bytes: (value) => `bytes ${value.length}`,
+    interval: (value) => `interval ${value.months}`,
+    hstore: (value) => `hstore ${Object.keys(value).join(',')}`,
+  };
+
+  it('hands each value to the handler of its kind, typed', () => {
+    expect(visitScalar(int16, parseTextValue(int16, '41'), describeValue)).toBe('int16 42');
+    expect(visitScalar(int64, parseTextValue(int64, '9007199254740993'), describeValue)).toBe(
+      'int64 9007199254740994',
+    );
+    expect(visitScalar(bytes, parseTextValue(bytes, '\\x0102'), describeValue)).toBe('bytes 2');
+    expect(visitScalar(interval, parseTextValue(interval, '1 mon'), describeValue)).toBe('interval 1');
+    expect(visitScalar(hstore, parseTextValue(hstore, '"a"=>"1"'), describeValue)).toBe('hstore a');
+  });
+
+  it('visits array elements in their nesting, NULLs kept', () => {
+    expect(visitArray(int16, parseTextValue(arrayOf(int16), '{{1,NULL},{3,4}}'), describeValue)).toEqual([
+      ['int16 2', null],
+      ['int16 4', 'int16 5'],
+    ]);
+  });
+
+  it('tells arrays and hstores from other values', () => {
+    expect(isArrayValue(parseTextValue(arrayOf(int16), '{1}'))).toBe(true);
+    expect(isArrayValue(parseTextValue(int16, '1'))).toBe(false);
+    expect(isHstore(parseTextValue(hstore, '"a"=>NULL'))).toBe(true);
+    expect(isHstore(parseTextValue(interval, '1 day'))).toBe(false);
+    expect(isHstore(parseTextValue(bytes, '\\x00'))).toBe(false);
   });
 });

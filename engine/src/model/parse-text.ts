@@ -118,6 +118,53 @@ export type ValueOf<T extends ColumnType> = T extends ArrayColumnType
 
 export type Value = ValueOf<ColumnType>;
 
+/**
+ * One handler per scalar kind, each taking the value type of its kind. Handing
+ * a parsed value to `visitScalar` with such a table lets a consumer treat every
+ * kind without casting the untagged `Value`.
+ */
+export type ScalarVisitor<R> = { readonly [K in ScalarKind]: (value: ScalarValueByKind[K]) => R };
+
+/** What a visitor made of an array value, in the array's shape. */
+export type VisitedArray<R> = ReadonlyArray<R | null | VisitedArray<R>>;
+
+/**
+ * Calls the visitor's handler for `type.kind` with `value`, which must be what
+ * parseTextValue returned for `type` (or one element of an array of `type`).
+ */
+export function visitScalar<R>(type: ScalarColumnType, value: ScalarValue, visitor: ScalarVisitor<R>): R {
+  // The one place the pairing of kind and value is asserted: parseTextValue makes it.
+  return (visitor[type.kind] as (value: ScalarValue) => R)(value);
+}
+
+/** Visits every element of an array value parsed for `element`, keeping NULLs and the nesting. */
+export function visitArray<R>(
+  element: ScalarColumnType,
+  value: ArrayValue,
+  visitor: ScalarVisitor<R>,
+): VisitedArray<R> {
+  return value.map((item) => {
+    if (item === null) return null;
+    if (isArrayValue(item)) return visitArray(element, item, visitor);
+    return visitScalar(element, item, visitor);
+  });
+}
+
+/** Tells an array value (or sub-array) from a scalar value. */
+export function isArrayValue(value: ScalarValue | ArrayValue): value is ArrayValue {
+  return Array.isArray(value);
+}
+
+/** Tells an hstore value from the other scalar values. */
+export function isHstore(value: ScalarValue | ArrayValue): value is Hstore {
+  return (
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    !Buffer.isBuffer(value) &&
+    Object.getPrototypeOf(value) === null
+  );
+}
+
 /** timestamp and timestamptz 'infinity': int64 max. */
 export const timestampInfinity = 2n ** 63n - 1n;
 /** timestamp and timestamptz '-infinity': int64 min. */

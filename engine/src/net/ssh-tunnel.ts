@@ -1,10 +1,37 @@
 // Local TCP forwarder over SSH. Drivers (pg, replication streams) want a host and
 // port they can dial like any other; a loopback listener whose connections each
 // become an SSH direct-tcpip channel gives every driver the tunnel unchanged.
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import type { ConnectConfig, Client as SshClient } from 'ssh2';
 import { EngineError } from '../errors.ts';
+
+/** Key types of OpenSSH public keys (PROTOCOL, RFC 4253 section 6.6, RFC 5656, RFC 8709). */
+const keyTypes =
+  /^(ssh-(rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)$/;
+
+/**
+ * The key blob of a public key line: `type base64 [comment]`, as in
+ * authorized_keys, optionally preceded by host names as in known_hosts (and as
+ * `ssh-keyscan` prints). The blob starts with its own type name, which must
+ * agree with the line's. Throws a config error otherwise.
+ */
+export function parseHostKey(line: string): Buffer {
+  const fields = line.trim().split(/\s+/);
+  const typeIndex = fields.findIndex((field) => keyTypes.test(field));
+  const type = fields[typeIndex];
+  const encoded = fields[typeIndex + 1];
+  if (typeIndex >= 0 && type && encoded && /^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) {
+    const blob = Buffer.from(encoded, 'base64');
+    const nameLength = blob.length >= 4 ? blob.readUInt32BE(0) : -1;
+    if (nameLength > 0 && blob.subarray(4, 4 + nameLength).toString('latin1') === type) return blob;
+  }
+  throw new EngineError(
+    'config',
+    'ssh_config.host_key: expected a public key line such as "ssh-ed25519 AAAA…" (ssh-keyscan prints them)',
+  );
+}
 
 export interface SshTunnelConfig {
   readonly host: string;
@@ -12,6 +39,8 @@ export interface SshTunnelConfig {
   readonly user: string;
   readonly password?: string | undefined;
   readonly privateKey?: string | undefined;
+  /** The server's public key (authorized_keys or known_hosts line); unset: any key is accepted. */
+  readonly hostKey?: string | undefined;
 }
 
 export interface TunnelTarget {
@@ -91,6 +120,8 @@ export class SshTunnel {
 async function connectSsh(config: SshTunnelConfig): Promise<SshClient> {
   // Loaded on first use: most deployments never tunnel, and ssh2 costs start-up time.
   const { Client } = await import('ssh2');
+  const expectedKey = config.hostKey ? parseHostKey(config.hostKey) : undefined;
+  let offeredKey: Buffer | undefined;
   const options: ConnectConfig = {
     host: config.host,
     port: config.port,
@@ -99,11 +130,30 @@ async function connectSsh(config: SshTunnelConfig): Promise<SshClient> {
     keepaliveInterval: 10_000,
     ...(config.password ? { password: config.password } : {}),
     ...(config.privateKey ? { privateKey: config.privateKey } : {}),
+    ...(expectedKey
+      ? {
+          // Without hostHash, ssh2 hands over the raw key blob the server signed with.
+          hostVerifier: (key: Buffer) => {
+            offeredKey = key;
+            return key.equals(expectedKey);
+          },
+        }
+      : {}),
   };
   return new Promise((resolve, reject) => {
     const ssh = new Client();
     ssh.once('ready', () => resolve(ssh));
     ssh.once('error', (cause: Error & { level?: string }) => {
+      if (expectedKey && offeredKey && !offeredKey.equals(expectedKey)) {
+        reject(
+          new EngineError(
+            'config',
+            `ssh tunnel to ${config.host}:${config.port}: the server's host key is not ssh_config.host_key; it offered ${describeKey(offeredKey)}`,
+            { cause },
+          ),
+        );
+        return;
+      }
       const what = cause.level === 'client-authentication' ? 'authentication failed' : 'could not connect';
       reject(
         new EngineError('ssh_tunnel', `ssh tunnel to ${config.user}@${config.host}:${config.port}: ${what}`, {
@@ -113,4 +163,31 @@ async function connectSsh(config: SshTunnelConfig): Promise<SshClient> {
     });
     ssh.connect(options);
   });
+}
+
+/** A key as `type SHA256:fingerprint`, the way OpenSSH prints it. */
+function describeKey(blob: Buffer): string {
+  const nameLength = blob.length >= 4 ? blob.readUInt32BE(0) : 0;
+  const type = blob.subarray(4, 4 + nameLength).toString('latin1');
+  const fingerprint = createHash('sha256').update(blob).digest('base64').replace(/=+$/, '');
+  return `${type} SHA256:${fingerprint}`;
+}
+
+const unverifiedPeers = new Set<string>();
+
+/**
+ * Warns, once per peer in a process, that the peer's SSH tunnel accepts any
+ * host key: whoever can intercept the SSH connection can then read the
+ * database traffic (and the password, unless TLS is verified inside).
+ */
+export function warnUnverifiedHostKey(
+  peerName: string,
+  ssh: { readonly hostKey?: string | undefined } | undefined,
+  warn: (message: string) => void,
+): void {
+  if (!ssh || ssh.hostKey || unverifiedPeers.has(peerName)) return;
+  unverifiedPeers.add(peerName);
+  warn(
+    `peer ${peerName}: the ssh tunnel does not verify the server's host key; set ssh_config.host_key (docs/security.md)`,
+  );
 }

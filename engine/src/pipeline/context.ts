@@ -2,13 +2,17 @@
 import type { Logger } from 'pino';
 import type { Catalog, LogLevel } from '../catalog/catalog.ts';
 import type { Destination } from '../connectors/destination.ts';
+import type { Source } from '../connectors/source.ts';
 import type { PipelineMetrics } from '../observability/engine-metrics.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
-import type { RelationalConfig } from '../resources/peer.ts';
 
 export interface MirrorContext {
   readonly spec: MirrorSpec;
-  readonly source: RelationalConfig;
+  /**
+   * The pipeline closes it after setup and after streaming (which releases its
+   * connections, not the object); whoever created it need not close it again.
+   */
+  readonly source: Source;
   readonly destination: Destination;
   readonly catalog: Catalog;
   /** Binds the mirror's name as `mirror` (a child logger): lines here do not repeat it. */
@@ -41,8 +45,4 @@ export async function mirrorLog(context: MirrorContext, level: LogLevel, message
   await context.catalog.appendLog(context.spec.name, level, message).catch((error: unknown) => {
     context.logger.warn({ err: error }, 'could not write mirror log to the catalog');
   });
-}
-
-export function applicationName(mirror: string, role: string): string {
-  return `tributary:${mirror}:${role}`.slice(0, 63);
 }

@@ -1,10 +1,14 @@
-// Follows pgoutput Relation messages: which mapped table a relation id is, how
+// Follows Relation messages: which mapped table a relation id is, how
 // its tuple columns line up with the destination's, and what changed in its
 // schema since the last message.
-import type { RelationMessage, Tuple, TupleCell } from '../connectors/postgres/pgoutput.ts';
-import { isUnchangedToast } from '../connectors/postgres/pgoutput.ts';
-import type { SourceColumn } from '../connectors/postgres/table-info.ts';
-import type { DestinationTable, RowImage } from '../connectors/records.ts';
+import type { RelationMessage, Tuple } from '../connectors/changes.ts';
+import {
+  type DestinationTable,
+  fillUnchanged,
+  type RowImage,
+  type SourceColumn,
+  type TupleCell,
+} from '../connectors/records.ts';
 import type { TableMapping } from '../resources/mirror.ts';
 
 interface TrackedRelation {
@@ -111,8 +115,7 @@ export function project(tuple: Tuple, projection: readonly number[]): RowImage {
 
 /** Fills unchanged-TOAST cells of a new image from a full old image (REPLICA IDENTITY FULL). */
 export function fillFromOld(newRow: RowImage, oldRow: RowImage | null): RowImage {
-  if (!oldRow || !newRow.some(isUnchangedToast)) return newRow;
-  return newRow.map((cell, index) => (isUnchangedToast(cell) ? (oldRow[index] ?? cell) : cell));
+  return oldRow ? fillUnchanged(newRow, oldRow) : newRow;
 }
 
 function sourceKey(schema: string, table: string): string {

@@ -3,31 +3,16 @@
 // the phase. Re-running it after a crash or a pause picks up where the catalog
 // and the destination's checkpoint say the mirror was.
 import type { SourceSetup } from '../catalog/catalog.ts';
-import { classifySlotState } from '../connectors/classify.ts';
-import { connectPostgres, type PgConnection } from '../connectors/postgres/connect.ts';
-import {
-  type CreatedSlot,
-  createSlot,
-  dropPublication,
-  dropSlot,
-  ensurePublication,
-  readSlotFailover,
-  readSlotState,
-  removeFromPublication,
-  setSlotFailover,
-  slotExists,
-} from '../connectors/postgres/slot.ts';
-import { validateSource } from '../connectors/postgres/validate-source.ts';
 import type { DestinationTable } from '../connectors/records.ts';
+import type { CreatedSlot } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
 import { formatTableName, parseTableIdentifier } from '../resources/mirror.ts';
 import { runCdc } from './cdc.ts';
-import { applicationName, type MirrorContext, mirrorLog } from './context.ts';
+import { type MirrorContext, mirrorLog } from './context.ts';
 import { runSnapshot } from './snapshot.ts';
 import {
   checkSlotIdentity,
   claimDestinationTables,
-  currentDatabase,
   planSourceSetup,
   slotIdentityOf,
 } from './source-ownership.ts';
@@ -54,20 +39,18 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   // A mirror re-created under a dropped one's name starts from nothing.
   if (stored?.phase === 'terminated') await catalog.startNewIncarnation(spec.name);
   const runtime = stored?.phase === 'terminated' ? undefined : stored;
-  const source = await connectPostgres(context.source, {
-    applicationName: applicationName(spec.name, 'setup'),
-  });
+  const { source } = context;
   let setup: SourceSetup;
   let tables: DestinationTable[];
   try {
     if (!runtime) await catalog.transition(spec.name, 'setup');
     if (runtime?.setup) {
       setup = runtime.setup;
-      await checkSlotIdentity(source.client, spec.name, setup);
+      await checkSlotIdentity(source, spec.name, setup);
     } else {
       // Recorded before anything is created, so a crash in between leaves
       // nothing on the source that the catalog does not claim.
-      setup = await planSourceSetup(source.client, spec, await catalog.installationId());
+      setup = await planSourceSetup(source, spec, await catalog.installationId());
       await catalog.saveSourceSetup(spec.name, setup);
       if (!setup.slotCreatedByMirror) {
         await mirrorLog(
@@ -77,7 +60,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
         );
       }
     }
-    const validated = await validateSource(source.client, {
+    const validated = await source.validate({
       tables: spec.tableMappings.map((mapping) => mapping.source),
       publicationName: setup.publicationCreatedByMirror ? undefined : setup.publicationName,
       existingSlotName: setup.slotName,
@@ -90,8 +73,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
     });
     await context.destination.setupTables(tables);
     if (setup.publicationCreatedByMirror) {
-      await ensurePublication(
-        source.client,
+      await source.ensurePublication(
         setup.publicationName,
         tables.map((table) => table.source),
       );
@@ -99,33 +81,33 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
 
     const snapshotDone = runtime?.snapshotCompleted === true;
     if (spec.doInitialSnapshot && !snapshotDone) {
-      setup = await loadInitialSnapshot(context, source, setup, tables);
-    } else if (!(await slotExists(source.client, setup.slotName))) {
+      setup = await loadInitialSnapshot(context, setup, tables);
+    } else if (!(await source.slotExists(setup.slotName))) {
       if (runtime?.phase === 'running' || runtime?.phase === 'paused') {
         throw new EngineError(
           'slot_invalidated',
           `replication slot ${setup.slotName} is gone; changes since the last sync cannot be recovered`,
         );
       }
-      setup = await createOwnedSlot(context, source, setup, false, async () => {});
+      setup = await createOwnedSlot(context, setup, false, async () => {});
     }
 
-    if (setup.slotCreatedByMirror) await matchSlotFailover(context, source, setup.slotName);
+    if (setup.slotCreatedByMirror) await matchSlotFailover(context, setup.slotName);
 
     // A slot invalidated while the mirror was paused or down (max_slot_wal_keep_size,
     // or a conflict on a standby) still exists but cannot be read: fail now with
     // the resync remedy instead of retrying START_REPLICATION.
     if (!spec.initialSnapshotOnly) {
-      const lost = classifySlotState(setup.slotName, await readSlotState(source.client, setup.slotName));
+      const lost = await source.slotLoss(setup.slotName);
       if (lost) throw lost;
     }
 
-    await reconcileMappedTables(context, source, setup, tables);
+    await reconcileMappedTables(context, setup, tables);
 
     if (spec.initialSnapshotOnly) {
       // No CDC follows: keep no slot that would hold WAL on the source.
-      if (setup.slotCreatedByMirror) await dropSlot(source.client, setup.slotName);
-      if (setup.publicationCreatedByMirror) await dropPublication(source.client, setup.publicationName);
+      if (setup.slotCreatedByMirror) await source.dropSlot(setup.slotName);
+      if (setup.publicationCreatedByMirror) await source.dropPublication(setup.publicationName);
       await catalog.transition(spec.name, 'completed');
       await mirrorLog(context, 'INFO', 'initial load only: mirror completed');
       return 'completed';
@@ -155,7 +137,6 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
  */
 async function reconcileMappedTables(
   context: MirrorContext,
-  source: PgConnection,
   setup: SourceSetup,
   tables: readonly DestinationTable[],
 ): Promise<void> {
@@ -167,7 +148,7 @@ async function reconcileMappedTables(
     .map((table) => table.sourceTable);
   if (removed.length > 0) {
     if (setup.publicationCreatedByMirror) {
-      await removeFromPublication(source.client, setup.publicationName, removed.map(parseTableIdentifier));
+      await context.source.removeFromPublication(setup.publicationName, removed.map(parseTableIdentifier));
     }
     await catalog.removeSnapshotTables(spec.name, removed);
     await mirrorLog(context, 'INFO', `stopped replicating ${removed.join(', ')}; destination tables kept`);
@@ -182,21 +163,15 @@ async function reconcileMappedTables(
   await claimTables(context, added);
   await catalog.transition(spec.name, 'snapshot');
   await context.destination.truncateTables(added);
-  const replication = await connectPostgres(context.source, {
-    replication: 'database',
-    applicationName: applicationName(spec.name, 'slot'),
-  });
-  try {
-    const temporarySlot = await createSlot(replication.client, `${setup.slotName}_add`.slice(0, 63), true, {
-      temporary: true,
-    });
-    await runSnapshot(context, added, {
-      name: temporarySlot.snapshotName,
-      consistentPoint: temporarySlot.consistentPoint,
-    });
-  } finally {
-    await replication.close();
-  }
+  await context.source.createSlot(
+    `${setup.slotName}_add`.slice(0, 63),
+    { exportSnapshot: true, temporary: true },
+    (temporarySlot) =>
+      runSnapshot(context, added, {
+        name: temporarySlot.snapshotName,
+        consistentPoint: temporarySlot.consistentPoint,
+      }),
+  );
   await mirrorLog(
     context,
     'INFO',
@@ -222,7 +197,6 @@ async function claimTables(context: MirrorContext, tables: readonly DestinationT
  */
 async function createOwnedSlot(
   context: MirrorContext,
-  source: PgConnection,
   planned: SourceSetup,
   exportSnapshot: boolean,
   whileOpen: (slot: CreatedSlot) => Promise<void>,
@@ -230,26 +204,20 @@ async function createOwnedSlot(
   const { spec, catalog } = context;
   const creating: SourceSetup = { ...planned, slotCreatedByMirror: true, slotIdentity: null };
   await catalog.saveSourceSetup(spec.name, creating);
-  const database = await currentDatabase(source.client);
-  const replication = await connectPostgres(context.source, {
-    replication: 'database',
-    applicationName: applicationName(spec.name, 'slot'),
-  });
-  try {
-    const slot = await createSlot(replication.client, creating.slotName, exportSnapshot, {
-      failover: spec.failoverSlot,
-    });
-    const created: SourceSetup = {
-      ...creating,
-      slotIdentity: slotIdentityOf(database, slot.consistentPoint),
-    };
-    await catalog.saveSourceSetup(spec.name, created);
-    await mirrorLog(context, 'INFO', `created replication slot ${slot.slotName}`);
-    await whileOpen(slot);
-    return created;
-  } finally {
-    await replication.close();
-  }
+  const database = await context.source.database();
+  let created: SourceSetup | undefined;
+  await context.source.createSlot(
+    creating.slotName,
+    { exportSnapshot, failover: spec.failoverSlot },
+    async (slot) => {
+      created = { ...creating, slotIdentity: slotIdentityOf(database, slot.consistentPoint) };
+      await catalog.saveSourceSetup(spec.name, created);
+      await mirrorLog(context, 'INFO', `created replication slot ${slot.slotName}`);
+      await whileOpen(slot);
+    },
+  );
+  if (!created) throw new EngineError('internal', 'source: slot creation returned before the slot existed');
+  return created;
 }
 
 /**
@@ -258,18 +226,10 @@ async function createOwnedSlot(
  * slot. Servers before 17 have no failover slots (validation refused asking
  * for one there).
  */
-async function matchSlotFailover(context: MirrorContext, source: PgConnection, slotName: string) {
-  const failover = await readSlotFailover(source.client, slotName);
+async function matchSlotFailover(context: MirrorContext, slotName: string) {
+  const failover = await context.source.slotFailover(slotName);
   if (failover === null || failover === context.spec.failoverSlot) return;
-  const replication = await connectPostgres(context.source, {
-    replication: 'database',
-    applicationName: applicationName(context.spec.name, 'slot'),
-  });
-  try {
-    await setSlotFailover(replication.client, slotName, context.spec.failoverSlot);
-  } finally {
-    await replication.close();
-  }
+  await context.source.setSlotFailover(slotName, context.spec.failoverSlot);
   await mirrorLog(
     context,
     'INFO',
@@ -286,13 +246,12 @@ async function matchSlotFailover(context: MirrorContext, source: PgConnection, s
  */
 async function loadInitialSnapshot(
   context: MirrorContext,
-  source: PgConnection,
   setup: SourceSetup,
   tables: readonly DestinationTable[],
 ): Promise<SourceSetup> {
   const { spec, catalog } = context;
   await claimTables(context, tables);
-  if (await slotExists(source.client, setup.slotName)) {
+  if (await context.source.slotExists(setup.slotName)) {
     await mirrorLog(
       context,
       'WARN',
@@ -300,7 +259,7 @@ async function loadInitialSnapshot(
         ? 'initial load was interrupted; starting it over with a new slot'
         : `replacing adopted replication slot ${setup.slotName}: an initial load needs a slot of its own`,
     );
-    await dropSlot(source.client, setup.slotName);
+    await context.source.dropSlot(setup.slotName);
   }
   await context.destination.truncateTables(tables);
   await context.destination.removeCheckpoint(spec.name);
@@ -309,7 +268,7 @@ async function loadInitialSnapshot(
 
   // The exporting connection must stay open and idle until every partition has
   // imported the snapshot.
-  const created = await createOwnedSlot(context, source, setup, true, (slot) =>
+  const created = await createOwnedSlot(context, setup, true, (slot) =>
     runSnapshot(context, tables, { name: slot.snapshotName, consistentPoint: slot.consistentPoint }),
   );
   await catalog.setSnapshotCompleted(spec.name, true);
@@ -324,17 +283,15 @@ export async function teardownMirror(
   const runtime = await catalog.getRuntime(spec.name);
   if (runtime?.phase === 'terminated') return;
   await catalog.transition(spec.name, 'terminating');
-  const source = await connectPostgres(context.source, {
-    applicationName: applicationName(spec.name, 'teardown'),
-  });
+  const { source } = context;
   const kept: string[] = [];
   try {
     // Without a recorded setup the mirror created nothing on the source.
     const setup = runtime?.setup;
     if (setup?.slotCreatedByMirror) {
       try {
-        await checkSlotIdentity(source.client, spec.name, setup);
-        await dropSlot(source.client, setup.slotName);
+        await checkSlotIdentity(source, spec.name, setup);
+        await source.dropSlot(setup.slotName);
       } catch (error) {
         if (!(error instanceof EngineError) || error.kind !== 'config') throw error;
         kept.push(`replication slot ${setup.slotName} (${error.message})`);
@@ -342,7 +299,7 @@ export async function teardownMirror(
     } else if (setup) {
       kept.push(`adopted replication slot ${setup.slotName}`);
     }
-    if (setup?.publicationCreatedByMirror) await dropPublication(source.client, setup.publicationName);
+    if (setup?.publicationCreatedByMirror) await source.dropPublication(setup.publicationName);
     else if (setup) kept.push(`publication ${setup.publicationName}, which the mirror did not create`);
   } finally {
     await source.close();

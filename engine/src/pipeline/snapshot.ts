@@ -2,17 +2,10 @@
 // snapshot, `snapshotNumTablesInParallel` tables at a time and up to
 // `snapshotMaxParallelWorkers` ctid partitions of a table at a time.
 import pMap from 'p-map';
-import { connectPostgres, type PgConnection } from '../connectors/postgres/connect.ts';
-import {
-  beginSnapshotTransaction,
-  type CtidRange,
-  copyPartition,
-  planPartitions,
-} from '../connectors/postgres/snapshot-reader.ts';
 import type { DestinationTable } from '../connectors/records.ts';
-import { EngineError } from '../errors.ts';
+import type { SnapshotPartition, SnapshotReader } from '../connectors/source.ts';
 import { formatTableName } from '../resources/mirror.ts';
-import { applicationName, type MirrorContext, mirrorLog } from './context.ts';
+import { type MirrorContext, mirrorLog } from './context.ts';
 
 /**
  * Loads `tables` under `snapshotName`, which shows the database as of
@@ -41,14 +34,11 @@ async function snapshotTable(
   const snapshotName = snapshot.name;
   const { spec, catalog } = context;
   const sourceName = formatTableName(table.source);
-  const planner = await openSourceConnection(context);
-  let ranges: CtidRange[];
-  try {
-    await beginSnapshotTransaction(planner.client, snapshotName);
-    ranges = await planPartitions(planner.client, table.source, spec.snapshotNumRowsPerPartition);
-  } finally {
-    await planner.close();
-  }
+  const ranges = await context.source.planPartitions(
+    table.source,
+    snapshotName,
+    spec.snapshotNumRowsPerPartition,
+  );
   await catalog.startSnapshotTable(spec.name, {
     sourceTable: sourceName,
     destinationTable: formatTableName(table.destination),
@@ -56,69 +46,53 @@ async function snapshotTable(
     cdcStartLsn: snapshot.consistentPoint,
   });
 
-  // Each worker keeps one connection and reuses it across partitions.
+  // Each worker keeps one reader (one connection) and reuses it across partitions.
   const workerCount = Math.min(spec.snapshotMaxParallelWorkers, ranges.length);
-  const idle: PgConnection[] = [];
-  const opened: PgConnection[] = [];
+  const idle: SnapshotReader[] = [];
+  const opened: SnapshotReader[] = [];
   try {
     await pMap(
       ranges,
       async (range) => {
-        let connection = idle.pop();
-        if (!connection) {
-          connection = await openSourceConnection(context);
-          opened.push(connection);
+        let reader = idle.pop();
+        if (!reader) {
+          reader = await context.source.openSnapshotReader(snapshotName);
+          opened.push(reader);
         }
         try {
-          await copyOnePartition(context, connection, table, range, snapshotName);
+          await copyOnePartition(context, reader, table, range);
         } finally {
-          idle.push(connection);
+          idle.push(reader);
         }
       },
       { concurrency: workerCount, signal: context.signal },
     );
   } finally {
-    await Promise.all(opened.map((connection) => connection.close()));
+    await Promise.all(opened.map((reader) => reader.close()));
   }
   await catalog.finishSnapshotTable(spec.name, sourceName);
   context.logger.info({ table: sourceName, partitions: ranges.length }, 'table loaded');
 }
 
-function openSourceConnection(context: MirrorContext): Promise<PgConnection> {
-  return connectPostgres(context.source, { applicationName: applicationName(context.spec.name, 'snapshot') });
-}
-
 async function copyOnePartition(
   context: MirrorContext,
-  connection: PgConnection,
+  reader: SnapshotReader,
   table: DestinationTable,
-  range: CtidRange,
-  snapshotName: string | null,
+  range: SnapshotPartition,
 ): Promise<void> {
   const started = performance.now();
-  await beginSnapshotTransaction(connection.client, snapshotName);
-  try {
-    const rows = copyPartition(
-      connection.client,
-      table.source,
-      table.columns.map((column) => column.name),
-      range,
-    );
-    const rowCount = await context.destination.writeSnapshotPartition(table, rows);
-    await connection.client.query('COMMIT');
-    context.metrics?.snapshotPartitionLoaded(context.spec.name, formatTableName(table.source), rowCount);
-    await context.catalog.recordSnapshotPartition(
-      context.spec.name,
-      formatTableName(table.source),
-      BigInt(rowCount),
-      performance.now() - started,
-    );
-    context.progress?.durable();
-  } catch (error) {
-    await connection.client.query('ROLLBACK').catch(() => {});
-    if (error instanceof EngineError) throw error;
-    throw new EngineError('internal', `initial load of ${formatTableName(table.source)} failed`, {
-      cause: error,
-    });
-  }
+  const rowCount = await reader.copyPartition(
+    table.source,
+    table.columns.map((column) => column.name),
+    range,
+    (rows) => context.destination.writeSnapshotPartition(table, rows),
+  );
+  context.metrics?.snapshotPartitionLoaded(context.spec.name, formatTableName(table.source), rowCount);
+  await context.catalog.recordSnapshotPartition(
+    context.spec.name,
+    formatTableName(table.source),
+    BigInt(rowCount),
+    performance.now() - started,
+  );
+  context.progress?.durable();
 }

@@ -3,19 +3,12 @@
 // (Debezium, another installation, another mirror): the mirror never reads,
 // advances, ends the reader of, or drops it unless the spec says to adopt it.
 
-import type pg from 'pg';
 import type { SourceSetup } from '../catalog/catalog.ts';
 import type { Destination } from '../connectors/destination.ts';
-import { formatLsn, parseLsn } from '../connectors/postgres/lsn.ts';
-import {
-  defaultPublicationName,
-  defaultSlotName,
-  publicationExists,
-  readSlot,
-  type SlotRow,
-} from '../connectors/postgres/slot.ts';
 import type { DestinationTable } from '../connectors/records.ts';
+import type { SlotRow, Source } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
+import { formatLsn, parseLsn } from '../model/lsn.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
 import { formatTableName } from '../resources/mirror.ts';
 
@@ -34,17 +27,18 @@ function foreignSlot(slotName: string, mirror: string): EngineError {
  * default-named publication that already exists unless the spec adopts it.
  */
 export async function planSourceSetup(
-  client: pg.Client,
+  source: Source,
   spec: MirrorSpec,
   installationId: string,
 ): Promise<SourceSetup> {
-  const slotName = spec.replicationSlotName ?? defaultSlotName(spec.name, installationId);
-  const publicationName = spec.publicationName ?? defaultPublicationName(spec.name, installationId);
-  const existingSlot = await readSlot(client, slotName);
+  const defaults = source.defaultNames(spec.name, installationId);
+  const slotName = spec.replicationSlotName ?? defaults.slotName;
+  const publicationName = spec.publicationName ?? defaults.publicationName;
+  const existingSlot = await source.readSlot(slotName);
   if (existingSlot && !spec.adoptExistingSlot) throw foreignSlot(slotName, spec.name);
   let publicationCreatedByMirror = false;
   if (spec.publicationName === undefined) {
-    const existing = await publicationExists(client, publicationName);
+    const existing = await source.publicationExists(publicationName);
     if (existing && !spec.adoptExistingSlot) {
       throw new EngineError(
         'config',
@@ -69,14 +63,14 @@ export async function planSourceSetup(
  * mirror's own slot did. Returns the slot (undefined when it is gone).
  */
 export async function checkSlotIdentity(
-  client: pg.Client,
+  source: Source,
   mirror: string,
   setup: SourceSetup,
 ): Promise<SlotRow | undefined> {
-  const slot = await readSlot(client, setup.slotName);
+  const slot = await source.readSlot(setup.slotName);
   const identity = setup.slotIdentity;
   if (!slot || !identity) return slot;
-  const database = await currentDatabase(client);
+  const database = await source.database();
   const differs =
     slot.database !== identity.database ||
     slot.database !== database ||
@@ -90,13 +84,6 @@ export async function checkSlotIdentity(
     );
   }
   return slot;
-}
-
-export async function currentDatabase(client: pg.Client): Promise<string> {
-  const result = await client.query<{ db: string }>(`SELECT current_database() AS db`);
-  const database = result.rows[0]?.db;
-  if (!database) throw new EngineError('internal', 'source: current_database() returned no row');
-  return database;
 }
 
 export function slotIdentityOf(

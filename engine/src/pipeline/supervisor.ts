@@ -5,6 +5,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { classifyPgError } from '../connectors/classify.ts';
 import type { EngineError } from '../errors.ts';
+import { warnUnverifiedHostKey } from '../net/ssh-tunnel.ts';
 import { type MirrorContext, mirrorLog } from './context.ts';
 import { type RunOutcome, runMirror } from './run-mirror.ts';
 
@@ -48,6 +49,9 @@ export async function superviseMirror(
   const maxBackoffMs = options.maxBackoffMs ?? defaultRetryBackoff.maxMs;
   const mirror = context.spec.name;
   let backoffMs = initialBackoffMs;
+  warnUnverifiedHostKey(context.spec.sourcePeer, context.source.sshConfig, (message) => {
+    void mirrorLog(context, 'WARN', message);
+  });
   let fault: OpenFault | undefined;
   let streaming = false;
   // Catalog writes from the progress callbacks run one at a time, in order.

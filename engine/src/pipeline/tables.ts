@@ -1,8 +1,8 @@
 // Turns table mappings and what the source says about each table into the
 // destination tables the mirror writes.
 
-import type { SourceTableInfo } from '../connectors/postgres/table-info.ts';
 import type { DestinationTable } from '../connectors/records.ts';
+import type { SourceTableInfo } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
 import { formatTableName, type TableMapping } from '../resources/mirror.ts';
 

@@ -17,6 +17,11 @@ export const sshConfigFields = z
     user: z.string().min(1),
     password: z.string().optional(),
     privateKey: z.string().optional(),
+    /**
+     * The server's public host key, as a line of authorized_keys or known_hosts
+     * (`ssh-ed25519 AAAA…`); the tunnel refuses a server with another key.
+     */
+    hostKey: z.string().min(1).optional(),
   })
   .strict();
 
@@ -32,6 +37,17 @@ export const relationalConfigSchema = z
     password: z.string(),
     database: z.string().min(1),
     sshConfig: sshConfigSchema.optional(),
+    // TLS, as libpq's sslmode would say it (connectors/postgres/tls.ts, docs/security.md):
+    // nothing set is `prefer`, disableTls `disable`, requireTls or rootCa `verify-full`
+    // (against rootCa, else the public CAs), skipCertVerification `require`.
+    requireTls: z.boolean().optional(),
+    disableTls: z.boolean().optional(),
+    /** PEM certificates of the CA(s) the server's certificate must chain to. */
+    rootCa: z.string().min(1).optional(),
+    /** The name the server's certificate must carry and the TLS server name (SNI); default: host. */
+    tlsHost: hostSchema.optional(),
+    /** TLS without certificate verification: encrypted, but open to an impostor. */
+    skipCertVerification: z.boolean().optional(),
   })
   .strict();
 

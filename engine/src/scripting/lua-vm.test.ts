@@ -63,6 +63,21 @@ describe('Lua sandbox', () => {
     expect(box.call('tostring', [1])).toEqual(['1']);
   });
 
+  it('compiles without running, and reports a syntax error with its line', async () => {
+    const printed: string[] = [];
+    const box = await LuaSandbox.create(limits, { print: (line) => printed.push(line) });
+    // A chunk that would fail (and print) when run compiles cleanly: compile runs nothing.
+    box.compile(`print('ran')\nerror('ran')\nfunction onRecord(r) return r end`, 'ok');
+    expect(printed).toEqual([]);
+    expect(box.hasFunction('onRecord')).toBe(false);
+    expect(() => box.compile('function onRecord(r)\n  return r +\nend', 'shaper')).toThrow(
+      "shaper:3: unexpected symbol near 'end'",
+    );
+    // Bytecode is refused like in run: text mode only.
+    expect(() => box.compile('\x1bLua\x54\x00', 'binary')).toThrow(/binary chunk/);
+    box.compile('return 1', 'again');
+  });
+
   it('refuses the file, OS, process, module and debug libraries', async () => {
     const box = await sandbox(`
       function exec() return os.execute('id') end

@@ -288,31 +288,54 @@ export class LuaSandbox {
   /** Compiles and runs a chunk of Lua source (never bytecode) under the limits. */
   run(source: string, chunkName: string): void {
     this.#guarded(() => {
-      const L = this.#L;
-      const top = this.#raw._lua_gettop(L);
+      const top = this.#raw._lua_gettop(this.#L);
       try {
         this.#startCall();
-        const bytes = encoder.encode(source);
-        const buffer = this.#raw._malloc(bytes.length + 1);
-        try {
-          this.#raw.HEAPU8.set(bytes, buffer);
-          const status = this.#raw._luaL_loadbufferx(
-            L,
-            buffer,
-            bytes.length,
-            this.#name(`=${chunkName}`),
-            this.#name('t'),
-          );
-          if (status !== statusOk) throw this.#errorAt(status, -1);
-        } finally {
-          this.#raw._free(buffer);
-        }
+        this.#load(source, chunkName);
         this.#protectedCall(0, 0);
       } finally {
         this.#endCall();
-        this.#raw._lua_settop(L, top);
+        this.#raw._lua_settop(this.#L, top);
       }
     });
+  }
+
+  /**
+   * Compiles a chunk without running it: throws LuaScriptError with Lua's
+   * message (chunk name and line) when the source does not parse. Parsing runs
+   * no script code, so it needs no thread of its own; the memory limit holds.
+   */
+  compile(source: string, chunkName: string): void {
+    this.#guarded(() => {
+      const top = this.#raw._lua_gettop(this.#L);
+      try {
+        this.#startCall();
+        this.#memoryLimit = this.#limits.memoryLimitBytes;
+        this.#load(source, chunkName);
+      } finally {
+        this.#endCall();
+        this.#raw._lua_settop(this.#L, top);
+      }
+    });
+  }
+
+  /** Pushes the compiled chunk of `source` (text mode only), or throws its syntax error. */
+  #load(source: string, chunkName: string): void {
+    const bytes = encoder.encode(source);
+    const buffer = this.#raw._malloc(bytes.length + 1);
+    try {
+      this.#raw.HEAPU8.set(bytes, buffer);
+      const status = this.#raw._luaL_loadbufferx(
+        this.#L,
+        buffer,
+        bytes.length,
+        this.#name(`=${chunkName}`),
+        this.#name('t'),
+      );
+      if (status !== statusOk) throw this.#errorAt(status, -1);
+    } finally {
+      this.#raw._free(buffer);
+    }
   }
 
   /** Whether the global `name` holds a function. */

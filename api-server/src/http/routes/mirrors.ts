@@ -171,6 +171,22 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
     return { ok: true, errorMessage: '' };
   }
 
+  // Not in the interface (its clients have no call for it): the path and the
+  // shape of PeerDB's ListMirrors, for `tributary mirrors list` and scripts.
+  app.get('/api/v1/mirrors/list', async () => ({
+    mirrors: (await store.listMirrors())
+      .filter((mirror) => !mirror.deleting)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map((mirror) => ({
+        name: mirror.name,
+        workflowId: workflowId(mirror),
+        sourceName: mirror.spec.sourcePeer,
+        destinationName: mirror.spec.destinationPeer,
+        createdAt: mirror.createdAt.toISOString(),
+        isCdc: true,
+      })),
+  }));
+
   app.post('/api/v1/mirrors/status', { config: { errorShape: 'status' } }, async (request, reply) => {
     const { body } = parseRequest(mirrorStatusRequest, request);
     const mirror = await store.getMirror(body.flowJobName);

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { describeCheckFailure } from '../../../../engine/src/connectors/peer-check.ts';
+import { warnUnverifiedHostKey } from '../../../../engine/src/net/ssh-tunnel.ts';
 import { splitPeerSecrets } from '../../../../engine/src/resources/peer.ts';
 import type { FacadeContext } from '../context.ts';
 import { parseRequest, peerFromWire, peerToWire } from '../convert.ts';
@@ -33,9 +34,20 @@ export function peerRoutes(app: FastifyInstance, context: FacadeContext): void {
         message: `failed to validate peer ${peer.name}: ${describeCheckFailure(error, secrets)}`,
       };
     }
+    if (peer.kind === 'relational') {
+      warnUnverifiedHostKey(peer.name, peer.config.sshConfig, (message) => context.logger.warn(message));
+    }
     await context.store.putPeer(peer, version ?? null);
     return { status: 'CREATED', message: `peer ${peer.name} ${existing ? 'updated' : 'created'}` };
   });
+
+  // Not in the interface: the list its clients have no call for (the console's peer
+  // page reads it), at the path and in the shape of PeerDB's ListPeers.
+  app.get('/api/v1/peers/list', async () => ({
+    items: (await context.store.listPeers())
+      .map(({ peer }) => ({ name: peer.name, type: peer.kind.toUpperCase() }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+  }));
 
   app.get<{ Params: { peer_name: string } }>('/api/v1/peers/info/:peer_name', async (request) => {
     const found = await context.store.getPeer(request.params.peer_name);

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { type ScriptResource, scriptLanguages } from '../../../../engine/src/control/resources.ts';
 import { ResourceExistsError, ResourceNotFoundError } from '../../../../engine/src/control/store.ts';
+import { luaSyntaxError } from '../../../../engine/src/scripting/syntax-check.ts';
 import type { FacadeContext } from '../context.ts';
 import { parseRequest } from '../convert.ts';
 import { ApiError } from '../errors.ts';
@@ -24,6 +25,14 @@ export function scriptRoutes(app: FastifyInstance, context: FacadeContext): void
       throw new ApiError(
         'invalidArgument',
         `${field(['script', 'lang'])}: unsupported language; supported: ${scriptLanguages.join(', ')}`,
+      );
+    }
+    // A script that does not compile could only stop every mirror that uses it.
+    const syntaxError = await luaSyntaxError(script.source, script.name);
+    if (syntaxError !== undefined) {
+      throw new ApiError(
+        'invalidArgument',
+        `${field(['script', 'source'])}: does not compile: ${syntaxError}`,
       );
     }
     try {

@@ -16,11 +16,18 @@
 //
 // The writer turns source values (PostgreSQL text, parsed by the value model)
 // into these bytes; the reader reads them back, to fill unchanged TOAST values
-// from the destination's current rows and to write those rows' keys as SQL.
+// from the destination's current rows and to write those rows' keys as SQL
+// (sql.ts).
 
 import { EngineError } from '../../errors.ts';
-import { civilFromDays as civilDate, daysFromCivil, formatCivilDate } from '../../model/calendar.ts';
-import { type ArrayValue, type Hstore, parseTextValue, type Value } from '../../model/parse-text.ts';
+import { daysFromCivil } from '../../model/calendar.ts';
+import {
+  type ArrayValue,
+  isArrayValue,
+  isHstore,
+  parseTextValue,
+  type ScalarValue,
+} from '../../model/parse-text.ts';
 import { type ColumnType, describeColumnType } from '../../model/value-kind.ts';
 import { type ChType, formatChType } from './types.ts';
 
@@ -222,7 +229,7 @@ const microsPerDay = 86_400_000_000n;
 const microsPerSecond = 1_000_000n;
 const dateMaxDay = 0xffff;
 
-function floorDivide(dividend: bigint, divisor: bigint): bigint {
+export function floorDivide(dividend: bigint, divisor: bigint): bigint {
   const quotient = dividend / divisor;
   return dividend % divisor !== 0n && dividend < 0n !== divisor < 0n ? quotient - 1n : quotient;
 }
@@ -240,11 +247,6 @@ export function dateDays(date: string): number {
   const match = datePattern.exec(date);
   if (!match) throw new EngineError('decode', 'cannot decode date value');
   return daysFromCivil(Number(match[1]), Number(match[2]), Number(match[3]));
-}
-
-/** 'YYYY-MM-DD' of a day number. */
-export function civilFromDays(days: number): string {
-  return formatCivilDate(civilDate(days));
 }
 
 function clampDays(days: number, min: number, max: number): number {
@@ -444,14 +446,14 @@ function arrayDepth(type: ChType): number {
 
 function valueDepth(value: ArrayValue): number {
   const first = value.find((item) => item !== null);
-  return Array.isArray(first) ? 1 + valueDepth(first as ArrayValue) : 1;
+  return first !== undefined && first !== null && isArrayValue(first) ? 1 + valueDepth(first) : 1;
 }
 
 /** Writes one non-null value of the value model to `type`. `text` is its PostgreSQL text. */
 function writeValue(
   writer: RowBinaryWriter,
   type: ChType,
-  value: Value | null,
+  value: ScalarValue | ArrayValue | null,
   text: string | undefined,
   context: ValueContext,
 ): void {
@@ -517,20 +519,20 @@ function writeValue(
       writeTimestamp(writer, type, value, context);
       return;
     case 'Array': {
-      if (!Array.isArray(value)) throw valueError(context, 'not an array');
-      const array = value as ArrayValue;
-      if (array.length > 0 && valueDepth(array) !== arrayDepth(type)) {
+      if (!isArrayValue(value)) throw valueError(context, 'not an array');
+      if (value.length > 0 && valueDepth(value) !== arrayDepth(type)) {
         throw valueError(
           context,
-          `a ${valueDepth(array)}-dimensional array cannot be stored in ${formatChType(type)}`,
+          `a ${valueDepth(value)}-dimensional array cannot be stored in ${formatChType(type)}`,
         );
       }
-      writer.varint(array.length);
-      for (const item of array) writeValue(writer, type.element, item as Value | null, undefined, context);
+      writer.varint(value.length);
+      for (const item of value) writeValue(writer, type.element, item, undefined, context);
       return;
     }
     case 'Map': {
-      const entries = Object.entries(value as Hstore);
+      if (!isHstore(value)) throw valueError(context, 'not a map');
+      const entries = Object.entries(value);
       writer.varint(entries.length);
       for (const [key, entry] of entries) {
         writeValue(writer, type.key, key, key, context);
@@ -588,7 +590,7 @@ export function timestampEncoder(column: string, target: ChType, limits: DateLim
 
 // --- reading values back -----------------------------------------------------------
 
-/** A value read from RowBinary, in the shape sqlLiteral needs. */
+/** A value read from RowBinary, in the shape sqlLiteral (sql.ts) needs. */
 export type ChValue =
   | null
   | bigint
@@ -714,94 +716,6 @@ export class RowBinaryReader {
           entries.push([this.value(type.key), this.value(type.value)]);
         return { entries };
       }
-    }
-  }
-}
-
-// --- SQL literals -------------------------------------------------------------------
-
-/**
- * A ClickHouse string literal of arbitrary bytes: quotes and backslashes
- * escaped, control characters and every byte above 0x7e written as \xHH, so
- * the literal is exact whatever the bytes are (UTF-8 or not).
- */
-export function stringLiteral(value: Buffer | string): string {
-  const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
-  let literal = "'";
-  for (const byte of bytes) {
-    if (byte === 0x27) literal += "\\'";
-    else if (byte === 0x5c) literal += '\\\\';
-    else if (byte < 0x20 || byte > 0x7e) literal += `\\x${byte.toString(16).padStart(2, '0')}`;
-    else literal += String.fromCharCode(byte);
-  }
-  return `${literal}'`;
-}
-
-function decimalText(raw: bigint, scale: number): string {
-  const negative = raw < 0n;
-  const digits = (negative ? -raw : raw).toString().padStart(scale + 1, '0');
-  const text = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
-  return negative ? `-${text}` : text;
-}
-
-function timeText(ticks: bigint, precision: number): string {
-  const perSecond = 10n ** BigInt(precision);
-  const seconds = floorDivide(ticks, perSecond);
-  const fraction = ticks - seconds * perSecond;
-  const days = Number(floorDivide(seconds, 86_400n));
-  const secondOfDay = Number(seconds - BigInt(days) * 86_400n);
-  const clock = [Math.floor(secondOfDay / 3600), Math.floor(secondOfDay / 60) % 60, secondOfDay % 60]
-    .map((part) => String(part).padStart(2, '0'))
-    .join(':');
-  const fractionText = precision > 0 ? `.${fraction.toString().padStart(precision, '0')}` : '';
-  return `${civilFromDays(days)} ${clock}${fractionText}`;
-}
-
-/** The SQL literal of a value read with RowBinaryReader, typed so comparisons use the column's type. */
-export function sqlLiteral(type: ChType, value: ChValue): string {
-  if (value === null) return 'NULL';
-  const cast = (text: string) => `CAST(${stringLiteral(text)} AS ${formatChType(type)})`;
-  switch (type.name) {
-    case 'Nullable':
-      return sqlLiteral(type.inner, value);
-    case 'LowCardinality':
-      return sqlLiteral(type.inner, value);
-    case 'String':
-      return stringLiteral(value as Buffer);
-    case 'Bool':
-      return cast(value ? 'true' : 'false');
-    case 'Int8':
-    case 'Int16':
-    case 'Int32':
-    case 'Int64':
-    case 'UInt8':
-    case 'UInt16':
-    case 'UInt32':
-    case 'UInt64':
-      return cast(String(value));
-    case 'Float32':
-    case 'Float64': {
-      const number = value as number;
-      return cast(
-        Number.isNaN(number) ? 'nan' : Number.isFinite(number) ? String(number) : number > 0 ? 'inf' : '-inf',
-      );
-    }
-    case 'Decimal':
-      return cast(decimalText(value as bigint, type.scale));
-    case 'UUID':
-      return cast(value as string);
-    case 'Date':
-    case 'Date32':
-      return cast(civilFromDays(value as number));
-    case 'DateTime':
-      return cast(timeText(value as bigint, 0));
-    case 'DateTime64':
-      return cast(timeText(value as bigint, type.precision));
-    case 'Array':
-      return `[${(value as readonly ChValue[]).map((item) => sqlLiteral(type.element, item)).join(', ')}]`;
-    case 'Map': {
-      const { entries } = value as { readonly entries: readonly (readonly [ChValue, ChValue])[] };
-      return `map(${entries.map(([key, entry]) => `${sqlLiteral(type.key, key)}, ${sqlLiteral(type.value, entry)}`).join(', ')})`;
     }
   }
 }

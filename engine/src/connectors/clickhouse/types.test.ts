@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SourceColumn } from '../postgres/table-info.ts';
+import type { SourceColumn } from '../records.ts';
 import { serverCapabilities } from './server.ts';
 import { chTypeFor, formatChType, parseChType, sourceColumnType } from './types.ts';
 

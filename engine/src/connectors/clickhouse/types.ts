@@ -5,7 +5,7 @@
 import { EngineError } from '../../errors.ts';
 import { numericColumnType, pgColumnType } from '../../model/pg-type-map.ts';
 import type { ColumnType, ScalarColumnType } from '../../model/value-kind.ts';
-import type { SourceColumn } from '../postgres/table-info.ts';
+import type { SourceColumn } from '../records.ts';
 import type { ServerCapabilities } from './server.ts';
 
 export type ChIntegerName = 'Int8' | 'Int16' | 'Int32' | 'Int64' | 'UInt8' | 'UInt16' | 'UInt32' | 'UInt64';

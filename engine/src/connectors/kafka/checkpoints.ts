@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { EngineError } from '../../errors.ts';
-import { formatLsn } from '../postgres/lsn.ts';
+import { formatLsn } from '../../model/lsn.ts';
 import type { Checkpoint } from '../records.ts';
 import { classifyKafkaError } from './errors.ts';
 import { checkpointTopic } from './topics.ts';

@@ -19,10 +19,11 @@ import type { StreamConfig } from '../../resources/peer.ts';
 import type { ScriptSource } from '../../resources/script.ts';
 import type { LuaInput, SandboxLimits } from '../../scripting/lua-vm.ts';
 import { RecordScript, type ScriptMessage, scriptBatchRecords } from '../../scripting/record-script.ts';
+import { copyTextRows } from '../copy-text.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
-import { copyTextRows } from '../postgres/copy-text.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
 import { checkpointTopicConfig, deleteCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
+import { ChunkSender, type Outgoing } from './chunk-sender.ts';
 import { createStreamClient } from './client.ts';
 import { classifyKafkaError } from './errors.ts';
 import {
@@ -32,12 +33,7 @@ import {
   type TableFormat,
   tableFormat,
 } from './message-format.ts';
-import {
-  type BatchAssigner,
-  type PartitionerName,
-  PartitionStrategy,
-  type TopicPartitions,
-} from './partitioners.ts';
+import { type PartitionerName, PartitionStrategy, type TopicPartitions } from './partitioners.ts';
 import { topicNameProblem } from './topics.ts';
 
 export interface KafkaDestinationOptions {
@@ -58,21 +54,12 @@ export interface KafkaDestinationOptions {
 // partition's record batch in a request; a record's framing is counted too.
 export const defaultChunkBytes = 512 * 1024;
 export const recordOverheadBytes = 70;
-// kafkajs groups a request's messages per partition in quadratic time
-// (producer/groupMessagesPerPartition.js): small requests keep that cheap.
-export const maxChunkMessages = 2_000;
 const requestTimeoutMs = 30_000;
 const checkpointReadTimeoutMs = 60_000;
 
 interface RecordSink {
   add(format: TableFormat, record: ChangeRecord): Promise<void>;
   flush(): Promise<void>;
-}
-
-interface Outgoing {
-  readonly topic: TopicPartitions;
-  readonly message: Message;
-  readonly bytes: number;
 }
 
 export class KafkaDestination implements Destination {
@@ -100,11 +87,6 @@ export class KafkaDestination implements Destination {
         })
       : undefined;
     this.#chunkBytes = options.chunkBytes ?? defaultChunkBytes;
-  }
-
-  /** Upper bound of one produce request's key, value and header bytes. */
-  get chunkBytes(): number {
-    return this.#chunkBytes;
   }
 
   async check(): Promise<{ version: string }> {
@@ -161,12 +143,12 @@ export class KafkaDestination implements Destination {
     await this.#script?.ready();
     const format = tableFormat(table);
     // A snapshot partition's chunks are batches of their own (Sticky moves on between them).
-    const sender = new ChunkSender(
-      this,
-      `destination: load ${format.topic}`,
-      () => this.#strategy.batch(),
-      true,
-    );
+    const sender = new ChunkSender({
+      send: (chunk) => this.#send(chunk, `destination: load ${format.topic}`),
+      chunkBytes: this.#chunkBytes,
+      newAssigner: () => this.#strategy.batch(),
+      assignerPerChunk: true,
+    });
     const records = this.#recordSink(sender);
     let rowCount = 0;
     for await (const row of copyTextRows(copyText)) {
@@ -187,7 +169,12 @@ export class KafkaDestination implements Destination {
     await this.#script?.ready();
     const assigner = this.#strategy.batch();
     const what = `destination: send batch ${batch.batchId}`;
-    const sender = new ChunkSender(this, what, () => assigner, false);
+    const sender = new ChunkSender({
+      send: (chunk) => this.#send(chunk, what),
+      chunkBytes: this.#chunkBytes,
+      newAssigner: () => assigner,
+      assignerPerChunk: false,
+    });
     const records = this.#recordSink(sender);
     for (const { table, changes } of batch.tables) {
       const format = tableFormat(table);
@@ -325,7 +312,7 @@ export class KafkaDestination implements Destination {
   }
 
   /** Sends one chunk and waits for the broker's acknowledgement of all of it. */
-  async send(chunk: readonly Outgoing[], what: string): Promise<void> {
+  async #send(chunk: readonly Outgoing[], what: string): Promise<void> {
     const byTopic = new Map<string, Message[]>();
     for (const { topic, message } of chunk) {
       let messages = byTopic.get(topic.topic);
@@ -430,73 +417,6 @@ export class KafkaDestination implements Destination {
     const producer = this.#producer;
     this.#producer = undefined;
     producer?.then((connected) => connected.disconnect()).catch(() => {});
-  }
-}
-
-/**
- * Accumulates messages into chunks and sends each chunk once it is full. One
- * chunk is in flight while the next is built; a chunk is sent only after the
- * one before it was acknowledged, so order per partition holds. `finish`
- * waits for the last acknowledgement.
- */
-class ChunkSender {
-  readonly #destination: KafkaDestination;
-  readonly #newAssigner: () => BatchAssigner;
-  readonly #assignerPerChunk: boolean;
-  readonly #what: string;
-  #assigner: BatchAssigner;
-  #chunk: Outgoing[] = [];
-  #bytes = 0;
-  #inFlight: Promise<void> | undefined;
-
-  constructor(
-    destination: KafkaDestination,
-    what: string,
-    newAssigner: () => BatchAssigner,
-    assignerPerChunk: boolean,
-  ) {
-    this.#destination = destination;
-    this.#what = what;
-    this.#newAssigner = newAssigner;
-    this.#assignerPerChunk = assignerPerChunk;
-    this.#assigner = newAssigner();
-  }
-
-  assigner(): BatchAssigner {
-    return this.#assigner;
-  }
-
-  async add(messages: readonly Outgoing[]): Promise<void> {
-    for (const message of messages) {
-      this.#chunk.push(message);
-      this.#bytes += message.bytes;
-    }
-    if (this.#bytes >= this.#destination.chunkBytes || this.#chunk.length >= maxChunkMessages) {
-      await this.#sendChunk();
-    }
-  }
-
-  /** Sends what is left and waits until every chunk is acknowledged. */
-  async finish(): Promise<void> {
-    await this.#sendChunk();
-    const last = this.#inFlight;
-    this.#inFlight = undefined;
-    await last;
-  }
-
-  async #sendChunk(): Promise<void> {
-    if (this.#chunk.length === 0) return;
-    const chunk = this.#chunk;
-    this.#chunk = [];
-    this.#bytes = 0;
-    const previous = this.#inFlight;
-    this.#inFlight = undefined;
-    await previous;
-    const sending = this.#destination.send(chunk, this.#what);
-    // Observed by the next #sendChunk or by finish; never left unhandled meanwhile.
-    sending.catch(() => {});
-    this.#inFlight = sending;
-    if (this.#assignerPerChunk) this.#assigner = this.#newAssigner();
   }
 }
 

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseTextValue } from '../../model/parse-text.ts';
-import { unchangedToast } from '../postgres/pgoutput.ts';
-import type { DestinationTable, SourceTransaction } from '../records.ts';
+import { type DestinationTable, type SourceTransaction, unchangedToast } from '../records.ts';
 import { changeRecord, isoTimestamp, renderText, snapshotRecord, tableFormat } from './message-format.ts';
 
 const column = (name: string, typeOid: number, typeModifier = -1) => ({

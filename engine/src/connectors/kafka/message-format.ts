@@ -8,19 +8,25 @@
 
 import { EngineError } from '../../errors.ts';
 import { civilFromDays, formatCivilDate } from '../../model/calendar.ts';
+import { formatLsn } from '../../model/lsn.ts';
 import {
-  type Hstore,
-  type Interval,
   parseTextValue,
+  type ScalarVisitor,
   timestampInfinity,
   timestampMinusInfinity,
-  type Value,
+  visitArray,
+  visitScalar,
 } from '../../model/parse-text.ts';
 import { pgColumnType } from '../../model/pg-type-map.ts';
-import type { ColumnType, ScalarColumnType } from '../../model/value-kind.ts';
-import { formatLsn } from '../postgres/lsn.ts';
-import { isUnchangedToast } from '../postgres/pgoutput.ts';
-import type { DestinationTable, RowChange, RowImage, SourceTransaction } from '../records.ts';
+import type { ColumnType } from '../../model/value-kind.ts';
+import {
+  type DestinationTable,
+  isUnchangedToast,
+  keyIndexes,
+  type RowChange,
+  type RowImage,
+  type SourceTransaction,
+} from '../records.ts';
 import { defaultTopicName } from './topics.ts';
 
 export type Rendered =
@@ -79,7 +85,7 @@ export function tableFormat(table: DestinationTable): TableFormat {
       topic: defaultTopicName(table.destination),
       // No catalog here: enums, domains and extension types become unknown_text (their text).
       types: table.columns.map((column) => pgColumnType(column.typeOid, column.typeModifier)),
-      keyIndexes: table.keyColumns.map((name) => table.columns.findIndex((column) => column.name === name)),
+      keyIndexes: keyIndexes(table),
     };
     formats.set(table, format);
   }
@@ -215,47 +221,51 @@ export function renderText(type: ColumnType, text: string): Rendered {
       return `${match[1]}T${match[2]}${match[3] ?? ''}${match[4] ? 'Z' : ''}`;
     }
   }
-  if (type.kind === 'array') return renderArray(type.element, parseTextValue(type, text));
-  return renderScalar(type, parseTextValue(type, text));
+  if (type.kind === 'array') return visitArray(type.element, parseTextValue(type, text), renderers);
+  return visitScalar(type, parseTextValue(type, text), renderers);
 }
 
-function renderArray(element: ScalarColumnType, values: readonly unknown[]): Rendered[] {
-  return values.map((value) => {
-    if (value === null) return null;
-    if (Array.isArray(value)) return renderArray(element, value);
-    return renderScalar(element, value as Value);
-  });
+const same = <T extends Rendered>(value: T): T => value;
+
+function renderFloat(number: number): Rendered {
+  if (Number.isFinite(number)) return number;
+  return Number.isNaN(number) ? 'NaN' : number > 0 ? 'Infinity' : '-Infinity';
 }
 
-function renderScalar(type: ScalarColumnType, value: Value): Rendered {
-  switch (type.kind) {
-    case 'int64':
-      return (value as bigint).toString();
-    case 'float32':
-    case 'float64': {
-      const number = value as number;
-      if (Number.isFinite(number)) return number;
-      return Number.isNaN(number) ? 'NaN' : number > 0 ? 'Infinity' : '-Infinity';
-    }
-    case 'bytes':
-      return (value as Buffer).toString('base64');
-    case 'time':
-      return timeOfDay(value as bigint);
-    case 'timestamp':
-      return isoTimestamp(value as bigint, '');
-    case 'timestamptz':
-      return isoTimestamp(value as bigint, 'Z');
-    case 'interval': {
-      const interval = value as Interval;
-      return { months: interval.months, days: interval.days, microseconds: interval.microseconds.toString() };
-    }
-    case 'hstore':
-      return { ...(value as Hstore) };
-    default:
-      // int16, int32 (numbers), boolean, and every kind whose value is a string.
-      return value as string | number | boolean;
-  }
-}
+/** How each kind's value is written in JSON (docs/kafka.md, "Values"). */
+const renderers: ScalarVisitor<Rendered> = {
+  int16: same,
+  int32: same,
+  int64: (value) => value.toString(),
+  float32: renderFloat,
+  float64: renderFloat,
+  numeric: same,
+  boolean: same,
+  string: same,
+  bytes: (value) => value.toString('base64'),
+  uuid: same,
+  json: same,
+  date: same,
+  time: (value) => timeOfDay(value),
+  timetz: same,
+  timestamp: (value) => isoTimestamp(value, ''),
+  timestamptz: (value) => isoTimestamp(value, 'Z'),
+  interval: (value) => ({
+    months: value.months,
+    days: value.days,
+    microseconds: value.microseconds.toString(),
+  }),
+  inet: same,
+  cidr: same,
+  macaddr: same,
+  hstore: (value) => ({ ...value }),
+  geometry: same,
+  money: same,
+  bit: same,
+  xml: same,
+  enum: same,
+  unknown_text: same,
+};
 
 const microsPerDay = 86_400_000_000n;
 

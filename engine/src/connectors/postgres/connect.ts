@@ -1,10 +1,14 @@
 // Opens PostgreSQL connections for a relational peer, through its SSH tunnel when
-// one is configured. Every connection gets the same session settings so that the
-// text form of every value (COPY output, pgoutput text tuples) is predictable.
+// one is configured, with the peer's TLS settings (tls.ts): TLS runs end to end
+// inside the tunnel, and the certificate is checked against the peer's host (or
+// tls_host), never the tunnel's loopback address. Every connection gets the same
+// session settings so that the text form of every value (COPY output, pgoutput
+// text tuples) is predictable.
 import pg from 'pg';
 import { SshTunnel } from '../../net/ssh-tunnel.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import { classifyPgError } from '../classify.ts';
+import { isTlsNotOffered, type PostgresTls, postgresTls } from './tls.ts';
 
 /** Settings that fix the text output of dates, times, intervals, floats and bytea. */
 export const sessionSettings = {
@@ -49,8 +53,10 @@ function clientConfig(
   config: RelationalConfig,
   endpoint: Endpoint,
   options: ConnectOptions,
+  ssl: PostgresTls['ssl'],
 ): pg.ClientConfig {
   return {
+    ssl,
     host: endpoint.host,
     port: endpoint.port,
     user: config.user,
@@ -68,20 +74,38 @@ function describe(config: RelationalConfig): string {
   return `connect to ${config.host}:${config.port}/${config.database}`;
 }
 
+async function connectClient(
+  config: RelationalConfig,
+  endpoint: Endpoint,
+  options: ConnectOptions,
+  ssl: PostgresTls['ssl'],
+): Promise<pg.Client> {
+  const client = new pg.Client(clientConfig(config, endpoint, options, ssl));
+  // An idle client whose socket dies emits 'error'; owners learn of it on their
+  // next query, so the event must not crash the process.
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
 export async function connectPostgres(
   config: RelationalConfig,
   options: ConnectOptions,
 ): Promise<PgConnection> {
+  const tls = postgresTls(config);
   const endpoint = await openEndpoint(config);
-  const client = new pg.Client(clientConfig(config, endpoint, options));
-  // An idle client whose socket dies emits 'error'; owners learn of it on their
-  // next query, so the event must not crash the process.
-  client.on('error', () => {});
+  let client: pg.Client;
   try {
-    await client.connect();
+    client = await connectClient(config, endpoint, options, tls.ssl).catch((error: unknown) => {
+      // `prefer`: a server without TLS gets a plain connection, as with libpq.
+      if (tls.mode === 'prefer' && isTlsNotOffered(error)) {
+        return connectClient(config, endpoint, options, false);
+      }
+      throw error;
+    });
   } catch (error) {
     endpoint.close();
-    throw classifyPgError(error, describe(config), 'connection');
+    throw classifyPgError(error, describe(config), 'connection', { tlsMode: tls.mode });
   }
   return {
     client,
@@ -105,16 +129,33 @@ export async function openPostgresPool(
   config: RelationalConfig,
   options: ConnectOptions & { readonly maxConnections?: number },
 ): Promise<PgPool> {
+  const tls = postgresTls(config);
   const endpoint = await openEndpoint(config);
-  const pool = new pg.Pool({ ...clientConfig(config, endpoint, options), max: options.maxConnections ?? 4 });
-  pool.on('error', () => {});
+  const newPool = async (ssl: PostgresTls['ssl']): Promise<pg.Pool> => {
+    const pool = new pg.Pool({
+      ...clientConfig(config, endpoint, options, ssl),
+      max: options.maxConnections ?? 4,
+    });
+    pool.on('error', () => {});
+    try {
+      const probe = await pool.connect();
+      probe.release();
+      return pool;
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+  };
+  let pool: pg.Pool;
   try {
-    const probe = await pool.connect();
-    probe.release();
+    pool = await newPool(tls.ssl).catch((error: unknown) => {
+      // `prefer`: the probe decides for every connection of the pool.
+      if (tls.mode === 'prefer' && isTlsNotOffered(error)) return newPool(false);
+      throw error;
+    });
   } catch (error) {
-    await pool.end();
     endpoint.close();
-    throw classifyPgError(error, describe(config), 'connection');
+    throw classifyPgError(error, describe(config), 'connection', { tlsMode: tls.mode });
   }
   return {
     pool,

@@ -7,17 +7,24 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
-import { formatTableName, type TableName } from '../../resources/mirror.ts';
+import { formatTableName } from '../../resources/mirror.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import { classifyPgError } from '../classify.ts';
 import { coalesceChanges } from '../coalesce.ts';
+import { copyNull, escapeCopyText, textArrayLiteral } from '../copy-text.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable, RowImage, TableChanges } from '../records.ts';
+import {
+  type ChangeBatch,
+  type Checkpoint,
+  type DestinationTable,
+  isUnchangedToast,
+  keyIndexes,
+  type RowImage,
+  type SourceColumn,
+  type TableChanges,
+} from '../records.ts';
 import { openPostgresPool, type PgPool } from './connect.ts';
-import { copyNull, escapeCopyText, textArrayLiteral } from './copy-text.ts';
-import { isUnchangedToast } from './pgoutput.ts';
-import { quoteIdent, quoteTable } from './sql.ts';
-import type { SourceColumn } from './table-info.ts';
+import { quoteIdent, quoteLiteral, quoteTable } from './sql.ts';
 
 /** OIDs below this are built into every PostgreSQL server. */
 const firstUserObjectId = 16_384;
@@ -269,13 +276,11 @@ export class PostgresDestination implements Destination {
 
   async #applyTable(client: pg.PoolClient, tableChanges: TableChanges, index: number): Promise<void> {
     const { table } = tableChanges;
-    const keyIndexes = table.keyColumns.map((name) =>
-      table.columns.findIndex((column) => column.name === name),
-    );
-    if (keyIndexes.length === 0 || keyIndexes.includes(-1)) {
+    const keyPositions = keyIndexes(table);
+    if (keyPositions.length === 0 || keyPositions.includes(-1)) {
       throw new EngineError('config', `destination table ${quoteTable(table.destination)} has no usable key`);
     }
-    const { truncated, upserts, deletes } = coalesceChanges(tableChanges.changes, keyIndexes);
+    const { truncated, upserts, deletes } = coalesceChanges(tableChanges.changes, keyPositions);
     const target = quoteTable(table.destination);
     const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
     const syncedAt = syncedAtColumn ? `, ${quoteIdent(syncedAtColumn)} = now()` : '';
@@ -347,7 +352,7 @@ export class PostgresDestination implements Destination {
       .filter((column) => !keys.has(column.name))
       .map((column) => {
         const name = quoteIdent(column.name);
-        return `${name} = CASE WHEN ${escapeLiteralName(column.name)} = ANY(s.${unchangedColumn}) THEN t.${name} ELSE s.${name} END`;
+        return `${name} = CASE WHEN ${quoteLiteral(column.name)} = ANY(s.${unchangedColumn}) THEN t.${name} ELSE s.${name} END`;
       });
     if (softDeleteColumn) assignments.push(`${quoteIdent(softDeleteColumn)} = false`);
     if (syncedAtColumn) assignments.push(`${quoteIdent(syncedAtColumn)} = now()`);
@@ -363,19 +368,11 @@ export class PostgresDestination implements Destination {
     );
     if ((inserted.rowCount ?? 0) > 0) {
       this.#options.logger.warn(
-        { table: tableLabel(table.destination), rowCount: inserted.rowCount },
+        { table: formatTableName(table.destination), rowCount: inserted.rowCount },
         'updated rows were missing at the destination; their unchanged TOAST columns were written as null',
       );
     }
   }
-}
-
-function escapeLiteralName(name: string): string {
-  return `'${name.replace(/'/g, "''")}'`;
-}
-
-function tableLabel(name: TableName): string {
-  return `${name.schema}.${name.table}`;
 }
 
 /** COPY text lines for the stage table: op, unchanged column names, then the row. */
@@ -404,7 +401,7 @@ function rowFields(table: DestinationTable, row: RowImage, _unchanged: readonly 
     else
       throw new EngineError(
         'decode',
-        `binary tuple value in ${tableLabel(table.destination)}; text format expected`,
+        `binary tuple value in ${formatTableName(table.destination)}; text format expected`,
       );
   }
   return fields.join('\t');

@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  decodePgoutput,
-  isUnchangedToast,
-  PgoutputDecodeError,
-  type PgoutputMessage,
-  type TupleCell,
-  unchangedToast,
-} from './pgoutput.ts';
+import { isUnchangedToast, type TupleCell, unchangedToast } from '../records.ts';
+import { decodePgoutput, PgoutputDecodeError, type PgoutputMessage } from './pgoutput.ts';
 import { postgresEpochUnixMicros } from './replication-messages.ts';
 
 /** Test-only encoder: writes pgoutput fields big-endian, as the server does. */

@@ -8,125 +8,42 @@
 // rather than decoded: inside a stream every data message gains a leading xid, so
 // a stateless decoder that accepted Stream Start would misread what follows.
 import { EngineError } from '../../errors.ts';
+import type {
+  BeginMessage,
+  CommitMessage,
+  DeleteMessage,
+  InsertMessage,
+  LogicalDecodingMessage,
+  OriginMessage,
+  RelationColumn,
+  RelationMessage,
+  ReplicaIdentity,
+  SourceMessage,
+  TruncateMessage,
+  Tuple,
+  TypeMessage,
+  UpdateMessage,
+} from '../changes.ts';
+import { type TupleCell, unchangedToast } from '../records.ts';
 import { postgresEpochUnixMicros } from './replication-messages.ts';
 
-/** A TOASTed value the update did not change; the server does not resend it. */
-export const unchangedToast: unique symbol = Symbol('pgoutput.unchangedToast');
-export type UnchangedToast = typeof unchangedToast;
-
-/**
- * One column of a tuple: `null` for SQL NULL, `unchangedToast`, a string for text
- * format or a Buffer for binary format. The Buffer is a subarray aliasing the
- * decoded input: copy it if it must outlive that buffer.
- */
-export type TupleCell = string | Buffer | null | UnchangedToast;
-export type Tuple = readonly TupleCell[];
-
-export function isUnchangedToast(cell: TupleCell): cell is UnchangedToast {
-  return cell === unchangedToast;
-}
-
-export interface BeginMessage {
-  readonly tag: 'begin';
-  readonly finalLsn: bigint;
-  /** Microseconds since the Unix epoch. */
-  readonly commitTimeMicros: bigint;
-  readonly xid: number;
-}
-
-export interface CommitMessage {
-  readonly tag: 'commit';
-  readonly flags: number;
-  readonly commitLsn: bigint;
-  /** End LSN of the transaction: the position to acknowledge once it is durable. */
-  readonly endLsn: bigint;
-  /** Microseconds since the Unix epoch. */
-  readonly commitTimeMicros: bigint;
-}
-
-export interface OriginMessage {
-  readonly tag: 'origin';
-  readonly originLsn: bigint;
-  readonly originName: string;
-}
-
-export type ReplicaIdentity = 'default' | 'nothing' | 'full' | 'index';
-
-export interface RelationColumn {
-  readonly name: string;
-  readonly typeOid: number;
-  readonly typeModifier: number;
-  readonly isKey: boolean;
-}
-
-export interface RelationMessage {
-  readonly tag: 'relation';
-  readonly relationId: number;
-  /** Empty for pg_catalog, as the server sends it. */
-  readonly schema: string;
-  readonly name: string;
-  readonly replicaIdentity: ReplicaIdentity;
-  readonly columns: readonly RelationColumn[];
-}
-
-export interface TypeMessage {
-  readonly tag: 'type';
-  readonly typeOid: number;
-  readonly schema: string;
-  readonly name: string;
-}
-
-export interface InsertMessage {
-  readonly tag: 'insert';
-  readonly relationId: number;
-  readonly newTuple: Tuple;
-}
-
-export interface UpdateMessage {
-  readonly tag: 'update';
-  readonly relationId: number;
-  /** Old key columns, sent when replica identity is default or index and the key changed. */
-  readonly keyTuple?: Tuple;
-  /** The whole old row, sent when replica identity is full. */
-  readonly oldTuple?: Tuple;
-  readonly newTuple: Tuple;
-}
-
-/** Exactly one of `keyTuple` and `oldTuple` is present. */
-export interface DeleteMessage {
-  readonly tag: 'delete';
-  readonly relationId: number;
-  readonly keyTuple?: Tuple;
-  readonly oldTuple?: Tuple;
-}
-
-export interface TruncateMessage {
-  readonly tag: 'truncate';
-  readonly relationIds: readonly number[];
-  readonly cascade: boolean;
-  readonly restartIdentity: boolean;
-}
-
-/** A pg_logical_emit_message() record. `content` aliases the decoded input. */
-export interface LogicalDecodingMessage {
-  readonly tag: 'message';
-  readonly transactional: boolean;
-  readonly lsn: bigint;
-  readonly prefix: string;
-  readonly content: Buffer;
-}
-
-export type PgoutputMessage =
-  | BeginMessage
-  | CommitMessage
-  | OriginMessage
-  | RelationMessage
-  | TypeMessage
-  | InsertMessage
-  | UpdateMessage
-  | DeleteMessage
-  | TruncateMessage
-  | LogicalDecodingMessage;
+export type {
+  BeginMessage,
+  CommitMessage,
+  DeleteMessage,
+  InsertMessage,
+  LogicalDecodingMessage,
+  OriginMessage,
+  RelationColumn,
+  RelationMessage,
+  ReplicaIdentity,
+  TruncateMessage,
+  Tuple,
+  TypeMessage,
+  UpdateMessage,
+} from '../changes.ts';
+/** pgoutput decodes to the source-neutral change messages of changes.ts. */
+export type PgoutputMessage = SourceMessage;
 
 /** A malformed or unsupported pgoutput message. The message never quotes row data. */
 export class PgoutputDecodeError extends EngineError {

@@ -4,11 +4,13 @@
 // on a timer so the server's wal_sender_timeout never fires while a batch syncs.
 import type { Duplex } from 'node:stream';
 import { both as copyBoth } from 'pg-copy-streams';
+import { formatLsn } from '../../model/lsn.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
+import type { StreamEvent } from '../changes.ts';
 import { classifyPgError } from '../classify.ts';
+import type { ChangeStream } from '../source.ts';
 import { connectPostgres, type PgConnection } from './connect.ts';
-import { formatLsn } from './lsn.ts';
-import { decodePgoutput, type PgoutputMessage } from './pgoutput.ts';
+import { decodePgoutput } from './pgoutput.ts';
 import { encodeStandbyStatus, parseReplicationMessage } from './replication-messages.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
 
@@ -37,10 +39,7 @@ function readableOrEnd(stream: Duplex): Promise<void> {
   });
 }
 
-export type StreamEvent =
-  | { readonly tag: 'change'; readonly walStart: bigint; readonly message: PgoutputMessage }
-  /** The server has sent everything up to `walEnd`; nothing of ours is in between. */
-  | { readonly tag: 'keepalive'; readonly walEnd: bigint };
+export type { StreamEvent } from '../changes.ts';
 
 export interface ReplicationStreamOptions {
   readonly slotName: string;
@@ -50,7 +49,7 @@ export interface ReplicationStreamOptions {
   readonly statusIntervalMs?: number;
 }
 
-export class ReplicationStream {
+export class ReplicationStream implements ChangeStream {
   readonly #connection: PgConnection;
   readonly #copy: Duplex;
   readonly #timer: NodeJS.Timeout;

@@ -2,10 +2,13 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { EngineError, isEngineError } from '../../errors.ts';
+import { parseLsn } from '../../model/lsn.ts';
 import type { TableName } from '../../resources/mirror.ts';
 import { classifyPgError, type SlotState } from '../classify.ts';
-import { parseLsn } from './lsn.ts';
+import type { CreatedSlot, SlotRow } from '../source.ts';
 import { quoteIdent, quoteTable } from './sql.ts';
+
+export type { CreatedSlot, SlotRow } from '../source.ts';
 
 /**
  * The default slot (and publication) name of a mirror of one installation:
@@ -24,15 +27,6 @@ export function defaultSlotName(mirror: string, installationId: string): string 
 
 export function defaultPublicationName(mirror: string, installationId: string): string {
   return defaultSlotName(mirror, installationId);
-}
-
-/** A slot as pg_replication_slots shows it, as far as ownership goes. */
-export interface SlotRow {
-  readonly database: string | null;
-  readonly plugin: string | null;
-  readonly confirmedFlushLsn: bigint | null;
-  /** The walsender reading it, if any. */
-  readonly activePid: number | null;
 }
 
 export async function readSlot(client: pg.Client, slotName: string): Promise<SlotRow | undefined> {
@@ -66,14 +60,6 @@ export async function publicationExists(client: pg.Client, publicationName: stri
   } catch (error) {
     throw classifyPgError(error, `source: read publication ${publicationName}`, 'source_setup');
   }
-}
-
-export interface CreatedSlot {
-  readonly slotName: string;
-  /** The LSN from which changes are streamed; the exported snapshot sees everything before it. */
-  readonly consistentPoint: bigint;
-  /** Valid only while the replication connection that created the slot stays open and idle. */
-  readonly snapshotName: string | null;
 }
 
 /** Creates the publication when absent and adds any mapped table it lacks. */
@@ -190,8 +176,12 @@ export async function setSlotFailover(
 }
 
 export async function slotExists(client: pg.Client, slotName: string): Promise<boolean> {
-  const result = await client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [slotName]);
-  return (result.rowCount ?? 0) > 0;
+  try {
+    const result = await client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [slotName]);
+    return (result.rowCount ?? 0) > 0;
+  } catch (error) {
+    throw classifyPgError(error, `source: read replication slot ${slotName}`, 'source_setup');
+  }
 }
 
 /**

@@ -4,15 +4,13 @@
 import type { Readable } from 'node:stream';
 import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import type { TableName } from '../../resources/mirror.ts';
+import { formatTableName, type TableName } from '../../resources/mirror.ts';
 import { classifyPgError } from '../classify.ts';
+import type { SnapshotPartition } from '../source.ts';
 import { quoteIdent, quoteLiteral, quoteTable } from './sql.ts';
 
 /** Heap pages [fromPage, toPage); `toPage` null means to the end of the table. */
-export interface CtidRange {
-  readonly fromPage: number;
-  readonly toPage: number | null;
-}
+export type CtidRange = SnapshotPartition;
 
 /** Assumed when the table was never analysed, so reltuples is unknown. */
 const fallbackRowsPerPage = 100;
@@ -40,11 +38,16 @@ export async function planPartitions(
   table: TableName,
   rowsPerPartition: number,
 ): Promise<CtidRange[]> {
-  const stats = await client.query<{ pages: string; reltuples: number }>(
-    `SELECT (pg_relation_size(c.oid) / current_setting('block_size')::int)::text AS pages, c.reltuples::float8 AS reltuples
-     FROM pg_class c WHERE c.oid = $1::regclass`,
-    [quoteTable(table)],
-  );
+  let stats: pg.QueryResult<{ pages: string; reltuples: number }>;
+  try {
+    stats = await client.query<{ pages: string; reltuples: number }>(
+      `SELECT (pg_relation_size(c.oid) / current_setting('block_size')::int)::text AS pages, c.reltuples::float8 AS reltuples
+       FROM pg_class c WHERE c.oid = $1::regclass`,
+      [quoteTable(table)],
+    );
+  } catch (error) {
+    throw classifyPgError(error, `source: plan partitions of ${formatTableName(table)}`);
+  }
   const pages = Number(stats.rows[0]?.pages ?? 0);
   const reltuples = stats.rows[0]?.reltuples ?? -1;
   if (pages === 0) return [{ fromPage: 0, toPage: null }];

@@ -3,30 +3,9 @@
 import type pg from 'pg';
 import { EngineError } from '../../errors.ts';
 import { formatTableName, type TableName } from '../../resources/mirror.ts';
+import type { ReplicaIdentity, SourceTableInfo } from '../source.ts';
 
-export type ReplicaIdentity = 'default' | 'nothing' | 'full' | 'index';
-
-export interface SourceColumn {
-  readonly name: string;
-  readonly typeOid: number;
-  readonly typeModifier: number;
-  /** `format_type(oid, typmod)`, e.g. `numeric(10,2)`: the native type for PG destinations. */
-  readonly typeName: string;
-  /** For a domain, the type it is a domain over (resolved through nested domains). */
-  readonly domainBaseTypeName?: string | undefined;
-  readonly notNull: boolean;
-  /** pg_attribute.attndims: the declared dimensions of an array column (not enforced by PostgreSQL). */
-  readonly arrayDimensions?: number | undefined;
-}
-
-export interface SourceTableInfo {
-  readonly name: TableName;
-  readonly oid: number;
-  readonly columns: readonly SourceColumn[];
-  /** Primary key columns, else the replica identity index's; empty when neither exists. */
-  readonly keyColumns: readonly string[];
-  readonly replicaIdentity: ReplicaIdentity;
-}
+export type { ReplicaIdentity, SourceTableInfo } from '../source.ts';
 
 const replicaIdentityByCode: Record<string, ReplicaIdentity> = {
   d: 'default',

@@ -3,7 +3,8 @@
 import type pg from 'pg';
 import { EngineError } from '../../errors.ts';
 import { formatTableName, type TableName } from '../../resources/mirror.ts';
-import { readTableInfo, type SourceTableInfo } from './table-info.ts';
+import type { SourceTableInfo, SourceValidationInput, ValidatedSource } from '../source.ts';
+import { readTableInfo } from './table-info.ts';
 
 /**
  * PostgreSQL 13: the oldest release still maintained when this was written
@@ -15,20 +16,7 @@ export const minimumServerVersionNum = 130_000;
 /** Failover slots (the FAILOVER option of CREATE_REPLICATION_SLOT). */
 export const failoverSlotServerVersionNum = 170_000;
 
-export interface SourceValidationInput {
-  readonly tables: readonly TableName[];
-  /** A user-given publication that must exist and contain every table. */
-  readonly publicationName?: string | undefined;
-  /** A slot the mirror already owns does not need a free slot. */
-  readonly existingSlotName?: string | undefined;
-  /** The mirror asks for a failover slot, which needs PostgreSQL 17. */
-  readonly failoverSlot?: boolean | undefined;
-}
-
-export interface ValidatedSource {
-  readonly serverVersion: string;
-  readonly tables: readonly SourceTableInfo[];
-}
+export type { SourceValidationInput, ValidatedSource } from '../source.ts';
 
 interface ServerFacts {
   server_version: string;
@@ -148,7 +136,11 @@ async function findSourceProblems(
     `SELECT current_setting('server_version') AS server_version,
             current_setting('server_version_num')::int AS server_version_num,
             current_setting('wal_level') AS wal_level,
-            (SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user) AS can_replicate,
+            (SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user)
+              -- Amazon RDS grants replication through membership in rds_replication
+              -- instead of the attribute (CASE: pg_has_role fails on a missing role).
+              OR CASE WHEN EXISTS (SELECT FROM pg_roles WHERE rolname = 'rds_replication')
+                      THEN pg_has_role('rds_replication', 'MEMBER') ELSE false END AS can_replicate,
             current_setting('max_replication_slots')::int AS max_replication_slots,
             (SELECT count(*)::int FROM pg_replication_slots) AS used_replication_slots,
             current_setting('max_wal_senders')::int AS max_wal_senders,
@@ -170,7 +162,9 @@ async function findSourceProblems(
     problems.push(`wal_level is '${server.wal_level}': set wal_level = logical on the source and restart it`);
   }
   if (!server.can_replicate) {
-    problems.push(`the peer user lacks the REPLICATION attribute: ALTER ROLE <user> WITH REPLICATION`);
+    problems.push(
+      `the peer user lacks the REPLICATION attribute: ALTER ROLE <user> WITH REPLICATION (on Amazon RDS: GRANT rds_replication TO <user>)`,
+    );
   }
   // Slots and WAL senders in use may be freed by then: checked when the mirror starts, not at create.
   if (

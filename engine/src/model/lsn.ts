@@ -2,7 +2,7 @@
 // two upper-case hex halves, `X/Y` (the pg_lsn type,
 // https://www.postgresql.org/docs/current/datatype-pg-lsn.html); the replication
 // protocol sends it as a big-endian Int64.
-import { EngineError } from '../../errors.ts';
+import { EngineError } from '../errors.ts';
 
 const lsnText = /^([0-9A-Fa-f]{1,8})\/([0-9A-Fa-f]{1,8})$/;
 const maxLsn = 0xffff_ffff_ffff_ffffn;

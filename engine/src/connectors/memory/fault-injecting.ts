@@ -1,13 +1,15 @@
-// Wraps a real destination and makes chosen calls fail, to test failure paths
-// (destination down mid-run) against real servers.
+// Wraps a destination (a real connector, or the in-memory one) and makes chosen
+// calls fail, to test failure paths: a destination down mid-run, or one that
+// made a batch durable and then lost the reply.
 import type { Readable } from 'node:stream';
-import type { Destination, DestinationTableState } from '../../engine/src/connectors/destination.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable } from '../../engine/src/connectors/records.ts';
-import { EngineError } from '../../engine/src/errors.ts';
+import { EngineError } from '../../errors.ts';
+import type { Destination, DestinationTableState } from '../destination.ts';
+import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
 
 export class FaultInjectingDestination implements Destination {
   readonly #inner: Destination;
   #failingSyncs = 0;
+  #failingReplies = 0;
   failedSyncCount = 0;
   syncedBatchIds: bigint[] = [];
 
@@ -23,6 +25,14 @@ export class FaultInjectingDestination implements Destination {
     this.#failingSyncs = count;
   }
 
+  /**
+   * The next `count` syncBatch calls reach the destination, which makes the
+   * batch durable, and then fail as if the connection dropped before the reply.
+   */
+  failNextRepliesAfterSync(count: number): void {
+    this.#failingReplies = count;
+  }
+
   get failuresLeft(): number {
     return this.#failingSyncs;
   }
@@ -34,6 +44,11 @@ export class FaultInjectingDestination implements Destination {
       throw new EngineError('destination_write', 'destination: injected outage');
     }
     await this.#inner.syncBatch(batch);
+    if (this.#failingReplies > 0) {
+      this.#failingReplies--;
+      this.failedSyncCount++;
+      throw new EngineError('connection', 'destination: injected loss of the reply');
+    }
     this.syncedBatchIds.push(batch.batchId);
   }
 

@@ -1,0 +1,85 @@
+// The console's pages of peers and scripts: read through /api/v1 like the
+// mirror pages, scripts edited through the same POST /api/v1/scripts (which
+// refuses a source that does not compile, with Lua's message and line).
+import type { PeerInfo, ScriptEntry } from './api-client.ts';
+import { html } from './html.ts';
+import { page } from './pages.ts';
+
+export const scriptPath = (id: number) => `/scripts/${id}`;
+
+export interface PeerRow {
+  readonly name: string;
+  readonly type: string;
+  readonly info: PeerInfo | undefined;
+}
+
+export function peerListPage(peers: readonly PeerRow[]): string {
+  const body = html`<h1>Peers</h1>
+${
+  peers.length === 0
+    ? html`<p>No peers yet. Create one with <code>POST /api/v1/peers/create</code> (see the README).</p>`
+    : html`<table>
+<caption class="visually-hidden">Every peer, with its configuration as the API shows it (secrets masked)</caption>
+<thead><tr><th scope="col">peer</th><th scope="col">kind</th><th scope="col">version</th><th scope="col">configuration (secrets masked)</th></tr></thead>
+<tbody>
+${peers.map(({ name, type, info }) => {
+  const { name: _name, type: _type, ...config } = info?.peer ?? { name, type };
+  return html`<tr><td>${name}</td><td>${type.toLowerCase()}</td><td>${info?.version || '–'}</td><td><code>${JSON.stringify(config)}</code></td></tr>`;
+})}
+</tbody>
+</table>`
+}`;
+  return page('Peers', body);
+}
+
+export function scriptListPage(scripts: readonly ScriptEntry[], disabledMessage?: string): string {
+  const body = html`<h1>Scripts</h1>
+${
+  disabledMessage !== undefined
+    ? html`<p>${disabledMessage}.</p>`
+    : html`<p><a href="/scripts/new">New script</a></p>
+${
+  scripts.length === 0
+    ? html`<p>No scripts yet.</p>`
+    : html`<table>
+<caption class="visually-hidden">Every script</caption>
+<thead><tr><th scope="col">script</th><th scope="col">id</th><th scope="col">language</th><th scope="col">lines</th></tr></thead>
+<tbody>
+${scripts.map(
+  (script) =>
+    html`<tr><td><a href="${scriptPath(script.id)}">${script.name}</a></td><td>${script.id}</td><td>${script.lang}</td><td>${script.source.split('\n').length}</td></tr>`,
+)}
+</tbody>
+</table>`
+}`
+}`;
+  return page('Scripts', body);
+}
+
+export interface ScriptForm {
+  /** -1 for a new script, as in the API. */
+  readonly id: number;
+  readonly name: string;
+  readonly source: string;
+  /** The API's refusal of the last save, shown above the form with what was typed. */
+  readonly error?: string | undefined;
+  readonly saved?: boolean | undefined;
+}
+
+export function scriptPage(form: ScriptForm): string {
+  const isNew = form.id === -1;
+  const title = isNew ? 'New script' : `Script ${form.name}`;
+  const body = html`<h1>${title}</h1>
+${form.saved ? html`<p role="status">Saved.</p>` : ''}
+${form.error ? html`<p class="error" role="alert">${form.error}</p>` : ''}
+<form method="post" action="${isNew ? '/scripts/new' : scriptPath(form.id)}">
+<p><label for="script-name">Name</label><br>
+<input id="script-name" name="name" value="${form.name}" required maxlength="63" pattern="[a-z0-9_][a-z0-9_\\-]*" size="40"></p>
+<p><label for="script-source">Lua source</label><br>
+<textarea id="script-source" name="source" rows="24" cols="100" spellcheck="false">${form.source}</textarea></p>
+<p><button type="submit">Save</button> <a href="/scripts">Back to the scripts</a></p>
+</form>
+<p>Saving compiles the script first and refuses it, with the line, when it does not compile.
+A running mirror that uses it restarts its engine with the new source at its next reconcile, at a batch boundary.</p>`;
+  return page(title, body);
+}

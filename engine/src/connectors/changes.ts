@@ -1,0 +1,117 @@
+// The change messages a source streams, in the shape of PostgreSQL's logical
+// replication protocol (pgoutput,
+// https://www.postgresql.org/docs/current/protocol-logicalrep-message-formats.html):
+// transactions framed by begin and commit, relation descriptions before the
+// row changes that use them. The pipeline reads these; a source produces them.
+import type { TupleCell } from './records.ts';
+
+/** One column of a tuple as the decoder returns it (records.ts describes the cells). */
+export type Tuple = readonly TupleCell[];
+
+export interface BeginMessage {
+  readonly tag: 'begin';
+  readonly finalLsn: bigint;
+  /** Microseconds since the Unix epoch. */
+  readonly commitTimeMicros: bigint;
+  readonly xid: number;
+}
+
+export interface CommitMessage {
+  readonly tag: 'commit';
+  readonly flags: number;
+  readonly commitLsn: bigint;
+  /** End LSN of the transaction: the position to acknowledge once it is durable. */
+  readonly endLsn: bigint;
+  /** Microseconds since the Unix epoch. */
+  readonly commitTimeMicros: bigint;
+}
+
+export interface OriginMessage {
+  readonly tag: 'origin';
+  readonly originLsn: bigint;
+  readonly originName: string;
+}
+
+export type ReplicaIdentity = 'default' | 'nothing' | 'full' | 'index';
+
+export interface RelationColumn {
+  readonly name: string;
+  readonly typeOid: number;
+  readonly typeModifier: number;
+  readonly isKey: boolean;
+}
+
+export interface RelationMessage {
+  readonly tag: 'relation';
+  readonly relationId: number;
+  /** Empty for pg_catalog, as the server sends it. */
+  readonly schema: string;
+  readonly name: string;
+  readonly replicaIdentity: ReplicaIdentity;
+  readonly columns: readonly RelationColumn[];
+}
+
+export interface TypeMessage {
+  readonly tag: 'type';
+  readonly typeOid: number;
+  readonly schema: string;
+  readonly name: string;
+}
+
+export interface InsertMessage {
+  readonly tag: 'insert';
+  readonly relationId: number;
+  readonly newTuple: Tuple;
+}
+
+export interface UpdateMessage {
+  readonly tag: 'update';
+  readonly relationId: number;
+  /** Old key columns, sent when replica identity is default or index and the key changed. */
+  readonly keyTuple?: Tuple;
+  /** The whole old row, sent when replica identity is full. */
+  readonly oldTuple?: Tuple;
+  readonly newTuple: Tuple;
+}
+
+/** Exactly one of `keyTuple` and `oldTuple` is present. */
+export interface DeleteMessage {
+  readonly tag: 'delete';
+  readonly relationId: number;
+  readonly keyTuple?: Tuple;
+  readonly oldTuple?: Tuple;
+}
+
+export interface TruncateMessage {
+  readonly tag: 'truncate';
+  readonly relationIds: readonly number[];
+  readonly cascade: boolean;
+  readonly restartIdentity: boolean;
+}
+
+/** A pg_logical_emit_message() record. `content` aliases the decoded input. */
+export interface LogicalDecodingMessage {
+  readonly tag: 'message';
+  readonly transactional: boolean;
+  readonly lsn: bigint;
+  readonly prefix: string;
+  readonly content: Buffer;
+}
+
+export type SourceMessage =
+  | BeginMessage
+  | CommitMessage
+  | OriginMessage
+  | RelationMessage
+  | TypeMessage
+  | InsertMessage
+  | UpdateMessage
+  | DeleteMessage
+  | TruncateMessage
+  | LogicalDecodingMessage;
+
+/** What a change stream yields, in WAL order. */
+export type StreamEvent =
+  | { readonly tag: 'change'; readonly walStart: bigint; readonly message: SourceMessage }
+  /** The server has sent everything up to `walEnd`; nothing of ours is in between. */
+  | { readonly tag: 'keepalive'; readonly walEnd: bigint };

@@ -1,0 +1,330 @@
+// Writing rows into a ClickHouse target table: snapshot partitions, and a
+// batch's changes to one table. A batch is applied by inserting rows only:
+// each key's final state (coalesce.ts) at the version of the change that left
+// it, deletes as rows flagged deleted, unchanged TOAST values taken from the
+// destination's current row (docs/clickhouse.md).
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import { EngineError } from '../../errors.ts';
+import { formatTableName } from '../../resources/mirror.ts';
+import { type FinalState, finalStates, type TableFinalStates } from '../coalesce.ts';
+import { copyTextRows } from '../copy-text.ts';
+import { type DestinationTable, isUnchangedToast, type RowChange, type RowImage } from '../records.ts';
+import { type EncodableCell, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
+import { rowVersion } from './row-version.ts';
+import { isDeletedColumn, type TableWriter, versionColumn, writeRow } from './schema.ts';
+import { quoteIdentifier, sqlLiteral } from './sql.ts';
+import type { ClickHouseTransport } from './transport.ts';
+import type { ChType } from './types.ts';
+
+/** Inserts are streamed to the server in chunks of about this size. */
+const chunkBytes = 1 << 20;
+
+function chunkWriter(): RowBinaryWriter {
+  return new RowBinaryWriter(chunkBytes + (chunkBytes >> 2));
+}
+
+/** A source cell as the encoder takes it; binary pgoutput values are not requested. */
+function sourceCell(cell: RowImage[number], target: TableWriter): EncodableCell {
+  if (cell === null || typeof cell === 'string') return cell;
+  if (isUnchangedToast(cell)) return null;
+  throw new EngineError('decode', `binary tuple value in ${target.shape.label}; text format expected`);
+}
+
+/** Writes one snapshot partition (COPY text rows of `table.columns`); returns the row count. */
+export async function writeSnapshotRows(
+  transport: ClickHouseTransport,
+  table: DestinationTable,
+  target: TableWriter,
+  copyText: Readable,
+): Promise<number> {
+  const columnCount = table.columns.length;
+  const flags = { softDeleted: false, deleted: false, version: 0n };
+  let rowCount = 0;
+  await transport.insert(
+    target.insertSql,
+    async function* () {
+      const writer = chunkWriter();
+      for await (const row of copyTextRows(copyText)) {
+        if (row.length !== columnCount) {
+          throw new EngineError(
+            'decode',
+            `a COPY row of ${formatTableName(table.source)} has ${row.length} fields, not ${columnCount}`,
+          );
+        }
+        writeRow(writer, target, row, flags);
+        rowCount++;
+        if (writer.length >= chunkBytes) yield writer.take();
+      }
+      if (writer.length > 0) yield writer.take();
+    },
+    `load ${target.shape.label}`,
+  );
+  return rowCount;
+}
+
+/** One row read back from a target table: the raw RowBinary bytes of every mapped column. */
+interface StoredRow {
+  readonly cells: readonly Buffer[];
+  readonly version: bigint;
+}
+
+/** RowBinary bytes of rows' key and non-key sorting columns, to compare rows with stored ones. */
+class RowBytes {
+  readonly #target: TableWriter;
+  readonly #keyWriter = new RowBinaryWriter(4096);
+  readonly #sortingWriter = new RowBinaryWriter(4096);
+
+  constructor(target: TableWriter) {
+    this.#target = target;
+  }
+
+  /** The key columns of a row image, as stored rows are found by (`readStoredRows`). */
+  key(row: RowImage): string {
+    for (const index of this.#target.keyIndexes)
+      this.#target.encoders[index]?.(this.#keyWriter, sourceCell(row[index] ?? null, this.#target));
+    return this.#keyWriter.take().toString('latin1');
+  }
+
+  /** The sorting columns that are not key columns: rows with other bytes here sit elsewhere in the table. */
+  sorting(cells: readonly EncodableCell[]): string {
+    for (const index of this.#target.extraSortingIndexes)
+      this.#target.encoders[index]?.(this.#sortingWriter, cells[index] ?? null);
+    return this.#sortingWriter.take().toString('latin1');
+  }
+}
+
+/** The key images whose stored rows the batch needs: to fill unchanged TOAST values, to soft-delete, to move rows. */
+function keysToRead(
+  finals: Iterable<FinalState>,
+  target: TableWriter,
+  bytes: RowBytes,
+): Map<string, RowImage> {
+  const wanted = new Map<string, RowImage>();
+  const want = (row: RowImage) => wanted.set(bytes.key(row), row);
+  const moves = target.extraSortingIndexes.length > 0;
+  const softDelete = target.softDeleteColumn !== undefined;
+  for (const state of finals) {
+    if (state.op === 'upsert') {
+      if (state.row.some(isUnchangedToast)) want(state.fillKey);
+      if (moves) want(state.row);
+    } else {
+      if (state.last?.row.some(isUnchangedToast)) want(state.last.fillKey);
+      if (softDelete || moves) want(state.key);
+    }
+  }
+  return wanted;
+}
+
+/**
+ * The rows one table's final states become, in RowBinary chunks. Stored rows
+ * fill unchanged TOAST values and, when the sorting key holds non-key columns,
+ * are hidden (flagged deleted) where a row moved away from them.
+ */
+class BatchRows {
+  readonly #target: TableWriter;
+  readonly #batchId: bigint;
+  readonly #stored: ReadonlyMap<string, readonly StoredRow[]>;
+  readonly #bytes: RowBytes;
+  readonly #moves: boolean;
+  /** Rows whose unchanged TOAST values had no stored row to come from (written as null). */
+  missingToastRows = 0;
+
+  constructor(
+    target: TableWriter,
+    batchId: bigint,
+    stored: ReadonlyMap<string, readonly StoredRow[]>,
+    bytes: RowBytes,
+  ) {
+    this.#target = target;
+    this.#batchId = batchId;
+    this.#stored = stored;
+    this.#bytes = bytes;
+    this.#moves = target.extraSortingIndexes.length > 0;
+  }
+
+  #storedOf(key: RowImage): readonly StoredRow[] {
+    return this.#stored.get(this.#bytes.key(key)) ?? [];
+  }
+
+  #latest(key: RowImage): StoredRow | undefined {
+    return this.#storedOf(key).reduce<StoredRow | undefined>(
+      (best, candidate) => (best === undefined || candidate.version > best.version ? candidate : best),
+      undefined,
+    );
+  }
+
+  /** A row image's cells, unchanged TOAST values taken from the stored row of `fillKey`. */
+  #resolve(row: RowImage, fillKey: RowImage): EncodableCell[] {
+    const cells = row.map((cell) => (isUnchangedToast(cell) ? undefined : sourceCell(cell, this.#target)));
+    if (cells.includes(undefined)) {
+      const from = this.#latest(fillKey);
+      if (!from) this.missingToastRows++;
+      cells.forEach((cell, index) => {
+        if (cell === undefined) cells[index] = from?.cells[index] ?? null;
+      });
+    }
+    return cells as EncodableCell[];
+  }
+
+  #keyCells(key: RowImage): EncodableCell[] {
+    return key.map((cell) => sourceCell(cell, this.#target));
+  }
+
+  /** Hides the stored rows of `key` that sit under other sorting values than `cells`. */
+  #hideMoved(
+    writer: RowBinaryWriter,
+    key: RowImage,
+    cells: readonly EncodableCell[] | undefined,
+    version: bigint,
+  ): void {
+    if (!this.#moves) return;
+    const keep = cells ? this.#bytes.sorting(cells) : undefined;
+    for (const row of this.#storedOf(key)) {
+      if (keep !== undefined && this.#bytes.sorting(row.cells) === keep) continue;
+      writeRow(writer, this.#target, row.cells, { softDeleted: false, deleted: true, version });
+    }
+  }
+
+  #write(writer: RowBinaryWriter, state: FinalState): void {
+    const target = this.#target;
+    const version = rowVersion(this.#batchId, state.index);
+    if (state.op === 'upsert') {
+      const cells = this.#resolve(state.row, state.fillKey);
+      this.#hideMoved(writer, state.row, cells, version);
+      writeRow(writer, target, cells, { softDeleted: false, deleted: false, version });
+    } else if (target.softDeleteColumn !== undefined) {
+      const current = this.#latest(state.key);
+      const cells = state.last
+        ? this.#resolve(state.last.row, state.last.fillKey)
+        : current
+          ? current.cells
+          : this.#keyCells(state.key);
+      this.#hideMoved(writer, state.key, cells, version);
+      writeRow(writer, target, cells, { softDeleted: true, deleted: false, version });
+    } else if (this.#moves && this.#storedOf(state.key).length > 0) {
+      this.#hideMoved(writer, state.key, undefined, version);
+    } else {
+      writeRow(writer, target, this.#keyCells(state.key), { softDeleted: false, deleted: true, version });
+    }
+  }
+
+  async *chunks(finals: Iterable<FinalState>): AsyncGenerator<Buffer> {
+    const writer = chunkWriter();
+    for (const state of finals) {
+      this.#write(writer, state);
+      if (writer.length >= chunkBytes) yield writer.take();
+    }
+    if (writer.length > 0) yield writer.take();
+  }
+}
+
+/** Applies one table's changes of a batch. `batchId` is the version's batch part: the mirror's version base plus the batch id. */
+export async function applyTableChanges(
+  transport: ClickHouseTransport,
+  target: TableWriter,
+  batchId: bigint,
+  changes: readonly RowChange[],
+  logger: Logger,
+): Promise<void> {
+  const plan: TableFinalStates = finalStates(changes, target.keyIndexes);
+  if (plan.truncateIndex !== undefined)
+    await truncateInBatch(transport, target, rowVersion(batchId, plan.truncateIndex));
+  if (plan.finals.size === 0) return;
+
+  const bytes = new RowBytes(target);
+  const stored = await readStoredRows(transport, target, keysToRead(plan.finals.values(), target, bytes));
+  const rows = new BatchRows(target, batchId, stored, bytes);
+  await transport.insert(
+    target.insertSql,
+    () => rows.chunks(plan.finals.values()),
+    `write rows to ${target.shape.label}`,
+  );
+  if (rows.missingToastRows > 0) {
+    logger.warn(
+      { table: target.shape.label, rowCount: rows.missingToastRows },
+      'updated rows were missing at the destination; their unchanged TOAST columns were written as null',
+    );
+  }
+}
+
+/**
+ * The current rows (under FINAL, not deleted) of the given keys, by key
+ * bytes: one query per table and batch. A key may have several rows when the
+ * sorting key holds non-key columns and a replay left an older placement.
+ */
+async function readStoredRows(
+  transport: ClickHouseTransport,
+  target: TableWriter,
+  wanted: ReadonlyMap<string, RowImage>,
+): Promise<Map<string, StoredRow[]>> {
+  const found = new Map<string, StoredRow[]>();
+  if (wanted.size === 0) return found;
+  const { shape } = target;
+  const mappedNames = target.columnNames;
+  const keyTypes = target.keyIndexes.map((index) => shape.types.get(mappedNames[index] ?? '') as ChType);
+  const tuples: string[] = [];
+  for (const key of wanted.keys()) {
+    const reader = new RowBinaryReader(Buffer.from(key, 'latin1'));
+    const literals = keyTypes.map((type) => sqlLiteral(type, reader.value(type)));
+    tuples.push(literals.length === 1 ? (literals[0] ?? '') : `(${literals.join(', ')})`);
+  }
+  const keyList =
+    target.keyIndexes.length === 1
+      ? quoteIdentifier(mappedNames[target.keyIndexes[0] ?? 0] ?? '')
+      : `(${target.keyIndexes.map((index) => quoteIdentifier(mappedNames[index] ?? '')).join(', ')})`;
+  const query = `SELECT ${[...mappedNames, versionColumn].map(quoteIdentifier).join(', ')}
+      FROM ${shape.sql} FINAL
+      WHERE ${quoteIdentifier(isDeletedColumn)} = 0 AND ${keyList} IN (${tuples.join(', ')})
+      FORMAT RowBinary`;
+  // A batch's keys can make a long query: allow it (the defaults are 256 KiB and 50,000 AST nodes).
+  const settings: Record<string, string> =
+    query.length > 200_000 || tuples.length > 5_000
+      ? {
+          max_query_size: String(query.length * 2),
+          max_ast_elements: String(tuples.length * (keyTypes.length + 2) * 4 + 50_000),
+          max_expanded_ast_elements: String(tuples.length * (keyTypes.length + 2) * 4 + 500_000),
+        }
+      : {};
+  const answer = await transport.binary(query, settings, `read current rows of ${shape.label}`);
+  const reader = new RowBinaryReader(answer);
+  const mappedTypes = mappedNames.map((name) => shape.types.get(name) as ChType);
+  while (!reader.atEnd) {
+    const cells = mappedTypes.map((type) => Buffer.from(reader.rawValue(type)));
+    const version = reader.value({ name: 'UInt64' }) as bigint;
+    const key = Buffer.concat(target.keyIndexes.map((index) => cells[index] ?? Buffer.alloc(0))).toString(
+      'latin1',
+    );
+    const rows = found.get(key) ?? [];
+    rows.push({ cells, version });
+    found.set(key, rows);
+  }
+  return found;
+}
+
+/**
+ * A truncate inside a batch. Without soft delete the table is emptied
+ * (TRUNCATE TABLE: a replay empties it again and rewrites what followed).
+ * With soft delete every visible row is written again flagged, at the
+ * truncate's version, so later changes of the batch still win.
+ */
+async function truncateInBatch(
+  transport: ClickHouseTransport,
+  target: TableWriter,
+  version: bigint,
+): Promise<void> {
+  const { shape, softDeleteColumn } = target;
+  if (!softDeleteColumn) {
+    await transport.command(`TRUNCATE TABLE ${shape.sql}`, `truncate ${shape.label}`);
+    return;
+  }
+  const mapped = target.columnNames.map(quoteIdentifier);
+  const soft = quoteIdentifier(softDeleteColumn);
+  const flagged = shape.types.get(softDeleteColumn)?.name === 'Bool' ? 'true' : '1';
+  await transport.command(
+    `INSERT INTO ${shape.sql} (${[...mapped, soft, quoteIdentifier(isDeletedColumn), quoteIdentifier(versionColumn)].join(', ')})
+       SELECT ${mapped.join(', ')}, ${flagged}, 0, toUInt64(${version})
+       FROM ${shape.sql} FINAL WHERE ${quoteIdentifier(isDeletedColumn)} = 0 AND NOT ${soft}`,
+    `flag the rows of ${shape.label} as deleted`,
+  );
+}

@@ -1,0 +1,102 @@
+// Mirror checkpoints in a ReplacingMergeTree of the peer's database, one row
+// per mirror. A batch's checkpoint row is written after its rows; a batch
+// replayed after a crash writes the same rows at the same versions again
+// (docs/clickhouse.md). Each row also carries the version base: the batches of
+// earlier incarnations of the mirror, so that row versions keep increasing
+// when batch ids start again at 1.
+import type { Checkpoint } from '../records.ts';
+import { quoteIdentifier, stringLiteral } from './sql.ts';
+import type { ClickHouseTransport } from './transport.ts';
+
+export const checkpointTableName = '_tributary_checkpoints';
+
+export interface StoredCheckpoint {
+  readonly checkpoint: Checkpoint | undefined;
+  /** Added to batch ids in row versions: the batches of earlier incarnations of the mirror. */
+  readonly versionBase: bigint;
+  readonly seq: bigint;
+}
+
+export class CheckpointStore {
+  readonly #transport: ClickHouseTransport;
+  readonly #database: string;
+  readonly #table: string;
+
+  constructor(transport: ClickHouseTransport, database: string) {
+    this.#transport = transport;
+    this.#database = database;
+    this.#table = `${quoteIdentifier(database)}.${quoteIdentifier(checkpointTableName)}`;
+  }
+
+  async create(): Promise<void> {
+    await this.#transport.command(
+      `CREATE TABLE IF NOT EXISTS ${this.#table} (
+         mirror String, batch_id UInt64, lsn UInt64, version_base UInt64, seq UInt64,
+         updated_at DateTime('UTC') DEFAULT now())
+       ENGINE = ReplacingMergeTree(seq) ORDER BY mirror`,
+      'create the checkpoint table',
+    );
+  }
+
+  async stored(mirror: string): Promise<StoredCheckpoint> {
+    const rows = await this.#transport.rows<{
+      batch_id: string;
+      lsn: string;
+      version_base: string;
+      seq: string;
+    }>(
+      `SELECT toString(batch_id) AS batch_id, toString(lsn) AS lsn, toString(version_base) AS version_base,
+         toString(seq) AS seq
+       FROM ${this.#table} FINAL WHERE mirror = ${stringLiteral(mirror)}`,
+      'read checkpoint',
+    );
+    const row = rows[0];
+    if (!row) return { checkpoint: undefined, versionBase: 0n, seq: 0n };
+    const batchId = BigInt(row.batch_id);
+    // Batch 0 is the mark remove() leaves.
+    const checkpoint = batchId === 0n ? undefined : { batchId, lsn: BigInt(row.lsn) };
+    return { checkpoint, versionBase: BigInt(row.version_base), seq: BigInt(row.seq) };
+  }
+
+  /**
+   * The checkpoint row's own version (seq) is above the stored one whatever
+   * the clock says, so the latest write always wins under FINAL.
+   */
+  async write(
+    mirror: string,
+    checkpoint: Checkpoint,
+    versionBase: bigint,
+    stored: StoredCheckpoint,
+  ): Promise<void> {
+    const now = BigInt(Date.now()) * 1000n;
+    const seq = now > stored.seq ? now : stored.seq + 1n;
+    await this.#transport.command(
+      `INSERT INTO ${this.#table} (mirror, batch_id, lsn, version_base, seq)
+       VALUES (${stringLiteral(mirror)}, ${checkpoint.batchId}, ${checkpoint.lsn}, ${versionBase}, ${seq})`,
+      'write checkpoint',
+    );
+  }
+
+  async #exists(): Promise<boolean> {
+    const [row] = await this.#transport.rows<{ present: number | string }>(
+      `SELECT count() AS present FROM system.tables WHERE database = ${stringLiteral(this.#database)} AND name = ${stringLiteral(checkpointTableName)}`,
+      'look for the checkpoint table',
+    );
+    return Number(row?.present ?? 0) > 0;
+  }
+
+  async read(mirror: string): Promise<Checkpoint | undefined> {
+    if (!(await this.#exists())) return undefined;
+    return (await this.stored(mirror)).checkpoint;
+  }
+
+  async remove(mirror: string): Promise<void> {
+    if (!(await this.#exists())) return;
+    const stored = await this.stored(mirror);
+    if (!stored.checkpoint) return;
+    // Batch ids start again at 1; rows already written keep their versions, so
+    // the next incarnation's versions start above them (docs/clickhouse.md).
+    const versionBase = stored.versionBase + stored.checkpoint.batchId;
+    await this.write(mirror, { batchId: 0n, lsn: 0n }, versionBase, stored);
+  }
+}

@@ -1,0 +1,87 @@
+// Sends a batch's messages in chunks of bounded size, one chunk after the
+// other, so that order per partition holds without holding the whole batch.
+import type { Message } from 'kafkajs';
+import type { BatchAssigner, TopicPartitions } from './partitioners.ts';
+
+// kafkajs groups a request's messages per partition in quadratic time
+// (producer/groupMessagesPerPartition.js): small requests keep that cheap.
+export const maxChunkMessages = 2_000;
+
+/** A message with its topic and its size as counted against a chunk's bound. */
+export interface Outgoing {
+  readonly topic: TopicPartitions;
+  readonly message: Message;
+  readonly bytes: number;
+}
+
+export interface ChunkSenderOptions {
+  /** Sends one chunk; resolves once the broker acknowledged all of it. */
+  readonly send: (chunk: readonly Outgoing[]) => Promise<void>;
+  /** A chunk is sent once its messages' bytes reach this. */
+  readonly chunkBytes: number;
+  readonly newAssigner: () => BatchAssigner;
+  /** A new assigner per chunk (snapshot partitions: Sticky moves on between chunks). */
+  readonly assignerPerChunk: boolean;
+}
+
+/**
+ * Accumulates messages into chunks and sends each chunk once it is full. One
+ * chunk is in flight while the next is built; a chunk is sent only after the
+ * one before it was acknowledged, so order per partition holds. `finish`
+ * waits for the last acknowledgement.
+ */
+export class ChunkSender {
+  readonly #send: (chunk: readonly Outgoing[]) => Promise<void>;
+  readonly #chunkBytes: number;
+  readonly #newAssigner: () => BatchAssigner;
+  readonly #assignerPerChunk: boolean;
+  #assigner: BatchAssigner;
+  #chunk: Outgoing[] = [];
+  #bytes = 0;
+  #inFlight: Promise<void> | undefined;
+
+  constructor(options: ChunkSenderOptions) {
+    this.#send = options.send;
+    this.#chunkBytes = options.chunkBytes;
+    this.#newAssigner = options.newAssigner;
+    this.#assignerPerChunk = options.assignerPerChunk;
+    this.#assigner = options.newAssigner();
+  }
+
+  assigner(): BatchAssigner {
+    return this.#assigner;
+  }
+
+  async add(messages: readonly Outgoing[]): Promise<void> {
+    for (const message of messages) {
+      this.#chunk.push(message);
+      this.#bytes += message.bytes;
+    }
+    if (this.#bytes >= this.#chunkBytes || this.#chunk.length >= maxChunkMessages) {
+      await this.#sendChunk();
+    }
+  }
+
+  /** Sends what is left and waits until every chunk is acknowledged. */
+  async finish(): Promise<void> {
+    await this.#sendChunk();
+    const last = this.#inFlight;
+    this.#inFlight = undefined;
+    await last;
+  }
+
+  async #sendChunk(): Promise<void> {
+    if (this.#chunk.length === 0) return;
+    const chunk = this.#chunk;
+    this.#chunk = [];
+    this.#bytes = 0;
+    const previous = this.#inFlight;
+    this.#inFlight = undefined;
+    await previous;
+    const sending = this.#send(chunk);
+    // Observed by the next #sendChunk or by finish; never left unhandled meanwhile.
+    sending.catch(() => {});
+    this.#inFlight = sending;
+    if (this.#assignerPerChunk) this.#assigner = this.#newAssigner();
+  }
+}

@@ -1,0 +1,279 @@
+// PostgreSQL as a mirror's source (source.ts has the contract): logical
+// replication over pgoutput, initial loads with COPY under the slot's exported
+// snapshot. Every driver error leaves this module classified.
+import type { Readable } from 'node:stream';
+import { EngineError } from '../../errors.ts';
+import { formatTableName, type TableName } from '../../resources/mirror.ts';
+import type { RelationalConfig } from '../../resources/peer.ts';
+import { classifyPgError, classifySlotState } from '../classify.ts';
+import type {
+  ChangeStream,
+  CreatedSlot,
+  CreateSlotOptions,
+  SlotRow,
+  SnapshotPartition,
+  SnapshotReader,
+  Source,
+  SourceValidationInput,
+  ValidatedSource,
+} from '../source.ts';
+import { checkRelationalPeer } from './check.ts';
+import { connectPostgres, type PgConnection } from './connect.ts';
+import { ReplicationStream } from './replication-stream.ts';
+import {
+  createSlot,
+  defaultPublicationName,
+  defaultSlotName,
+  dropPublication,
+  dropSlot,
+  ensurePublication,
+  publicationExists,
+  readSlot,
+  readSlotFailover,
+  readSlotState,
+  removeFromPublication,
+  setSlotFailover,
+  slotExists,
+} from './slot.ts';
+import { beginSnapshotTransaction, copyPartition, planPartitions } from './snapshot-reader.ts';
+import { validateSource } from './validate-source.ts';
+
+export interface PostgresSourceOptions {
+  /** The mirror's name: connections are named `tributary:<mirror>:<role>` on the server. */
+  readonly mirror: string;
+}
+
+export class PostgresSource implements Source {
+  readonly #config: RelationalConfig;
+  readonly #mirror: string;
+  /** The setup connection, opened at first use (see the Source contract). */
+  #setup: Promise<PgConnection> | undefined;
+  /** Type lookups get a connection of their own: they run while the setup one may be closed. */
+  #typeLookup: Promise<PgConnection> | undefined;
+
+  constructor(config: RelationalConfig, options: PostgresSourceOptions) {
+    this.#config = config;
+    this.#mirror = options.mirror;
+  }
+
+  check(): Promise<{ version: string }> {
+    return checkRelationalPeer(this.#config);
+  }
+
+  async close(): Promise<void> {
+    const held = [this.#setup, this.#typeLookup];
+    this.#setup = undefined;
+    this.#typeLookup = undefined;
+    await Promise.all(
+      held.map(async (opening) => {
+        const connection = await opening?.catch(() => undefined);
+        await connection?.close().catch(() => {});
+      }),
+    );
+  }
+
+  #applicationName(role: string): string {
+    return `tributary:${this.#mirror}:${role}`.slice(0, 63);
+  }
+
+  #connect(role: string, replication?: 'database'): Promise<PgConnection> {
+    return connectPostgres(this.#config, {
+      applicationName: this.#applicationName(role),
+      ...(replication ? { replication } : {}),
+    });
+  }
+
+  async #client() {
+    if (!this.#setup) {
+      const opening = this.#connect('setup');
+      this.#setup = opening;
+      // A failed open is not kept: the next call tries again.
+      opening.catch(() => {
+        if (this.#setup === opening) this.#setup = undefined;
+      });
+    }
+    return (await this.#setup).client;
+  }
+
+  async validate(input: SourceValidationInput): Promise<ValidatedSource> {
+    const client = await this.#client();
+    try {
+      return await validateSource(client, input);
+    } catch (error) {
+      throw classifyPgError(error, 'source: validate');
+    }
+  }
+
+  defaultNames(mirror: string, installationId: string): { slotName: string; publicationName: string } {
+    return {
+      slotName: defaultSlotName(mirror, installationId),
+      publicationName: defaultPublicationName(mirror, installationId),
+    };
+  }
+
+  async database(): Promise<string> {
+    const client = await this.#client();
+    let database: string | undefined;
+    try {
+      const result = await client.query<{ db: string }>(`SELECT current_database() AS db`);
+      database = result.rows[0]?.db;
+    } catch (error) {
+      throw classifyPgError(error, 'source: read current database', 'source_setup');
+    }
+    if (!database) throw new EngineError('internal', 'source: current_database() returned no row');
+    return database;
+  }
+
+  async readSlot(slotName: string): Promise<SlotRow | undefined> {
+    return readSlot(await this.#client(), slotName);
+  }
+
+  async slotExists(slotName: string): Promise<boolean> {
+    return slotExists(await this.#client(), slotName);
+  }
+
+  async slotLoss(slotName: string): Promise<EngineError | undefined> {
+    return classifySlotState(slotName, await readSlotState(await this.#client(), slotName));
+  }
+
+  async slotFailover(slotName: string): Promise<boolean | null> {
+    return readSlotFailover(await this.#client(), slotName);
+  }
+
+  async setSlotFailover(slotName: string, failover: boolean): Promise<void> {
+    const replication = await this.#connect('slot', 'database');
+    try {
+      await setSlotFailover(replication.client, slotName, failover);
+    } finally {
+      await replication.close();
+    }
+  }
+
+  async publicationExists(publicationName: string): Promise<boolean> {
+    return publicationExists(await this.#client(), publicationName);
+  }
+
+  async ensurePublication(publicationName: string, tables: readonly TableName[]): Promise<void> {
+    await ensurePublication(await this.#client(), publicationName, tables);
+  }
+
+  async removeFromPublication(publicationName: string, tables: readonly TableName[]): Promise<void> {
+    await removeFromPublication(await this.#client(), publicationName, tables);
+  }
+
+  async createSlot(
+    slotName: string,
+    options: CreateSlotOptions,
+    whileOpen: (slot: CreatedSlot) => Promise<void>,
+  ): Promise<CreatedSlot> {
+    // The exporting replication connection must stay open and idle until every
+    // partition has imported the snapshot; a temporary slot lives as long.
+    const replication = await this.#connect('slot', 'database');
+    try {
+      const slot = await createSlot(replication.client, slotName, options.exportSnapshot, {
+        ...(options.temporary ? { temporary: true } : {}),
+        ...(options.failover ? { failover: true } : {}),
+      });
+      await whileOpen(slot);
+      return slot;
+    } finally {
+      await replication.close();
+    }
+  }
+
+  async planPartitions(
+    table: TableName,
+    snapshotName: string | null,
+    rowsPerPartition: number,
+  ): Promise<SnapshotPartition[]> {
+    const planner = await this.#connect('snapshot');
+    try {
+      await beginSnapshotTransaction(planner.client, snapshotName);
+      return await planPartitions(planner.client, table, rowsPerPartition);
+    } finally {
+      await planner.close();
+    }
+  }
+
+  async openSnapshotReader(snapshotName: string | null): Promise<SnapshotReader> {
+    return new PostgresSnapshotReader(await this.#connect('snapshot'), snapshotName);
+  }
+
+  openStream(options: {
+    readonly slotName: string;
+    readonly publicationName: string;
+    readonly startLsn: bigint;
+  }): Promise<ChangeStream> {
+    return ReplicationStream.start(this.#config, {
+      ...options,
+      applicationName: this.#applicationName('cdc'),
+    });
+  }
+
+  async typeNames(
+    columns: readonly { readonly typeOid: number; readonly typeModifier: number }[],
+  ): Promise<string[]> {
+    if (columns.length === 0) return [];
+    if (!this.#typeLookup) {
+      const opening = this.#connect('schema');
+      this.#typeLookup = opening;
+      opening.catch(() => {
+        if (this.#typeLookup === opening) this.#typeLookup = undefined;
+      });
+    }
+    const { client } = await this.#typeLookup;
+    const names: string[] = [];
+    try {
+      for (const column of columns) {
+        const result = await client.query<{ type_name: string }>(
+          `SELECT format_type($1::oid, $2::int) AS type_name`,
+          [column.typeOid, column.typeModifier],
+        );
+        names.push(result.rows[0]?.type_name ?? 'text');
+      }
+    } catch (error) {
+      throw classifyPgError(error, 'source: look up column types');
+    }
+    return names;
+  }
+
+  async dropSlot(slotName: string): Promise<void> {
+    await dropSlot(await this.#client(), slotName);
+  }
+
+  async dropPublication(publicationName: string): Promise<void> {
+    await dropPublication(await this.#client(), publicationName);
+  }
+}
+
+class PostgresSnapshotReader implements SnapshotReader {
+  readonly #connection: PgConnection;
+  readonly #snapshotName: string | null;
+
+  constructor(connection: PgConnection, snapshotName: string | null) {
+    this.#connection = connection;
+    this.#snapshotName = snapshotName;
+  }
+
+  async copyPartition(
+    table: TableName,
+    columns: readonly string[],
+    partition: SnapshotPartition,
+    write: (copyText: Readable) => Promise<number>,
+  ): Promise<number> {
+    const { client } = this.#connection;
+    await beginSnapshotTransaction(client, this.#snapshotName);
+    try {
+      const rowCount = await write(copyPartition(client, table, columns, partition));
+      await client.query('COMMIT');
+      return rowCount;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw classifyPgError(error, `source: initial load of ${formatTableName(table)}`);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#connection.close();
+  }
+}

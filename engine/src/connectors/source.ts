@@ -1,0 +1,224 @@
+// The capabilities a source offers the pipeline, with the contract each method
+// keeps. As for destinations (destination.ts), connectors do I/O only: which
+// slot to use, whether the mirror may drop it, when to copy and when to stream
+// are the pipeline's decisions. Every method throws an EngineError whose kind
+// carries the retry policy (errors.ts); a driver's error goes in its `cause`.
+import type { Readable } from 'node:stream';
+import type { EngineError } from '../errors.ts';
+import type { TableName } from '../resources/mirror.ts';
+import type { StreamEvent } from './changes.ts';
+import type { Connector } from './destination.ts';
+import type { SourceColumn } from './records.ts';
+
+export type ReplicaIdentity = 'default' | 'nothing' | 'full' | 'index';
+
+/** What the engine needs to know about a source table. */
+export interface SourceTableInfo {
+  readonly name: TableName;
+  readonly oid: number;
+  /** In attribute order, generated columns left out. */
+  readonly columns: readonly SourceColumn[];
+  /** Primary key columns, else the replica identity index's; empty when neither exists. */
+  readonly keyColumns: readonly string[];
+  readonly replicaIdentity: ReplicaIdentity;
+}
+
+export interface SourceValidationInput {
+  readonly tables: readonly TableName[];
+  /** A user-given publication that must exist and contain every table. */
+  readonly publicationName?: string | undefined;
+  /** A slot the mirror already owns does not need a free slot. */
+  readonly existingSlotName?: string | undefined;
+  /** The mirror asks for a failover slot (PostgreSQL 17+). */
+  readonly failoverSlot?: boolean | undefined;
+}
+
+export interface ValidatedSource {
+  readonly serverVersion: string;
+  /** One per input table, in the order given. */
+  readonly tables: readonly SourceTableInfo[];
+}
+
+/** A replication slot as far as ownership goes. */
+export interface SlotRow {
+  readonly database: string | null;
+  readonly plugin: string | null;
+  readonly confirmedFlushLsn: bigint | null;
+  /** The process reading it, if any. */
+  readonly activePid: number | null;
+}
+
+export interface CreatedSlot {
+  readonly slotName: string;
+  /** The LSN from which changes are streamed; the exported snapshot sees everything before it. */
+  readonly consistentPoint: bigint;
+  /** Valid only while the slot's creation is open (inside `whileOpen`); null when none was exported. */
+  readonly snapshotName: string | null;
+}
+
+export interface CreateSlotOptions {
+  /** Export a snapshot that shows the database exactly as of the slot's consistent point. */
+  readonly exportSnapshot: boolean;
+  /** The slot disappears when its creation ends: used only for its snapshot. */
+  readonly temporary?: boolean;
+  /** A failover slot, kept by standbys that synchronize slots (PostgreSQL 17+). */
+  readonly failover?: boolean;
+}
+
+/** A slice of a table that one worker copies: heap pages [fromPage, toPage), `toPage` null to the end. */
+export interface SnapshotPartition {
+  readonly fromPage: number;
+  readonly toPage: number | null;
+}
+
+/**
+ * Copies partitions under one snapshot over one connection, one partition at a
+ * time (never concurrently on one reader). The pipeline keeps a reader per
+ * worker and closes it when the table is done.
+ */
+export interface SnapshotReader {
+  /**
+   * Opens a read-only transaction under the snapshot, streams the partition's
+   * rows of `columns` as PostgreSQL COPY text to `write`, and commits once
+   * `write` resolved (its row count is returned). On any failure the
+   * transaction is rolled back, the reader stays usable, and the error is
+   * thrown classified: the write's own EngineError as it is, a driver error
+   * by the source classifier.
+   */
+  copyPartition(
+    table: TableName,
+    columns: readonly string[],
+    partition: SnapshotPartition,
+    write: (copyText: Readable) => Promise<number>,
+  ): Promise<number>;
+  /** Releases the connection. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * A stream of changes from a slot, starting after the position it was opened
+ * at. Nothing is acknowledged on receipt: the slot advances only to what the
+ * pipeline passes to `acknowledge`, which it does once the destination made
+ * everything before that position durable.
+ */
+export interface ChangeStream {
+  /**
+   * Events in WAL order, in arrays of whatever had arrived. Iterated by one
+   * consumer at a time; not reading holds the server back. Ends without error
+   * only after `close()`; a broken stream throws a classified EngineError.
+   */
+  events(): AsyncGenerator<readonly StreamEvent[]>;
+  /**
+   * Reports everything before `lsn` as durable: the source may recycle it. A
+   * position at or below one already acknowledged is ignored. Synchronous and
+   * cheap: it may be called for every commit and keepalive.
+   */
+  acknowledge(lsn: bigint): void;
+  /** The server's WAL end as it last reported it (0 until it has): for lag metrics. */
+  readonly serverWalEnd: bigint;
+  /** The last acknowledged position. */
+  readonly flushedLsn: bigint;
+  /** Stops streaming and releases the connection. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * A mirror's source. The setup and teardown calls (validation, slot and
+ * publication reads and changes) share one connection opened at the first call
+ * and held until `close()`, and are made one at a time; type lookups hold
+ * another, since they run while the change stream does. `close()` releases
+ * both, and a later call opens them again: the pipeline closes the source
+ * after setup and after streaming, and the supervisor reruns it on the same
+ * object. Snapshot readers and change streams own their connections and may be
+ * used while setup calls run. Only the caller that created a source closes it
+ * for good (there is nothing more to release than `close()` does).
+ */
+export interface Source extends Connector {
+  // --- Validation -----------------------------------------------------------
+
+  /**
+   * Checks the server and every table can be replicated, and describes the
+   * tables. Reports every problem at once (`source_setup`), or `busy` when only
+   * replication capacity is short. Reads only.
+   */
+  validate(input: SourceValidationInput): Promise<ValidatedSource>;
+
+  // --- Publication and slot -------------------------------------------------
+
+  /** The default slot and publication names of a mirror of one installation (pure). */
+  defaultNames(mirror: string, installationId: string): { slotName: string; publicationName: string };
+  /** The database the setup connection is attached to (part of a slot's identity). */
+  database(): Promise<string>;
+  /** The slot, or undefined when it does not exist. */
+  readSlot(slotName: string): Promise<SlotRow | undefined>;
+  slotExists(slotName: string): Promise<boolean>;
+  /**
+   * The slot's loss as a `slot_invalidated` EngineError (missing, WAL lost,
+   * invalidated), or undefined while it can be read.
+   */
+  slotLoss(slotName: string): Promise<EngineError | undefined>;
+  /** Whether the slot is a failover slot; null where the server has none (before 17) or no such slot. */
+  slotFailover(slotName: string): Promise<boolean | null>;
+  /** Makes an existing slot a failover slot or not (17+). */
+  setSlotFailover(slotName: string, failover: boolean): Promise<void>;
+  publicationExists(publicationName: string): Promise<boolean>;
+  /** Creates the publication when absent and adds any table it lacks. Idempotent. */
+  ensurePublication(publicationName: string, tables: readonly TableName[]): Promise<void>;
+  /** Removes the tables from the publication when they are in it. Idempotent. */
+  removeFromPublication(publicationName: string, tables: readonly TableName[]): Promise<void>;
+  /**
+   * Creates a logical slot and runs `whileOpen` while its creation is still
+   * open: an exported snapshot (and a temporary slot) lives exactly that long,
+   * so every snapshot partition must be copied inside it. Not idempotent: a
+   * slot of that name must not exist (`config` otherwise).
+   */
+  createSlot(
+    slotName: string,
+    options: CreateSlotOptions,
+    whileOpen: (slot: CreatedSlot) => Promise<void>,
+  ): Promise<CreatedSlot>;
+
+  // --- Partitions and copy --------------------------------------------------
+
+  /**
+   * Splits a table into partitions of about `rowsPerPartition` rows, measured
+   * under the snapshot (a fresh one when `snapshotName` is null). The last
+   * partition is open-ended, so rows added after the measurement are copied.
+   */
+  planPartitions(
+    table: TableName,
+    snapshotName: string | null,
+    rowsPerPartition: number,
+  ): Promise<SnapshotPartition[]>;
+  /** Opens a reader that copies partitions under `snapshotName` (a fresh snapshot when null). */
+  openSnapshotReader(snapshotName: string | null): Promise<SnapshotReader>;
+
+  // --- Stream ---------------------------------------------------------------
+
+  /**
+   * Starts streaming the slot's changes of the publication's tables from
+   * `startLsn`. One stream per slot at a time (the server refuses a second).
+   */
+  openStream(options: {
+    readonly slotName: string;
+    readonly publicationName: string;
+    readonly startLsn: bigint;
+  }): Promise<ChangeStream>;
+
+  // --- Type lookup ----------------------------------------------------------
+
+  /** The type names (as the source's DDL spells them) of columns a relation message announced. */
+  typeNames(
+    columns: readonly { readonly typeOid: number; readonly typeModifier: number }[],
+  ): Promise<string[]>;
+
+  // --- Teardown -------------------------------------------------------------
+
+  /**
+   * Drops the slot, first ending a reader still attached to it. Idempotent: a
+   * slot that is gone is what a drop wants. The caller checked the mirror owns it.
+   */
+  dropSlot(slotName: string): Promise<void>;
+  /** Drops the publication if it exists. The caller checked the mirror created it. */
+  dropPublication(publicationName: string): Promise<void>;
+}

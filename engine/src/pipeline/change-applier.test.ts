@@ -1,0 +1,288 @@
+import { describe, expect, it } from 'vitest';
+import type { RelationMessage, SourceMessage, StreamEvent } from '../connectors/changes.ts';
+import type { Destination } from '../connectors/destination.ts';
+import { MemoryDestination } from '../connectors/memory/destination.ts';
+import { FaultInjectingDestination } from '../connectors/memory/fault-injecting.ts';
+import type { DestinationTable } from '../connectors/records.ts';
+import { type ChangeApplier as Applier, ChangeApplier } from './change-applier.ts';
+
+const mirror = 'm';
+const int4 = 23;
+const text = 25;
+
+const table: DestinationTable = {
+  source: { schema: 'public', table: 't' },
+  destination: { schema: 'public', table: 't' },
+  columns: [
+    { name: 'id', typeOid: int4, typeModifier: -1, typeName: 'integer', notNull: true },
+    { name: 'v', typeOid: text, typeModifier: -1, typeName: 'text', notNull: false },
+  ],
+  keyColumns: ['id'],
+};
+
+const relation = (extraColumns: RelationMessage['columns'] = []): RelationMessage => ({
+  tag: 'relation',
+  relationId: 1,
+  schema: 'public',
+  name: 't',
+  replicaIdentity: 'default',
+  columns: [
+    { name: 'id', typeOid: int4, typeModifier: -1, isKey: true },
+    { name: 'v', typeOid: text, typeModifier: -1, isKey: false },
+    ...extraColumns,
+  ],
+});
+
+const change = (walStart: bigint, message: SourceMessage): StreamEvent => ({
+  tag: 'change',
+  walStart,
+  message,
+});
+
+/**
+ * One transaction: begin at `commitLsn`, the given inserts, commit ending at
+ * `commitLsn + 1`. Change LSNs lie just before the commit.
+ */
+function transaction(commitLsn: bigint, rows: readonly (readonly [string, string])[]): StreamEvent[] {
+  return [
+    change(commitLsn - 100n, { tag: 'begin', finalLsn: commitLsn, commitTimeMicros: 0n, xid: 1 }),
+    ...rows.map(([id, v], index) =>
+      change(commitLsn - 50n + BigInt(index), { tag: 'insert', relationId: 1, newTuple: [id, v] }),
+    ),
+    change(commitLsn, { tag: 'commit', flags: 0, commitLsn, endLsn: commitLsn + 1n, commitTimeMicros: 0n }),
+  ];
+}
+
+interface Recorded {
+  readonly applier: Applier;
+  readonly acknowledged: bigint[];
+  readonly started: bigint[];
+  readonly finished: bigint[];
+  readonly typeLookups: number[][];
+}
+
+async function applierOver(
+  destination: Destination,
+  options: { maxRows?: number; tableStartLsns?: ReadonlyMap<string, bigint> } = {},
+): Promise<Recorded> {
+  const checkpoint = await destination.readCheckpoint(mirror);
+  const acknowledged: bigint[] = [];
+  const started: bigint[] = [];
+  const finished: bigint[] = [];
+  const typeLookups: number[][] = [];
+  const applier = new ChangeApplier({
+    mirror,
+    destination,
+    batches: {
+      async startBatch(_mirror, batch) {
+        started.push(batch.batchId);
+      },
+      async finishBatch(_mirror, batch) {
+        finished.push(batch.batchId);
+      },
+    },
+    acknowledge: (lsn) => acknowledged.push(lsn),
+    typeNames: async (columns) => {
+      typeLookups.push(columns.map((column) => column.typeOid));
+      return columns.map(() => 'bigint');
+    },
+    log: async () => {},
+    tableMappings: [{ source: table.source, destination: table.destination, exclude: [], columns: [] }],
+    tables: [table],
+    limits: { maxRows: options.maxRows ?? 1000, maxBytes: 1 << 20 },
+    checkpoint: { lsn: checkpoint?.lsn ?? 0n, batchId: checkpoint?.batchId ?? 0n },
+    tableStartLsns: options.tableStartLsns,
+  });
+  return { applier, acknowledged, started, finished, typeLookups };
+}
+
+async function memoryDestination(): Promise<MemoryDestination> {
+  const destination = new MemoryDestination();
+  await destination.setupTables([table]);
+  return destination;
+}
+
+describe('ChangeApplier', () => {
+  it('acknowledges a commit only once the batch holding it is durable', async () => {
+    const destination = await memoryDestination();
+    const { applier, acknowledged, finished } = await applierOver(destination);
+    await applier.apply([change(10n, relation()), ...transaction(1000n, [['1', 'a']])]);
+    expect(acknowledged).toEqual([]);
+    expect(destination.rows('public.t')).toEqual([]);
+
+    await applier.flush();
+    expect(destination.rows('public.t')).toEqual([['1', 'a']]);
+    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 1n, lsn: 1001n });
+    expect(finished).toEqual([1n]);
+    expect(acknowledged).toEqual([1001n]);
+  });
+
+  it('acknowledges commits and keepalives at once when nothing of the mirror is pending', async () => {
+    const destination = await memoryDestination();
+    const { applier, acknowledged } = await applierOver(destination);
+    await applier.apply([
+      change(10n, relation()),
+      // A transaction of a table the mirror does not replicate.
+      change(100n, { tag: 'begin', finalLsn: 200n, commitTimeMicros: 0n, xid: 1 }),
+      change(150n, { tag: 'insert', relationId: 99, newTuple: ['x'] }),
+      { tag: 'keepalive', walEnd: 160n },
+      change(200n, { tag: 'commit', flags: 0, commitLsn: 200n, endLsn: 201n, commitTimeMicros: 0n }),
+      { tag: 'keepalive', walEnd: 300n },
+    ]);
+    // The keepalive inside the open transaction is not acknowledged.
+    expect(acknowledged).toEqual([201n, 300n]);
+
+    await applier.apply([...transaction(1000n, [['1', 'a']]), { tag: 'keepalive', walEnd: 2000n }]);
+    // Buffered rows hold the slot back: the keepalive is not acknowledged either.
+    expect(acknowledged).toEqual([201n, 300n]);
+    expect(destination.appliedBatchIds).toEqual([]);
+  });
+
+  it('a full batch cut inside a transaction acknowledges only the last complete commit', async () => {
+    const destination = await memoryDestination();
+    const { applier, acknowledged } = await applierOver(destination, { maxRows: 2 });
+    await applier.apply([change(10n, relation()), ...transaction(500n, [['1', 'a']])]);
+    await applier.apply(
+      transaction(1000n, [
+        ['2', 'b'],
+        ['3', 'c'],
+      ]).slice(0, 2),
+    );
+    // Rows 1 and 2 filled the batch: synced, but row 2's transaction is still open.
+    expect(destination.appliedBatchIds).toEqual([1n]);
+    expect(acknowledged).toEqual([501n]);
+    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 1n, lsn: 501n });
+  });
+
+  it('after a crash before the acknowledgement, skips the transactions the destination holds', async () => {
+    const destination = await memoryDestination();
+    const events = [
+      change(10n, relation()),
+      ...transaction(1000n, [['1', 'a']]),
+      ...transaction(2000n, [['2', 'b']]),
+    ];
+    const first = await applierOver(destination);
+    await first.applier.apply(events);
+    await first.applier.flush();
+    expect(first.acknowledged).toEqual([2001n]);
+
+    // The acknowledgement never reached the server: the slot sends everything again.
+    const second = await applierOver(destination);
+    await second.applier.apply([...events, ...transaction(3000n, [['3', 'c']])]);
+    await second.applier.flush();
+    expect(destination.rows('public.t')).toEqual([
+      ['1', 'a'],
+      ['2', 'b'],
+      ['3', 'c'],
+    ]);
+    expect(second.started).toEqual([2n]);
+    expect(destination.appliedBatchIds).toEqual([1n, 2n]);
+    expect(second.acknowledged).toEqual([3001n]);
+  });
+
+  it('skips a table’s transactions that committed before its initial load', async () => {
+    const destination = await memoryDestination();
+    const { applier, acknowledged } = await applierOver(destination, {
+      tableStartLsns: new Map([['public.t', 1500n]]),
+    });
+    await applier.apply([
+      change(10n, relation()),
+      ...transaction(1000n, [['1', 'from before the load']]),
+      ...transaction(2000n, [['2', 'after']]),
+    ]);
+    await applier.flush();
+    expect(destination.rows('public.t')).toEqual([['2', 'after']]);
+    expect(acknowledged).toEqual([1001n, 2001n]);
+  });
+
+  it('does not acknowledge a batch the destination failed to write, and replays it under the next run', async () => {
+    const memory = await memoryDestination();
+    const destination = new FaultInjectingDestination(memory);
+    const events = [change(10n, relation()), ...transaction(1000n, [['1', 'a']])];
+    const first = await applierOver(destination);
+    destination.failNextSyncs(1);
+    await first.applier.apply(events);
+    await expect(first.applier.flush()).rejects.toMatchObject({ kind: 'destination_write' });
+    expect(first.acknowledged).toEqual([]);
+    expect(first.finished).toEqual([]);
+    expect(memory.rows('public.t')).toEqual([]);
+
+    const second = await applierOver(destination);
+    await second.applier.apply(events);
+    await second.applier.flush();
+    expect(memory.rows('public.t')).toEqual([['1', 'a']]);
+    expect(second.acknowledged).toEqual([1001n]);
+    expect(destination.syncedBatchIds).toEqual([1n]);
+  });
+
+  it('a batch made durable whose reply was lost is not acknowledged, and is not applied twice', async () => {
+    const memory = await memoryDestination();
+    const destination = new FaultInjectingDestination(memory);
+    const events = [
+      change(10n, relation()),
+      ...transaction(1000n, [['1', 'a']]),
+      change(1500n, { tag: 'begin', finalLsn: 1600n, commitTimeMicros: 0n, xid: 2 }),
+      change(1550n, { tag: 'update', relationId: 1, newTuple: ['1', 'b'] }),
+      change(1600n, { tag: 'commit', flags: 0, commitLsn: 1600n, endLsn: 1601n, commitTimeMicros: 0n }),
+    ];
+    const first = await applierOver(destination);
+    destination.failNextRepliesAfterSync(1);
+    await first.applier.apply(events);
+    await expect(first.applier.flush()).rejects.toMatchObject({ kind: 'connection' });
+    expect(first.acknowledged).toEqual([]);
+    expect(memory.rows('public.t')).toEqual([['1', 'b']]);
+
+    // The rerun reads the checkpoint the batch stored and skips what it holds
+    // (its stream starts at that checkpoint, so nothing is left to acknowledge);
+    // a replay of the batch itself, by id, would change nothing either.
+    const second = await applierOver(destination);
+    await second.applier.apply(events);
+    await second.applier.flush();
+    expect(second.started).toEqual([]);
+    expect(second.acknowledged).toEqual([]);
+    expect(memory.appliedBatchIds).toEqual([1n]);
+  });
+
+  it('syncs the rows of the old shape, then adds new columns with their looked-up types', async () => {
+    const destination = await memoryDestination();
+    const { applier, typeLookups } = await applierOver(destination);
+    await applier.apply([change(10n, relation()), ...transaction(1000n, [['1', 'a']])]);
+    await applier.apply([
+      change(1100n, relation([{ name: 'w', typeOid: 20, typeModifier: -1, isKey: false }])),
+      change(1150n, { tag: 'begin', finalLsn: 1200n, commitTimeMicros: 0n, xid: 3 }),
+      change(1160n, { tag: 'insert', relationId: 1, newTuple: ['2', 'b', '7'] }),
+      change(1200n, { tag: 'commit', flags: 0, commitLsn: 1200n, endLsn: 1201n, commitTimeMicros: 0n }),
+    ]);
+    // The relation message flushed the batch written under the old shape.
+    expect(destination.appliedBatchIds).toEqual([1n]);
+    expect(typeLookups).toEqual([[20]]);
+    await applier.flush();
+    expect(destination.columns('public.t')).toEqual(['id', 'v', 'w']);
+    expect(destination.rows('public.t')).toEqual([
+      ['1', 'a', null],
+      ['2', 'b', '7'],
+    ]);
+  });
+});
+
+describe('MemoryDestination', () => {
+  it('recognises a replayed batch by its id and changes nothing', async () => {
+    const destination = await memoryDestination();
+    const transactionOf = { xid: 1, commitLsn: 10n, commitTimeMicros: 0n };
+    const batch = {
+      mirror,
+      batchId: 1n,
+      endLsn: 11n,
+      rowCount: 1,
+      tables: [
+        { table, changes: [{ kind: 'insert' as const, transaction: transactionOf, newRow: ['1', 'a'] }] },
+      ],
+    };
+    await destination.syncBatch(batch);
+    await destination.truncateTables([table]);
+    await destination.syncBatch(batch);
+    expect(destination.rows('public.t')).toEqual([]);
+    expect(destination.replayedBatchIds).toEqual([1n]);
+    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 1n, lsn: 11n });
+  });
+});

@@ -1,0 +1,251 @@
+// Turns a source's change events into batches, syncs each to the destination,
+// and only then acknowledges its last complete commit: the slot never moves past
+// what the destination made durable. Transactions the destination already holds
+// (replayed after a crash before the acknowledgement) and, per table, those
+// older than its initial load are skipped. runCdc (cdc.ts) feeds it and decides
+// when to flush an idle batch; this class does no waiting of its own.
+import type { Catalog, LogLevel } from '../catalog/catalog.ts';
+import type { SourceMessage, StreamEvent } from '../connectors/changes.ts';
+import type { Destination } from '../connectors/destination.ts';
+import type { DestinationTable, RowChange, SourceColumn, SourceTransaction } from '../connectors/records.ts';
+import { EngineError } from '../errors.ts';
+import { formatLsn } from '../model/lsn.ts';
+import type { PipelineMetrics } from '../observability/engine-metrics.ts';
+import { formatTableName, type TableMapping } from '../resources/mirror.ts';
+import { BatchBuilder, type BatchLimits } from './batch-builder.ts';
+import type { ProgressListener } from './context.ts';
+import { fillFromOld, project, RelationTracker, type SchemaChange } from './relations.ts';
+
+export interface ChangeApplierOptions {
+  readonly mirror: string;
+  readonly destination: Destination;
+  /** Where batches are recorded as they start and finish. */
+  readonly batches: Pick<Catalog, 'startBatch' | 'finishBatch'>;
+  /** Reports everything before a position as durable to the source (ChangeStream.acknowledge). */
+  readonly acknowledge: (lsn: bigint) => void;
+  /** Type names of columns a relation message adds (Source.typeNames). */
+  readonly typeNames: (
+    columns: readonly { readonly typeOid: number; readonly typeModifier: number }[],
+  ) => Promise<string[]>;
+  /** A mirror log line (no row values). */
+  readonly log: (level: LogLevel, message: string) => Promise<void>;
+  readonly tableMappings: readonly TableMapping[];
+  readonly tables: readonly DestinationTable[];
+  readonly limits: BatchLimits;
+  /** The destination's checkpoint: what is durable there already. */
+  readonly checkpoint: { readonly lsn: bigint; readonly batchId: bigint };
+  /**
+   * Per source table (`schema.table`): apply its changes only from transactions
+   * committed at or after this LSN (its initial load holds the earlier ones).
+   */
+  readonly tableStartLsns?: ReadonlyMap<string, bigint> | undefined;
+  readonly metrics?: PipelineMetrics | undefined;
+  readonly progress?: ProgressListener | undefined;
+  readonly onBatchSynced?:
+    | ((batch: { batchId: bigint; rowCount: number; endLsn: bigint }) => void)
+    | undefined;
+}
+
+export class ChangeApplier {
+  readonly #options: ChangeApplierOptions;
+  readonly #relations: RelationTracker;
+  readonly #builder: BatchBuilder;
+  readonly #tableStartLsns: ReadonlyMap<string, bigint>;
+  /** Transactions committed before this are durable at the destination already. */
+  readonly #durableLsn: bigint;
+  #lastBatchId: bigint;
+  #currentBatchId = 0n;
+  #inTransaction = false;
+  #skipTransaction = false;
+  #transaction: SourceTransaction = { xid: 0, commitLsn: 0n, commitTimeMicros: 0n };
+
+  constructor(options: ChangeApplierOptions) {
+    this.#options = options;
+    this.#relations = new RelationTracker(options.tableMappings, options.tables);
+    this.#builder = new BatchBuilder(options.limits, options.checkpoint.lsn);
+    this.#tableStartLsns = options.tableStartLsns ?? new Map();
+    this.#durableLsn = options.checkpoint.lsn;
+    this.#lastBatchId = options.checkpoint.batchId;
+  }
+
+  /** Nothing is buffered. */
+  get isEmpty(): boolean {
+    return this.#builder.isEmpty;
+  }
+
+  /** How long the buffered batch has been open (0 when empty). */
+  ageMs(now: number): number {
+    return this.#builder.ageMs(now);
+  }
+
+  /** The id of the last batch synced (or of the checkpoint's). */
+  get lastBatchId(): bigint {
+    return this.#lastBatchId;
+  }
+
+  /** Applies the events of one read, in order. Flushes when a batch is full. */
+  async apply(events: readonly StreamEvent[]): Promise<void> {
+    for (const event of events) {
+      if (event.tag === 'keepalive') {
+        // Nothing open and nothing buffered: let the slot follow the server so an
+        // idle mirror does not hold back WAL.
+        if (!this.#inTransaction && this.#builder.isEmpty) this.#options.acknowledge(event.walEnd);
+        continue;
+      }
+      await this.#handle(event.message, event.walStart);
+    }
+  }
+
+  /** Syncs what is buffered, if anything, then acknowledges its last complete commit. */
+  async flush(): Promise<void> {
+    const builder = this.#builder;
+    if (builder.isEmpty) return;
+    const { mirror, destination, batches } = this.#options;
+    const recordedEndLsn = builder.recordedEndLsn;
+    const batch = builder.take(mirror, this.#currentBatchId);
+    const started = performance.now();
+    await destination.syncBatch(batch);
+    this.#options.metrics?.batchSynced(mirror, batch.rowCount, (performance.now() - started) / 1000);
+    this.#lastBatchId = batch.batchId;
+    await batches.finishBatch(mirror, {
+      batchId: batch.batchId,
+      endTime: new Date(),
+      rowCount: BigInt(batch.rowCount),
+      endLsn: recordedEndLsn,
+    });
+    this.#options.progress?.durable();
+    this.#options.acknowledge(batch.endLsn);
+    this.#options.onBatchSynced?.({ batchId: batch.batchId, rowCount: batch.rowCount, endLsn: batch.endLsn });
+  }
+
+  /** The table when this transaction's changes to it are to be applied. */
+  #target(relationId: number) {
+    const tracked = this.#relations.tableOf(relationId);
+    if (!tracked || this.#skipTransaction) return undefined;
+    const startLsn = this.#tableStartLsns.get(formatTableName(tracked.table.source));
+    return startLsn !== undefined && this.#transaction.commitLsn < startLsn ? undefined : tracked;
+  }
+
+  async #addChange(table: DestinationTable, change: RowChange, lsn: bigint): Promise<void> {
+    if (this.#builder.add(table, change, lsn, Date.now())) {
+      this.#currentBatchId = this.#lastBatchId + 1n;
+      await this.#options.batches.startBatch(this.#options.mirror, {
+        batchId: this.#currentBatchId,
+        startTime: new Date(),
+        startLsn: lsn,
+      });
+    }
+    if (this.#builder.isFull) await this.flush();
+  }
+
+  async #applySchemaChange(change: SchemaChange, relation: SourceMessage & { tag: 'relation' }) {
+    // The destination must see the batch written under the old shape first.
+    if (this.#builder.hasChangesFor(change.table)) await this.flush();
+    const { log } = this.#options;
+    const tableName = formatTableName(change.table.source);
+    if (change.added.length > 0) {
+      const typeNames = await this.#options.typeNames(change.added);
+      const columns: SourceColumn[] = change.added.map((added, index) => ({
+        ...added,
+        typeName: typeNames[index] ?? 'text',
+        notNull: false,
+      }));
+      await this.#options.destination.addColumns(change.table, columns);
+      this.#relations.extend(change.table, columns, relation);
+      await log('INFO', `added column(s) ${columns.map((c) => c.name).join(', ')} to ${tableName}`);
+    }
+    if (change.dropped.length > 0) {
+      await log(
+        'WARN',
+        `column(s) ${change.dropped.join(', ')} of ${tableName} were dropped at the source; the destination keeps them and new rows get null`,
+      );
+    }
+    if (change.retyped.length > 0) {
+      await log(
+        'WARN',
+        `column(s) ${change.retyped.join(', ')} of ${tableName} changed type at the source; the destination column type is unchanged`,
+      );
+    }
+  }
+
+  async #handle(message: SourceMessage, lsn: bigint): Promise<void> {
+    const transaction = this.#transaction;
+    switch (message.tag) {
+      case 'begin':
+        this.#inTransaction = true;
+        // Already durable at the destination: replayed after a crash before the ack.
+        this.#skipTransaction = message.finalLsn < this.#durableLsn;
+        this.#transaction = {
+          xid: message.xid,
+          commitLsn: message.finalLsn,
+          commitTimeMicros: message.commitTimeMicros,
+        };
+        return;
+      case 'commit':
+        this.#inTransaction = false;
+        if (this.#skipTransaction) return;
+        this.#builder.commit(message.endLsn);
+        // Nothing of ours is pending: the commit can be acknowledged right away.
+        if (this.#builder.isEmpty) this.#options.acknowledge(message.endLsn);
+        return;
+      case 'relation': {
+        const change = this.#relations.observe(message);
+        if (change) await this.#applySchemaChange(change, message);
+        return;
+      }
+      case 'insert': {
+        const tracked = this.#target(message.relationId);
+        if (!tracked) return;
+        await this.#addChange(
+          tracked.table,
+          { kind: 'insert', transaction, newRow: project(message.newTuple, tracked.projection) },
+          lsn,
+        );
+        return;
+      }
+      case 'update': {
+        const tracked = this.#target(message.relationId);
+        if (!tracked) return;
+        const old = message.oldTuple ?? message.keyTuple;
+        const oldRow = old ? project(old, tracked.projection) : null;
+        const newRow = fillFromOld(
+          project(message.newTuple, tracked.projection),
+          message.oldTuple ? oldRow : null,
+        );
+        await this.#addChange(tracked.table, { kind: 'update', transaction, oldKey: oldRow, newRow }, lsn);
+        return;
+      }
+      case 'delete': {
+        const tracked = this.#target(message.relationId);
+        if (!tracked) return;
+        const old = message.oldTuple ?? message.keyTuple;
+        if (!old)
+          throw new EngineError(
+            'replica_identity',
+            `delete without a key in ${formatTableName(tracked.table.source)}`,
+          );
+        await this.#addChange(
+          tracked.table,
+          { kind: 'delete', transaction, oldKey: project(old, tracked.projection) },
+          lsn,
+        );
+        return;
+      }
+      case 'truncate':
+        for (const relationId of message.relationIds) {
+          const tracked = this.#target(relationId);
+          if (tracked) await this.#addChange(tracked.table, { kind: 'truncate', transaction }, lsn);
+        }
+        return;
+      case 'origin':
+      case 'type':
+      case 'message':
+        return;
+    }
+  }
+}
+
+/** For debug logs: a synced batch without row values. */
+export function describeBatch(batch: { batchId: bigint; rowCount: number; endLsn: bigint }) {
+  return { batchId: String(batch.batchId), rows: batch.rowCount, endLsn: formatLsn(batch.endLsn) };
+}

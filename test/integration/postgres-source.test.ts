@@ -1,0 +1,113 @@
+// The PostgreSQL source against a real server: what it reads, and that driver
+// errors on the paths the pipeline used to run itself (partition planning,
+// partition copy, type lookup) leave it classified.
+import type { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { copyTextRows } from '../../engine/src/connectors/copy-text.ts';
+import { createSource } from '../../engine/src/connectors/registry.ts';
+import type { Source } from '../../engine/src/connectors/source.ts';
+import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
+import { freePort } from '../support/engine-process.ts';
+
+let database: TestDatabase;
+let source: Source;
+
+async function countRows(copyText: Readable): Promise<number> {
+  let rows = 0;
+  for await (const _ of copyTextRows(copyText)) rows++;
+  return rows;
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase('pgsource');
+  await database.client.query(`CREATE TABLE items (id int PRIMARY KEY, amount numeric(8,3))`);
+  await database.client.query(`INSERT INTO items SELECT g, g FROM generate_series(1, 500) g`);
+  source = createSource({ kind: 'relational', config: database.config }, { mirror: 'seam' });
+});
+
+afterAll(async () => {
+  await source?.close();
+  await database?.drop();
+});
+
+describe('PostgreSQL source', () => {
+  it('plans partitions and copies each under one reader', async () => {
+    const partitions = await source.planPartitions({ schema: 'public', table: 'items' }, null, 100);
+    expect(partitions.length).toBeGreaterThan(0);
+    const reader = await source.openSnapshotReader(null);
+    try {
+      let total = 0;
+      for (const partition of partitions) {
+        total += await reader.copyPartition(
+          { schema: 'public', table: 'items' },
+          ['id', 'amount'],
+          partition,
+          countRows,
+        );
+      }
+      expect(total).toBe(500);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('classifies a missing table in partition planning and in a copy, and the reader stays usable', async () => {
+    const missing = { schema: 'public', table: 'no_such_table' };
+    await expect(source.planPartitions(missing, null, 100)).rejects.toMatchObject({
+      name: 'EngineError',
+      kind: 'schema_mismatch',
+    });
+    const reader = await source.openSnapshotReader(null);
+    try {
+      await expect(
+        reader.copyPartition(missing, ['id'], { fromPage: 0, toPage: null }, countRows),
+      ).rejects.toMatchObject({ name: 'EngineError', kind: 'schema_mismatch' });
+      // The failed partition was rolled back: the next one runs on the same connection.
+      const rows = await reader.copyPartition(
+        { schema: 'public', table: 'items' },
+        ['id'],
+        { fromPage: 0, toPage: null },
+        countRows,
+      );
+      expect(rows).toBe(500);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('rolls back and reports a failed destination write, and the reader stays usable', async () => {
+    const reader = await source.openSnapshotReader(null);
+    const items = { schema: 'public', table: 'items' };
+    const whole = { fromPage: 0, toPage: null };
+    try {
+      const failure = new Error('destination gone');
+      const thrown = await reader
+        .copyPartition(items, ['id'], whole, async (rows) => {
+          await countRows(rows);
+          throw failure;
+        })
+        .catch((error: unknown) => error);
+      expect(thrown).toMatchObject({ name: 'EngineError', kind: 'internal', cause: failure });
+      expect(await reader.copyPartition(items, ['id'], whole, countRows)).toBe(500);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('looks up type names, and classifies a refused connection', async () => {
+    expect(await source.typeNames([{ typeOid: 1700, typeModifier: (8 << 16) + 3 + 4 }])).toEqual([
+      'numeric(8,3)',
+    ]);
+    const unreachable = createSource(
+      { kind: 'relational', config: { ...database.config, host: '127.0.0.1', port: await freePort() } },
+      { mirror: 'seam' },
+    );
+    try {
+      await expect(unreachable.typeNames([{ typeOid: 23, typeModifier: -1 }])).rejects.toMatchObject({
+        kind: 'connection',
+      });
+    } finally {
+      await unreachable.close();
+    }
+  });
+});
