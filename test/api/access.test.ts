@@ -508,6 +508,7 @@ describe('metrics', () => {
         ],
         doInitialSnapshot: false,
         adoptExistingSlot: false,
+        failoverSlot: false,
         maxBatchSize: 1000,
         idleTimeoutSeconds: 1,
         snapshotNumRowsPerPartition: 1000,
