@@ -4,6 +4,39 @@ import { defineConfig } from 'vitest/config';
 // is reported and stopped after the run (test/support/global-setup.ts).
 const globalSetup = ['test/support/global-setup.ts'];
 
+// The PostgreSQL source suites again on other majors (scripts/testenv/postgres-versions.sh):
+// the oldest supported, one between, the newest release, with destinations on
+// the newest (on the oldest for 16), as test/support/testenv.ts `sourcePostgres`
+// says. The crash-and-restart and create-check suites run on the oldest and
+// newest only, and the failover test needs 17+: together about 2.5 minutes of
+// the suite's time on two cores.
+const sourceSuites = [
+  'test/e2e/pg-to-pg.test.ts',
+  'test/e2e/pg-source.test.ts',
+  'test/e2e/slot-loss.test.ts',
+  'test/e2e/ownership.test.ts',
+  'test/e2e/postgres-versions.test.ts',
+];
+const oldestAndNewestSuites = ['test/e2e/source-restart.test.ts', 'test/e2e/create-checks.test.ts'];
+const postgresVersionProjects = (
+  [
+    [13, [...sourceSuites, ...oldestAndNewestSuites]],
+    [16, sourceSuites],
+    [18, [...sourceSuites, ...oldestAndNewestSuites, 'test/e2e/failover-slot.test.ts']],
+  ] as const
+).map(([major, include]) => ({
+  test: {
+    name: `postgres-${major}`,
+    include: [...include],
+    environment: 'node',
+    globalSetup,
+    env: { TRIBUTARY_TEST_SOURCE_POSTGRES: String(major) },
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
+    maxWorkers: 2,
+  },
+}));
+
 export default defineConfig({
   test: {
     // Bounds vitest's own close once the run ended (its exit path, with the
@@ -45,6 +78,7 @@ export default defineConfig({
           maxWorkers: 2,
         },
       },
+      ...postgresVersionProjects,
     ],
   },
 });

@@ -13,6 +13,13 @@ import { createProcessLogger } from '../../engine/src/observability/logger.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
+import {
+  apiPasswordSchema,
+  listenerConfigFields,
+  listenerOptionsOf,
+  listenerStartProblem,
+  tlsFilesTogether,
+} from './http/listener.ts';
 
 const usage = `usage: tributary api-server [options]
 
@@ -22,20 +29,30 @@ const usage = `usage: tributary api-server [options]
   --port PORT            TRIBUTARY_PORT (default 8112)
   --password-file FILE   TRIBUTARY_API_PASSWORD_FILE, or TRIBUTARY_API_PASSWORD
   --user NAME            TRIBUTARY_API_USER
+  --tls-cert-file FILE   TRIBUTARY_TLS_CERT_FILE  serve HTTPS with this PEM certificate chain
+  --tls-key-file FILE    TRIBUTARY_TLS_KEY_FILE   and this key (both reloaded when they change)
+  --trust-proxy VALUE    TRIBUTARY_TRUST_PROXY    proxies whose X-Forwarded-For is believed: true
+                                                  (any) or their addresses/CIDRs, comma-separated
   --scripts-disabled     TRIBUTARY_SCRIPTS=disabled
   --kubeconfig FILE      KUBECONFIG (outside a cluster)`;
 
-const configSchema = z.object({
-  namespace: z.string().min(1),
-  catalogUrl: z.string().min(1),
-  host: z.string().default('0.0.0.0'),
-  port: z.coerce.number().int().min(0).max(65_535).default(8112),
-  password: z.string().min(1, 'no API password: set TRIBUTARY_API_PASSWORD_FILE or TRIBUTARY_API_PASSWORD'),
-  user: z.string().optional(),
-  scriptsDisabled: z.boolean().default(false),
-  kubeconfig: z.string().optional(),
-  logLevel: z.string().default('info'),
-});
+const configSchema = z
+  .object({
+    namespace: z.string().min(1),
+    catalogUrl: z.string().min(1),
+    host: z.string().default('0.0.0.0'),
+    port: z.coerce.number().int().min(0).max(65_535).default(8112),
+    password: z
+      .string()
+      .min(1, 'no API password: set TRIBUTARY_API_PASSWORD_FILE or TRIBUTARY_API_PASSWORD')
+      .pipe(apiPasswordSchema),
+    user: z.string().optional(),
+    scriptsDisabled: z.boolean().default(false),
+    kubeconfig: z.string().optional(),
+    logLevel: z.string().default('info'),
+    ...listenerConfigFields,
+  })
+  .refine(tlsFilesTogether.check, { message: tlsFilesTogether.message });
 
 export async function main(argv: readonly string[]): Promise<number> {
   const { values } = parseArgs({
@@ -49,6 +66,9 @@ export async function main(argv: readonly string[]): Promise<number> {
       user: { type: 'string' },
       'scripts-disabled': { type: 'boolean' },
       kubeconfig: { type: 'string' },
+      'tls-cert-file': { type: 'string' },
+      'tls-key-file': { type: 'string' },
+      'trust-proxy': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -68,14 +88,23 @@ export async function main(argv: readonly string[]): Promise<number> {
     scriptsDisabled: values['scripts-disabled'] ?? env.TRIBUTARY_SCRIPTS === 'disabled',
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     logLevel: env.TRIBUTARY_LOG_LEVEL,
+    tlsCertFile: values['tls-cert-file'] ?? (env.TRIBUTARY_TLS_CERT_FILE || undefined),
+    tlsKeyFile: values['tls-key-file'] ?? (env.TRIBUTARY_TLS_KEY_FILE || undefined),
+    trustProxy: values['trust-proxy'] ?? (env.TRIBUTARY_TRUST_PROXY || undefined),
   });
   if (!parsed.success) {
     console.error(
-      `tributary api-server: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n\n${usage}`,
+      `tributary api-server: ${parsed.error.issues.map((i) => (i.path.length > 0 ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ')}\n\n${usage}`,
     );
     return 2;
   }
   const config = Object.freeze(parsed.data);
+  const listener = listenerOptionsOf(config);
+  const listenerProblem = listenerStartProblem(listener);
+  if (listenerProblem) {
+    console.error(`tributary api-server: ${listenerProblem}`);
+    return 2;
+  }
   const logger = createProcessLogger({ level: config.logLevel, base: { role: 'api-server' } });
   const kubeConfig = new KubeConfig();
   if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
@@ -85,16 +114,19 @@ export async function main(argv: readonly string[]): Promise<number> {
   const catalog = new PostgresCatalog(pool);
   await catalog.migrate();
   const auth: AuthConfig = { mode: 'basic', password: config.password, user: config.user };
-  const app = buildApp({
-    store: new KubeStore(kubeConfig, config.namespace),
-    catalog,
-    checkPeer: (peer) => checkPeer(peer),
-    findMissingTables,
-    checkMirrorSource,
-    scriptsEnabled: !config.scriptsDisabled,
-    auth,
-    logger,
-  });
+  const app = buildApp(
+    {
+      store: new KubeStore(kubeConfig, config.namespace),
+      catalog,
+      checkPeer: (peer) => checkPeer(peer),
+      findMissingTables,
+      checkMirrorSource,
+      scriptsEnabled: !config.scriptsDisabled,
+      auth,
+      logger,
+    },
+    listener,
+  );
   await app.listen({ host: config.host, port: config.port });
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

@@ -9,6 +9,13 @@ import { checkMirrorSource, findMissingTables } from '../../engine/src/connector
 import { createProcessLogger } from '../../engine/src/observability/logger.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
+import {
+  apiPasswordSchema,
+  listenerConfigFields,
+  listenerOptionsOf,
+  listenerStartProblem,
+  tlsFilesTogether,
+} from './http/listener.ts';
 import { startControlPlane } from './standalone/control-plane.ts';
 import { PeerSecretFiles } from './standalone/peer-secret-files.ts';
 
@@ -24,6 +31,10 @@ Options (each also read from the environment variable shown):
   --password-file FILE    TRIBUTARY_API_PASSWORD_FILE  file holding the API password
                           TRIBUTARY_API_PASSWORD    the API password itself
   --user NAME             TRIBUTARY_API_USER        optional user name besides the empty one
+  --tls-cert-file FILE    TRIBUTARY_TLS_CERT_FILE   serve HTTPS with this PEM certificate chain
+  --tls-key-file FILE     TRIBUTARY_TLS_KEY_FILE    and this key (both reloaded when they change)
+  --trust-proxy VALUE     TRIBUTARY_TRUST_PROXY     proxies whose X-Forwarded-For is believed: true
+                                                    (any) or their addresses/CIDRs, comma-separated
   --peer-secrets-dir DIR  TRIBUTARY_PEER_SECRETS_DIR  peer secret fields from files DIR/<peer>/<field>
                                                     (e.g. DIR/shop/password), read at each use and
                                                     taking the place of the value sent to the API
@@ -35,24 +46,27 @@ Options (each also read from the environment variable shown):
   -h, --help
 
 There is no default password: without one the service refuses to start
-unless authentication is disabled explicitly.`;
+unless authentication is disabled explicitly. A password shorter than 16
+characters is refused too.`;
 
 const configSchema = z
   .object({
     dataDir: z.string().min(1).default('./.data'),
     host: z.string().min(1).default('127.0.0.1'),
     port: z.coerce.number().int().min(0).max(65_535).default(8112),
-    password: z.string().min(1).optional(),
+    password: apiPasswordSchema.optional(),
     user: z.string().min(1).optional(),
     peerSecretsDir: z.string().min(1).optional(),
     authDisabled: z.boolean().default(false),
     scriptsDisabled: z.boolean().default(false),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    ...listenerConfigFields,
   })
   .refine((config) => config.authDisabled || config.password, {
     message:
       'no API password: set TRIBUTARY_API_PASSWORD or --password-file, or disable authentication explicitly',
-  });
+  })
+  .refine(tlsFilesTogether.check, { message: tlsFilesTogether.message });
 
 export type StandaloneConfig = z.infer<typeof configSchema>;
 
@@ -69,6 +83,9 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
       'auth-disabled': { type: 'boolean' },
       'scripts-disabled': { type: 'boolean' },
       'log-level': { type: 'string' },
+      'tls-cert-file': { type: 'string' },
+      'tls-key-file': { type: 'string' },
+      'trust-proxy': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -86,6 +103,9 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
       authDisabled: values['auth-disabled'] ?? env.TRIBUTARY_AUTH === 'disabled',
       scriptsDisabled: values['scripts-disabled'] ?? env.TRIBUTARY_SCRIPTS === 'disabled',
       logLevel: values['log-level'] ?? env.TRIBUTARY_LOG_LEVEL,
+      tlsCertFile: values['tls-cert-file'] ?? (env.TRIBUTARY_TLS_CERT_FILE || undefined),
+      tlsKeyFile: values['tls-key-file'] ?? (env.TRIBUTARY_TLS_KEY_FILE || undefined),
+      trustProxy: values['trust-proxy'] ?? (env.TRIBUTARY_TRUST_PROXY || undefined),
     }),
   );
 }
@@ -104,6 +124,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.log(usage);
     return 0;
   }
+  const listener = listenerOptionsOf(config);
+  const listenerProblem = listenerStartProblem(listener);
+  if (listenerProblem) {
+    console.error(`tributary standalone: ${listenerProblem}`);
+    return 2;
+  }
   const logger = createProcessLogger({ level: config.logLevel });
   // Files created with default modes are the service's alone. The embedded
   // database sets some modes itself (0644), so what guarantees privacy is the
@@ -121,21 +147,25 @@ export async function main(argv: readonly string[]): Promise<number> {
     logger,
     ...(peerSecretFiles ? { peerSecretFiles } : {}),
   });
-  const app = buildApp({
-    store: controlPlane.store,
-    catalog: controlPlane.catalog,
-    // A new peer is checked with the secrets it will run with.
-    checkPeer: (peer) => checkPeer(peerSecretFiles ? peerSecretFiles.apply(peer) : peer),
-    findMissingTables,
-    checkMirrorSource,
-    scriptsEnabled: !config.scriptsDisabled,
-    auth,
-    logger,
-    ...(controlPlane.engineMetrics ? { engineMetrics: controlPlane.engineMetrics.registry } : {}),
-  });
+  const app = buildApp(
+    {
+      store: controlPlane.store,
+      catalog: controlPlane.catalog,
+      // A new peer is checked with the secrets it will run with.
+      checkPeer: (peer) => checkPeer(peerSecretFiles ? peerSecretFiles.apply(peer) : peer),
+      findMissingTables,
+      checkMirrorSource,
+      scriptsEnabled: !config.scriptsDisabled,
+      auth,
+      logger,
+      ...(controlPlane.engineMetrics ? { engineMetrics: controlPlane.engineMetrics.registry } : {}),
+    },
+    listener,
+  );
   await app.listen({ host: config.host, port: config.port });
+  const scheme = listener.tls ? 'https' : 'http';
   logger.info(
-    { url: `http://${config.host}:${config.port}/api/v1`, dataDir: config.dataDir },
+    { url: `${scheme}://${config.host}:${config.port}/api/v1`, dataDir: config.dataDir },
     'tributary standalone ready',
   );
 

@@ -36,7 +36,7 @@ wait_until "postgres to accept connections" 120 psql_in source "SELECT 1"
 
 helm upgrade --install tributary charts/tributary --namespace "$NAMESPACE" \
   --set image.repository="${IMAGE%:*}" --set image.tag="${IMAGE##*:}" --set image.pullPolicy=Never \
-  --set catalog.url=postgres://postgres:postgres@postgres:5432/catalog --set api.password=e2e
+  --set catalog.url=postgres://postgres:postgres@postgres:5432/catalog --set api.password=kind-e2e-api-password
 k rollout status deployment/tributary-operator --timeout=180s
 k rollout status deployment/tributary-api-server --timeout=180s
 

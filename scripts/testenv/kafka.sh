@@ -233,11 +233,14 @@ down() {
   status_line kafka "stopped"
 }
 
-case "${1:-}" in
-  up) up ;;
-  down) down ;;
-  *)
-    echo "usage: $0 up|down" >&2
-    exit 2
-    ;;
-esac
+# Sourced by kafka-tls.sh for its functions; run, it manages the shared broker.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  case "${1:-}" in
+    up) up ;;
+    down) down ;;
+    *)
+      echo "usage: $0 up|down" >&2
+      exit 2
+      ;;
+  esac
+fi

@@ -1,9 +1,11 @@
 // What every /api/v1 endpoint shares, through app.inject(): authentication, the
 // error shape per endpoint, unknown routes, unparseable and oversized bodies,
 // /healthz and the OpenAPI document.
+import { Socket } from 'node:net';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomSuffix } from '../support/databases.ts';
+import { listenerDefaults } from '../../api-server/src/http/listener.ts';
+import { randomSuffix, waitFor } from '../support/databases.ts';
 import { apiPassword, basicAuth, createFacade, type Facade } from '../support/facade.ts';
 import { postgres } from '../support/testenv.ts';
 
@@ -118,7 +120,9 @@ describe('access', () => {
   let facade: Facade;
 
   beforeAll(async () => {
-    facade = await createFacade();
+    // These tests send hundreds of wrong credentials from one address; the
+    // bound on failed logins has tests of its own ("failed logins" below).
+    facade = await createFacade({ listener: { authFailures: { max: 100_000, windowMs: 60_000 } } });
   });
 
   afterAll(async () => {
@@ -208,6 +212,41 @@ describe('access', () => {
         }
       } finally {
         await withUser.close();
+      }
+    });
+
+    it('answers 429 to an address past its failed logins, even with the password, and not to others', async () => {
+      // The defaults, as a service runs with them.
+      const limited = await createFacade();
+      const { max } = listenerDefaults.authFailures;
+      const openapi = { method: 'GET', url: '/api/v1/openapi.json', shape: 'grpc' } as const;
+      const from = (remoteAddress: string, password: string) =>
+        inject(limited, openapi, { remoteAddress, headers: { authorization: basicAuth('', password) } });
+      try {
+        // Successful logins are not counted: a dashboard polling all day is never held back.
+        for (let i = 0; i < max * 2; i++) expect((await from('10.0.0.1', apiPassword)).statusCode).toBe(200);
+        for (let i = 0; i < max; i++) expectUnauthorized(await from('10.0.0.1', 'wrong-password'), openapi);
+        const refused = await from('10.0.0.1', 'wrong-password');
+        expect(refused.statusCode).toBe(429);
+        expect(refused.json()).toEqual({
+          code: 8,
+          message: expect.stringMatching(/^too many failed logins from this address; retry in \d+s$/),
+          details: [],
+        });
+        expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+        // The right password from that address waits too: otherwise guessing would go on.
+        expect((await from('10.0.0.1', apiPassword)).statusCode).toBe(429);
+        // Another address is not affected, and the probes answer.
+        expect((await from('10.0.0.2', apiPassword)).statusCode).toBe(200);
+        expectUnauthorized(await from('10.0.0.2', 'wrong-password'), openapi);
+        const health = await limited.app.inject({
+          method: 'GET',
+          url: '/healthz',
+          remoteAddress: '10.0.0.1',
+        });
+        expect(health.statusCode).toBe(200);
+      } finally {
+        await limited.close();
       }
     });
 
@@ -429,6 +468,28 @@ describe('access', () => {
   });
 });
 
+describe('connections', () => {
+  it('closes a connection that stops sending in the middle of its request', async () => {
+    const server = await createFacade({ listener: { connectionTimeoutMs: 500 } });
+    const socket = new Socket();
+    try {
+      const address = new URL(await server.app.listen({ host: '127.0.0.1', port: 0 }));
+      let closed = false;
+      socket.on('close', () => {
+        closed = true;
+      });
+      socket.on('error', () => {});
+      await new Promise<void>((resolve) => socket.connect(Number(address.port), '127.0.0.1', resolve));
+      // Headers begun, never finished: a slow client holding a socket.
+      socket.write('POST /api/v1/flows/cdc/create HTTP/1.1\r\nHost: x\r\n');
+      await waitFor(async () => closed, 15_000, 'the idle connection to be closed');
+    } finally {
+      socket.destroy();
+      await server.close();
+    }
+  });
+});
+
 describe('metrics', () => {
   it('serve mirror gauges to Prometheus without credentials', async () => {
     const facade = await createFacade();
@@ -447,6 +508,7 @@ describe('metrics', () => {
         ],
         doInitialSnapshot: false,
         adoptExistingSlot: false,
+        failoverSlot: false,
         maxBatchSize: 1000,
         idleTimeoutSeconds: 1,
         snapshotNumRowsPerPartition: 1000,

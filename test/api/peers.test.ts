@@ -510,6 +510,52 @@ describe('peers', () => {
   });
 
   describe('stream', () => {
+    it('creates a peer with a client certificate and no SASL, either spelling, masking the key', async () => {
+      const pem = (file: string) => readFileSync(join(kafka.tls.tlsDir, file), 'utf8');
+      const name = peerName('kafka-mtls');
+      expectCreated(
+        await facade.post('/api/v1/peers/create', {
+          peer: {
+            name,
+            type: 'STREAM',
+            streamConfig: {
+              servers: kafka.tls.mutualBroker,
+              rootCa: pem('ca.crt'),
+              certificate: pem('client.crt'),
+              private_key: pem('client.key'),
+            },
+          },
+        }),
+      );
+      const info = await facade.request({ method: 'GET', url: `/api/v1/peers/info/${name}` });
+      expect(info.json().peer.streamConfig).toMatchObject({
+        servers: [kafka.tls.mutualBroker],
+        username: '',
+        sasl: '',
+        disableTls: false,
+        rootCa: pem('ca.crt'),
+        certificate: pem('client.crt'),
+        privateKey: mask,
+      });
+      expect(info.body).not.toContain('PRIVATE KEY');
+      // A key of another CA: the broker refuses it, and the message says so without the key.
+      const refused = await facade.post('/api/v1/peers/create', {
+        peer: {
+          name: peerName('kafka-stranger'),
+          type: 9,
+          stream_config: {
+            servers: [kafka.tls.mutualBroker],
+            root_ca: pem('ca.crt'),
+            certificate: pem('foreign-client.crt'),
+            private_key: pem('foreign-client.key'),
+          },
+        },
+      });
+      expect(refused.statusCode).toBe(422);
+      expect(refused.json().message).toMatch(/refused the client certificate/);
+      expect(refused.body).not.toContain('PRIVATE KEY');
+    });
+
     it('creates a peer from a server array and from a comma-separated string, masking the password', async () => {
       const name = peerName('kafka');
       expectCreated(

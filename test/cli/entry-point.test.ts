@@ -121,6 +121,52 @@ describe('tributary entry point', () => {
     expect(variable.status).toBe(2);
   });
 
+  it('refuses to start with an API password shorter than 16 characters, in both modes', () => {
+    const short = 'CHANGE-ME-please'.slice(0, 15);
+    const message = 'the API password is shorter than 16 characters';
+    const standalone = tributary('tributary.js', ['standalone', '--data-dir', 'memory://', '--port', '0'], {
+      TRIBUTARY_API_PASSWORD: short,
+    });
+    expect(standalone.status).toBe(2);
+    expect(standalone.stderr).toContain(message);
+    // Refused while reading its configuration, before it looks for the cluster or the catalog.
+    const cluster = tributary('tributary.js', ['api-server'], {
+      TRIBUTARY_API_PASSWORD: short,
+      TRIBUTARY_NAMESPACE: 'tributary',
+      TRIBUTARY_CATALOG_URL: 'postgres://catalog.invalid/tributary',
+    });
+    expect(cluster.status).toBe(2);
+    expect(cluster.stderr).toContain(message);
+    for (const output of [standalone, cluster]) expect(output.stderr).not.toContain(short);
+  });
+
+  it('refuses to start with half a TLS pair or a certificate file it cannot read, in both modes', () => {
+    const half = tributary('tributary.js', ['standalone', '--data-dir', 'memory://', '--auth-disabled'], {
+      TRIBUTARY_TLS_CERT_FILE: '/nonexistent/tls.crt',
+    });
+    expect(half.status).toBe(2);
+    expect(half.stderr).toContain('TLS needs both a certificate file and a key file');
+    const tls = ['--tls-cert-file', '/nonexistent/tls.crt', '--tls-key-file', '/nonexistent/tls.key'];
+    const standalone = tributary('tributary.js', [
+      'standalone',
+      '--data-dir',
+      'memory://',
+      '--auth-disabled',
+      ...tls,
+    ]);
+    const cluster = tributary('tributary.js', ['api-server', ...tls], {
+      TRIBUTARY_API_PASSWORD: 'a-long-enough-api-password',
+      TRIBUTARY_NAMESPACE: 'tributary',
+      TRIBUTARY_CATALOG_URL: 'postgres://catalog.invalid/tributary',
+    });
+    for (const output of [standalone, cluster]) {
+      expect(output.status).toBe(2);
+      expect(output.stderr).toContain(
+        'cannot read the TLS certificate or key (/nonexistent/tls.crt, /nonexistent/tls.key): ENOENT',
+      );
+    }
+  });
+
   it('starts standalone mode without loading drivers of peers it has not met (Snowflake, SSH)', () => {
     // A fresh process: what importing the standalone role loads, read from the CommonJS cache.
     const script = `import { createRequire } from 'node:module';

@@ -10,6 +10,7 @@ import { peerSchema } from '../../engine/src/resources/peer.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
 import { createFacade, type Facade } from '../support/facade.ts';
 import { createHarness, type Harness, mapping, startMirror } from '../support/mirror-harness.ts';
+import { destinationPostgres, sourcePostgres } from '../support/testenv.ts';
 
 describe('refused at create', () => {
   let facade: Facade;
@@ -38,8 +39,8 @@ describe('refused at create', () => {
 
   beforeAll(async () => {
     [source, destination] = await Promise.all([
-      createTestDatabase('create_checks_src'),
-      createTestDatabase('create_checks_dst'),
+      createTestDatabase('create_checks_src', sourcePostgres),
+      createTestDatabase('create_checks_dst', destinationPostgres),
     ]);
     await source.client.query(`
       CREATE TABLE keyed (id int PRIMARY KEY, body text);
@@ -129,6 +130,19 @@ describe('refused at create', () => {
     });
     expect(response.statusCode, response.body).toBe(200);
     expect((await facade.controlPlane.store.getMirror(`adopt-${suffix}`))?.spec.adoptExistingSlot).toBe(true);
+  });
+
+  const failoverSlots = sourcePostgres.major >= 17;
+  it(`${failoverSlots ? 'accepts' : 'refuses'} failover_slot on PostgreSQL ${sourcePostgres.major}`, async () => {
+    const name = `failover-${suffix}`;
+    const response = await create(name, ['public.keyed'], { failover_slot: true });
+    if (failoverSlots) {
+      expect(response.statusCode, response.body).toBe(200);
+      expect((await facade.controlPlane.store.getMirror(name))?.spec.failoverSlot).toBe(true);
+    } else {
+      await expectRefused(response, 'failover slots need PostgreSQL 17 or later', 'failover_slot');
+      expect(await facade.controlPlane.store.getMirror(name)).toBeUndefined();
+    }
   });
 
   it('refuses a publication of the default name that the mirror would not own', async () => {

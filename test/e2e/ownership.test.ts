@@ -195,7 +195,19 @@ describe('ownership of source and destination objects', () => {
     await first.stop();
     const slotName = (await harness.catalog.getRuntime(spec.name))?.setup?.slotName ?? '';
     expect(slotName).toMatch(/^tributary_recreated_[0-9a-f]{8}_[0-9a-f]{8}$/);
-    // Someone drops it and makes another of the name, with another plugin.
+    // Someone drops it and makes another of the name, with another plugin: once
+    // the stopped mirror's walsender has gone (it exits after its connection closed).
+    await waitFor(
+      async () =>
+        (
+          await harness.source.client.query(
+            `SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NULL`,
+            [slotName],
+          )
+        ).rowCount === 1,
+      10_000,
+      'the slot released',
+    );
     await harness.source.client.query(`SELECT pg_drop_replication_slot($1)`, [slotName]);
     await harness.source.client.query(`SELECT pg_create_logical_replication_slot($1, 'test_decoding')`, [
       slotName,

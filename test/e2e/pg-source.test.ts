@@ -20,7 +20,7 @@ import {
   type SpecInput,
   startMirror,
 } from '../support/mirror-harness.ts';
-import { postgres, ssh } from '../support/testenv.ts';
+import { postgres, sourcePostgres, ssh } from '../support/testenv.ts';
 
 async function slotLag(harness: Harness, slotName: string): Promise<bigint> {
   const result = await harness.source.client.query<{ lag: string }>(
@@ -209,52 +209,58 @@ describe('PostgreSQL source', () => {
     await dropMirror(harness, spec);
   });
 
-  it('syncs a single transaction of a million rows within a capped heap', async () => {
-    const { client } = harness.source;
-    await client.query(`CREATE TABLE huge (id int PRIMARY KEY, v text)`);
-    const name = `huge-${randomSuffix()}`;
-    const configPath = writeEngineConfig(harness, {
-      name,
-      sourcePeer: 'source',
-      destinationPeer: 'destination',
-      tableMappings: [mapping('huge')],
-      doInitialSnapshot: false,
-      idleTimeoutSeconds: 1,
-    });
-    // About 250 bytes of text per row: held at once, a million rows need far
-    // more heap than the cap below; the batch byte budget must cut them up.
-    const engine = startEngine(name, configPath, { nodeOptions: ['--max-old-space-size=256'] });
-    try {
-      await waitFor(
-        async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
-        20_000,
-        'running',
-      );
-      await client.query(
-        `INSERT INTO huge SELECT g, repeat(md5(g::text), 8) FROM generate_series(1, 1000000) g`,
-      );
-      await waitFor(
-        async () =>
-          engine.exitCode !== null ||
-          (await harness.destination.client.query<{ n: number }>(`SELECT count(*)::int AS n FROM huge`))
-            .rows[0]?.n === 1_000_000,
-        240_000,
-        'a million rows',
-      );
-      expect(engine.exitCode).toBeNull();
-    } finally {
-      engine.kill('SIGTERM');
-      expect(await exited(engine)).toBe(0);
-    }
-    const { batches } = await harness.catalog.listBatches(name, { limit: 0, ascending: true });
-    expect(batches.length).toBeGreaterThanOrEqual(3);
-    expect(batches.reduce((rows, batch) => rows + batch.rowCount, 0n)).toBe(1_000_000n);
-    const sample = await harness.destination.client.query(`SELECT v FROM huge WHERE id = 777777`);
-    expect(sample.rows[0]).toEqual({
-      v: (await client.query(`SELECT repeat(md5('777777'), 8) AS v`)).rows[0]?.v,
-    });
-    await dropMirror(harness, { name, tableMappings: [mapping('huge')], doInitialSnapshot: false });
-  }, 300_000);
+  // The heap bound is the engine's own doing, the same on every source major:
+  // run once, on the shared server (the longest test of the suite).
+  it.skipIf(sourcePostgres !== postgres)(
+    'syncs a single transaction of a million rows within a capped heap',
+    async () => {
+      const { client } = harness.source;
+      await client.query(`CREATE TABLE huge (id int PRIMARY KEY, v text)`);
+      const name = `huge-${randomSuffix()}`;
+      const configPath = writeEngineConfig(harness, {
+        name,
+        sourcePeer: 'source',
+        destinationPeer: 'destination',
+        tableMappings: [mapping('huge')],
+        doInitialSnapshot: false,
+        idleTimeoutSeconds: 1,
+      });
+      // About 250 bytes of text per row: held at once, a million rows need far
+      // more heap than the cap below; the batch byte budget must cut them up.
+      const engine = startEngine(name, configPath, { nodeOptions: ['--max-old-space-size=256'] });
+      try {
+        await waitFor(
+          async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
+          20_000,
+          'running',
+        );
+        await client.query(
+          `INSERT INTO huge SELECT g, repeat(md5(g::text), 8) FROM generate_series(1, 1000000) g`,
+        );
+        await waitFor(
+          async () =>
+            engine.exitCode !== null ||
+            (await harness.destination.client.query<{ n: number }>(`SELECT count(*)::int AS n FROM huge`))
+              .rows[0]?.n === 1_000_000,
+          240_000,
+          'a million rows',
+        );
+        expect(engine.exitCode).toBeNull();
+      } finally {
+        engine.kill('SIGTERM');
+        expect(await exited(engine)).toBe(0);
+      }
+      const { batches } = await harness.catalog.listBatches(name, { limit: 0, ascending: true });
+      expect(batches.length).toBeGreaterThanOrEqual(3);
+      expect(batches.reduce((rows, batch) => rows + batch.rowCount, 0n)).toBe(1_000_000n);
+      const sample = await harness.destination.client.query(`SELECT v FROM huge WHERE id = 777777`);
+      expect(sample.rows[0]).toEqual({
+        v: (await client.query(`SELECT repeat(md5('777777'), 8) AS v`)).rows[0]?.v,
+      });
+      await dropMirror(harness, { name, tableMappings: [mapping('huge')], doInitialSnapshot: false });
+    },
+    300_000,
+  );
 
   it('closes batches at the idle timeout even while changes keep coming', async () => {
     const { client } = harness.source;

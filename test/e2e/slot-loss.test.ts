@@ -52,6 +52,13 @@ describe('lost replication slot', () => {
     const first = startMirror(harness, spec, options);
     try {
       await waitFor(async () => (await countAtDestination()) === 100, 60_000, 'initial load');
+      // Stopped before the load is recorded complete, the next start would load
+      // again with a new slot instead of finding this one lost.
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(spec.name))?.snapshotCompleted === true,
+        30_000,
+        'the load recorded complete',
+      );
     } finally {
       await first.stop();
     }

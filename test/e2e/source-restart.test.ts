@@ -11,6 +11,7 @@ import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '..
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import { mapping } from '../support/mirror-harness.ts';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.ts';
+import { destinationPostgres } from '../support/testenv.ts';
 
 const checksumQuery = `SELECT count(*)::int AS n,
   md5(coalesce(string_agg(row_to_json(t)::text, ',' ORDER BY id), '')) AS sum FROM ledger t`;
@@ -31,7 +32,7 @@ describe('source server crash and restart', () => {
   beforeAll(async () => {
     [server, destination, catalogDatabase] = await Promise.all([
       startPrivatePostgres(),
-      createTestDatabase('restart_dst'),
+      createTestDatabase('restart_dst', destinationPostgres),
       createTestDatabase('restart_cat'),
     ]);
     catalogPool = new pg.Pool({ ...catalogDatabase.config, max: 2 });

@@ -31,9 +31,68 @@ describe('Helm chart', () => {
     await expect(
       run(helmBinary, ['template', 'x', chart, '--set', 'catalog.url=postgres://db/c']),
     ).rejects.toThrow(/no default password/);
-    await expect(run(helmBinary, ['template', 'x', chart, '--set', 'api.password=p'])).rejects.toThrow(
-      /catalog/,
+    await expect(
+      run(helmBinary, ['template', 'x', chart, '--set', 'api.password=long-enough-password']),
+    ).rejects.toThrow(/catalog/);
+    await expect(
+      run(helmBinary, [
+        'template',
+        'x',
+        chart,
+        '--set',
+        'catalog.url=postgres://db/c',
+        '--set',
+        'api.password=CHANGE-ME',
+      ]),
+    ).rejects.toThrow(/api.password is shorter than 16 characters/);
+  });
+
+  it('serves the API over HTTPS from a TLS Secret when given one, probes and scrapes included', async () => {
+    const apiServer = (manifests: Manifest[]) =>
+      byKind(manifests, 'Deployment').find(
+        (deployment) => deployment.metadata.name === 'tributary-api-server',
+      ) as unknown as { spec: { template: { spec: V1PodSpec } } };
+    const plain = apiServer(await renderChart()).spec.template.spec;
+    expect(plain.containers[0]?.readinessProbe?.httpGet?.scheme).toBe('HTTP');
+    expect(JSON.stringify(plain)).not.toContain('TRIBUTARY_TLS');
+
+    const manifests = await renderChart([
+      '--set',
+      'api.tls.existingSecret=api-cert',
+      '--set',
+      'api.trustProxy=10.0.0.0/8',
+      '--set',
+      'metrics.serviceMonitor.enabled=true',
+    ]);
+    const pod = apiServer(manifests).spec.template.spec;
+    const container = pod.containers[0];
+    expect(container?.env).toEqual(
+      expect.arrayContaining([
+        { name: 'TRIBUTARY_TLS_CERT_FILE', value: '/etc/tributary-tls/tls.crt' },
+        { name: 'TRIBUTARY_TLS_KEY_FILE', value: '/etc/tributary-tls/tls.key' },
+        { name: 'TRIBUTARY_TRUST_PROXY', value: '10.0.0.0/8' },
+      ]),
     );
+    expect(container?.readinessProbe?.httpGet?.scheme).toBe('HTTPS');
+    expect(container?.livenessProbe?.httpGet?.scheme).toBe('HTTPS');
+    // The same mode as the API password's volume (the parser reads the chart's 0440 as YAML 1.2 does).
+    const passwordMode = pod.volumes?.find((volume) => volume.name === 'api-password')?.secret?.defaultMode;
+    expect(pod.volumes).toContainEqual({
+      name: 'api-tls',
+      secret: { secretName: 'api-cert', defaultMode: passwordMode },
+    });
+    // The key is readable by the pod user, as the password is.
+    const key = secretFiles(pod, container as NonNullable<typeof container>, ['tls.key']).find(
+      (file) => file.path === '/etc/tributary-tls/tls.key',
+    );
+    expect(key && readableByContainer(pod, container as NonNullable<typeof container>, key)).toBe(true);
+    const [monitor] = byKind(manifests, 'ServiceMonitor') as unknown as {
+      spec: { endpoints: Record<string, unknown>[] };
+    }[];
+    expect(monitor?.spec.endpoints[0]).toMatchObject({
+      scheme: 'https',
+      tlsConfig: { ca: { secret: { name: 'api-cert', key: 'ca.crt' } } },
+    });
   });
 
   it('renders least-privilege accounts, hardened pods and leader-elected operators', async () => {

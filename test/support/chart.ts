@@ -12,7 +12,7 @@ export const requiredValues = [
   '--set',
   'catalog.url=postgres://u:p@db:5432/catalog',
   '--set',
-  'api.password=secret',
+  'api.password=chart-test-password',
 ];
 
 export type Manifest = { kind: string; metadata: { name: string }; spec?: Record<string, unknown> } & Record<

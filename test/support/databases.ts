@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { RelationalConfig } from '../../engine/src/resources/peer.ts';
-import { postgres } from './testenv.ts';
+import { type PostgresServer, postgres } from './testenv.ts';
 
 export interface TestDatabase {
   readonly name: string;
@@ -17,35 +17,39 @@ export function randomSuffix(): string {
   return randomBytes(4).toString('hex');
 }
 
-function adminClient(database: string): pg.Client {
-  return new pg.Client({ host: postgres.host, port: postgres.port, database, ...postgres.superuser });
+function adminClient(server: PostgresServer, database: string): pg.Client {
+  return new pg.Client({ host: server.host, port: server.port, database, ...server.superuser });
 }
 
-export async function createTestDatabase(prefix: string): Promise<TestDatabase> {
+/** A database of its own on `server` (the shared test server unless given). */
+export async function createTestDatabase(
+  prefix: string,
+  server: PostgresServer = postgres,
+): Promise<TestDatabase> {
   const name = `${prefix}_${randomSuffix()}`;
-  const admin = adminClient('postgres');
+  const admin = adminClient(server, 'postgres');
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
   } finally {
     await admin.end();
   }
-  const client = adminClient(name);
+  const client = adminClient(server, name);
   await client.connect();
   await client.query('CREATE EXTENSION IF NOT EXISTS hstore');
   return {
     name,
     config: {
-      host: postgres.host,
-      port: postgres.port,
-      user: postgres.superuser.user,
-      password: postgres.superuser.password,
+      host: server.host,
+      port: server.port,
+      user: server.superuser.user,
+      password: server.superuser.password,
       database: name,
     },
     client,
     async drop() {
       await client.end().catch(() => {});
-      const cleanup = adminClient('postgres');
+      const cleanup = adminClient(server, 'postgres');
       await cleanup.connect();
       try {
         await cleanup.query(

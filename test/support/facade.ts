@@ -9,6 +9,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { buildApp } from '../../api-server/src/http/app.ts';
 import type { AuthConfig } from '../../api-server/src/http/auth.ts';
+import type { ListenerOptions } from '../../api-server/src/http/listener.ts';
 import { startControlPlane } from '../../api-server/src/standalone/control-plane.ts';
 import type { Catalog } from '../../engine/src/catalog/catalog.ts';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
@@ -48,7 +49,7 @@ export const basicAuth = (user: string, password: string) =>
   `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
 export async function createFacade(
-  options: { scriptsEnabled?: boolean; auth?: AuthConfig; dataDir?: string } = {},
+  options: { scriptsEnabled?: boolean; auth?: AuthConfig; dataDir?: string; listener?: ListenerOptions } = {},
 ): Promise<Facade> {
   const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
   const controlPlane =
@@ -60,16 +61,19 @@ export async function createFacade(
           runEngines: false,
           retryBackoffMs: { initial: 200, max: 1_000 },
         });
-  const app = buildApp({
-    store: controlPlane.store,
-    catalog: controlPlane.catalog,
-    checkPeer: (peer) => checkPeer(peer, 5_000),
-    findMissingTables,
-    checkMirrorSource,
-    scriptsEnabled: options.scriptsEnabled ?? true,
-    auth: options.auth ?? { mode: 'basic', password: apiPassword },
-    logger,
-  });
+  const app = buildApp(
+    {
+      store: controlPlane.store,
+      catalog: controlPlane.catalog,
+      checkPeer: (peer) => checkPeer(peer, 5_000),
+      findMissingTables,
+      checkMirrorSource,
+      scriptsEnabled: options.scriptsEnabled ?? true,
+      auth: options.auth ?? { mode: 'basic', password: apiPassword },
+      logger,
+    },
+    options.listener,
+  );
   await app.ready();
   const request = (injectOptions: InjectOptions) =>
     app.inject({

@@ -16,6 +16,7 @@ import {
 } from '../../engine/src/resources/mirror.ts';
 import type { RelationalConfig } from '../../engine/src/resources/peer.ts';
 import { createTestDatabase, type TestDatabase, tableCells, tableRows, waitFor } from './databases.ts';
+import { destinationPostgres, sourcePostgres } from './testenv.ts';
 
 export interface Harness {
   readonly source: TestDatabase;
@@ -25,10 +26,15 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/**
+ * Source and destination databases on the servers the run selects
+ * (`sourcePostgres`, `destinationPostgres` in testenv.ts), the catalog on the
+ * shared server.
+ */
 export async function createHarness(prefix: string): Promise<Harness> {
   const [source, destination, catalogDatabase] = await Promise.all([
-    createTestDatabase(`${prefix}_src`),
-    createTestDatabase(`${prefix}_dst`),
+    createTestDatabase(`${prefix}_src`, sourcePostgres),
+    createTestDatabase(`${prefix}_dst`, destinationPostgres),
     createTestDatabase(`${prefix}_cat`),
   ]);
   const pool = new pg.Pool({ ...catalogDatabase.config, max: 4 });

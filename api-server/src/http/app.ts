@@ -1,5 +1,7 @@
 // The /api/v1 facade: Fastify routes over the resource store and the catalog.
 import type { IncomingMessage } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
+import rateLimit from '@fastify/rate-limit';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
@@ -17,6 +19,7 @@ import { consoleRoutes } from '../console/routes.ts';
 import { isAuthorized } from './auth.ts';
 import type { FacadeContext } from './context.ts';
 import { ApiError, grpcStyleBody } from './errors.ts';
+import { type ListenerOptions, listenerDefaults, readTlsPair, watchTlsFiles } from './listener.ts';
 import { mirrorMetricsRegistry } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
 import { mirrorRoutes } from './routes/mirrors.ts';
@@ -102,11 +105,48 @@ function fromFastifyError(error: FastifyError): ApiError {
   return new ApiError('internal', 'internal error');
 }
 
-export function buildApp(context: FacadeContext): FastifyInstance {
+/**
+ * The facade. `listener` says how it faces the network (listener.ts): TLS,
+ * time limits, proxies, failed logins; without it, plain HTTP with the defaults.
+ */
+export function buildApp(context: FacadeContext, listener: ListenerOptions = {}): FastifyInstance {
+  const tls = listener.tls;
   const app = Fastify({
     loggerInstance: context.logger as FastifyBaseLogger,
     bodyLimit: context.bodyLimitBytes ?? defaultBodyLimitBytes,
-  });
+    // A client that sends its request slowly, or opens connections and sends
+    // nothing, cannot hold sockets for ever.
+    requestTimeout: listener.requestTimeoutMs ?? listenerDefaults.requestTimeoutMs,
+    connectionTimeout: listener.connectionTimeoutMs ?? listenerDefaults.connectionTimeoutMs,
+    // Longer than the 60 s idle timeout of common load balancers, so they close first.
+    keepAliveTimeout: listener.keepAliveTimeoutMs ?? listenerDefaults.keepAliveTimeoutMs,
+    trustProxy: listener.trustProxy ?? false,
+    ...(tls ? { https: readTlsPair(tls) } : {}),
+  }) as unknown as FastifyInstance;
+
+  if (tls) {
+    const stop = watchTlsFiles(
+      tls,
+      listener.tlsCheckIntervalMs ?? listenerDefaults.tlsCheckIntervalMs,
+      (pair) => {
+        // New connections get the new certificate; open ones keep theirs.
+        (app.server as unknown as HttpsServer).setSecureContext({ cert: pair.cert, key: pair.key });
+        context.logger.info({ certFile: tls.certFile }, 'tls certificate reloaded');
+      },
+      (error) =>
+        context.logger.warn(
+          { err: error, certFile: tls.certFile },
+          'tls certificate files changed but do not load; keeping the previous pair',
+        ),
+    );
+    app.addHook('onClose', async () => stop());
+  }
+
+  // Failed logins are counted per client address by @fastify/rate-limit; only
+  // failures count, so a dashboard polling with the right password is never held back.
+  const authFailures = listener.authFailures ?? listenerDefaults.authFailures;
+  app.register(rateLimit, { global: false, max: authFailures.max, timeWindow: authFailures.windowMs });
+  let countAuthFailure: ReturnType<FastifyInstance['createRateLimit']> | undefined;
 
   // Bodies are JSON only (the interface's rule); Fastify would otherwise hand text/plain bodies through as strings.
   app.removeContentTypeParser('text/plain');
@@ -145,11 +185,30 @@ export function buildApp(context: FacadeContext): FastifyInstance {
     return reply.code(404).send(grpcStyleBody(error));
   });
 
+  const tooManyFailures = (request: FastifyRequest, reply: FastifyReply, retryAfterSeconds: number) => {
+    const error = new ApiError(
+      'tooManyRequests',
+      `too many failed logins from this address; retry in ${retryAfterSeconds}s`,
+    );
+    reply.header('Retry-After', String(retryAfterSeconds));
+    return reply.code(error.status).send(errorBody(request, error));
+  };
+
   app.addHook('onRequest', async (request, reply) => {
     // The route, not the raw URL: probes may add a query string.
     // Probes and Prometheus scrape without credentials; neither reveals a secret.
     if (request.routeOptions.url === '/healthz' || request.routeOptions.url === '/metrics') return;
+    if (context.auth.mode === 'disabled') return;
+    countAuthFailure ??= app.createRateLimit();
+    // An address over the limit is refused even with the right password until
+    // its window ends: otherwise the limit would not slow down guessing.
+    const current = await countAuthFailure(request, { increment: false });
+    if (!current.isAllowed && current.isExceeded)
+      return tooManyFailures(request, reply, current.ttlInSeconds);
     if (isAuthorized(context.auth, request.headers.authorization)) return;
+    const counted = await countAuthFailure(request);
+    if (!counted.isAllowed && counted.isExceeded)
+      return tooManyFailures(request, reply, counted.ttlInSeconds);
     const error = new ApiError('unauthenticated', 'authentication required');
     reply.header('WWW-Authenticate', 'Basic realm="tributary", charset="UTF-8"');
     return reply.code(401).send(errorBody(request, error));

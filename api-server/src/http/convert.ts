@@ -181,6 +181,7 @@ export function mirrorSpecFromWire(
     snapshotNumTablesInParallel: request.snapshot_num_tables_in_parallel ?? 1,
     resync: request.resync ?? false,
     adoptExistingSlot: request.adopt_existing_slot ?? false,
+    failoverSlot: request.failover_slot ?? false,
     initialSnapshotOnly: request.initial_snapshot_only ?? false,
     system: request.system ?? 'Q',
     state: 'Running',

@@ -19,6 +19,7 @@ export const apiErrors = {
   failedPrecondition: { status: 409, code: 9 },
   peerUnreachable: { status: 422, code: 9 },
   payloadTooLarge: { status: 413, code: 3 },
+  tooManyRequests: { status: 429, code: 8 },
   internal: { status: 500, code: 13 },
 } as const;
 

@@ -88,11 +88,15 @@ export const datawarehouseConfigWire = z
 export const streamConfigWire = z
   .object({
     servers: z.union([z.array(z.string()).min(1), z.string().min(1)]),
-    username: z.string().min(1),
-    password: z.string(),
-    sasl: z.enum(saslMechanisms),
+    /** Without a username no SASL is used (a client certificate, or nothing). */
+    username: z.string().optional(),
+    password: z.string().optional(),
+    sasl: z.enum(saslMechanisms).optional(),
     disable_tls: z.boolean().optional(),
     partitioner: z.enum(partitioners).optional(),
+    certificate: z.string().optional(),
+    private_key: z.string().optional(),
+    root_ca: z.string().optional(),
   })
   .strict();
 
@@ -175,6 +179,7 @@ export const createMirrorRequest = z
         publication_name: z.string().min(1).max(63).optional(),
         replication_slot_name: z.string().min(1).max(63).optional(),
         adopt_existing_slot: z.boolean().optional(),
+        failover_slot: z.boolean().optional(),
         snapshot_num_rows_per_partition: z.number().int().positive().optional(),
         snapshot_max_parallel_workers: z.number().int().positive().max(64).optional(),
         snapshot_num_tables_in_parallel: z.number().int().positive().max(64).optional(),

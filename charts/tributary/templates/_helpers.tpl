@@ -55,3 +55,8 @@ imagePullSecrets: {{- toYaml . | nindent 2 }}
 {{- with $engine.podAnnotations }}{{ $_ := set $pod "annotations" . }}{{ end -}}
 {{- toJson $pod -}}
 {{- end -}}
+
+{{/* The api-server probes' scheme: HTTPS when it has a TLS Secret. */}}
+{{- define "tributary.apiScheme" -}}
+{{ if .Values.api.tls.existingSecret }}HTTPS{{ else }}HTTP{{ end }}
+{{- end }}

@@ -29,6 +29,8 @@ export interface SourceValidationInput {
   readonly publicationName?: string | undefined;
   /** A slot the mirror already owns does not need a free slot. */
   readonly existingSlotName?: string | undefined;
+  /** The mirror asks for a failover slot (PostgreSQL 17+). */
+  readonly failoverSlot?: boolean | undefined;
 }
 
 export interface ValidatedSource {
@@ -59,6 +61,8 @@ export interface CreateSlotOptions {
   readonly exportSnapshot: boolean;
   /** The slot disappears when its creation ends: used only for its snapshot. */
   readonly temporary?: boolean;
+  /** A failover slot, kept by standbys that synchronize slots (PostgreSQL 17+). */
+  readonly failover?: boolean;
 }
 
 /** A slice of a table that one worker copies: heap pages [fromPage, toPage), `toPage` null to the end. */
@@ -160,6 +164,10 @@ export interface Source extends Connector {
    * invalidated), or undefined while it can be read.
    */
   slotLoss(slotName: string): Promise<EngineError | undefined>;
+  /** Whether the slot is a failover slot; null where the server has none (before 17) or no such slot. */
+  slotFailover(slotName: string): Promise<boolean | null>;
+  /** Makes an existing slot a failover slot or not (17+). */
+  setSlotFailover(slotName: string, failover: boolean): Promise<void>;
   publicationExists(publicationName: string): Promise<boolean>;
   /** Creates the publication when absent and adds any table it lacks. Idempotent. */
   ensurePublication(publicationName: string, tables: readonly TableName[]): Promise<void>;

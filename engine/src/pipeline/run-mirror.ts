@@ -64,6 +64,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
       tables: spec.tableMappings.map((mapping) => mapping.source),
       publicationName: setup.publicationCreatedByMirror ? undefined : setup.publicationName,
       existingSlotName: setup.slotName,
+      failoverSlot: spec.failoverSlot,
     });
     tables = spec.tableMappings.map((mapping, index) => {
       const info = validated.tables[index];
@@ -90,6 +91,8 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
       }
       setup = await createOwnedSlot(context, setup, false, async () => {});
     }
+
+    if (setup.slotCreatedByMirror) await matchSlotFailover(context, setup.slotName);
 
     // A slot invalidated while the mirror was paused or down (max_slot_wal_keep_size,
     // or a conflict on a standby) still exists but cannot be read: fail now with
@@ -203,14 +206,35 @@ async function createOwnedSlot(
   await catalog.saveSourceSetup(spec.name, creating);
   const database = await context.source.database();
   let created: SourceSetup | undefined;
-  await context.source.createSlot(creating.slotName, { exportSnapshot }, async (slot) => {
-    created = { ...creating, slotIdentity: slotIdentityOf(database, slot.consistentPoint) };
-    await catalog.saveSourceSetup(spec.name, created);
-    await mirrorLog(context, 'INFO', `created replication slot ${slot.slotName}`);
-    await whileOpen(slot);
-  });
+  await context.source.createSlot(
+    creating.slotName,
+    { exportSnapshot, failover: spec.failoverSlot },
+    async (slot) => {
+      created = { ...creating, slotIdentity: slotIdentityOf(database, slot.consistentPoint) };
+      await catalog.saveSourceSetup(spec.name, created);
+      await mirrorLog(context, 'INFO', `created replication slot ${slot.slotName}`);
+      await whileOpen(slot);
+    },
+  );
   if (!created) throw new EngineError('internal', 'source: slot creation returned before the slot existed');
   return created;
+}
+
+/**
+ * Makes the failover property of the mirror's own slot what the spec asks, so
+ * `failoverSlot` can be turned on or off for a mirror that already has its
+ * slot. Servers before 17 have no failover slots (validation refused asking
+ * for one there).
+ */
+async function matchSlotFailover(context: MirrorContext, slotName: string) {
+  const failover = await context.source.slotFailover(slotName);
+  if (failover === null || failover === context.spec.failoverSlot) return;
+  await context.source.setSlotFailover(slotName, context.spec.failoverSlot);
+  await mirrorLog(
+    context,
+    'INFO',
+    `replication slot ${slotName} is ${context.spec.failoverSlot ? 'now' : 'no longer'} a failover slot`,
+  );
 }
 
 /**

@@ -37,6 +37,11 @@ export const mirrorSpecFields = z.object({
    * default name) that it did not create; it still never drops them.
    */
   adoptExistingSlot: z.boolean().default(false),
+  /**
+   * PostgreSQL 17+: the mirror's slot is a failover slot, which standbys that
+   * synchronize slots keep, so the mirror survives a failover (docs/postgres-versions.md).
+   */
+  failoverSlot: z.boolean().default(false),
   doInitialSnapshot: z.boolean(),
   snapshotNumRowsPerPartition: z.number().int().positive().default(1_000_000),
   snapshotMaxParallelWorkers: z.number().int().positive().default(4),

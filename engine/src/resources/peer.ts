@@ -96,16 +96,42 @@ export const datawarehouseConfigSchema = z
 export const saslMechanisms = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] as const;
 export const partitioners = ['', 'LeastBackup', 'Manual', 'RoundRobin', 'StickyKey', 'Sticky'] as const;
 
-export const streamConfigSchema = z
+/**
+ * A Kafka cluster. SASL is used when `username` is set; without one the
+ * client authenticates with its TLS certificate alone (Strimzi's `tls`
+ * authentication) or not at all.
+ */
+export const streamConfigFields = z
   .object({
     servers: z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port')).min(1),
-    username: z.string().min(1),
-    password: z.string(),
-    sasl: z.enum(saslMechanisms),
+    username: z.string().default(''),
+    password: z.string().default(''),
+    /** Required with a username; empty without one. */
+    sasl: z.enum(['', ...saslMechanisms]).default(''),
     disableTls: z.boolean().default(false),
     partitioner: z.enum(partitioners).default(''),
+    /** PEM client certificate (chain) for mutual TLS; needs `privateKey`. */
+    certificate: z.string().optional(),
+    /** PEM private key of `certificate`. */
+    privateKey: z.string().optional(),
+    /** PEM CA certificates that verify the brokers, instead of the system's. */
+    rootCa: z.string().optional(),
   })
   .strict();
+
+export const streamConfigSchema = streamConfigFields
+  .refine((config) => config.username === '' || config.sasl !== '', {
+    message: 'a username needs a SASL mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)',
+    path: ['sasl'],
+  })
+  .refine((config) => (config.certificate === undefined) === (config.privateKey === undefined), {
+    message: 'a client certificate needs its private key, and a private key its certificate',
+    path: ['certificate'],
+  })
+  .refine((config) => !config.disableTls || (!config.certificate && !config.rootCa), {
+    message: 'certificate and root CA need TLS; remove disableTls',
+    path: ['disableTls'],
+  });
 
 export const peerKinds = ['relational', 'analytics', 'datawarehouse', 'stream'] as const;
 export type PeerKind = (typeof peerKinds)[number];
@@ -132,7 +158,7 @@ export const peerSecretPaths = {
   relational: ['password', 'sshConfig.password', 'sshConfig.privateKey'],
   analytics: ['password', 'privateKey', 'secretAccessKey'],
   datawarehouse: ['privateKey', 'password'],
-  stream: ['password'],
+  stream: ['password', 'privateKey'],
 } as const satisfies Record<PeerKind, readonly string[]>;
 
 /** A peer without its secrets, and the secrets by dotted path. */

@@ -11,7 +11,7 @@ import {
   peerKinds,
   relationalConfigSchema,
   sshConfigFields,
-  streamConfigSchema,
+  streamConfigFields,
 } from '../../../engine/src/resources/peer.ts';
 
 export const group = 'tributary.dev';
@@ -33,7 +33,7 @@ export const peerConfigSpecs = {
     .extend({ sshConfig: sshConfigFields.omit({ password: true, privateKey: true }).optional() }),
   analytics: analyticsConfigSchema.omit({ password: true, privateKey: true, secretAccessKey: true }),
   datawarehouse: datawarehouseConfigSchema.omit({ privateKey: true, password: true }),
-  stream: streamConfigSchema.omit({ password: true }),
+  stream: streamConfigFields.omit({ password: true, privateKey: true }),
 } as const;
 
 export const peerCrSpecSchema = z.object({

@@ -67,9 +67,14 @@ describe('peerSecretsFromSecret', () => {
   it('refuses a mapping to a field of another kind or to a key the Secret lacks', () => {
     expect(
       problemOf(() =>
-        peerSecretsFromSecret('p', 'stream', { name: 's', keys: { privateKey: 'k' } }, secret({ k: 'v' })),
+        peerSecretsFromSecret(
+          'p',
+          'stream',
+          { name: 's', keys: { secretAccessKey: 'k' } },
+          secret({ k: 'v' }),
+        ),
       ).message,
-    ).toContain('privateKey');
+    ).toContain('secretAccessKey');
     const missing = problemOf(() =>
       peerSecretsFromSecret('p', 'relational', { name: 's', keys: { password: 'pass' } }, secret({})),
     );

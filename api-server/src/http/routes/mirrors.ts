@@ -87,6 +87,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       slotName: spec.replicationSlotName ?? defaultSlotName(spec.name, installationId),
       defaultPublicationName: defaultPublicationName(spec.name, installationId),
       adoptExistingSlot: spec.adoptExistingSlot,
+      failoverSlot: spec.failoverSlot,
       destinationKind: destination.peer.kind,
     });
     try {

@@ -68,14 +68,16 @@ describe('classifyPgError: a slot of the name already exists', () => {
 describe('classifySlotState', () => {
   it('reports a missing, lost or invalidated slot and accepts a usable one', () => {
     expect(classifySlotState('s', undefined)?.kind).toBe('slot_invalidated');
-    expect(classifySlotState('s', { walStatus: 'lost', invalidationReason: null })?.kind).toBe(
-      'slot_invalidated',
+    const usable = { walStatus: 'reserved', invalidationReason: null, conflicting: null };
+    expect(classifySlotState('s', { ...usable, walStatus: 'lost' })?.kind).toBe('slot_invalidated');
+    expect(classifySlotState('s', { ...usable, invalidationReason: 'rows_removed' })?.message).toMatch(
+      /rows_removed/,
     );
-    expect(
-      classifySlotState('s', { walStatus: 'reserved', invalidationReason: 'rows_removed' })?.message,
-    ).toMatch(/rows_removed/);
-    expect(classifySlotState('s', { walStatus: 'reserved', invalidationReason: null })).toBeUndefined();
-    expect(classifySlotState('s', { walStatus: 'unreserved', invalidationReason: null })).toBeUndefined();
+    // PostgreSQL 16: a conflict with recovery shows only in `conflicting`.
+    expect(classifySlotState('s', { ...usable, conflicting: true })?.kind).toBe('slot_invalidated');
+    expect(classifySlotState('s', usable)).toBeUndefined();
+    expect(classifySlotState('s', { ...usable, conflicting: false })).toBeUndefined();
+    expect(classifySlotState('s', { ...usable, walStatus: 'unreserved' })).toBeUndefined();
   });
 });
 

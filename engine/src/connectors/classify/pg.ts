@@ -164,11 +164,18 @@ export interface SlotState {
   readonly walStatus: string | null;
   /** PostgreSQL 17+: why the slot was invalidated (`wal_removed`, `rows_removed`, …); null when it was not. */
   readonly invalidationReason: string | null;
+  /**
+   * PostgreSQL 16+: the logical slot was invalidated: on 16 for any reason
+   * (removed WAL too), on 17+ for a conflict with recovery. On 16 it is the
+   * only sign of a slot invalidated by a conflict on a standby: its `wal_status`
+   * may still read `reserved`, and there is no `invalidation_reason`. Null before 16.
+   */
+  readonly conflicting: boolean | null;
 }
 
 /**
  * The slot's loss as an EngineError, or undefined while it is usable. A missing
- * slot, `wal_status = lost` and any `invalidation_reason` all mean the changes
+ * slot, `wal_status = lost`, `conflicting` and any `invalidation_reason` all mean the changes
  * since the last acknowledged position are gone: nothing the engine retries
  * brings them back.
  */
@@ -189,6 +196,12 @@ export function classifySlotState(slotName: string, state: SlotState | undefined
     return new EngineError(
       'slot_invalidated',
       `source: replication slot ${slotName} lost WAL it needed (wal_status lost)`,
+    );
+  }
+  if (state.conflicting) {
+    return new EngineError(
+      'slot_invalidated',
+      `source: replication slot ${slotName} was invalidated (pg_replication_slots.conflicting)`,
     );
   }
   return undefined;

@@ -1,6 +1,7 @@
 // kafkajs for a stream peer. A fresh `sasl` object per client: kafkajs keeps its
 // authenticator on the object it is given, so a reused one logs in with stale
 // credentials.
+import type { ConnectionOptions } from 'node:tls';
 import { Kafka, type KafkaConfig, logLevel, type SASLOptions } from 'kafkajs';
 import type { StreamConfig } from '../../resources/peer.ts';
 
@@ -10,20 +11,37 @@ const mechanisms = {
   'SCRAM-SHA-512': 'scram-sha-512',
 } as const;
 
+/**
+ * kafkajs's `ssl` option: `false` without TLS; with TLS, the peer's root CA
+ * replaces the system's CAs and its client certificate is presented. Server
+ * certificates are always verified (Node's default, never turned off here).
+ */
+export function streamTlsOptions(config: StreamConfig): false | true | ConnectionOptions {
+  if (config.disableTls) return false;
+  if (!config.rootCa && !config.certificate) return true;
+  return {
+    ...(config.rootCa ? { ca: config.rootCa } : {}),
+    ...(config.certificate && config.privateKey ? { cert: config.certificate, key: config.privateKey } : {}),
+  };
+}
+
 export function createStreamClient(
   config: StreamConfig,
   options: { clientId: string; timeoutMs?: number },
 ): Kafka {
-  const sasl = {
-    mechanism: mechanisms[config.sasl],
-    username: config.username,
-    password: config.password,
-  } as SASLOptions;
+  const sasl =
+    config.username === '' || config.sasl === ''
+      ? undefined
+      : ({
+          mechanism: mechanisms[config.sasl],
+          username: config.username,
+          password: config.password,
+        } as SASLOptions);
   const kafkaConfig: KafkaConfig = {
     clientId: options.clientId,
     brokers: [...config.servers],
-    ssl: !config.disableTls,
-    sasl,
+    ssl: streamTlsOptions(config),
+    ...(sasl ? { sasl } : {}),
     connectionTimeout: options.timeoutMs ?? 10_000,
     authenticationTimeout: options.timeoutMs ?? 10_000,
     retry: { retries: 1 },

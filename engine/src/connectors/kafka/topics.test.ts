@@ -39,7 +39,7 @@ describe('stream peer validation', () => {
   it('refuses an unknown mechanism, a bad server address and an unknown partitioner', () => {
     expect(issues({ ...valid, sasl: 'GSSAPI' })).toEqual([
       expect.stringMatching(
-        /^config\.sasl: Invalid option: expected one of "PLAIN"\|"SCRAM-SHA-256"\|"SCRAM-SHA-512"/,
+        /^config\.sasl: Invalid option: expected one of ""\|"PLAIN"\|"SCRAM-SHA-256"\|"SCRAM-SHA-512"/,
       ),
     ]);
     for (const server of ['broker-1', 'broker 1:9092', 'broker-1:port', 'broker-1:123456', '']) {
@@ -50,6 +50,21 @@ describe('stream peer validation', () => {
     expect(issues({ ...valid, servers: [] })).toEqual([expect.stringMatching(/^config\.servers: /)]);
     expect(issues({ ...valid, partitioner: 'Random' })).toEqual([
       expect.stringMatching(/^config\.partitioner: /),
+    ]);
+  });
+
+  it('takes a client certificate without SASL, and refuses half a key pair or TLS fields without TLS', () => {
+    const { username: _, password: __, sasl: ___, ...servers } = valid;
+    const pair = { certificate: 'CERT', privateKey: 'KEY', rootCa: 'CA' };
+    expect(issues({ ...servers, ...pair })).toEqual([]);
+    expect(issues({ ...valid, sasl: '' })).toEqual([
+      expect.stringMatching(/^config\.sasl: a username needs a SASL mechanism/),
+    ]);
+    expect(issues({ ...servers, certificate: 'CERT' })).toEqual([
+      expect.stringMatching(/^config\.certificate: a client certificate needs its private key/),
+    ]);
+    expect(issues({ ...servers, ...pair, disableTls: true })).toEqual([
+      expect.stringMatching(/^config\.disableTls: certificate and root CA need TLS/),
     ]);
   });
 });

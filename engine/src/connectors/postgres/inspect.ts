@@ -45,6 +45,8 @@ export interface NewMirrorSource {
   readonly defaultPublicationName: string;
   /** An existing slot (and default-named publication) is then the mirror's to use. */
   readonly adoptExistingSlot: boolean;
+  /** The mirror asks for a failover slot (PostgreSQL 17+). */
+  readonly failoverSlot?: boolean | undefined;
   readonly destinationKind: PeerKind;
 }
 
@@ -69,6 +71,7 @@ export async function checkMirrorSource(
       defaultPublicationName:
         mirror.publicationName === undefined ? mirror.defaultPublicationName : undefined,
       adoptExistingSlot: mirror.adoptExistingSlot,
+      failoverSlot: mirror.failoverSlot,
       keylessTablesAllowed: keylessTablesAllowedByDestination[mirror.destinationKind],
     });
   } finally {

@@ -117,20 +117,61 @@ export async function removeFromPublication(
 }
 
 /**
- * The slot's WAL status and, on PostgreSQL 17+, its invalidation reason; read
- * through to_jsonb so one query serves servers without that column.
+ * The slot's WAL status (13+), whether it conflicted with recovery (16+) and
+ * its invalidation reason (17+); the newer columns are read through to_jsonb
+ * so one query serves every supported server.
  */
 export async function readSlotState(client: pg.Client, slotName: string): Promise<SlotState | undefined> {
   try {
-    const result = await client.query<{ wal_status: string | null; invalidation_reason: string | null }>(
-      `SELECT s.wal_status, to_jsonb(s) ->> 'invalidation_reason' AS invalidation_reason
+    const result = await client.query<{
+      wal_status: string | null;
+      invalidation_reason: string | null;
+      conflicting: boolean | null;
+    }>(
+      `SELECT s.wal_status, to_jsonb(s) ->> 'invalidation_reason' AS invalidation_reason,
+              (to_jsonb(s) ->> 'conflicting')::boolean AS conflicting
        FROM pg_replication_slots s WHERE s.slot_name = $1`,
       [slotName],
     );
     const row = result.rows[0];
-    return row ? { walStatus: row.wal_status, invalidationReason: row.invalidation_reason } : undefined;
+    return row
+      ? {
+          walStatus: row.wal_status,
+          invalidationReason: row.invalidation_reason,
+          conflicting: row.conflicting,
+        }
+      : undefined;
   } catch (error) {
     throw classifyPgError(error, `source: read replication slot ${slotName}`, 'source_setup');
+  }
+}
+
+/**
+ * Whether the slot is a failover slot: null on servers before PostgreSQL 17
+ * (no such column, read through to_jsonb) and when the slot does not exist.
+ */
+export async function readSlotFailover(client: pg.Client, slotName: string): Promise<boolean | null> {
+  try {
+    const result = await client.query<{ failover: boolean | null }>(
+      `SELECT (to_jsonb(s) ->> 'failover')::boolean AS failover FROM pg_replication_slots s WHERE s.slot_name = $1`,
+      [slotName],
+    );
+    return result.rows[0]?.failover ?? null;
+  } catch (error) {
+    throw classifyPgError(error, `source: read replication slot ${slotName}`, 'source_setup');
+  }
+}
+
+/** Turns the failover property of an existing slot on or off (PostgreSQL 17+, a replication connection). */
+export async function setSlotFailover(
+  replicationClient: pg.Client,
+  slotName: string,
+  failover: boolean,
+): Promise<void> {
+  try {
+    await replicationClient.query(`ALTER_REPLICATION_SLOT ${quoteIdent(slotName)} (FAILOVER ${failover})`);
+  } catch (error) {
+    throw classifyPgError(error, `source: alter replication slot ${slotName}`, 'source_setup');
   }
 }
 
@@ -146,22 +187,31 @@ export async function slotExists(client: pg.Client, slotName: string): Promise<b
 /**
  * Creates a pgoutput slot over a replication connection. With `exportSnapshot`,
  * the returned snapshot shows the database exactly as of `consistentPoint`.
+ * With `failover` (PostgreSQL 17+), standbys that synchronize slots
+ * (`sync_replication_slots`) keep a copy, so the slot survives a failover.
  */
 export async function createSlot(
   replicationClient: pg.Client,
   slotName: string,
   exportSnapshot: boolean,
-  options: { temporary?: boolean } = {},
+  options: { temporary?: boolean; failover?: boolean } = {},
 ): Promise<CreatedSlot> {
-  const snapshotMode = exportSnapshot ? 'EXPORT_SNAPSHOT' : 'NOEXPORT_SNAPSHOT';
   // A temporary slot disappears with its connection: used only for its snapshot.
   const temporary = options.temporary ? ' TEMPORARY' : '';
+  // The option list arrived in PostgreSQL 15 and FAILOVER in 17; the older
+  // keyword form (still accepted) serves every supported server otherwise.
+  // https://www.postgresql.org/docs/17/protocol-replication.html#PROTOCOL-REPLICATION-CREATE-REPLICATION-SLOT
+  const slotOptions = options.failover
+    ? `(SNAPSHOT '${exportSnapshot ? 'export' : 'nothing'}', FAILOVER true)`
+    : exportSnapshot
+      ? 'EXPORT_SNAPSHOT'
+      : 'NOEXPORT_SNAPSHOT';
   try {
     const result = await replicationClient.query<{
       slot_name: string;
       consistent_point: string;
       snapshot_name: string | null;
-    }>(`CREATE_REPLICATION_SLOT ${quoteIdent(slotName)}${temporary} LOGICAL pgoutput ${snapshotMode}`);
+    }>(`CREATE_REPLICATION_SLOT ${quoteIdent(slotName)}${temporary} LOGICAL pgoutput ${slotOptions}`);
     const row = result.rows[0];
     if (!row)
       throw new EngineError('internal', `source: CREATE_REPLICATION_SLOT ${slotName} returned no row`);

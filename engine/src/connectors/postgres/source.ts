@@ -30,8 +30,10 @@ import {
   ensurePublication,
   publicationExists,
   readSlot,
+  readSlotFailover,
   readSlotState,
   removeFromPublication,
+  setSlotFailover,
   slotExists,
 } from './slot.ts';
 import { beginSnapshotTransaction, copyPartition, planPartitions } from './snapshot-reader.ts';
@@ -140,6 +142,19 @@ export class PostgresSource implements Source {
     return classifySlotState(slotName, await readSlotState(await this.#client(), slotName));
   }
 
+  async slotFailover(slotName: string): Promise<boolean | null> {
+    return readSlotFailover(await this.#client(), slotName);
+  }
+
+  async setSlotFailover(slotName: string, failover: boolean): Promise<void> {
+    const replication = await this.#connect('slot', 'database');
+    try {
+      await setSlotFailover(replication.client, slotName, failover);
+    } finally {
+      await replication.close();
+    }
+  }
+
   async publicationExists(publicationName: string): Promise<boolean> {
     return publicationExists(await this.#client(), publicationName);
   }
@@ -163,6 +178,7 @@ export class PostgresSource implements Source {
     try {
       const slot = await createSlot(replication.client, slotName, options.exportSnapshot, {
         ...(options.temporary ? { temporary: true } : {}),
+        ...(options.failover ? { failover: true } : {}),
       });
       await whileOpen(slot);
       return slot;

@@ -6,7 +6,15 @@ import { formatTableName, type TableName } from '../../resources/mirror.ts';
 import type { SourceTableInfo, SourceValidationInput, ValidatedSource } from '../source.ts';
 import { readTableInfo } from './table-info.ts';
 
-export const minimumServerVersionNum = 120_000;
+/**
+ * PostgreSQL 13: the oldest release still maintained when this was written
+ * (12 reached its end of life in November 2024), and the first with
+ * `pg_replication_slots.wal_status` and `max_slot_wal_keep_size`, by which a
+ * lost slot is told apart (docs/postgres-versions.md).
+ */
+export const minimumServerVersionNum = 130_000;
+/** Failover slots (the FAILOVER option of CREATE_REPLICATION_SLOT). */
+export const failoverSlotServerVersionNum = 170_000;
 
 export type { SourceValidationInput, ValidatedSource } from '../source.ts';
 
@@ -54,6 +62,7 @@ export interface NewMirrorSourceInput {
   /** The default-named publication the mirror will create: it must not exist yet, unless adopted. */
   readonly defaultPublicationName?: string | undefined;
   readonly adoptExistingSlot: boolean;
+  readonly failoverSlot?: boolean | undefined;
   /**
    * Whether the destination takes a table without a key when the source logs
    * whole old rows (REPLICA IDENTITY FULL): a stream of change events does, a
@@ -143,7 +152,11 @@ async function findSourceProblems(
   if (!server) throw new EngineError('internal', 'source: server facts query returned no row');
 
   if (server.server_version_num < minimumServerVersionNum) {
-    problems.push(`PostgreSQL ${server.server_version} is too old: version 12 or later is required`);
+    problems.push(`PostgreSQL ${server.server_version} is too old: version 13 or later is required`);
+  } else if (input.failoverSlot && server.server_version_num < failoverSlotServerVersionNum) {
+    problems.push(
+      `failover slots need PostgreSQL 17 or later and the source runs ${server.server_version}: unset failover_slot (spec failoverSlot)`,
+    );
   }
   if (server.wal_level !== 'logical') {
     problems.push(`wal_level is '${server.wal_level}': set wal_level = logical on the source and restart it`);
