@@ -3,7 +3,7 @@
 // shows the fault while it lasts, and marks the mirror failed, with the remedy,
 // when the policy says a person must act.
 import { setTimeout as delay } from 'node:timers/promises';
-import { classifyPgError } from '../connectors/classify.ts';
+import { classifyError } from '../connectors/classify.ts';
 import type { EngineError } from '../errors.ts';
 import { type MirrorContext, mirrorLog } from './context.ts';
 import { type RunOutcome, runMirror } from './run-mirror.ts';
@@ -99,7 +99,7 @@ export async function superviseMirror(
         await pendingWrites;
         // The one classifier, so a driver error that escaped a connector (a
         // refused socket) still gets its kind rather than `internal`.
-        const error: EngineError = classifyPgError(caught, 'mirror run', 'internal');
+        const error: EngineError = classifyError(caught, 'mirror run', 'internal');
         const { retry, remedy } = error.policy;
         context.logger.error({ err: error, kind: error.kind }, 'mirror run failed');
         context.metrics?.runFailed(mirror, error.kind, retry === 'timed');
