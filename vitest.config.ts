@@ -33,7 +33,7 @@ const postgresVersionProjects = (
     env: { TRIBUTARY_TEST_SOURCE_POSTGRES: String(major) },
     testTimeout: 120_000,
     hookTimeout: 180_000,
-    maxWorkers: 2,
+    maxWorkers: 3,
   },
 }));
 
@@ -43,6 +43,10 @@ export default defineConfig({
     // hanging-process reporter naming what stayed open); scripts/test-watchdog.ts
     // bounds the rest.
     teardownTimeout: 30_000,
+    // Most integration time is spent waiting on servers (replication, a
+    // kubelet, Kafka), not on CPU: three files at once on two cores finish the
+    // suite sooner without starving any one of them (docs/testing.md, Durations).
+    maxWorkers: 3,
     projects: [
       {
         test: {
@@ -61,7 +65,7 @@ export default defineConfig({
           // Real servers on a 2-core machine: generous limits, few files at once.
           testTimeout: 120_000,
           hookTimeout: 180_000,
-          maxWorkers: 2,
+          maxWorkers: 3,
         },
       },
       {
@@ -75,7 +79,7 @@ export default defineConfig({
           env: { TRIBUTARY_FACADE_MODE: 'cluster' },
           testTimeout: 120_000,
           hookTimeout: 180_000,
-          maxWorkers: 2,
+          maxWorkers: 3,
         },
       },
       ...postgresVersionProjects,

@@ -28,7 +28,7 @@ describe('chart RBAC', () => {
       '--set',
       'catalog.url=postgres://db/c',
       '--set',
-      'api.password=p',
+      'api.password=rbac-test-api-password',
     ]);
     const objects = KubernetesObjectApi.makeApiClient(config);
     for (const document of parseAllDocuments(stdout)) {
