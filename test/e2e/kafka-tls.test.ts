@@ -155,5 +155,6 @@ describe('Kafka over TLS', () => {
     } finally {
       await collector.stop();
     }
-  });
+    // Above the sum of its bounded waits, so a slow step fails with its own message.
+  }, 300_000);
 });

@@ -106,7 +106,25 @@ export class TopicCollector {
     this.#client = client;
   }
 
+  /**
+   * Subscribes from the beginning and resolves once the consumer joined its
+   * group. A join that does not come within 20 s (seen once on a broker still
+   * creating __consumer_offsets) is retried with a new consumer, three times in
+   * all, so a test never waits on it without bound.
+   */
   async start(topics: readonly string[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#startOnce(topics, 20_000);
+        return;
+      } catch (error) {
+        await this.#consumer?.disconnect().catch(() => {});
+        if (attempt >= 3) throw error;
+      }
+    }
+  }
+
+  async #startOnce(topics: readonly string[], joinTimeoutMs: number): Promise<void> {
     const consumer = this.#client.consumer({
       groupId: this.#groupId,
       allowAutoTopicCreation: false,
@@ -116,26 +134,36 @@ export class TopicCollector {
     this.#consumer = consumer;
     await consumer.connect();
     await consumer.subscribe({ topics: [...topics], fromBeginning: true });
-    let joined: () => void = () => {};
-    const ready = new Promise<void>((resolve) => {
-      joined = resolve;
+    let timer: NodeJS.Timeout | undefined;
+    const joined = new Promise<void>((resolve, reject) => {
+      consumer.on(consumer.events.GROUP_JOIN, () => resolve());
+      consumer.on(consumer.events.CRASH, (event) => {
+        if (!event.payload.restart) reject(event.payload.error);
+      });
+      timer = setTimeout(
+        () => reject(new Error(`consumer did not join its group within ${joinTimeoutMs} ms`)),
+        joinTimeoutMs,
+      );
     });
-    consumer.on(consumer.events.GROUP_JOIN, () => joined());
-    await consumer.run({
-      eachMessage: async ({ topic, partition, message }) => {
-        const headers: Record<string, string> = {};
-        for (const [name, value] of Object.entries(message.headers ?? {})) headers[name] = String(value);
-        this.messages.push({
-          topic,
-          partition,
-          offset: Number(message.offset),
-          key: message.key ? message.key.toString() : null,
-          value: message.value ? message.value.toString() : null,
-          headers,
-        });
-      },
-    });
-    await ready;
+    try {
+      await consumer.run({
+        eachMessage: async ({ topic, partition, message }) => {
+          const headers: Record<string, string> = {};
+          for (const [name, value] of Object.entries(message.headers ?? {})) headers[name] = String(value);
+          this.messages.push({
+            topic,
+            partition,
+            offset: Number(message.offset),
+            key: message.key ? message.key.toString() : null,
+            value: message.value ? message.value.toString() : null,
+            headers,
+          });
+        },
+      });
+      await joined;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Waits until `check` holds over the messages received so far. */
