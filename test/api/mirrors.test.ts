@@ -338,7 +338,10 @@ describe('mirrors', () => {
           facade.post('/api/v1/flows/cdc/create', { connection_configs: connectionConfigs(name) }),
         ),
       );
-      expect(responses.map((response) => response.statusCode).sort()).toEqual([200, 409]);
+      expect(
+        responses.map((response) => response.statusCode).sort(),
+        responses.map((response) => response.body).join('\n'),
+      ).toEqual([200, 409]);
       const refused = responses.find((response) => response.statusCode === 409);
       expect(refused?.json()).toEqual({
         code: 2,
@@ -1087,7 +1090,10 @@ describe('mirrors', () => {
           },
         });
       const responses = await Promise.all([edit('public.customers'), edit('public.items')]);
-      expect(responses.map((response) => response.statusCode).sort()).toEqual([200, 409]);
+      expect(
+        responses.map((response) => response.statusCode).sort(),
+        responses.map((response) => response.body).join('\n'),
+      ).toEqual([200, 409]);
       const refused = responses.find((response) => response.statusCode === 409);
       expect(refused?.json()).toMatchObject({
         code: 9,

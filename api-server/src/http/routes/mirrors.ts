@@ -354,6 +354,10 @@ async function checkSourceNamesFree(
   const slotOf = (mirror: MirrorResourceSpec) =>
     mirror.replicationSlotName ?? defaultSlotName(mirror.name, installationId);
   for (const other of await context.store.listMirrors()) {
+    // Created by a concurrent request since this one's name check: the name is taken.
+    if (other.name === spec.name) {
+      throw new ApiError('mirrorExists', `invalid mirror: a mirror named ${spec.name} already exists`);
+    }
     if (other.spec.sourcePeer !== spec.sourcePeer) continue;
     if (slotOf(other.spec) === slotOf(spec)) {
       throw invalidMirror(
