@@ -18,6 +18,7 @@ import {
   startMirror,
 } from '../support/mirror-harness.ts';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.ts';
+import { mountSmallDisk, type SmallDisk } from '../support/small-disk.ts';
 
 const recoveryRuns = Number(process.env.TRIBUTARY_RECOVERY_RUNS ?? 3);
 /** How long each fault lasts once it shows: long enough for the backoff to reach its cap. */
@@ -238,6 +239,58 @@ describe('faults that heal by themselves', () => {
     }
   }, 300_000);
 
+  it('continues by itself once another session releases its lock on the destination table', async () => {
+    const { source, destination } = harness;
+    await source.client.query(`CREATE TABLE locked (id int PRIMARY KEY, body text)`);
+    await source.client.query(`INSERT INTO locked SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
+    const spec: SpecInput = {
+      name: `locked-${randomSuffix()}`,
+      tableMappings: [mapping('locked')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = startMirror(harness, spec, { supervised: true });
+    // A session of someone else's holding the table, as an ALTER or LOCK TABLE would.
+    const { host, port, user, password, database } = destination.config;
+    const holder = new pg.Client({ host, port, user, password, database });
+    await holder.connect();
+    try {
+      await expectSameRows(harness, 'locked');
+      await mirrorRunning(harness, spec.name);
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE locked IN ACCESS EXCLUSIVE MODE');
+      await source.client.query(
+        `INSERT INTO locked SELECT g, 'late ' || g FROM generate_series(1000, 1099) g`,
+      );
+      await waitFor(
+        async () => /\(55P03\)/.test((await harness.catalog.getRuntime(spec.name))?.retryingError ?? ''),
+        60_000,
+        'the lock timeout to show',
+      );
+      const runtime = await harness.catalog.getRuntime(spec.name);
+      expect(runtime?.phase).toBe('running');
+      expect(runtime?.retryingError).toContain('waited too long for a lock');
+      await holder.query('COMMIT');
+      const recovery = await timeUntil(
+        async () => (await destination.client.query(`SELECT 1 FROM locked WHERE id = 1099`)).rowCount === 1,
+        60_000,
+        'rows after the lock is released',
+      );
+      await expectSameRows(harness, 'locked');
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(spec.name))?.retryingError === null,
+        30_000,
+        'the fault to clear',
+      );
+      expect(await logMessages(harness, spec.name, 'ERROR')).toEqual([]);
+      console.log(summary('destination lock released', [recovery]));
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      await holder.end().catch(() => {});
+      await mirror.stop();
+    }
+  }, 300_000);
+
   it('shows an unreachable source from the very first run, in setup, without failing', async () => {
     const spec: SpecInput = {
       name: `unreachable-${randomSuffix()}`,
@@ -338,6 +391,83 @@ describe('faults that heal by themselves', () => {
       }
     }, 300_000);
   });
+  describe('destination disk full, then grown', () => {
+    let server: PrivatePostgres;
+    let disk: SmallDisk;
+
+    beforeAll(async () => {
+      server = await startPrivatePostgres();
+      disk = await mountSmallDisk(16, 'postgres');
+      const admin = await server.connect();
+      try {
+        // Every table of the destination database lands on the small disk; the
+        // server's WAL stays on its own, so the server itself keeps running.
+        await admin.query(`CREATE TABLESPACE small LOCATION '${disk.path}'`);
+        await admin.query(`ALTER DATABASE source SET default_tablespace = small`);
+      } finally {
+        await admin.end();
+      }
+    }, 120_000);
+
+    afterAll(async () => {
+      await server?.destroy();
+      await disk?.remove();
+    });
+
+    it('flows again by itself once the disk has room', async () => {
+      const { source } = harness;
+      await source.client.query(`CREATE TABLE filling (id int PRIMARY KEY, body text)`);
+      await source.client.query(`INSERT INTO filling SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
+      const spec: SpecInput = {
+        name: `full-${randomSuffix()}`,
+        tableMappings: [mapping('filling')],
+        doInitialSnapshot: true,
+        idleTimeoutSeconds: 1,
+      };
+      const client = await server.connect();
+      const mirror = startMirror(harness, spec, { supervised: true, destination: server.config });
+      try {
+        await waitFor(
+          async () => (await client.query(`SELECT 1 FROM filling WHERE id = 100`)).rowCount === 1,
+          60_000,
+          'initial load',
+        );
+        await mirrorRunning(harness, spec.name);
+        // About 40 MiB of rows (uncompressed: each value is below the TOAST threshold) for a 16 MiB disk.
+        await source.client.query(
+          `INSERT INTO filling SELECT g, repeat(md5(g::text), 32) FROM generate_series(1000, 40999) g`,
+        );
+        await waitFor(
+          async () => /\(53100\)/.test((await harness.catalog.getRuntime(spec.name))?.retryingError ?? ''),
+          120_000,
+          'the disk-full fault to show',
+        );
+        const runtime = await harness.catalog.getRuntime(spec.name);
+        expect(runtime?.phase).toBe('running');
+        expect(runtime?.retryingError).toContain('out of disk space');
+        await disk.grow(256);
+        const recovery = await timeUntil(
+          async () => (await client.query(`SELECT 1 FROM filling WHERE id = 40999`)).rowCount === 1,
+          120_000,
+          'rows after the disk grew',
+        );
+        await waitFor(
+          async () => (await harness.catalog.getRuntime(spec.name))?.retryingError === null,
+          30_000,
+          'the fault to clear',
+        );
+        expect(await tableCells(client, 'filling', 'id')).toEqual(
+          await tableCells(source.client, 'filling', 'id'),
+        );
+        expect(await logMessages(harness, spec.name, 'ERROR')).toEqual([]);
+        console.log(summary('destination disk grown', [recovery]));
+      } finally {
+        await mirror.stop();
+        await client.end().catch(() => {});
+      }
+    }, 300_000);
+  });
+
   describe('source server stopped, then started', () => {
     let server: PrivatePostgres;
 

@@ -104,6 +104,16 @@ describe('classifyPgError: faults that heal by themselves', () => {
       );
       expect([code, classified.kind, classified.policy.retry]).toEqual([code, 'busy', 'timed']);
     }
+    // What ran short is named in fixed words; the driver's text stays in `cause`.
+    expect(classifyPgError(pgError('55P03', 'row 7 locked'), 'destination: sync batch 2').message).toBe(
+      'destination: sync batch 2 failed (55P03): waited too long for a lock another session holds on a table this step writes (pg_locks shows who)',
+    );
+    expect(classifyPgError(pgError('53100', 'no space'), 'destination: sync batch 2').message).toMatch(
+      /\(53100\): the server is out of disk space/,
+    );
+    expect(classifyPgError(pgError('XX000', 'odd'), 'destination: sync batch 2', 'busy').message).toBe(
+      'destination: sync batch 2 failed (XX000)',
+    );
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     expect(classifyPgError(refused, 'mirror run', 'internal').kind).toBe('connection');
   });

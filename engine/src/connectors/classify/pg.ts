@@ -75,15 +75,18 @@ function tlsProblem(error: PgDriverError, tlsMode: string | undefined): string |
  * configuration_limit_exceeded, serialization_failure, deadlock_detected,
  * lock_not_available (lock_timeout), query_canceled (statement_timeout).
  */
-const busyCodes: ReadonlySet<string> = new Set([
-  '53100',
-  '53200',
-  '53300',
-  '53400',
-  '40001',
-  '40P01',
-  '55P03',
-  '57014',
+const busyCodes: ReadonlyMap<string, string> = new Map([
+  ['53100', 'the server is out of disk space; free or add space and the mirror continues'],
+  ['53200', 'the server is out of memory'],
+  ['53300', 'the server has no connection slot left for this user'],
+  ['53400', 'a server configuration limit was exceeded'],
+  ['40001', 'a serialization failure'],
+  ['40P01', 'a deadlock with another session'],
+  [
+    '55P03',
+    'waited too long for a lock another session holds on a table this step writes (pg_locks shows who)',
+  ],
+  ['57014', 'the statement was canceled (statement timeout or an administrator)'],
 ]);
 
 /** Kinds of objects PostgreSQL names in `permission denied for <kind> <name>`. */
@@ -155,6 +158,9 @@ export function classifyPgError(
     if (context.privileges) message += `; it needs ${context.privileges}`;
   }
   if (resolved === 'tls') message += `: ${tlsProblem(error as PgDriverError, context.tlsMode)}`;
+  // A fixed description, never the driver's text: what ran short is what to free.
+  const shortOf = resolved === 'busy' && code ? busyCodes.get(code) : undefined;
+  if (shortOf) message += `: ${shortOf}`;
   return new EngineError(resolved, message, { cause: error });
 }
 

@@ -29,6 +29,11 @@ export interface ConnectOptions {
   readonly applicationName: string;
   readonly connectTimeoutMs?: number;
   /**
+   * The session's `lock_timeout`: a statement that waits longer than this for a
+   * lock fails (55P03, classified `busy` and retried) instead of waiting unseen.
+   */
+  readonly lockTimeoutMs?: number;
+  /**
    * Which end of a mirror the connection serves, for the kind of a refused
    * login (errors.ts). A replication connection is always the source's; a peer
    * check has no side.
@@ -70,7 +75,10 @@ function clientConfig(
     database: config.database,
     application_name: options.applicationName,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 15_000,
-    options: sessionOptions,
+    options:
+      options.lockTimeoutMs === undefined
+        ? sessionOptions
+        : `${sessionOptions} -c lock_timeout=${Math.round(options.lockTimeoutMs)}`,
     keepAlive: true,
     ...(options.replication ? { replication: options.replication } : {}),
   };

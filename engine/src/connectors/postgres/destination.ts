@@ -40,6 +40,14 @@ export interface PostgresDestinationOptions {
   readonly logger: Logger;
 }
 
+/**
+ * A batch held behind someone else's lock on a destination table (an ALTER, a
+ * LOCK TABLE, a long transaction holding a row) gives up after this and is
+ * retried with backoff: the mirror's status then names the lock instead of the
+ * mirror silently standing still.
+ */
+export const destinationLockTimeoutMs = 10_000;
+
 export class PostgresDestination implements Destination {
   readonly #config: RelationalConfig;
   readonly #options: PostgresDestinationOptions;
@@ -55,6 +63,7 @@ export class PostgresDestination implements Destination {
       applicationName: this.#options.applicationName,
       side: 'destination',
       maxConnections: 8,
+      lockTimeoutMs: destinationLockTimeoutMs,
     });
     return this.#pool.pool;
   }
