@@ -163,6 +163,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     listener,
   );
   await app.listen({ host: config.host, port: config.port });
+  await controlPlane.resumeMirrors();
   const scheme = listener.tls ? 'https' : 'http';
   logger.info(
     { url: `${scheme}://${config.host}:${config.port}/api/v1`, dataDir: config.dataDir },

@@ -1,7 +1,8 @@
 // Standalone mode's control plane in one process: the embedded database (PGlite)
 // holding resources and the catalog, the mirror reconciler on a work queue, and
 // engines as in-process tasks. Restarting the process resumes every mirror from
-// its checkpoint: all mirrors are reconciled at start.
+// its checkpoint: all mirrors are reconciled once `resumeMirrors` is called,
+// which standalone mode does after its listener is up.
 import { PGlite } from '@electric-sql/pglite';
 import type { Logger } from 'pino';
 import { PostgresCatalog } from '../../../engine/src/catalog/postgres-catalog.ts';
@@ -29,6 +30,13 @@ export interface ControlPlane {
   readonly catalog: PostgresCatalog;
   /** What the in-process engines report, for the facade's /metrics (absent when engines do not run). */
   readonly engineMetrics?: EngineMetrics;
+  /**
+   * Queues every stored mirror for reconciling (each resumes from its
+   * checkpoint). Called once the API listens: twenty engines starting share this
+   * thread and the embedded database with the listener, and would otherwise
+   * hold back its first answer by seconds.
+   */
+  resumeMirrors(): Promise<void>;
   /** Resolves once every reconcile in progress has finished (for tests). */
   idle(): Promise<void>;
   close(): Promise<void>;
@@ -55,6 +63,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     return {
       store,
       catalog,
+      resumeMirrors: async () => {},
       idle: async () => {},
       close: () => database.close(),
     };
@@ -92,12 +101,14 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const unwatch = store.watch((event) => {
     if (event.kind === 'mirror') workQueue.add(event.name);
   });
-  for (const mirror of await store.listMirrors()) workQueue.add(mirror.name);
 
   return {
     store,
     catalog,
     engineMetrics,
+    async resumeMirrors() {
+      for (const mirror of await store.listMirrors()) workQueue.add(mirror.name);
+    },
     idle: () => workQueue.idle(),
     async close() {
       unwatch();
