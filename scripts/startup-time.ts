@@ -8,7 +8,7 @@
 // the program alone (`node bin/tributary.js standalone`). Prints each run and the
 // median in milliseconds.
 //
-//   node scripts/startup-time.ts [runs] node --mirrors N
+//   node scripts/startup-time.ts [runs] node --mirrors N [--kill]
 //
 // With `--mirrors N` (needs the test PostgreSQL of `make testenv-up`), the
 // uncounted first run creates a source and a destination database, their peers
@@ -29,6 +29,9 @@ const runs = Number(process.argv[2] ?? 5);
 const how = process.argv[3] === 'node' ? 'node' : 'make';
 const mirrorsFlag = process.argv.indexOf('--mirrors');
 const mirrorCount = mirrorsFlag > 0 ? Number(process.argv[mirrorsFlag + 1]) : 0;
+// `--kill`: each run ends with kill -9 instead of SIGTERM, so the next start
+// recovers from a crash (no batch flushed at shutdown, walsenders to replace).
+const stopSignal = process.argv.includes('--kill') ? 'SIGKILL' : 'SIGTERM';
 if (mirrorCount > 0 && how !== 'node') throw new Error('--mirrors measures `node` runs only');
 const root = join(import.meta.dirname, '..');
 const dataDir = join(mkdtempSync(join(tmpdir(), 'tributary-startup-')), 'data');
@@ -185,7 +188,7 @@ async function once(setUp = false): Promise<Run> {
     if (!delivered) return { readyMs };
     return { readyMs, streamingMs: await until('every mirror streaming', delivered) };
   } finally {
-    if (child.exitCode === null && child.pid) process.kill(-child.pid, 'SIGTERM');
+    if (child.exitCode === null && child.pid) process.kill(-child.pid, stopSignal);
     await exited;
   }
 }
