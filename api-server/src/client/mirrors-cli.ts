@@ -3,6 +3,7 @@
 // everything), so it works against standalone mode and the api-server alike.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { logLevelFilters } from '../../../engine/src/catalog/catalog.ts';
 
 export const mirrorsUsage = `usage: tributary mirrors <command> [name] [options]
 
@@ -223,7 +224,7 @@ export async function runMirrorsCommand(argv: readonly string[], env: NodeJS.Pro
     }
     case 'logs': {
       const level = (values.level ?? 'all').toUpperCase();
-      if (!['ALL', 'ERROR', 'WARN', 'INFO'].includes(level))
+      if (!(logLevelFilters as readonly string[]).includes(level))
         throw new CliError('--level: error, warn, info or all', 2);
       const answer = (await call(connection, 'POST', '/api/v1/mirrors/logs', {
         flowJobName: name,

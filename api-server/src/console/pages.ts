@@ -1,4 +1,5 @@
 // The console's pages: plain server-rendered HTML that works without JavaScript.
+import { type LogLevelFilter, logLevelFilters } from '../../../engine/src/catalog/catalog.ts';
 import type { Batches, Logs, MirrorStatus, PeerInfo } from './api-client.ts';
 import { type Html, html } from './html.ts';
 import type { MirrorGauges } from './prometheus-text.ts';
@@ -95,8 +96,6 @@ ${mirrors.map(
   return page('Mirrors', body);
 }
 
-export const logLevels = ['ALL', 'ERROR', 'WARN', 'INFO'] as const;
-export type LogLevelFilter = (typeof logLevels)[number];
 export const logsPerPage = 20;
 
 export interface MirrorPageData {
@@ -207,7 +206,7 @@ ${batches.cdcBatches.map(
 <form method="get" action="${mirrorPath(name)}">
 <label for="level">Level</label>
 <select id="level" name="level">
-${logLevels.map((option) => html`<option value="${option}"${option === level ? html` selected` : ''}>${option.toLowerCase()}</option>`)}
+${logLevelFilters.map((option) => html`<option value="${option}"${option === level ? html` selected` : ''}>${option.toLowerCase()}</option>`)}
 </select>
 <button type="submit">Show</button>
 </form>

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type LogLevelFilter, logLevelFilters } from '../../../engine/src/catalog/catalog.ts';
 import {
   ApiClient,
   type ApiErrorBody,
@@ -20,8 +21,6 @@ import { MetricsHistory } from './history.ts';
 import {
   actions,
   confirmPage,
-  type LogLevelFilter,
-  logLevels,
   logsPerPage,
   type MirrorAction,
   type MirrorRow,
@@ -80,6 +79,11 @@ function isSameOrigin(request: FastifyRequest): boolean {
   } catch {
     return false;
   }
+}
+
+/** A script id from a console path: digits only, within the safe integers; else undefined. */
+function scriptIdOf(segment: string): number | undefined {
+  return /^\d{1,15}$/.test(segment) ? Number(segment) : undefined;
 }
 
 export function consoleRoutes(app: FastifyInstance): void {
@@ -148,7 +152,9 @@ export function consoleRoutes(app: FastifyInstance): void {
       '/mirrors/:name',
       async (request, reply) => {
         const { name } = request.params;
-        const level: LogLevelFilter = (logLevels as readonly string[]).includes(request.query.level ?? '')
+        const level: LogLevelFilter = (logLevelFilters as readonly string[]).includes(
+          request.query.level ?? '',
+        )
           ? (request.query.level as LogLevelFilter)
           : 'ALL';
         const logPage = Math.max(1, Math.min(1_000_000, Number.parseInt(request.query.page ?? '1', 10) || 1));
@@ -226,7 +232,7 @@ export function consoleRoutes(app: FastifyInstance): void {
     scope.get<{ Params: { id: string }; Querystring: { saved?: string } }>(
       '/scripts/:id',
       async (request, reply) => {
-        const id = /^\d{1,15}$/.test(request.params.id) ? Number(request.params.id) : undefined;
+        const id = scriptIdOf(request.params.id);
         const answer =
           id === undefined
             ? undefined
@@ -247,9 +253,9 @@ export function consoleRoutes(app: FastifyInstance): void {
       '/scripts/:id',
       { bodyLimit: 3 * 1024 * 1024 },
       async (request, reply) => {
-        const id = request.params.id === 'new' ? -1 : Number(request.params.id);
+        const id = request.params.id === 'new' ? -1 : scriptIdOf(request.params.id);
         const form: ScriptForm = {
-          id: Number.isSafeInteger(id) ? id : -1,
+          id: id ?? -1,
           name: request.body?.name ?? '',
           // Browsers send textarea line breaks as CRLF; Lua reads either, users wrote LF.
           source: (request.body?.source ?? '').replaceAll('\r\n', '\n'),
@@ -260,7 +266,7 @@ export function consoleRoutes(app: FastifyInstance): void {
             .type(htmlType)
             .send(messagePage('Refused', 'this form was posted from another site', '/scripts'));
         }
-        if (request.params.id !== 'new' && !/^\d{1,15}$/.test(request.params.id)) {
+        if (id === undefined) {
           return reply
             .code(404)
             .type(htmlType)

@@ -6,6 +6,7 @@
 // and drops nulls, zero values of optional fields and unknown fields before
 // these schemas validate.
 import { z } from 'zod';
+import { logLevelFilters } from '../../../engine/src/catalog/catalog.ts';
 import { mirrorSpecFields } from '../../../engine/src/resources/mirror.ts';
 import { resourceNameSchema } from '../../../engine/src/resources/names.ts';
 import { type PeerKind, partitioners, saslMechanisms } from '../../../engine/src/resources/peer.ts';
@@ -313,7 +314,7 @@ export const logsRequest = z
     level: z
       .string()
       .transform((value) => value.toUpperCase())
-      .pipe(z.enum(['ALL', 'INFO', 'WARN', 'ERROR']))
+      .pipe(z.enum(logLevelFilters))
       .optional(),
     page: z.number().int().min(0).optional(),
     num_per_page: z.number().int().min(0).max(1000).optional(),

@@ -16,7 +16,12 @@ export const mirrorPhases = [
 ] as const;
 export type MirrorPhase = (typeof mirrorPhases)[number];
 
-export type LogLevel = 'INFO' | 'WARN' | 'ERROR';
+/** Levels of a mirror's log entries, most severe first. */
+export const logLevels = ['ERROR', 'WARN', 'INFO'] as const;
+export type LogLevel = (typeof logLevels)[number];
+/** What a reader of the logs filters on (API, console, CLI): one level, or all. */
+export const logLevelFilters = ['ALL', ...logLevels] as const;
+export type LogLevelFilter = (typeof logLevelFilters)[number];
 
 /**
  * Who a slot is, beyond its name: a slot dropped and re-created under the same
