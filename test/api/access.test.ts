@@ -509,6 +509,7 @@ describe('metrics', () => {
         doInitialSnapshot: false,
         adoptExistingSlot: false,
         failoverSlot: false,
+        streaming: false,
         maxBatchSize: 1000,
         idleTimeoutSeconds: 1,
         snapshotNumRowsPerPartition: 1000,

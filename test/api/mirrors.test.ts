@@ -317,6 +317,26 @@ describe('mirrors', () => {
       });
     });
 
+    it('takes streaming, beyond the interface, beside camelCase fields; off by default', async () => {
+      const snake = mirrorName('streaming');
+      const camel = mirrorName('streamcamel');
+      const plain = mirrorName('nostream');
+      await createMirror(snake, { streaming: true });
+      await createMirror(camel, { streaming: true, idleTimeoutSeconds: 5 });
+      await createMirror(plain);
+      expect((await facade.controlPlane.store.getMirror(snake))?.spec.streaming).toBe(true);
+      expect((await facade.controlPlane.store.getMirror(camel))?.spec).toMatchObject({
+        streaming: true,
+        idleTimeoutSeconds: 5,
+      });
+      expect((await facade.controlPlane.store.getMirror(plain))?.spec.streaming).toBe(false);
+      const refused = await facade.post('/api/v1/flows/cdc/create', {
+        connection_configs: connectionConfigs(mirrorName('badstream'), { streaming: 'yes' }),
+      });
+      expect(refused.statusCode).toBe(400);
+      expect(refused.body).toContain('streaming');
+    });
+
     it('refuses a duplicate name with 409 code 2 and changes nothing', async () => {
       const name = mirrorName('dup');
       await createMirror(name);

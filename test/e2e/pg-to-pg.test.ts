@@ -251,6 +251,53 @@ describe('PostgreSQL to PostgreSQL', () => {
     await dropMirror(harness, spec);
   });
 
+  // The engine's own doing, the same on every major: run on the shared server only.
+  it.skipIf(sourcePostgres !== postgres)(
+    'with streaming, writes each commit without waiting for the idle timeout',
+    async () => {
+      const { source, destination } = harness;
+      await source.client.query(`CREATE TABLE live (id int PRIMARY KEY, v text)`);
+      // An hour of idle timeout: without streaming nothing below would arrive
+      // before the waits give up.
+      const spec: SpecInput = {
+        name: `live-${randomSuffix()}`,
+        tableMappings: [mapping('live')],
+        doInitialSnapshot: false,
+        idleTimeoutSeconds: 3600,
+        streaming: true,
+      };
+      const mirror = startMirror(harness, spec);
+      try {
+        await waitFor(
+          async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+          30_000,
+          'running',
+        );
+        for (let id = 1; id <= 20; id++) {
+          await source.client.query(`INSERT INTO live VALUES ($1, $2)`, [id, `v${id}`]);
+          // Each commit on its own, seen at the destination before the next is made.
+          await waitFor(
+            async () =>
+              (await destination.client.query(`SELECT 1 FROM live WHERE id = $1`, [id])).rowCount === 1,
+            30_000,
+            `row ${id}`,
+          );
+        }
+        await source.client.query(`BEGIN`);
+        await source.client.query(`UPDATE live SET v = 'changed' WHERE id <= 10`);
+        await source.client.query(`DELETE FROM live WHERE id > 15`);
+        await source.client.query(`COMMIT`);
+        await expectSameRows(harness, 'live', { timeoutMs: 30_000 });
+        // One batch per commit seen above (20 inserts, then the update and delete).
+        const { total } = await harness.catalog.listBatches(spec.name, { limit: 0, ascending: true });
+        expect(total).toBeGreaterThanOrEqual(21);
+      } finally {
+        expect(await mirror.stop()).toBe('stopped');
+      }
+      await dropMirror(harness, spec);
+    },
+  );
+
   // The engine's own doing, the same on every major, and the longest test here:
   // run on the shared server only.
   it.skipIf(sourcePostgres !== postgres)(

@@ -182,6 +182,7 @@ export function mirrorSpecFromWire(
     resync: request.resync ?? false,
     adoptExistingSlot: request.adopt_existing_slot ?? false,
     failoverSlot: request.failover_slot ?? false,
+    streaming: request.streaming ?? false,
     initialSnapshotOnly: request.initial_snapshot_only ?? false,
     system: request.system ?? 'Q',
     state: 'Running',

@@ -181,6 +181,7 @@ export const createMirrorRequest = z
         replication_slot_name: z.string().min(1).max(63).optional(),
         adopt_existing_slot: z.boolean().optional(),
         failover_slot: z.boolean().optional(),
+        streaming: z.boolean().optional(),
         snapshot_num_rows_per_partition: z.number().int().positive().optional(),
         snapshot_max_parallel_workers: z.number().int().positive().max(64).optional(),
         snapshot_num_tables_in_parallel: z.number().int().positive().max(64).optional(),

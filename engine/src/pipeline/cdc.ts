@@ -1,6 +1,8 @@
 // The change data capture loop: read the slot, cut batches at max rows, at the
-// memory budget or at the idle timeout, sync each to the destination, and only
-// then acknowledge its last complete commit to the slot (change-applier.ts).
+// memory budget or at the idle timeout (with `streaming`, also as soon as the
+// stream has nothing more buffered at a transaction boundary), sync each to the
+// destination, and only then acknowledge its last complete commit to the slot
+// (change-applier.ts).
 import { setTimeout as delay } from 'node:timers/promises';
 import type { StreamEvent } from '../connectors/changes.ts';
 import type { DestinationTable } from '../connectors/records.ts';
@@ -51,6 +53,9 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     onBatchSynced: (batch) => context.logger.debug(describeBatch(batch), 'batch synced'),
   });
   const idleTimeoutMs = spec.idleTimeoutSeconds * 1000;
+  // With `streaming`, a batch that ends at a commit waits for no more than what
+  // is already buffered: a zero wait loses the race to a read that is ready.
+  const closesWhenDrained = () => spec.streaming && !applier.isEmpty && applier.atTransactionBoundary;
 
   const events = stream.events()[Symbol.asyncIterator]();
   let pending: Promise<IteratorResult<readonly StreamEvent[]>> | undefined;
@@ -59,7 +64,11 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   const nextEvents = async (): Promise<NextEvents> => {
     if (signal.aborted) return 'aborted';
     pending ??= events.next();
-    const waitMs = applier.isEmpty ? idleTimeoutMs : Math.max(0, idleTimeoutMs - applier.ageMs(Date.now()));
+    const waitMs = applier.isEmpty
+      ? idleTimeoutMs
+      : closesWhenDrained()
+        ? 0
+        : Math.max(0, idleTimeoutMs - applier.ageMs(Date.now()));
     const waiting = new AbortController();
     try {
       const result = await Promise.race([
@@ -78,6 +87,11 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   const flushWhenIdle = async () => {
     if (!applier.isEmpty && applier.ageMs(Date.now()) >= idleTimeoutMs) await applier.flush();
   };
+  /** Nothing arrived within the wait: the idle timeout passed, or (streaming) the stream is drained. */
+  const flushOnTimeout = async () => {
+    if (closesWhenDrained()) await applier.flush();
+    else await flushWhenIdle();
+  };
 
   await catalog.transition(spec.name, 'running');
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
@@ -87,7 +101,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       const next = await nextEvents();
       if (next === 'aborted') break;
       if (next === 'timeout') {
-        await flushWhenIdle();
+        await flushOnTimeout();
         continue;
       }
       if (next.done) throw new EngineError('connection', 'source: replication stream ended unexpectedly');

@@ -78,6 +78,11 @@ export class ChangeApplier {
     return this.#builder.ageMs(now);
   }
 
+  /** Between transactions: what is buffered ends at a commit. */
+  get atTransactionBoundary(): boolean {
+    return !this.#inTransaction;
+  }
+
   /** The id of the last batch synced (or of the checkpoint's). */
   get lastBatchId(): bigint {
     return this.#lastBatchId;

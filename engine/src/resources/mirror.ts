@@ -26,6 +26,14 @@ export const mirrorSpecFields = z.object({
   tableMappings: z.array(tableMappingSchema).min(1),
   maxBatchSize: z.number().int().positive().default(1_000_000),
   idleTimeoutSeconds: z.number().int().positive().default(60),
+  /**
+   * Beyond the interface: a batch also closes as soon as the replication stream
+   * has nothing more buffered at a transaction boundary, so a change is written
+   * within milliseconds of its commit instead of up to idleTimeoutSeconds later.
+   * Under load batches still grow by themselves (what arrives while one is
+   * written forms the next).
+   */
+  streaming: z.boolean().default(false),
   publicationName: z.string().min(1).max(63).optional(),
   // PostgreSQL's rule for slot names; anything else fails only later, at setup.
   replicationSlotName: z
