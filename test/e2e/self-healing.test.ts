@@ -77,6 +77,23 @@ async function logMessages(harness: Harness, mirror: string, level: 'WARN' | 'ER
   return entries.map((entry) => entry.message);
 }
 
+/**
+ * A source table of 100 rows and the spec of a mirror that loads it and then
+ * streams it with a 1 s idle timeout: what every fault below starts from.
+ */
+async function tableToMirror(harness: Harness, table: string, prefix: string): Promise<SpecInput> {
+  await harness.source.client.query(`CREATE TABLE ${table} (id int PRIMARY KEY, body text)`);
+  await harness.source.client.query(
+    `INSERT INTO ${table} SELECT g, 'row ' || g FROM generate_series(1, 100) g`,
+  );
+  return {
+    name: `${prefix}-${randomSuffix()}`,
+    tableMappings: [mapping(table)],
+    doInitialSnapshot: true,
+    idleTimeoutSeconds: 1,
+  };
+}
+
 describe('faults that heal by themselves', () => {
   let harness: Harness;
 
@@ -99,14 +116,7 @@ describe('faults that heal by themselves', () => {
     await destination.client.query(`GRANT CREATE, USAGE ON SCHEMA public TO ${role}`);
     const asRole: RelationalConfig = { ...destination.config, user: role, password };
 
-    await source.client.query(`CREATE TABLE granted (id int PRIMARY KEY, body text)`);
-    await source.client.query(`INSERT INTO granted SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
-    const spec: SpecInput = {
-      name: `grant-${randomSuffix()}`,
-      tableMappings: [mapping('granted')],
-      doInitialSnapshot: true,
-      idleTimeoutSeconds: 1,
-    };
+    const spec = await tableToMirror(harness, 'granted', 'grant');
     const mirror = startMirror(harness, spec, { supervised: true, destination: asRole });
     const recoveries: number[] = [];
     try {
@@ -180,14 +190,7 @@ describe('faults that heal by themselves', () => {
     await destination.client.query(`CREATE SCHEMA IF NOT EXISTS _tributary`);
     await destination.client.query(`GRANT ALL ON SCHEMA _tributary TO ${role}`);
     await destination.client.query(`GRANT ALL ON ALL TABLES IN SCHEMA _tributary TO ${role}`);
-    await source.client.query(`CREATE TABLE crowded (id int PRIMARY KEY, body text)`);
-    await source.client.query(`INSERT INTO crowded SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
-    const spec: SpecInput = {
-      name: `busy-${randomSuffix()}`,
-      tableMappings: [mapping('crowded')],
-      doInitialSnapshot: true,
-      idleTimeoutSeconds: 1,
-    };
+    const spec = await tableToMirror(harness, 'crowded', 'busy');
     const mirror = startMirror(harness, spec, {
       supervised: true,
       destination: { ...destination.config, user: role, password },
@@ -241,14 +244,7 @@ describe('faults that heal by themselves', () => {
 
   it('continues by itself once another session releases its lock on the destination table', async () => {
     const { source, destination } = harness;
-    await source.client.query(`CREATE TABLE locked (id int PRIMARY KEY, body text)`);
-    await source.client.query(`INSERT INTO locked SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
-    const spec: SpecInput = {
-      name: `locked-${randomSuffix()}`,
-      tableMappings: [mapping('locked')],
-      doInitialSnapshot: true,
-      idleTimeoutSeconds: 1,
-    };
+    const spec = await tableToMirror(harness, 'locked', 'locked');
     const mirror = startMirror(harness, spec, { supervised: true });
     // A session of someone else's holding the table, as an ALTER or LOCK TABLE would.
     const { host, port, user, password, database } = destination.config;
@@ -331,14 +327,7 @@ describe('faults that heal by themselves', () => {
 
     it('flows again by itself once the server is back', async () => {
       const { source } = harness;
-      await source.client.query(`CREATE TABLE outage (id int PRIMARY KEY, body text)`);
-      await source.client.query(`INSERT INTO outage SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
-      const spec: SpecInput = {
-        name: `outage-${randomSuffix()}`,
-        tableMappings: [mapping('outage')],
-        doInitialSnapshot: true,
-        idleTimeoutSeconds: 1,
-      };
+      const spec = await tableToMirror(harness, 'outage', 'outage');
       const connectDestination = async () => {
         const client = await server.connect();
         privateDestination = client;
@@ -416,14 +405,7 @@ describe('faults that heal by themselves', () => {
 
     it('flows again by itself once the disk has room', async () => {
       const { source } = harness;
-      await source.client.query(`CREATE TABLE filling (id int PRIMARY KEY, body text)`);
-      await source.client.query(`INSERT INTO filling SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
-      const spec: SpecInput = {
-        name: `full-${randomSuffix()}`,
-        tableMappings: [mapping('filling')],
-        doInitialSnapshot: true,
-        idleTimeoutSeconds: 1,
-      };
+      const spec = await tableToMirror(harness, 'filling', 'full');
       const client = await server.connect();
       const mirror = startMirror(harness, spec, { supervised: true, destination: server.config });
       try {
