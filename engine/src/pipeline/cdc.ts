@@ -44,7 +44,11 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     tableMappings: spec.tableMappings,
     tables: options.tables,
     limits: { maxRows: spec.maxBatchSize, maxBytes: context.batchMemoryBudgetBytes },
-    checkpoint: { lsn: durableLsn, batchId: lastBatchId },
+    checkpoint: {
+      lsn: durableLsn,
+      batchId: lastBatchId,
+      transactionPosition: checkpoint?.transactionPosition,
+    },
     tableStartLsns: options.tableStartLsns,
     metrics: context.metrics,
     progress: context.progress,
