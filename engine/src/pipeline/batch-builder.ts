@@ -32,6 +32,8 @@ export class BatchBuilder {
   #lastCompleteCommitLsn: bigint;
   /** The last change added, while its transaction has not committed. */
   #openPosition: TransactionPosition | undefined;
+  /** A lower row limit for the current batch only (limitThisBatch). */
+  #rowLimit: number | undefined;
 
   constructor(limits: BatchLimits, durableLsn: bigint) {
     this.#limits = limits;
@@ -43,7 +45,13 @@ export class BatchBuilder {
   }
 
   get isFull(): boolean {
-    return this.#rowCount >= this.#limits.maxRows || this.#byteSize >= this.#limits.maxBytes;
+    const maxRows = Math.min(this.#limits.maxRows, this.#rowLimit ?? Number.POSITIVE_INFINITY);
+    return this.#rowCount >= maxRows || this.#byteSize >= this.#limits.maxBytes;
+  }
+
+  /** The batch being built (or the next one, when empty) is full at `rows` rows already. */
+  limitThisBatch(rows: number): void {
+    this.#rowLimit = rows;
   }
 
   get rowCount(): number {
@@ -130,6 +138,7 @@ export class BatchBuilder {
     this.#startedAt = null;
     this.#lastChangeLsn = 0n;
     this.#openPosition = undefined;
+    this.#rowLimit = undefined;
     return batch;
   }
 }

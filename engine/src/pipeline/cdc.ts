@@ -33,6 +33,9 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     slotName: options.slotName,
     publicationName: options.publicationName,
     startLsn: durableLsn,
+    // The changes of an interrupted transaction the destination holds: the
+    // source need not even decode them (the applier skips them regardless).
+    skipBefore: checkpoint?.transactionPosition,
   });
   const applier = new ChangeApplier({
     mirror: spec.name,

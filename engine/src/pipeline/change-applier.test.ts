@@ -4,7 +4,7 @@ import type { Destination } from '../connectors/destination.ts';
 import { MemoryDestination } from '../connectors/memory/destination.ts';
 import { FaultInjectingDestination } from '../connectors/memory/fault-injecting.ts';
 import type { DestinationTable } from '../connectors/records.ts';
-import { type ChangeApplier as Applier, ChangeApplier } from './change-applier.ts';
+import { type ChangeApplier as Applier, ChangeApplier, resumeStepRows } from './change-applier.ts';
 
 const mirror = 'm';
 const int4 = 23;
@@ -63,7 +63,7 @@ interface Recorded {
 
 async function applierOver(
   destination: Destination,
-  options: { maxRows?: number; tableStartLsns?: ReadonlyMap<string, bigint> } = {},
+  options: { maxRows?: number; maxBytes?: number; tableStartLsns?: ReadonlyMap<string, bigint> } = {},
 ): Promise<Recorded> {
   const checkpoint = await destination.readCheckpoint(mirror);
   const acknowledged: bigint[] = [];
@@ -89,7 +89,7 @@ async function applierOver(
     log: async () => {},
     tableMappings: [{ source: table.source, destination: table.destination, exclude: [], columns: [] }],
     tables: [table],
-    limits: { maxRows: options.maxRows ?? 1000, maxBytes: 1 << 20 },
+    limits: { maxRows: options.maxRows ?? 1000, maxBytes: options.maxBytes ?? 1 << 20 },
     checkpoint: {
       lsn: checkpoint?.lsn ?? 0n,
       batchId: checkpoint?.batchId ?? 0n,
@@ -233,6 +233,39 @@ describe('ChangeApplier', () => {
     ]);
     // Every change went to the destination exactly once: no batch replayed a prefix.
     expect(destination.appliedBatchIds).toEqual([1n, 2n, 3n, 4n]);
+  });
+
+  it('after a restart inside a transaction, makes a small first step durable, then batches as usual', async () => {
+    const destination = await memoryDestination();
+    const rows = 2 * resumeStepRows + 5_000;
+    const big = [
+      change(10n, relation()),
+      change(100n, { tag: 'begin', finalLsn: 1_000_000n, commitTimeMicros: 0n, xid: 7 }),
+      ...Array.from({ length: rows }, (_, index) =>
+        change(1_000n + BigInt(index), { tag: 'insert', relationId: 1, newTuple: [String(index), 'v'] }),
+      ),
+      change(1_000_000n, {
+        tag: 'commit',
+        flags: 0,
+        commitLsn: 1_000_000n,
+        endLsn: 1_000_001n,
+        commitTimeMicros: 0n,
+      }),
+    ];
+    const maxRows = resumeStepRows + 2_000;
+    const first = await applierOver(destination, { maxRows, maxBytes: 1 << 30 });
+    await first.applier.apply(big.slice(0, 2 + maxRows));
+    expect(destination.rows('public.t')).toHaveLength(maxRows);
+
+    const second = await applierOver(destination, { maxRows, maxBytes: 1 << 30 });
+    await second.applier.apply(big.slice(0, 2 + maxRows + resumeStepRows));
+    // The first batch after the restart was cut at resumeStepRows, not maxRows.
+    expect(destination.appliedBatchIds).toEqual([1n, 2n]);
+    expect(destination.rows('public.t')).toHaveLength(maxRows + resumeStepRows);
+    await second.applier.apply(big.slice(2 + maxRows + resumeStepRows));
+    await second.applier.flush();
+    expect(destination.rows('public.t')).toHaveLength(rows);
+    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 3n, lsn: 1_000_001n });
   });
 
   it('applies a transaction in full when the recorded position is of another one', async () => {

@@ -25,6 +25,14 @@ import type { ProgressListener } from './context.ts';
 import { fillFromOld, project, RelationTracker, type SchemaChange } from './relations.ts';
 import { TransactionCursor } from './transaction-cursor.ts';
 
+/**
+ * After a restart inside a huge transaction, the first batch of its new
+ * changes is cut at this many rows: reading past what the destination holds
+ * takes a while, and a small first step is durable soon after, so even faults
+ * that come again quickly leave the mirror further on each time.
+ */
+export const resumeStepRows = 10_000;
+
 export interface ChangeApplierOptions {
   readonly mirror: string;
   readonly destination: Destination;
@@ -67,6 +75,8 @@ export class ChangeApplier {
   #currentBatchId = 0n;
   #inTransaction = false;
   #skipTransaction = false;
+  /** In the transaction the checkpoint's position is inside, before its first new change. */
+  #resuming = false;
   #transaction: SourceTransaction = { xid: 0, commitLsn: 0n, commitTimeMicros: 0n };
 
   constructor(options: ChangeApplierOptions) {
@@ -127,6 +137,16 @@ export class ChangeApplier {
     this.#options.progress?.durable();
     this.#options.acknowledge(batch.endLsn);
     this.#options.onBatchSynced?.({ batchId: batch.batchId, rowCount: batch.rowCount, endLsn: batch.endLsn });
+  }
+
+  /** Whether the destination holds this change of the transaction already (transaction-cursor.ts). */
+  #isDurable(lsn: bigint): boolean {
+    if (this.#cursor.next(lsn)) return true;
+    if (this.#resuming) {
+      this.#resuming = false;
+      this.#builder.limitThisBatch(Math.min(resumeStepRows, this.#options.limits.maxRows));
+    }
+    return false;
   }
 
   /** The table when this transaction's changes to it are to be applied. */
@@ -191,7 +211,8 @@ export class ChangeApplier {
           commitLsn: message.finalLsn,
           commitTimeMicros: message.commitTimeMicros,
         };
-        if (this.#cursor.begin(message.finalLsn) && !this.#skipTransaction) {
+        this.#resuming = this.#cursor.begin(message.finalLsn) && !this.#skipTransaction;
+        if (this.#resuming) {
           await this.#options.log(
             'INFO',
             `resuming the transaction that commits at ${formatLsn(message.finalLsn)}: its changes up to ${formatLsn(this.#options.checkpoint.transactionPosition?.changeLsn ?? 0n)} are at the destination already and are skipped`,
@@ -200,6 +221,7 @@ export class ChangeApplier {
         return;
       case 'commit':
         this.#inTransaction = false;
+        this.#resuming = false;
         this.#cursor.end();
         if (this.#skipTransaction) return;
         this.#builder.commit(message.endLsn);
@@ -212,7 +234,7 @@ export class ChangeApplier {
         return;
       }
       case 'insert': {
-        if (this.#cursor.next(lsn)) return;
+        if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
         await this.#addChange(
@@ -223,7 +245,7 @@ export class ChangeApplier {
         return;
       }
       case 'update': {
-        if (this.#cursor.next(lsn)) return;
+        if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
         const old = message.oldTuple ?? message.keyTuple;
@@ -236,7 +258,7 @@ export class ChangeApplier {
         return;
       }
       case 'delete': {
-        if (this.#cursor.next(lsn)) return;
+        if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
         const old = message.oldTuple ?? message.keyTuple;
@@ -253,7 +275,7 @@ export class ChangeApplier {
         return;
       }
       case 'truncate':
-        if (this.#cursor.next(lsn)) return;
+        if (this.#isDurable(lsn)) return;
         for (const relationId of message.relationIds) {
           const tracked = this.#target(relationId);
           if (tracked) await this.#addChange(tracked.table, { kind: 'truncate', transaction }, lsn);
