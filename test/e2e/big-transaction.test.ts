@@ -5,7 +5,9 @@
 // equal row by row. docs/engine.md, "Transactions larger than a batch".
 //
 // The full-size run (2M rows, kill -9 every 20 s) is a manual measurement:
-// BIG_TXN_KILL_ROWS=2000000 BIG_TXN_KILL_EVERY_SECONDS=20 npx vitest run test/e2e/big-transaction.test.ts
+// BIG_TXN_KILL_ROWS=2000000 BIG_TXN_KILL_EVERY_SECONDS=20 BIG_TXN_KILLS=100 \
+//   npx vitest run test/e2e/big-transaction.test.ts
+// (kills stop once the transaction is through; docs/testing.md has the results).
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -210,10 +212,6 @@ describe('a transaction larger than many batches under repeated kill -9', () => 
       }
       if (!manual) expect(seen.length).toBe(kills);
       if (stalled.length > 0) console.info(`no progress between kills: before kill ${stalled.join(', ')}`);
-      // Every restart moved the checkpoint forward inside the transaction.
-      expect(stalled).toEqual([]);
-
-      expect(wentBack).toEqual([]);
       await waitFor(
         async () => (await checksum(harness, 'source')) === (await checksum(harness, 'destination')),
         manual ? 3_600_000 : 60_000,
@@ -230,6 +228,10 @@ describe('a transaction larger than many batches under repeated kill -9', () => 
       const resumed = logs.entries.filter((entry) => entry.message.startsWith('resuming the transaction'));
       expect(resumed.length).toBeGreaterThanOrEqual(seen.length);
       if (manual) await reportRestartCosts(harness, mirror, restarts, logs.entries);
+      // Every restart moved the checkpoint forward inside the transaction, and
+      // none wrote a place it had passed.
+      expect(stalled).toEqual([]);
+      expect(wentBack).toEqual([]);
     } finally {
       engine.kill('SIGTERM');
       await exited(engine);
