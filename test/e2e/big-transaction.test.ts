@@ -8,6 +8,7 @@
 // BIG_TXN_KILL_ROWS=2000000 BIG_TXN_KILL_EVERY_SECONDS=20 BIG_TXN_KILLS=100 \
 //   npx vitest run test/e2e/big-transaction.test.ts
 // (kills stop once the transaction is through; docs/testing.md has the results).
+import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -51,6 +52,17 @@ async function storedPosition(harness: Harness, mirror: string): Promise<Positio
     changeLsn: row.txn_change_lsn === null ? null : BigInt(row.txn_change_lsn),
     changeRank: row.txn_change_rank,
   };
+}
+
+/** VmHWM of a process in KiB (Linux), 0 when unknown. */
+function peakRss(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
 }
 
 /** Whether `later` is a place further into the same transaction than `earlier`. */
@@ -163,6 +175,8 @@ describe('a transaction larger than many batches under repeated kill -9', () => 
       const seen: Position[] = [];
       const wentBack: Position[] = [];
       const restarts: number[] = [];
+      /** The engine process's peak resident memory before each kill (manual run). */
+      const peakRssKiB: number[] = [];
       /** Kills after which the checkpoint had not moved since the previous kill. */
       const stalled: number[] = [];
       for (let kill = 0; kill < kills; kill++) {
@@ -192,6 +206,7 @@ describe('a transaction larger than many batches under repeated kill -9', () => 
             `progress inside the transaction after restart ${kill}`,
           );
         }
+        if (manual) peakRssKiB.push(peakRss(engine.pid));
         engine.kill('SIGKILL');
         await exited(engine);
         const position = await storedPosition(harness, mirror);
@@ -227,7 +242,12 @@ describe('a transaction larger than many batches under repeated kill -9', () => 
       const logs = await harness.catalog.listLogs({ mirror, levels: ['INFO'], offset: 0, limit: 1000 });
       const resumed = logs.entries.filter((entry) => entry.message.startsWith('resuming the transaction'));
       expect(resumed.length).toBeGreaterThanOrEqual(seen.length);
-      if (manual) await reportRestartCosts(harness, mirror, restarts, logs.entries);
+      if (manual) {
+        await reportRestartCosts(harness, mirror, restarts, logs.entries);
+        console.info(
+          `engine peak RSS before each kill: ${peakRssKiB.map((kib) => `${Math.round(kib / 1024)} MiB`).join(', ')}`,
+        );
+      }
       // Every restart moved the checkpoint forward inside the transaction, and
       // none wrote a place it had passed.
       expect(stalled).toEqual([]);
