@@ -7,9 +7,9 @@ const globalSetup = ['test/support/global-setup.ts'];
 // The PostgreSQL source suites again on other majors (scripts/testenv/postgres-versions.sh):
 // the oldest supported, one between, the newest release, with destinations on
 // the newest (on the oldest for 16), as test/support/testenv.ts `sourcePostgres`
-// says. The crash-and-restart and create-check suites run on the oldest and
-// newest only, and the failover test needs 17+: together about 2.5 minutes of
-// the suite's time on two cores.
+// says. The crash-and-restart, create-check and huge-transaction suites run on
+// the oldest and newest only, and the failover test needs 17+: together about
+// 3 minutes of the suite's time on two cores.
 const sourceSuites = [
   'test/e2e/pg-to-pg.test.ts',
   'test/e2e/pg-source.test.ts',
@@ -17,7 +17,11 @@ const sourceSuites = [
   'test/e2e/ownership.test.ts',
   'test/e2e/postgres-versions.test.ts',
 ];
-const oldestAndNewestSuites = ['test/e2e/source-restart.test.ts', 'test/e2e/create-checks.test.ts'];
+const oldestAndNewestSuites = [
+  'test/e2e/source-restart.test.ts',
+  'test/e2e/create-checks.test.ts',
+  'test/e2e/big-transaction.test.ts',
+];
 const postgresVersionProjects = (
   [
     [13, [...sourceSuites, ...oldestAndNewestSuites]],

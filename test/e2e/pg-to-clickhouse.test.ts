@@ -601,4 +601,70 @@ describe.each(engines)('PostgreSQL to ClickHouse ($name)', (engine) => {
     const { batches } = await harness.catalog.listBatches(name, { limit: 0, ascending: true });
     expect(batches.length).toBeGreaterThan(3);
   });
+  it('goes on inside a transaction many batches long after each kill -9 of the engine', async () => {
+    const { source } = harness;
+    await source.client.query(
+      `CREATE TABLE huge (id bigint PRIMARY KEY, account int NOT NULL, amount numeric(14,2) NOT NULL, note text)`,
+    );
+    const name = `huge-${randomSuffix()}`;
+    const configPath = writeEngineConfig(
+      harness,
+      {
+        name,
+        sourcePeer: 'source',
+        destinationPeer: 'analytics',
+        tableMappings: [mapping('huge')],
+        doInitialSnapshot: true,
+        idleTimeoutSeconds: 1,
+        maxBatchSize: 500,
+      },
+      { destination: { name: 'analytics', kind: 'analytics', config } },
+    );
+    /** Where the checkpoint is inside the open transaction, as "changeLsn#rank" (empty when none). */
+    const position = async () => {
+      const [row] = await chRows<{ batch: string; change: string; rank: string }>(
+        `SELECT toString(batch_id) AS batch, toString(txn_change_lsn) AS change, toString(txn_change_rank) AS rank
+         FROM ${database}._tributary_checkpoints FINAL WHERE mirror = '${name}'`,
+      ).catch(() => []);
+      return row && row.change !== '0' ? { lsn: BigInt(row.change), rank: Number(row.rank) } : undefined;
+    };
+    let child = startEngine(name, configPath);
+    try {
+      await running(name);
+      await source.client.query('BEGIN');
+      await source.client.query(
+        `INSERT INTO huge SELECT g, g % 50, g * 0.01, 'n' || g FROM generate_series(1, 20000) g`,
+      );
+      await source.client.query(`UPDATE huge SET amount = amount + 1 WHERE id % 7 = 0`);
+      await source.client.query(`DELETE FROM huge WHERE id % 11 = 0`);
+      await source.client.query('COMMIT');
+      let previous: { lsn: bigint; rank: number } | undefined;
+      for (let kill = 0; kill < 3; kill++) {
+        // Kill once this run stored a place further into the transaction.
+        await waitFor(
+          async () => {
+            const now = await position();
+            return (
+              !!now &&
+              (!previous || now.lsn > previous.lsn || (now.lsn === previous.lsn && now.rank > previous.rank))
+            );
+          },
+          60_000,
+          `progress after restart ${kill}`,
+        );
+        child.kill('SIGKILL');
+        await exited(child);
+        previous = await position();
+        child = startEngine(name, configPath);
+      }
+      await expectSameRows('huge', [plain('id'), plain('account'), decimal('amount'), plain('note')], 90_000);
+    } finally {
+      child.kill('SIGTERM');
+      await exited(child);
+    }
+    const logs = await harness.catalog.listLogs({ mirror: name, levels: ['INFO'], offset: 0, limit: 100 });
+    expect(
+      logs.entries.filter((entry) => entry.message.startsWith('resuming the transaction')).length,
+    ).toBeGreaterThanOrEqual(3);
+  });
 });

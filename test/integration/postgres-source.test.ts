@@ -110,4 +110,60 @@ describe('PostgreSQL source', () => {
       await unreachable.close();
     }
   });
+  it('leaves out the changes of an interrupted transaction below the given LSN, and nothing else', async () => {
+    const { client } = database;
+    await client.query(`CREATE TABLE resumed (id int PRIMARY KEY)`);
+    await client.query(`CREATE PUBLICATION resumed_pub FOR TABLE resumed`);
+    await client.query(`SELECT pg_create_logical_replication_slot('resumed_slot', 'pgoutput')`);
+    await client.query(`INSERT INTO resumed VALUES (0)`);
+    await client.query(`INSERT INTO resumed SELECT generate_series(1, 50)`);
+
+    /** Every event up to the second commit, as [tag, walStart, id of a row]. */
+    const read = async (skipBefore?: { commitLsn: bigint; changeLsn: bigint }) => {
+      const stream = await source.openStream({
+        slotName: 'resumed_slot',
+        publicationName: 'resumed_pub',
+        startLsn: 0n,
+        skipBefore,
+      });
+      const seen: { tag: string; lsn: bigint; id?: unknown; finalLsn?: bigint }[] = [];
+      try {
+        let commits = 0;
+        for await (const events of stream.events()) {
+          for (const event of events) {
+            if (event.tag !== 'change') continue;
+            const { message } = event;
+            seen.push({
+              tag: message.tag,
+              lsn: event.walStart,
+              ...(message.tag === 'insert' ? { id: message.newTuple[0] } : {}),
+              ...(message.tag === 'begin' ? { finalLsn: message.finalLsn } : {}),
+            });
+            if (message.tag === 'commit') commits++;
+          }
+          if (commits === 2) break;
+        }
+      } finally {
+        await stream.close();
+      }
+      return seen;
+    };
+    const everything = await read();
+    const inserts = everything.filter((event) => event.tag === 'insert');
+    expect(inserts).toHaveLength(51);
+    const second = everything.filter((event) => event.tag === 'begin')[1];
+    const cut = inserts[31];
+    if (!second?.finalLsn || !cut) throw new Error('the transactions were not read');
+
+    const resumed = await read({ commitLsn: second.finalLsn, changeLsn: cut.lsn });
+    // The first transaction whole, the second from the change at the cut on.
+    expect(resumed.filter((event) => event.tag === 'insert').map((event) => event.id)).toEqual([
+      '0',
+      ...inserts.slice(31).map((event) => event.id),
+    ]);
+    expect(resumed.map((event) => event.tag).filter((tag) => tag !== 'insert')).toEqual(
+      everything.map((event) => event.tag).filter((tag) => tag !== 'insert'),
+    );
+    await client.query(`SELECT pg_drop_replication_slot('resumed_slot')`);
+  });
 });

@@ -49,13 +49,23 @@ export interface Destination extends Connector {
 
   /**
    * Applies a batch so that, once this resolves, the batch and the checkpoint
-   * (`batch.batchId`, `batch.endLsn`) are durable together. Replaying a batch
-   * whose id is at or below the stored checkpoint changes nothing. Never called
-   * concurrently for one mirror.
+   * (`batch.batchId`, `batch.endLsn` and `batch.transactionPosition`) are
+   * durable together. Replaying a batch whose id is at or below the stored
+   * checkpoint changes nothing. Never called concurrently for one mirror.
+   *
+   * A batch that ends inside a transaction carries `transactionPosition`, and
+   * one that ends at a commit carries none: the stored checkpoint takes the
+   * batch's value either way (clearing it), in the same atomic write as the
+   * batch id. A destination that does not keep it stays correct, since the
+   * pipeline then replays an interrupted transaction from its start; it only
+   * loses the progress a huge transaction made before a restart.
    */
   syncBatch(batch: ChangeBatch): Promise<void>;
 
-  /** The last durable checkpoint of the mirror, if any batch was synced. */
+  /**
+   * The last durable checkpoint of the mirror, if any batch was synced, with
+   * the transaction position of its batch when it had one.
+   */
   readCheckpoint(mirror: string): Promise<Checkpoint | undefined>;
 
   /** Adds columns that appeared on the source. Idempotent. */

@@ -94,16 +94,40 @@ export interface TableChanges {
   readonly changes: readonly RowChange[];
 }
 
+/**
+ * A place inside one source transaction: the transaction by its commit LSN, a
+ * change by its LSN and its rank among the transaction's changes at that LSN
+ * (1 for the first). Changes of one transaction arrive in WAL order, but
+ * several can share an LSN: the rows of one COPY are one multi-insert record.
+ */
+export interface TransactionPosition {
+  readonly commitLsn: bigint;
+  readonly changeLsn: bigint;
+  readonly changeRank: number;
+}
+
 export interface ChangeBatch {
   readonly mirror: string;
   readonly batchId: bigint;
   /** Every change in the batch at or before this commit LSN is included. */
   readonly endLsn: bigint;
+  /**
+   * Set when the batch ends inside a transaction (one larger than a batch): the
+   * last change of that transaction the batch holds. Its earlier changes are in
+   * this batch or earlier ones.
+   */
+  readonly transactionPosition?: TransactionPosition | undefined;
   readonly tables: readonly TableChanges[];
   readonly rowCount: number;
 }
 
 export interface Checkpoint {
   readonly batchId: bigint;
+  /** The end of the last transaction the destination holds completely. */
   readonly lsn: bigint;
+  /**
+   * How far the destination holds the transaction after `lsn`, when the last
+   * batch ended inside it: a replay skips its changes up to here.
+   */
+  readonly transactionPosition?: TransactionPosition | undefined;
 }

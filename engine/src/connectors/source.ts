@@ -205,11 +205,20 @@ export interface Source extends Connector {
   /**
    * Starts streaming the slot's changes of the publication's tables from
    * `startLsn`. One stream per slot at a time (the server refuses a second).
+   *
+   * `skipBefore`: the destination holds the changes of the transaction that
+   * commits at `commitLsn` up to a change at `changeLsn` (its checkpoint's
+   * transaction position). The source may leave out that transaction's row
+   * changes whose LSN is below `changeLsn`, before decoding their rows, so a
+   * restart reads quickly past what is done; everything else (its begin,
+   * relation messages, changes at or after `changeLsn`, its commit) is
+   * delivered. The pipeline skips those changes either way.
    */
   openStream(options: {
     readonly slotName: string;
     readonly publicationName: string;
     readonly startLsn: bigint;
+    readonly skipBefore?: { readonly commitLsn: bigint; readonly changeLsn: bigint } | undefined;
   }): Promise<ChangeStream>;
 
   // --- Type lookup ----------------------------------------------------------

@@ -39,6 +39,19 @@ describe('BatchBuilder', () => {
     expect(builder.take('m', 8n).endLsn).toBe(120n);
   });
 
+  it('carries the position of its last change only while that change’s transaction is open', () => {
+    const builder = new BatchBuilder({ maxRows: 10, maxBytes: 1e9 }, 100n);
+    const position = (changeLsn: bigint) => ({ commitLsn: 200n, changeLsn, changeRank: 1 });
+    builder.add(table, { transaction, kind: 'insert', newRow: ['1'] }, 110n, 0, position(110n));
+    builder.add(table, { transaction, kind: 'insert', newRow: ['2'] }, 120n, 0, position(120n));
+    expect(builder.take('m', 1n)).toMatchObject({ endLsn: 100n, transactionPosition: position(120n) });
+    builder.add(table, { transaction, kind: 'insert', newRow: ['3'] }, 130n, 0, position(130n));
+    builder.commit(201n);
+    const completed = builder.take('m', 2n);
+    expect(completed.endLsn).toBe(201n);
+    expect(completed.transactionPosition).toBeUndefined();
+  });
+
   it('measures age from its first change and counts no rows for a truncate', () => {
     const builder = new BatchBuilder({ maxRows: 10, maxBytes: 1e9 }, 0n);
     expect(builder.ageMs(5_000)).toBe(0);

@@ -1,7 +1,15 @@
 // Accumulates decoded changes into one batch until it is full (rows or bytes)
 // or old enough, and remembers the last commit it holds completely: that commit's
 // end LSN is what the slot may be acknowledged to once the batch is durable.
-import type { ChangeBatch, DestinationTable, RowChange, TableChanges } from '../connectors/records.ts';
+// A batch cut inside a transaction also carries the position of its last
+// change in it, which the destination stores with the checkpoint.
+import type {
+  ChangeBatch,
+  DestinationTable,
+  RowChange,
+  TableChanges,
+  TransactionPosition,
+} from '../connectors/records.ts';
 
 export interface BatchLimits {
   readonly maxRows: number;
@@ -22,6 +30,10 @@ export class BatchBuilder {
   #startLsn = 0n;
   #lastChangeLsn = 0n;
   #lastCompleteCommitLsn: bigint;
+  /** The last change added, while its transaction has not committed. */
+  #openPosition: TransactionPosition | undefined;
+  /** A lower row limit for the current batch only (limitThisBatch). */
+  #rowLimit: number | undefined;
 
   constructor(limits: BatchLimits, durableLsn: bigint) {
     this.#limits = limits;
@@ -33,7 +45,13 @@ export class BatchBuilder {
   }
 
   get isFull(): boolean {
-    return this.#rowCount >= this.#limits.maxRows || this.#byteSize >= this.#limits.maxBytes;
+    const maxRows = Math.min(this.#limits.maxRows, this.#rowLimit ?? Number.POSITIVE_INFINITY);
+    return this.#rowCount >= maxRows || this.#byteSize >= this.#limits.maxBytes;
+  }
+
+  /** The batch being built (or the next one, when empty) is full at `rows` rows already. */
+  limitThisBatch(rows: number): void {
+    this.#rowLimit = rows;
   }
 
   get rowCount(): number {
@@ -64,8 +82,17 @@ export class BatchBuilder {
     return this.#tables.has(table);
   }
 
-  /** Returns true when this change opened the batch. */
-  add(table: DestinationTable, change: RowChange, lsn: bigint, now: number): boolean {
+  /**
+   * Returns true when this change opened the batch. `position` places the
+   * change inside its transaction; it is kept until that transaction commits.
+   */
+  add(
+    table: DestinationTable,
+    change: RowChange,
+    lsn: bigint,
+    now: number,
+    position?: TransactionPosition,
+  ): boolean {
     const opened = this.isEmpty;
     if (opened) {
       this.#startedAt = now;
@@ -78,6 +105,7 @@ export class BatchBuilder {
     }
     changes.push(change);
     if (lsn > this.#lastChangeLsn) this.#lastChangeLsn = lsn;
+    this.#openPosition = position;
     if (change.kind !== 'truncate') this.#rowCount++;
     this.#byteSize += changeSize(change);
     return opened;
@@ -86,6 +114,7 @@ export class BatchBuilder {
   /** A commit whose changes are all in this batch (or were in earlier ones). */
   commit(endLsn: bigint): void {
     if (endLsn > this.#lastCompleteCommitLsn) this.#lastCompleteCommitLsn = endLsn;
+    this.#openPosition = undefined;
   }
 
   get lastCompleteCommitLsn(): bigint {
@@ -99,6 +128,7 @@ export class BatchBuilder {
       mirror,
       batchId,
       endLsn: this.#lastCompleteCommitLsn,
+      ...(this.#openPosition ? { transactionPosition: this.#openPosition } : {}),
       tables,
       rowCount: this.#rowCount,
     };
@@ -107,6 +137,8 @@ export class BatchBuilder {
     this.#byteSize = 0;
     this.#startedAt = null;
     this.#lastChangeLsn = 0n;
+    this.#openPosition = undefined;
+    this.#rowLimit = undefined;
     return batch;
   }
 }

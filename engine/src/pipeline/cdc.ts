@@ -35,6 +35,9 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     slotName: options.slotName,
     publicationName: options.publicationName,
     startLsn: durableLsn,
+    // The changes of an interrupted transaction the destination holds: the
+    // source need not even decode them (the applier skips them regardless).
+    skipBefore: checkpoint?.transactionPosition,
   });
   const applier = new ChangeApplier({
     mirror: spec.name,
@@ -46,7 +49,11 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     tableMappings: spec.tableMappings,
     tables: options.tables,
     limits: { maxRows: spec.maxBatchSize, maxBytes: context.batchMemoryBudgetBytes },
-    checkpoint: { lsn: durableLsn, batchId: lastBatchId },
+    checkpoint: {
+      lsn: durableLsn,
+      batchId: lastBatchId,
+      transactionPosition: checkpoint?.transactionPosition,
+    },
     tableStartLsns: options.tableStartLsns,
     metrics: context.metrics,
     progress: context.progress,

@@ -4,7 +4,7 @@ import type { Destination } from '../connectors/destination.ts';
 import { MemoryDestination } from '../connectors/memory/destination.ts';
 import { FaultInjectingDestination } from '../connectors/memory/fault-injecting.ts';
 import type { DestinationTable } from '../connectors/records.ts';
-import { type ChangeApplier as Applier, ChangeApplier } from './change-applier.ts';
+import { type ChangeApplier as Applier, ChangeApplier, resumeStepRows } from './change-applier.ts';
 
 const mirror = 'm';
 const int4 = 23;
@@ -63,7 +63,7 @@ interface Recorded {
 
 async function applierOver(
   destination: Destination,
-  options: { maxRows?: number; tableStartLsns?: ReadonlyMap<string, bigint> } = {},
+  options: { maxRows?: number; maxBytes?: number; tableStartLsns?: ReadonlyMap<string, bigint> } = {},
 ): Promise<Recorded> {
   const checkpoint = await destination.readCheckpoint(mirror);
   const acknowledged: bigint[] = [];
@@ -89,8 +89,12 @@ async function applierOver(
     log: async () => {},
     tableMappings: [{ source: table.source, destination: table.destination, exclude: [], columns: [] }],
     tables: [table],
-    limits: { maxRows: options.maxRows ?? 1000, maxBytes: 1 << 20 },
-    checkpoint: { lsn: checkpoint?.lsn ?? 0n, batchId: checkpoint?.batchId ?? 0n },
+    limits: { maxRows: options.maxRows ?? 1000, maxBytes: options.maxBytes ?? 1 << 20 },
+    checkpoint: {
+      lsn: checkpoint?.lsn ?? 0n,
+      batchId: checkpoint?.batchId ?? 0n,
+      transactionPosition: checkpoint?.transactionPosition,
+    },
     tableStartLsns: options.tableStartLsns,
   });
   return { applier, acknowledged, started, finished, typeLookups };
@@ -151,7 +155,12 @@ describe('ChangeApplier', () => {
     // Rows 1 and 2 filled the batch: synced, but row 2's transaction is still open.
     expect(destination.appliedBatchIds).toEqual([1n]);
     expect(acknowledged).toEqual([501n]);
-    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 1n, lsn: 501n });
+    // The checkpoint also says how far into the open transaction the destination is.
+    expect(await destination.readCheckpoint(mirror)).toEqual({
+      batchId: 1n,
+      lsn: 501n,
+      transactionPosition: { commitLsn: 1000n, changeLsn: 950n, changeRank: 1 },
+    });
   });
 
   it('after a crash before the acknowledgement, skips the transactions the destination holds', async () => {
@@ -178,6 +187,114 @@ describe('ChangeApplier', () => {
     expect(second.started).toEqual([2n]);
     expect(destination.appliedBatchIds).toEqual([1n, 2n]);
     expect(second.acknowledged).toEqual([3001n]);
+  });
+
+  it('a transaction larger than a batch goes on after each crash from the last change made durable', async () => {
+    const destination = await memoryDestination();
+    // 10 inserts in one transaction; rows 4 to 7 are one multi-insert record
+    // (a COPY), so they share an LSN and only their rank tells them apart.
+    const lsns = [900n, 901n, 902n, 903n, 903n, 903n, 903n, 904n, 905n, 906n];
+    const big = [
+      change(10n, relation()),
+      ...transaction(500n, [['0', 'before']]),
+      change(800n, { tag: 'begin', finalLsn: 1000n, commitTimeMicros: 0n, xid: 7 }),
+      ...lsns.map((lsn, index) =>
+        change(lsn, { tag: 'insert', relationId: 1, newTuple: [String(index + 1), `r${index + 1}`] }),
+      ),
+      change(1000n, { tag: 'commit', flags: 0, commitLsn: 1000n, endLsn: 1001n, commitTimeMicros: 0n }),
+    ];
+    const positions: unknown[] = [];
+    // Each run syncs one batch of 3 rows, then the engine dies: the slot was
+    // only acknowledged to 501, so the next run is sent the whole transaction again.
+    for (let run = 0; run < 3; run++) {
+      const { applier, acknowledged } = await applierOver(destination, { maxRows: 3 });
+      const before = destination.appliedBatchIds.length;
+      for (const event of big) {
+        await applier.apply([event]);
+        if (destination.appliedBatchIds.length > before) break;
+      }
+      positions.push((await destination.readCheckpoint(mirror))?.transactionPosition);
+      expect(acknowledged.every((lsn) => lsn <= 501n)).toBe(true);
+    }
+    expect(positions).toEqual([
+      { commitLsn: 1000n, changeLsn: 901n, changeRank: 1 },
+      { commitLsn: 1000n, changeLsn: 903n, changeRank: 2 },
+      { commitLsn: 1000n, changeLsn: 904n, changeRank: 1 },
+    ]);
+    // The last run finishes the transaction: its checkpoint holds no position.
+    const last = await applierOver(destination, { maxRows: 3 });
+    await last.applier.apply(big);
+    await last.applier.flush();
+    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 4n, lsn: 1001n });
+    expect(last.acknowledged).toEqual([1001n]);
+    expect(destination.rows('public.t').map((row) => row[0])).toEqual([
+      '0',
+      ...lsns.map((_, index) => String(index + 1)),
+    ]);
+    // Every change went to the destination exactly once: no batch replayed a prefix.
+    expect(destination.appliedBatchIds).toEqual([1n, 2n, 3n, 4n]);
+  });
+
+  it('after a restart inside a transaction, makes a small first step durable, then batches as usual', async () => {
+    const destination = await memoryDestination();
+    const rows = 2 * resumeStepRows + 5_000;
+    const big = [
+      change(10n, relation()),
+      change(100n, { tag: 'begin', finalLsn: 1_000_000n, commitTimeMicros: 0n, xid: 7 }),
+      ...Array.from({ length: rows }, (_, index) =>
+        change(1_000n + BigInt(index), { tag: 'insert', relationId: 1, newTuple: [String(index), 'v'] }),
+      ),
+      change(1_000_000n, {
+        tag: 'commit',
+        flags: 0,
+        commitLsn: 1_000_000n,
+        endLsn: 1_000_001n,
+        commitTimeMicros: 0n,
+      }),
+    ];
+    const maxRows = resumeStepRows + 2_000;
+    const first = await applierOver(destination, { maxRows, maxBytes: 1 << 30 });
+    await first.applier.apply(big.slice(0, 2 + maxRows));
+    expect(destination.rows('public.t')).toHaveLength(maxRows);
+
+    const second = await applierOver(destination, { maxRows, maxBytes: 1 << 30 });
+    await second.applier.apply(big.slice(0, 2 + maxRows + resumeStepRows));
+    // The first batch after the restart was cut at resumeStepRows, not maxRows.
+    expect(destination.appliedBatchIds).toEqual([1n, 2n]);
+    expect(destination.rows('public.t')).toHaveLength(maxRows + resumeStepRows);
+    await second.applier.apply(big.slice(2 + maxRows + resumeStepRows));
+    await second.applier.flush();
+    expect(destination.rows('public.t')).toHaveLength(rows);
+    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 3n, lsn: 1_000_001n });
+  });
+
+  it('applies a transaction in full when the recorded position is of another one', async () => {
+    const destination = await memoryDestination();
+    const first = await applierOver(destination, { maxRows: 2 });
+    await first.applier.apply([
+      change(10n, relation()),
+      ...transaction(1000n, [
+        ['1', 'a'],
+        ['2', 'b'],
+        ['3', 'c'],
+      ]).slice(0, 3),
+    ]);
+    expect((await destination.readCheckpoint(mirror))?.transactionPosition?.commitLsn).toBe(1000n);
+    // A position whose transaction is not sent again (the slot moved past it)
+    // must not make the applier skip changes of any other transaction.
+    const second = await applierOver(destination, { maxRows: 10 });
+    await second.applier.apply([
+      change(10n, relation()),
+      ...transaction(2000n, [
+        ['1', 'x'],
+        ['2', 'y'],
+      ]),
+    ]);
+    await second.applier.flush();
+    expect(destination.rows('public.t')).toEqual([
+      ['1', 'x'],
+      ['2', 'y'],
+    ]);
   });
 
   it('skips a table’s transactions that committed before its initial load', async () => {

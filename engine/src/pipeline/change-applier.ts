@@ -1,13 +1,21 @@
 // Turns a source's change events into batches, syncs each to the destination,
 // and only then acknowledges its last complete commit: the slot never moves past
 // what the destination made durable. Transactions the destination already holds
-// (replayed after a crash before the acknowledgement) and, per table, those
-// older than its initial load are skipped. runCdc (cdc.ts) feeds it and decides
-// when to flush an idle batch; this class does no waiting of its own.
+// (replayed after a crash before the acknowledgement), the changes it holds of
+// a transaction a batch ended inside (transaction-cursor.ts) and, per table,
+// the transactions older than its initial load are skipped. runCdc (cdc.ts)
+// feeds it and decides when to flush an idle batch; this class does no waiting
+// of its own.
 import type { Catalog, LogLevel } from '../catalog/catalog.ts';
 import type { SourceMessage, StreamEvent } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
-import type { DestinationTable, RowChange, SourceColumn, SourceTransaction } from '../connectors/records.ts';
+import type {
+  Checkpoint,
+  DestinationTable,
+  RowChange,
+  SourceColumn,
+  SourceTransaction,
+} from '../connectors/records.ts';
 import { EngineError } from '../errors.ts';
 import { formatLsn } from '../model/lsn.ts';
 import type { PipelineMetrics } from '../observability/engine-metrics.ts';
@@ -15,6 +23,15 @@ import { formatTableName, type TableMapping } from '../resources/mirror.ts';
 import { BatchBuilder, type BatchLimits } from './batch-builder.ts';
 import type { ProgressListener } from './context.ts';
 import { fillFromOld, project, RelationTracker, type SchemaChange } from './relations.ts';
+import { TransactionCursor } from './transaction-cursor.ts';
+
+/**
+ * After a restart inside a huge transaction, the first batch of its new
+ * changes is cut at this many rows: reading past what the destination holds
+ * takes a while, and a small first step is durable soon after, so even faults
+ * that come again quickly leave the mirror further on each time.
+ */
+export const resumeStepRows = 10_000;
 
 export interface ChangeApplierOptions {
   readonly mirror: string;
@@ -33,7 +50,7 @@ export interface ChangeApplierOptions {
   readonly tables: readonly DestinationTable[];
   readonly limits: BatchLimits;
   /** The destination's checkpoint: what is durable there already. */
-  readonly checkpoint: { readonly lsn: bigint; readonly batchId: bigint };
+  readonly checkpoint: Checkpoint;
   /**
    * Per source table (`schema.table`): apply its changes only from transactions
    * committed at or after this LSN (its initial load holds the earlier ones).
@@ -51,12 +68,15 @@ export class ChangeApplier {
   readonly #relations: RelationTracker;
   readonly #builder: BatchBuilder;
   readonly #tableStartLsns: ReadonlyMap<string, bigint>;
+  readonly #cursor: TransactionCursor;
   /** Transactions committed before this are durable at the destination already. */
   readonly #durableLsn: bigint;
   #lastBatchId: bigint;
   #currentBatchId = 0n;
   #inTransaction = false;
   #skipTransaction = false;
+  /** In the transaction the checkpoint's position is inside, before its first new change. */
+  #resuming = false;
   #transaction: SourceTransaction = { xid: 0, commitLsn: 0n, commitTimeMicros: 0n };
 
   constructor(options: ChangeApplierOptions) {
@@ -66,6 +86,7 @@ export class ChangeApplier {
     this.#tableStartLsns = options.tableStartLsns ?? new Map();
     this.#durableLsn = options.checkpoint.lsn;
     this.#lastBatchId = options.checkpoint.batchId;
+    this.#cursor = new TransactionCursor(options.checkpoint.transactionPosition);
   }
 
   /** Nothing is buffered. */
@@ -123,6 +144,16 @@ export class ChangeApplier {
     this.#options.onBatchSynced?.({ batchId: batch.batchId, rowCount: batch.rowCount, endLsn: batch.endLsn });
   }
 
+  /** Whether the destination holds this change of the transaction already (transaction-cursor.ts). */
+  #isDurable(lsn: bigint): boolean {
+    if (this.#cursor.next(lsn)) return true;
+    if (this.#resuming) {
+      this.#resuming = false;
+      this.#builder.limitThisBatch(Math.min(resumeStepRows, this.#options.limits.maxRows));
+    }
+    return false;
+  }
+
   /** The table when this transaction's changes to it are to be applied. */
   #target(relationId: number) {
     const tracked = this.#relations.tableOf(relationId);
@@ -132,7 +163,7 @@ export class ChangeApplier {
   }
 
   async #addChange(table: DestinationTable, change: RowChange, lsn: bigint): Promise<void> {
-    if (this.#builder.add(table, change, lsn, Date.now())) {
+    if (this.#builder.add(table, change, lsn, Date.now(), this.#cursor.position)) {
       this.#currentBatchId = this.#lastBatchId + 1n;
       await this.#options.batches.startBatch(this.#options.mirror, {
         batchId: this.#currentBatchId,
@@ -185,9 +216,18 @@ export class ChangeApplier {
           commitLsn: message.finalLsn,
           commitTimeMicros: message.commitTimeMicros,
         };
+        this.#resuming = this.#cursor.begin(message.finalLsn) && !this.#skipTransaction;
+        if (this.#resuming) {
+          await this.#options.log(
+            'INFO',
+            `resuming the transaction that commits at ${formatLsn(message.finalLsn)}: its changes up to ${formatLsn(this.#options.checkpoint.transactionPosition?.changeLsn ?? 0n)} are at the destination already and are skipped`,
+          );
+        }
         return;
       case 'commit':
         this.#inTransaction = false;
+        this.#resuming = false;
+        this.#cursor.end();
         if (this.#skipTransaction) return;
         this.#builder.commit(message.endLsn);
         // Nothing of ours is pending: the commit can be acknowledged right away.
@@ -199,6 +239,7 @@ export class ChangeApplier {
         return;
       }
       case 'insert': {
+        if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
         await this.#addChange(
@@ -209,6 +250,7 @@ export class ChangeApplier {
         return;
       }
       case 'update': {
+        if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
         const old = message.oldTuple ?? message.keyTuple;
@@ -221,6 +263,7 @@ export class ChangeApplier {
         return;
       }
       case 'delete': {
+        if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
         const old = message.oldTuple ?? message.keyTuple;
@@ -237,6 +280,7 @@ export class ChangeApplier {
         return;
       }
       case 'truncate':
+        if (this.#isDurable(lsn)) return;
         for (const relationId of message.relationIds) {
           const tracked = this.#target(relationId);
           if (tracked) await this.#addChange(tracked.table, { kind: 'truncate', transaction }, lsn);

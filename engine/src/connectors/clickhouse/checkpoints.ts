@@ -3,12 +3,21 @@
 // replayed after a crash writes the same rows at the same versions again
 // (docs/clickhouse.md). Each row also carries the version base: the batches of
 // earlier incarnations of the mirror, so that row versions keep increasing
-// when batch ids start again at 1.
+// when batch ids start again at 1, and the position inside the next
+// transaction when the batch ended inside one (0 when none: a commit LSN is
+// never 0).
 import type { Checkpoint } from '../records.ts';
 import { quoteIdentifier, stringLiteral } from './sql.ts';
 import type { ClickHouseTransport } from './transport.ts';
 
 export const checkpointTableName = '_tributary_checkpoints';
+
+/** Columns added after the table's first release. */
+const positionColumns = [
+  ['txn_commit_lsn', 'UInt64'],
+  ['txn_change_lsn', 'UInt64'],
+  ['txn_change_rank', 'UInt32'],
+] as const;
 
 export interface StoredCheckpoint {
   readonly checkpoint: Checkpoint | undefined;
@@ -32,9 +41,23 @@ export class CheckpointStore {
     await this.#transport.command(
       `CREATE TABLE IF NOT EXISTS ${this.#table} (
          mirror String, batch_id UInt64, lsn UInt64, version_base UInt64, seq UInt64,
-         updated_at DateTime('UTC') DEFAULT now())
+         updated_at DateTime('UTC') DEFAULT now(),
+         ${positionColumns.map(([name, type]) => `${name} ${type} DEFAULT 0`).join(', ')})
        ENGINE = ReplacingMergeTree(seq) ORDER BY mirror`,
       'create the checkpoint table',
+    );
+    // A table made before the position columns gets them (a metadata change).
+    // Looked up first: clickhouse-server 18.16 has no ADD COLUMN IF NOT EXISTS.
+    const present = await this.#transport.rows<{ name: string }>(
+      `SELECT name FROM system.columns WHERE database = ${stringLiteral(this.#database)} AND table = ${stringLiteral(checkpointTableName)}`,
+      'read the checkpoint table columns',
+    );
+    const names = new Set(present.map((column) => column.name));
+    const missing = positionColumns.filter(([name]) => !names.has(name));
+    if (missing.length === 0) return;
+    await this.#transport.command(
+      `ALTER TABLE ${this.#table} ${missing.map(([name, type]) => `ADD COLUMN ${name} ${type} DEFAULT 0`).join(', ')}`,
+      'add the transaction position to the checkpoint table',
     );
   }
 
@@ -44,9 +67,13 @@ export class CheckpointStore {
       lsn: string;
       version_base: string;
       seq: string;
+      txn_commit_lsn: string;
+      txn_change_lsn: string;
+      txn_change_rank: string;
     }>(
       `SELECT toString(batch_id) AS batch_id, toString(lsn) AS lsn, toString(version_base) AS version_base,
-         toString(seq) AS seq
+         toString(seq) AS seq, toString(txn_commit_lsn) AS txn_commit_lsn,
+         toString(txn_change_lsn) AS txn_change_lsn, toString(txn_change_rank) AS txn_change_rank
        FROM ${this.#table} FINAL WHERE mirror = ${stringLiteral(mirror)}`,
       'read checkpoint',
     );
@@ -54,7 +81,23 @@ export class CheckpointStore {
     if (!row) return { checkpoint: undefined, versionBase: 0n, seq: 0n };
     const batchId = BigInt(row.batch_id);
     // Batch 0 is the mark remove() leaves.
-    const checkpoint = batchId === 0n ? undefined : { batchId, lsn: BigInt(row.lsn) };
+    const commitLsn = BigInt(row.txn_commit_lsn);
+    const checkpoint: Checkpoint | undefined =
+      batchId === 0n
+        ? undefined
+        : {
+            batchId,
+            lsn: BigInt(row.lsn),
+            ...(commitLsn === 0n
+              ? {}
+              : {
+                  transactionPosition: {
+                    commitLsn,
+                    changeLsn: BigInt(row.txn_change_lsn),
+                    changeRank: Number(row.txn_change_rank),
+                  },
+                }),
+          };
     return { checkpoint, versionBase: BigInt(row.version_base), seq: BigInt(row.seq) };
   }
 
@@ -70,9 +113,12 @@ export class CheckpointStore {
   ): Promise<void> {
     const now = BigInt(Date.now()) * 1000n;
     const seq = now > stored.seq ? now : stored.seq + 1n;
+    const position = checkpoint.transactionPosition;
     await this.#transport.command(
-      `INSERT INTO ${this.#table} (mirror, batch_id, lsn, version_base, seq)
-       VALUES (${stringLiteral(mirror)}, ${checkpoint.batchId}, ${checkpoint.lsn}, ${versionBase}, ${seq})`,
+      `INSERT INTO ${this.#table}
+         (mirror, batch_id, lsn, version_base, seq, txn_commit_lsn, txn_change_lsn, txn_change_rank)
+       VALUES (${stringLiteral(mirror)}, ${checkpoint.batchId}, ${checkpoint.lsn}, ${versionBase}, ${seq},
+         ${position?.commitLsn ?? 0n}, ${position?.changeLsn ?? 0n}, ${position?.changeRank ?? 0})`,
       'write checkpoint',
     );
   }

@@ -117,7 +117,7 @@ export class ClickHouseDestination implements Destination {
     }
     await this.#checkpoints.write(
       batch.mirror,
-      { batchId: batch.batchId, lsn: batch.endLsn },
+      { batchId: batch.batchId, lsn: batch.endLsn, transactionPosition: batch.transactionPosition },
       stored.versionBase,
       stored,
     );

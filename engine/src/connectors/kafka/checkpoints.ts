@@ -2,7 +2,9 @@
 // and its checkpoint durable together, so the checkpoint (key: the mirror) is
 // written after every message of the batch is acknowledged. A crash between
 // the two replays the batch: consumers then see its messages twice, which
-// at-least-once delivery allows.
+// at-least-once delivery allows. A batch cut inside a transaction also records
+// the position of its last change in it, written the same way: after the
+// messages up to that change are acknowledged.
 import { randomUUID } from 'node:crypto';
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { EngineError } from '../../errors.ts';
@@ -23,6 +25,10 @@ interface StoredCheckpoint {
   readonly lsn: string;
   readonly lsn_text?: string;
   readonly written_at?: string;
+  /** The position inside the next transaction, when the batch ended inside it. */
+  readonly txn_commit_lsn?: string;
+  readonly txn_change_lsn?: string;
+  readonly txn_change_rank?: number;
 }
 
 export async function writeCheckpoint(
@@ -35,6 +41,13 @@ export async function writeCheckpoint(
     lsn: checkpoint.lsn.toString(),
     lsn_text: formatLsn(checkpoint.lsn),
     written_at: new Date().toISOString(),
+    ...(checkpoint.transactionPosition
+      ? {
+          txn_commit_lsn: checkpoint.transactionPosition.commitLsn.toString(),
+          txn_change_lsn: checkpoint.transactionPosition.changeLsn.toString(),
+          txn_change_rank: checkpoint.transactionPosition.changeRank,
+        }
+      : {}),
   };
   await producer.send({
     topic: checkpointTopic,
@@ -107,7 +120,16 @@ export async function readCheckpoint(
   let stored: StoredCheckpoint;
   try {
     stored = JSON.parse(last.toString('utf8')) as StoredCheckpoint;
-    return { batchId: BigInt(stored.batch_id), lsn: BigInt(stored.lsn) };
+    const checkpoint: Checkpoint = { batchId: BigInt(stored.batch_id), lsn: BigInt(stored.lsn) };
+    if (stored.txn_commit_lsn === undefined || stored.txn_change_lsn === undefined) return checkpoint;
+    return {
+      ...checkpoint,
+      transactionPosition: {
+        commitLsn: BigInt(stored.txn_commit_lsn),
+        changeLsn: BigInt(stored.txn_change_lsn),
+        changeRank: stored.txn_change_rank ?? 0,
+      },
+    };
   } catch (cause) {
     throw new EngineError('destination_write', `destination: the checkpoint of ${mirror} is not readable`, {
       cause,

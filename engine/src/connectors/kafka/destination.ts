@@ -182,7 +182,11 @@ export class KafkaDestination implements Destination {
     }
     await records.flush();
     await sender.finish();
-    const checkpoint: Checkpoint = { batchId: batch.batchId, lsn: batch.endLsn };
+    const checkpoint: Checkpoint = {
+      batchId: batch.batchId,
+      lsn: batch.endLsn,
+      transactionPosition: batch.transactionPosition,
+    };
     try {
       await writeCheckpoint(await this.#connectedProducer(), batch.mirror, checkpoint);
     } catch (error) {

@@ -98,7 +98,11 @@ export class MemoryDestination implements Destination {
         stored.rows.set(key, previous ? fillUnchanged(widened, previous) : widened);
       }
     }
-    this.#checkpoints.set(batch.mirror, { batchId: batch.batchId, lsn: batch.endLsn });
+    this.#checkpoints.set(batch.mirror, {
+      batchId: batch.batchId,
+      lsn: batch.endLsn,
+      transactionPosition: batch.transactionPosition,
+    });
     this.appliedBatchIds.push(batch.batchId);
   }
 

@@ -24,12 +24,17 @@ import {
   type TableChanges,
 } from '../records.ts';
 import { openPostgresPool, type PgPool } from './connect.ts';
+import {
+  checkpointTable,
+  createCheckpointTable,
+  lockStoredBatchId,
+  readCheckpointRow,
+  writeCheckpoint,
+} from './destination-checkpoints.ts';
 import { quoteIdent, quoteLiteral, quoteTable } from './sql.ts';
 
 /** OIDs below this are built into every PostgreSQL server. */
 const firstUserObjectId = 16_384;
-const metadataSchema = '_tributary';
-const checkpointTable = `${quoteIdent(metadataSchema)}.checkpoints`;
 const opColumn = '_tributary_op';
 const unchangedColumn = '_tributary_unchanged';
 
@@ -98,12 +103,7 @@ export class PostgresDestination implements Destination {
     }
     const pool = await this.#connection();
     try {
-      await pool.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(metadataSchema)}`);
-      await pool.query(
-        `CREATE TABLE IF NOT EXISTS ${checkpointTable} (
-           mirror text PRIMARY KEY, batch_id bigint NOT NULL, lsn numeric(20, 0) NOT NULL,
-           updated_at timestamptz NOT NULL DEFAULT now())`,
-      );
+      await createCheckpointTable(pool);
       for (const table of tables) {
         await pool.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(table.destination.schema)}`);
         const definitions = [];
@@ -202,16 +202,7 @@ export class PostgresDestination implements Destination {
   async readCheckpoint(mirror: string): Promise<Checkpoint | undefined> {
     const pool = await this.#connection();
     try {
-      const exists = await pool.query<{ present: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS present`, [
-        `${metadataSchema}.checkpoints`,
-      ]);
-      if (!exists.rows[0]?.present) return undefined;
-      const result = await pool.query<{ batch_id: string; lsn: string }>(
-        `SELECT batch_id::text, lsn::text FROM ${checkpointTable} WHERE mirror = $1`,
-        [mirror],
-      );
-      const row = result.rows[0];
-      return row ? { batchId: BigInt(row.batch_id), lsn: BigInt(row.lsn) } : undefined;
+      return await readCheckpointRow(pool, mirror);
     } catch (error) {
       throw classifyPgError(error, 'destination: read checkpoint', 'destination_write');
     }
@@ -257,11 +248,7 @@ export class PostgresDestination implements Destination {
       // connection fault, retried, not an unexpected one.
       client = await pool.connect();
       await client.query('BEGIN');
-      const stored = await client.query<{ batch_id: string }>(
-        `SELECT batch_id::text FROM ${checkpointTable} WHERE mirror = $1 FOR UPDATE`,
-        [batch.mirror],
-      );
-      const storedBatchId = stored.rows[0] ? BigInt(stored.rows[0].batch_id) : 0n;
+      const storedBatchId = await lockStoredBatchId(client, batch.mirror);
       if (storedBatchId >= batch.batchId) {
         await client.query('ROLLBACK');
         this.#options.logger.info({ batchId: String(batch.batchId) }, 'batch already applied, skipped');
@@ -270,11 +257,7 @@ export class PostgresDestination implements Destination {
       for (const [index, tableChanges] of batch.tables.entries()) {
         await this.#applyTable(client, tableChanges, index);
       }
-      await client.query(
-        `INSERT INTO ${checkpointTable} (mirror, batch_id, lsn) VALUES ($1, $2, $3)
-         ON CONFLICT (mirror) DO UPDATE SET batch_id = EXCLUDED.batch_id, lsn = EXCLUDED.lsn, updated_at = now()`,
-        [batch.mirror, batch.batchId.toString(), batch.endLsn.toString()],
-      );
+      await writeCheckpoint(client, batch);
       await client.query('COMMIT');
     } catch (error) {
       await client?.query('ROLLBACK').catch(() => {});

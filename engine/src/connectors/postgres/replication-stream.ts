@@ -2,6 +2,8 @@
 // reports back only the flush position the pipeline hands it: the slot never
 // advances past what the destination made durable. Status updates also go out
 // on a timer so the server's wal_sender_timeout never fires while a batch syncs.
+// After a restart inside a transaction larger than a batch, the changes the
+// destination holds of it are dropped here, before their rows are decoded.
 import type { Duplex } from 'node:stream';
 import { both as copyBoth } from 'pg-copy-streams';
 import { formatLsn } from '../../model/lsn.ts';
@@ -47,7 +49,14 @@ export interface ReplicationStreamOptions {
   readonly startLsn: bigint;
   readonly applicationName: string;
   readonly statusIntervalMs?: number;
+  /** Source.openStream's `skipBefore`: row changes of that transaction below `changeLsn` are left out. */
+  readonly skipBefore?: { readonly commitLsn: bigint; readonly changeLsn: bigint } | undefined;
 }
+
+/** pgoutput's row change tags: Insert, Update, Delete, Truncate. */
+const rowChangeTags = new Set([0x49, 0x55, 0x44, 0x54]);
+const beginTag = 0x42;
+const commitTag = 0x43;
 
 export class ReplicationStream implements ChangeStream {
   readonly #connection: PgConnection;
@@ -58,11 +67,21 @@ export class ReplicationStream implements ChangeStream {
   #closed = false;
   /** The stream's error, kept until `events()` can throw it. */
   #failure: Error | undefined;
+  /** Until the transaction it names has been read past. */
+  #skipBefore: ReplicationStreamOptions['skipBefore'];
+  /** Inside that transaction now. */
+  #skipping = false;
 
-  private constructor(connection: PgConnection, copy: Duplex, startLsn: bigint, statusIntervalMs: number) {
+  private constructor(
+    connection: PgConnection,
+    copy: Duplex,
+    options: ReplicationStreamOptions,
+    statusIntervalMs: number,
+  ) {
     this.#connection = connection;
     this.#copy = copy;
-    this.#flushedLsn = startLsn;
+    this.#flushedLsn = options.startLsn;
+    this.#skipBefore = options.skipBefore;
     // Always listening: an error between reads must not go unhandled.
     copy.on('error', (error: Error) => {
       this.#failure ??= error;
@@ -95,7 +114,7 @@ export class ReplicationStream implements ChangeStream {
         readableHighWaterMark: bufferedMessages,
       }),
     );
-    return new ReplicationStream(connection, copy, options.startLsn, options.statusIntervalMs ?? 10_000);
+    return new ReplicationStream(connection, copy, options, options.statusIntervalMs ?? 10_000);
   }
 
   /**
@@ -112,7 +131,8 @@ export class ReplicationStream implements ChangeStream {
         while (events.length < maxEventsPerRead) {
           const chunk: Buffer | null = copy.read();
           if (chunk === null) break;
-          events.push(this.#decode(chunk));
+          const event = this.#decode(chunk);
+          if (event) events.push(event);
         }
         if (events.length > 0) {
           yield events;
@@ -128,12 +148,30 @@ export class ReplicationStream implements ChangeStream {
     }
   }
 
-  #decode(chunk: Buffer): StreamEvent {
+  /** The event of one CopyData message; undefined for a row change left out (skipBefore). */
+  #decode(chunk: Buffer): StreamEvent | undefined {
     const message = parseReplicationMessage(chunk);
     if (message.walEnd > this.#serverWalEnd) this.#serverWalEnd = message.walEnd;
     if (message.tag === 'keepalive') {
       if (message.replyRequested) this.#sendStatus(false);
       return { tag: 'keepalive', walEnd: message.walEnd };
+    }
+    const skipBefore = this.#skipBefore;
+    if (skipBefore) {
+      const tag = message.data[0] ?? 0;
+      // Only the tag and the WAL position are read: a row's cells are never
+      // decoded (most of the cost of reading a change) for a change left out.
+      if (this.#skipping && rowChangeTags.has(tag) && message.walStart < skipBefore.changeLsn)
+        return undefined;
+      if (tag === commitTag && this.#skipping) {
+        this.#skipping = false;
+        this.#skipBefore = undefined;
+      }
+      if (tag === beginTag) {
+        const begin = decodePgoutput(message.data);
+        this.#skipping = begin.tag === 'begin' && begin.finalLsn === skipBefore.commitLsn;
+        return { tag: 'change', walStart: message.walStart, message: begin };
+      }
     }
     return { tag: 'change', walStart: message.walStart, message: decodePgoutput(message.data) };
   }

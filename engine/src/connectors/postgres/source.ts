@@ -209,6 +209,7 @@ export class PostgresSource implements Source {
     readonly slotName: string;
     readonly publicationName: string;
     readonly startLsn: bigint;
+    readonly skipBefore?: { readonly commitLsn: bigint; readonly changeLsn: bigint } | undefined;
   }): Promise<ChangeStream> {
     return ReplicationStream.start(this.#config, {
       ...options,
