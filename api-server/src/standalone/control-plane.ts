@@ -14,6 +14,9 @@ import { secureDataDirectory } from './data-dir.ts';
 import { EmbeddedStore } from './embedded-store.ts';
 import type { PeerSecretFiles } from './peer-secret-files.ts';
 
+/** The embedded database's shared_buffers (docs/startup.md, Memory). */
+export const catalogSharedBuffers = '16MB';
+
 export interface ControlPlaneOptions {
   /** A directory, or `memory://` for a throw-away instance. */
   readonly dataDir: string;
@@ -52,7 +55,11 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       );
     }
   }
-  const database = await PGlite.create(options.dataDir);
+  const database = await PGlite.create(options.dataDir, {
+    // The catalog is small (resources, batches, logs): 16 MB of buffers hold it,
+    // and the default 128 MB became ~140 MiB of resident memory once touched.
+    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${catalogSharedBuffers}`],
+  });
   const catalog = new PostgresCatalog(database);
   const store = new EmbeddedStore(database, options.peerSecretFiles);
   await catalog.migrate();
