@@ -3,7 +3,7 @@
 // an older release or by hand is written correctly), and the mapping from the
 // engine's value model (system Q) to the types the connector creates.
 import { EngineError } from '../../errors.ts';
-import type { ColumnType, ScalarColumnType } from '../../model/value-kind.ts';
+import type { ColumnType } from '../../model/value-kind.ts';
 import type { ServerCapabilities } from './server.ts';
 
 export type ChIntegerName = 'Int8' | 'Int16' | 'Int32' | 'Int64' | 'UInt8' | 'UInt16' | 'UInt32' | 'UInt64';
