@@ -85,7 +85,7 @@ class FakeSession implements SnowflakeSession {
       throw Object.assign(new Error('injected failure'), { code: '100038', sqlState: '22018' });
     }
     const sql = sqlText.trim();
-    if (sql === 'BEGIN') this.#inTransaction = true;
+    if (sql.startsWith('BEGIN')) this.#inTransaction = true;
     else if (sql === 'COMMIT') {
       if (this.#pendingBatchId !== undefined) this.committedBatchId = this.#pendingBatchId;
       this.#pendingBatchId = undefined;
@@ -113,12 +113,13 @@ describe('applyBatch', () => {
     const session = new FakeSession();
     expect(await applyBatch(session, batch, context, 1)).toBe('applied');
     expect(session.committedBatchId).toBe(8n);
-    const begin = session.statements.indexOf('BEGIN');
+    const begin = session.statements.findIndex((sql) => sql.startsWith('BEGIN'));
     const statements = session.statements;
     expect(statements.slice(0, begin).some((sql) => sql.startsWith('PUT'))).toBe(true);
     expect(statements.slice(0, begin).some((sql) => sql.startsWith('ALTER TABLE'))).toBe(true);
     expect(statements[begin + 1]).toMatch(/^UPDATE .*"CHECKPOINTS"/s);
     expect(statements[begin + 2]).toMatch(/^COPY INTO .*FORCE = TRUE/s);
+    expect(statements[begin]).toBe('BEGIN TRANSACTION NAME TRIBUTARY_M1');
     expect(statements.at(-1)).toBe('COMMIT');
     expect(statements.filter((sql) => sql === 'COMMIT')).toHaveLength(1);
     // truncate (soft), deletes (soft), update, insert, then the staged rows removed
@@ -132,7 +133,7 @@ describe('applyBatch', () => {
     const session = new FakeSession();
     session.committedBatchId = 8n;
     expect(await applyBatch(session, batch, context, 1)).toBe('skipped');
-    expect(session.statements).not.toContain('BEGIN');
+    expect(session.statements.some((sql) => sql.startsWith('BEGIN'))).toBe(false);
   });
 
   it('rolls back and skips when the guard finds the checkpoint already moved', async () => {
@@ -140,7 +141,7 @@ describe('applyBatch', () => {
     const moving: SnowflakeSession = {
       execute: async (sql) => {
         // Another writer commits batch 8 between the read and the guard.
-        if (sql === 'BEGIN') session.committedBatchId = 8n;
+        if (sql.startsWith('BEGIN')) session.committedBatchId = 8n;
         return session.execute(sql);
       },
       close: async () => {},
@@ -166,7 +167,7 @@ describe('applyBatch', () => {
       ).rejects.toThrow('injected failure');
       const after = session.statements.slice(failAt);
       expect(after, `statements after failure ${failAt}`).not.toContain('COMMIT');
-      const begun = session.statements.slice(0, failAt - 1).includes('BEGIN');
+      const begun = session.statements.slice(0, failAt - 1).some((sql) => sql.startsWith('BEGIN'));
       const failedCommit = session.statements[failAt - 1] === 'COMMIT';
       if (begun || failedCommit) expect(after, `after failure ${failAt}`).toEqual(['ROLLBACK']);
       else expect(after).toEqual([]);

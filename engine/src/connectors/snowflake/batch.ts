@@ -14,6 +14,7 @@ import type { MirrorColumns } from '../destination.ts';
 import { type ChangeBatch, isUnchangedToast, keyIndexes } from '../records.ts';
 import { applyTableSql, type TableApply } from './apply-sql.ts';
 import { changeLine, dataObject, unchangedFlags } from './changes-file.ts';
+import { transactionName } from './detached.ts';
 import {
   copyChangesSql,
   deleteStagedRowsSql,
@@ -129,7 +130,7 @@ export async function applyBatch(
         `PUT 'file://${localFile}' ${objects.stageLocation}/${stagePath}/ AUTO_COMPRESS = TRUE OVERWRITE = TRUE`,
       );
     }
-    await session.execute('BEGIN');
+    await session.execute(`BEGIN TRANSACTION NAME ${transactionName(batch.mirror)}`);
     try {
       const guard = await session.execute(
         moveCheckpointSql(objects, batch.mirror, previous, batch.batchId, batch.endLsn),

@@ -23,6 +23,7 @@ import type { ChangeBatch, Checkpoint, DestinationTable, SourceColumn } from '..
 import { insertSnapshotSql } from './apply-sql.ts';
 import { applyBatch } from './batch.ts';
 import { changeLine, dataObject } from './changes-file.ts';
+import { abortDetachedTransactions } from './detached.ts';
 import {
   copyChangesSql,
   createInternalObjectsSql,
@@ -60,6 +61,8 @@ export class SnowflakeDestination implements Destination {
   readonly #knownColumns = new Map<string, Set<string>>();
   #localDir: Promise<string> | undefined;
   #attempt = 0;
+  /** A killed engine may have left the mirror's transaction open: checked before the first batch and after a failure. */
+  #mayHaveDetached = true;
 
   constructor(config: DatawarehouseConfig, options: SnowflakeDestinationOptions) {
     this.#config = config;
@@ -211,8 +214,19 @@ export class SnowflakeDestination implements Destination {
     this.#attempt++;
     const attempt = this.#attempt;
     const localDir = await this.#dir();
-    const outcome = await this.#withSession(`sync batch ${batch.batchId}`, (session) =>
-      applyBatch(
+    const outcome = await this.#withSession(`sync batch ${batch.batchId}`, async (session) => {
+      if (this.#mayHaveDetached) {
+        const aborted = await abortDetachedTransactions(session, batch.mirror);
+        if (aborted === undefined) {
+          this.#options.logger.warn(
+            'cannot list transactions; one a stopped engine left open would block batches',
+          );
+        } else if (aborted > 0) {
+          this.#options.logger.warn({ aborted }, 'aborted transactions a stopped engine left open');
+        }
+        this.#mayHaveDetached = false;
+      }
+      return applyBatch(
         session,
         batch,
         {
@@ -224,8 +238,11 @@ export class SnowflakeDestination implements Destination {
           beforeBegin: (prepared, current) => this.#addNewColumns(prepared, current),
         },
         attempt,
-      ),
-    );
+      ).catch((error: unknown) => {
+        this.#mayHaveDetached = true;
+        throw error;
+      });
+    });
     if (outcome === 'skipped') {
       this.#options.logger.info({ batchId: String(batch.batchId) }, 'batch already applied, skipped');
     }
