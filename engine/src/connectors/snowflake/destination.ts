@@ -150,7 +150,7 @@ export class SnowflakeDestination implements Destination {
       for (const table of tables)
         await session.execute(`TRUNCATE TABLE ${tableIdent(database, table.destination)}`);
       // Rows a failed snapshot partition left staged (snapshot batch ids are negative).
-      if (await this.#internalTableExists(session, this.#objects.changes)) {
+      if (await this.#internalTableExists(session, this.#objects.changesName)) {
         await session.execute(`DELETE FROM ${this.#objects.changes} WHERE "BATCH_ID" < 0`);
       }
     });
@@ -261,8 +261,7 @@ export class SnowflakeDestination implements Destination {
     }
   }
 
-  async #internalTableExists(session: SnowflakeSession, quotedName: string): Promise<boolean> {
-    const name = quotedName.slice(quotedName.lastIndexOf('."') + 2, -1).replaceAll('""', '"');
+  async #internalTableExists(session: SnowflakeSession, name: string): Promise<boolean> {
     const { rows } = await session.execute(
       `SELECT COUNT(*) AS "FOUND" FROM ${quoteIdent(this.#config.database)}.INFORMATION_SCHEMA.TABLES
        WHERE TABLE_SCHEMA = ${stringLiteral(internalSchemaName)} AND TABLE_NAME = ${stringLiteral(name)}`,
@@ -272,7 +271,7 @@ export class SnowflakeDestination implements Destination {
 
   async readCheckpoint(mirror: string): Promise<Checkpoint | undefined> {
     return this.#withSession('read checkpoint', async (session) => {
-      if (!(await this.#internalTableExists(session, this.#objects.checkpoints))) return undefined;
+      if (!(await this.#internalTableExists(session, this.#objects.checkpointsName))) return undefined;
       const { rows } = await session.execute(readCheckpointSql(this.#objects, mirror));
       const row = rows[0];
       if (!row) return undefined;
@@ -284,7 +283,7 @@ export class SnowflakeDestination implements Destination {
 
   async removeCheckpoint(mirror: string): Promise<void> {
     await this.#withSession('remove checkpoint', async (session) => {
-      if (!(await this.#internalTableExists(session, this.#objects.checkpoints))) return;
+      if (!(await this.#internalTableExists(session, this.#objects.checkpointsName))) return;
       await session.execute(removeCheckpointSql(this.#objects, mirror));
     });
   }

@@ -14,16 +14,22 @@ export interface InternalObjects {
   readonly stageLocation: string;
   readonly changes: string;
   readonly checkpoints: string;
+  /** The bare names of the two tables, as INFORMATION_SCHEMA.TABLES lists them. */
+  readonly changesName: string;
+  readonly checkpointsName: string;
 }
 
 export function internalObjects(database: string, mirror: string): InternalObjects {
   const schema = `${quoteIdent(database)}.${quoteIdent(internalSchemaName)}`;
+  const changesName = `CHANGES_${snowflakeName(mirror)}`;
   return {
     schema,
     stage: `${schema}.${quoteIdent('STAGE')}`,
     stageLocation: `@${schema}.${quoteIdent('STAGE')}`,
-    changes: `${schema}.${quoteIdent(`CHANGES_${snowflakeName(mirror)}`)}`,
+    changes: `${schema}.${quoteIdent(changesName)}`,
     checkpoints: `${schema}.${quoteIdent('CHECKPOINTS')}`,
+    changesName,
+    checkpointsName: 'CHECKPOINTS',
   };
 }
 
