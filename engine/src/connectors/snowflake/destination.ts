@@ -8,10 +8,12 @@
 // schema.ts: target tables; changes-file.ts and apply-sql.ts: the staged rows
 // and the SQL that applies them; batch.ts: one batch's transaction.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
 import { formatTableName } from '../../resources/mirror.ts';
@@ -168,20 +170,29 @@ export class SnowflakeDestination implements Destination {
     const token = -(randomBytes(6).readUIntBE(0, 6) + 1);
     const file = join(dir, `snapshot${token}.csv`);
     const codecs = table.columns.map(columnCodec);
+    // Streamed to the file: a partition can be far larger than memory should hold.
     let rowCount = 0;
-    const lines: string[] = [];
-    for await (const row of copyTextRows(copyText)) {
-      if (row.length !== table.columns.length) {
-        throw new EngineError(
-          'decode',
-          `a COPY row of ${formatTableName(table.source)} has ${row.length} fields, not ${table.columns.length}`,
-        );
-      }
-      lines.push(changeLine(BigInt(token), 0, rowCount, 'U', dataObject(table, codecs, row), ''));
-      rowCount++;
+    await pipeline(
+      Readable.from(
+        (async function* () {
+          for await (const row of copyTextRows(copyText)) {
+            if (row.length !== table.columns.length) {
+              throw new EngineError(
+                'decode',
+                `a COPY row of ${formatTableName(table.source)} has ${row.length} fields, not ${table.columns.length}`,
+              );
+            }
+            yield changeLine(BigInt(token), 0, rowCount, 'U', dataObject(table, codecs, row), '');
+            rowCount++;
+          }
+        })(),
+      ),
+      createWriteStream(file),
+    );
+    if (rowCount === 0) {
+      await rm(file, { force: true });
+      return 0;
     }
-    if (rowCount === 0) return 0;
-    await writeFile(file, lines.join(''));
     const path = `${this.#options.mirror}/snapshot/${-token}`;
     const apply = {
       table,
