@@ -400,7 +400,22 @@ running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
 # Ends the readiness poll early when the server has exited (eg: an import error).
 ready_or_dead() { login_ok || ! running; }
 
+# The adapter as this checkout's script writes it, hashed: a server started from
+# another adapter is restarted by `up` (its in-memory data is lost), so that tests
+# run against the translations they expect. A raw (unadapted) server is kept.
+adapter_checksum() {
+  sed -n "/^  cat >\"\$STATE\/server.py\" <<'PYEOF'\$/,/^PYEOF\$/p" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1
+}
+
+adapter_current() {
+  [ "$(cat "$STATE/mode" 2>/dev/null)" = raw ] || [ "$(cat "$STATE/adapter.sha256" 2>/dev/null)" = "$(adapter_checksum)" ]
+}
+
 up() {
+  if running && login_ok && ! adapter_current; then
+    status_line snowflake "the running emulator has an older adapter: restarting it"
+    stop_pidfile "$PIDFILE"
+  fi
   if running && login_ok; then
     status_line snowflake "fakesnow already running ($(cat "$STATE/mode" 2>/dev/null)) on http://127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"
     return 0
@@ -422,6 +437,7 @@ up() {
     TMPDIR="$STATE/tmp" setsid "$VENV/bin/fakesnow" -s --host 127.0.0.1 -p "$PORT" </dev/null >"$LOG" 2>&1 &
   else
     write_adapter
+    adapter_checksum >"$STATE/adapter.sha256"
     TMPDIR="$STATE/tmp" setsid "$VENV/bin/python" "$STATE/server.py" 127.0.0.1 "$PORT" </dev/null >"$LOG" 2>&1 &
   fi
   echo $! >"$PIDFILE"
