@@ -294,11 +294,10 @@ export class SnowflakeDestination implements Destination {
 
   async removeCheckpoint(mirror: string): Promise<void> {
     await this.#withSession('remove checkpoint', async (session) => {
-      if (await this.#internalTableExists(session, this.#objects.checkpointsName)) {
-        await session.execute(removeCheckpointSql(this.#objects, mirror));
-      }
-      // The changes table holds rows only during a batch: it goes with the mirror.
-      await session.execute(`DROP TABLE IF EXISTS ${internalObjects(this.#config.database, mirror).changes}`);
+      // The changes table stays: the pipeline also forgets a checkpoint before an
+      // initial load starts over, after setupTables made it.
+      if (!(await this.#internalTableExists(session, this.#objects.checkpointsName))) return;
+      await session.execute(removeCheckpointSql(this.#objects, mirror));
     });
   }
 
