@@ -76,6 +76,9 @@ export async function openSession(
     queryTag: options.queryTag,
     timeout: options.connectTimeoutMs ?? 30_000,
     sfRetryMaxLoginRetries: 1,
+    // A mirror's sessions can sit idle between batches for longer than
+    // Snowflake's four-hour session timeout: heartbeats keep them valid.
+    clientSessionKeepAlive: true,
     ...(config.accessUrl ? { accessUrl: config.accessUrl } : {}),
   });
   try {
