@@ -8,6 +8,11 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSource } from '../../engine/src/connectors/registry.ts';
 import { SnowflakeDestination } from '../../engine/src/connectors/snowflake/destination.ts';
+import {
+  abortDetachedTransactions,
+  transactionName,
+} from '../../engine/src/connectors/snowflake/detached.ts';
+import { openSession } from '../../engine/src/connectors/snowflake/session.ts';
 import { teardownMirror } from '../../engine/src/pipeline/run-mirror.ts';
 import { mirrorSpecSchema } from '../../engine/src/resources/mirror.ts';
 import type { DatawarehouseConfig, Peer } from '../../engine/src/resources/peer.ts';
@@ -416,6 +421,19 @@ describe.each(targets)('PostgreSQL to Snowflake ($name)', ({ config: configOf, s
       }
       writing = false;
       await writer;
+      // Whether or not a kill landed inside a batch's transaction, leave one open
+      // the way a killed engine does: named after the mirror, holding the
+      // checkpoint row. The next engine must abort it, not wait on it.
+      const abandoned = await openSession(config, { queryTag: 'tributary tests: abandoned' });
+      // A kill may have left one already (it would block this UPDATE): that one goes first.
+      await abortDetachedTransactions(abandoned, name);
+      await abandoned.execute(`BEGIN TRANSACTION NAME ${transactionName(name)}`);
+      await abandoned.execute(
+        `UPDATE "${config.database}"."_TRIBUTARY_INTERNAL"."CHECKPOINTS" SET "UPDATED_AT" = CURRENT_TIMESTAMP() WHERE "MIRROR" = '${name}'`,
+      );
+      await source.client.query(
+        `INSERT INTO ledger VALUES (${nextId}, 1, 1, 'after the abandoned transaction')`,
+      );
       const engineProcess = startEngine(name, configPath);
       try {
         await expectSameRows(
@@ -427,6 +445,7 @@ describe.each(targets)('PostgreSQL to Snowflake ($name)', ({ config: configOf, s
       } finally {
         engineProcess.kill('SIGTERM');
         await exited(engineProcess);
+        await abandoned.close().catch(() => {});
       }
     },
   );

@@ -30,14 +30,14 @@ export async function abortDetachedTransactions(
   let rows: readonly Row[];
   try {
     own = String((await session.execute('SELECT CURRENT_SESSION() AS "SESSION"')).rows[0]?.SESSION ?? '');
-    ({ rows } = await session.execute('SHOW TRANSACTIONS'));
+    ({ rows } = await session.execute('SHOW TRANSACTIONS', { numbersAsStrings: true }));
   } catch {
     return undefined;
   }
   let aborted = 0;
   for (const row of rows) {
     if (String(row.name) !== name || String(row.session) === own) continue;
-    // The id is a number beyond 2^53: read as text, written back as a literal.
+    // The id is a number beyond 2^53: read as text (numbersAsStrings), written back as a literal.
     const id = String(row.id);
     if (!/^\d+$/.test(id)) continue;
     await session.execute(`SELECT SYSTEM$ABORT_TRANSACTION(${id}) AS "ABORTED"`);

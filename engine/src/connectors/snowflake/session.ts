@@ -18,8 +18,12 @@ export interface StatementResult {
 
 /** What the connector needs of a session; the unit tests provide a fake. */
 export interface SnowflakeSession {
-  /** Runs one statement. Rejects with the driver's error, unclassified. */
-  execute(sqlText: string): Promise<StatementResult>;
+  /**
+   * Runs one statement. Rejects with the driver's error, unclassified.
+   * `numbersAsStrings`: NUMBER columns come back as their exact text (ids
+   * beyond 2^53).
+   */
+  execute(sqlText: string, options?: { readonly numbersAsStrings?: boolean }): Promise<StatementResult>;
   /** Ends the session. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -91,13 +95,14 @@ export async function openSession(
   }
   let closed = false;
   return {
-    execute(sqlText: string): Promise<StatementResult> {
+    execute(sqlText: string, executeOptions = {}): Promise<StatementResult> {
       return new Promise((resolve, reject) => {
         // Snowflake cancels a statement after STATEMENT_TIMEOUT_IN_SECONDS; the
         // timer is the backstop for a server that does not (the emulator).
         let timer: NodeJS.Timeout | undefined;
         const statement = connection.execute({
           sqlText,
+          ...(executeOptions.numbersAsStrings ? { fetchAsString: ['Number' as const] } : {}),
           parameters: { STATEMENT_TIMEOUT_IN_SECONDS: timeoutSeconds, QUERY_TAG: options.queryTag },
           complete: (error, _statement, rows) => {
             clearTimeout(timer);
