@@ -305,6 +305,8 @@ describe.each(targets)('PostgreSQL to Snowflake ($name)', ({ config: configOf, s
         // Only the title changes: the body is not resent (unchanged TOAST).
         await source.client.query(`UPDATE docs SET title = title || ' edited' WHERE id <= 3`);
         await source.client.query(`DELETE FROM docs WHERE id = 5`);
+        // A key change that does not resend the body either.
+        await source.client.query(`UPDATE docs SET id = 40, title = 'moved' WHERE id = 4`);
         await expectSameRows('docs', checks, `NOT "_TRIBUTARY_IS_DELETED"`);
         const rows = await admin.rows(
           `SELECT "ID", "_TRIBUTARY_IS_DELETED" AS "DELETED", "_TRIBUTARY_SYNCED_AT" IS NOT NULL AS "SYNCED" FROM ${target('docs')} ORDER BY "ID"`,
@@ -313,8 +315,9 @@ describe.each(targets)('PostgreSQL to Snowflake ($name)', ({ config: configOf, s
           [1, false, true],
           [2, false, true],
           [3, false, true],
-          [4, false, true],
+          [4, true, true],
           [5, true, true],
+          [40, false, true],
         ]);
         const columns = await admin.rows(
           `SELECT COLUMN_NAME AS "NAME" FROM "${config.database}".INFORMATION_SCHEMA.COLUMNS

@@ -6,12 +6,13 @@
 // deletes, updates of existing rows, inserts of missing ones.
 import type { MirrorColumns } from '../destination.ts';
 import type { DestinationTable } from '../records.ts';
-import { dataKey } from './changes-file.ts';
+import { dataKey, fillKey } from './changes-file.ts';
 import type { InternalObjects } from './internal.ts';
 import { columnIdent, quoteIdent } from './sql.ts';
 import type { ColumnCodec } from './types.ts';
 
 const unchangedAlias = quoteIdent('_TRIBUTARY_UNCHANGED');
+const fillAlias = (index: number) => quoteIdent(`_TRIBUTARY_FILL_${index}`);
 
 export interface TableApply {
   readonly table: DestinationTable;
@@ -23,6 +24,8 @@ export interface TableApply {
   readonly hasUpserts: boolean;
   /** Some upsert lacks an unchanged TOAST value: updates keep the target's value there. */
   readonly hasUnchanged: boolean;
+  /** Some upsert changed its key and lacks a value: it is read from the row under the old key. */
+  readonly fillsFromOldKey?: boolean;
 }
 
 function keyPositions(table: DestinationTable): number[] {
@@ -35,17 +38,26 @@ export function stagedRowsSql(
   apply: TableApply,
   batchId: bigint,
   op: 'U' | 'D',
+  withFillKeys = false,
 ): string {
   const { table, codecs } = apply;
-  const read = (index: number) => codecs[index]?.read(`c."DATA":${dataKey(index)}`) ?? 'NULL';
+  const read = (index: number, key = dataKey(index)) => codecs[index]?.read(`c."DATA":${key}`) ?? 'NULL';
   const positions = op === 'D' ? keyPositions(table) : table.columns.map((_, index) => index);
   const columns = positions.map(
     (index) => `${read(index)} AS ${columnIdent(table.columns[index]?.name ?? '')}`,
   );
-  const partition = keyPositions(table).map(read).join(', ');
+  if (withFillKeys) {
+    for (const index of keyPositions(table))
+      columns.push(`${read(index, fillKey(index))} AS ${fillAlias(index)}`);
+  }
+  const partition = keyPositions(table)
+    .map((index) => read(index))
+    .join(', ');
+  // Only the rows that carry an old key to fill from.
+  const onlyFilled = withFillKeys ? ` AND c."DATA":${fillKey(keyPositions(table)[0] ?? 0)} IS NOT NULL` : '';
   return `SELECT c."UNCHANGED" AS ${unchangedAlias}, ${columns.join(', ')}
     FROM ${objects.changes} c
-    WHERE c."BATCH_ID" = ${batchId} AND c."TABLE_NO" = ${apply.tableNo} AND c."OP" = '${op}'
+    WHERE c."BATCH_ID" = ${batchId} AND c."TABLE_NO" = ${apply.tableNo} AND c."OP" = '${op}'${onlyFilled}
     QUALIFY ROW_NUMBER() OVER (PARTITION BY ${partition} ORDER BY c."SEQ" DESC) = 1`;
 }
 
@@ -71,6 +83,7 @@ export function applyTableSql(
       softDelete ? `UPDATE ${target} SET ${softDelete} = TRUE${touch}` : `DELETE FROM ${target}`,
     );
   }
+  if (apply.fillsFromOldKey) statements.push(refillSql(objects, apply, batchId, mirrorColumns));
   if (apply.hasDeletes) {
     const staged = stagedRowsSql(objects, apply, batchId, 'D');
     statements.push(
@@ -119,6 +132,48 @@ export function applyTableSql(
      WHERE NOT EXISTS (SELECT 1 FROM ${target} t WHERE ${keyMatch(table)})`,
   );
   return statements;
+}
+
+/**
+ * Before the deletes (which remove the old key's row): the rows whose key
+ * changed while some values were unchanged, inserted under the new key with
+ * those values taken from the row under the old key. The update and insert
+ * that follow then leave them as they are.
+ */
+function refillSql(
+  objects: InternalObjects,
+  apply: TableApply,
+  batchId: bigint,
+  mirrorColumns: MirrorColumns,
+): string {
+  const { table, target } = apply;
+  const keys = new Set(table.keyColumns);
+  const names: string[] = [];
+  const values: string[] = [];
+  table.columns.forEach((column, index) => {
+    const name = columnIdent(column.name);
+    names.push(name);
+    values.push(
+      keys.has(column.name)
+        ? `s.${name}`
+        : `CASE WHEN SUBSTR(s.${unchangedAlias}, ${index + 1}, 1) = '1' THEN o.${name} ELSE s.${name} END`,
+    );
+  });
+  if (mirrorColumns.softDeleteColumn) {
+    names.push(columnIdent(mirrorColumns.softDeleteColumn));
+    values.push('FALSE');
+  }
+  if (mirrorColumns.syncedAtColumn) {
+    names.push(columnIdent(mirrorColumns.syncedAtColumn));
+    values.push('CURRENT_TIMESTAMP()');
+  }
+  const oldKeyMatch = keyPositions(table)
+    .map((index) => `o.${columnIdent(table.columns[index]?.name ?? '')} = s.${fillAlias(index)}`)
+    .join(' AND ');
+  return `INSERT INTO ${target} (${names.join(', ')})
+    SELECT ${values.join(', ')} FROM (${stagedRowsSql(objects, apply, batchId, 'U', true)}) s
+    JOIN ${target} o ON ${oldKeyMatch}
+    WHERE NOT EXISTS (SELECT 1 FROM ${target} t WHERE ${keyMatch(table)})`;
 }
 
 /** Loads a snapshot partition's staged rows (op 'U', batch id `token`) into the target. */

@@ -39,6 +39,9 @@ const changes: RowChange[] = [
   { transaction, kind: 'insert', newRow: ['2', 'b', '2.50'] },
   { transaction, kind: 'update', oldKey: null, newRow: ['2', unchangedToast, '3.00'] },
   { transaction, kind: 'update', oldKey: ['1', null, null], newRow: ['3', 'a', '1.50'] },
+  // A key change of a row this batch has no image of, its body not resent: the
+  // body is read from the destination's row under key 9.
+  { transaction, kind: 'update', oldKey: ['9', null, null], newRow: ['10', unchangedToast, '9.00'] },
   { transaction, kind: 'delete', oldKey: ['2', null, null] },
   { transaction, kind: 'insert', newRow: ['4', 'd', null] },
 ];
@@ -127,6 +130,13 @@ describe('applyBatch', () => {
     expect(applied[0]).toMatch(/^UPDATE "DB"\."PUBLIC"\."ITEMS" SET "_DELETED" = TRUE/);
     expect(applied.at(-1)).toMatch(/^DELETE FROM .*"CHANGES_M1" WHERE "BATCH_ID" = 8$/);
     expect(applied.some((sql) => sql.includes('QUALIFY ROW_NUMBER()'))).toBe(true);
+    // The refill from the old key comes before the (soft) delete of that key.
+    const refill = applied.findIndex((sql) =>
+      /^INSERT .* JOIN "DB"\."PUBLIC"\."ITEMS" o ON o\."ID" = s\."_TRIBUTARY_FILL_0"/s.test(sql),
+    );
+    const softDelete = applied.findIndex((sql) => /^UPDATE .* SET "_DELETED" = TRUE.* FROM/s.test(sql));
+    expect(refill).toBeGreaterThan(0);
+    expect(refill).toBeLessThan(softDelete);
   });
 
   it('skips a batch at or below the checkpoint without a transaction', async () => {

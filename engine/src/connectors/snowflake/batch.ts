@@ -9,7 +9,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
-import { finalStates } from '../coalesce.ts';
+import { finalStates, rowKey } from '../coalesce.ts';
 import type { MirrorColumns } from '../destination.ts';
 import { type ChangeBatch, isUnchangedToast, keyIndexes } from '../records.ts';
 import { applyTableSql, type TableApply } from './apply-sql.ts';
@@ -57,6 +57,7 @@ export function stageBatch(batch: ChangeBatch, database: string): { text: string
     let hasDeletes = false;
     let hasUpserts = false;
     let hasUnchanged = false;
+    let fillsFromOldKey = false;
     for (const state of finals.values()) {
       if (state.op === 'delete') {
         hasDeletes = true;
@@ -73,10 +74,20 @@ export function stageBatch(batch: ChangeBatch, database: string): { text: string
       } else {
         hasUpserts = true;
         const flags = unchangedFlags(state.row);
-        if (state.row.some(isUnchangedToast)) hasUnchanged = true;
-        lines.push(
-          changeLine(batch.batchId, tableNo, state.index, 'U', dataObject(table, codecs, state.row), flags),
+        // A key change with unchanged values: they are in the row under the old key.
+        const refill =
+          state.row.some(isUnchangedToast) &&
+          rowKey(state.fillKey, positions) !== rowKey(state.row, positions);
+        if (flags) hasUnchanged = true;
+        if (refill) fillsFromOldKey = true;
+        const data = dataObject(
+          table,
+          codecs,
+          state.row,
+          undefined,
+          refill ? { key: state.fillKey, positions } : undefined,
         );
+        lines.push(changeLine(batch.batchId, tableNo, state.index, 'U', data, flags));
       }
     }
     if (truncateIndex === undefined && !hasDeletes && !hasUpserts) return;
@@ -89,6 +100,7 @@ export function stageBatch(batch: ChangeBatch, database: string): { text: string
       hasDeletes,
       hasUpserts,
       hasUnchanged,
+      fillsFromOldKey,
     });
   });
   return { text: lines.join(''), applies };

@@ -26,21 +26,33 @@ function cellText(cell: TupleCell | undefined, table: DestinationTable): string 
   );
 }
 
-/** The JSON object of a row's values; `onlyKeys` writes the key columns alone (a delete). */
+/** `data:f<i>`: the VARIANT path of key column i of the row an upsert takes its unchanged values from. */
+export function fillKey(index: number): string {
+  return `f${index}`;
+}
+
+/**
+ * The JSON object of a row's values; with `keyPositions` only the key columns
+ * (a delete). `fill` is the old key of a row whose key changed while some of its
+ * values were unchanged: those values are read from the row under that key.
+ */
 export function dataObject(
   table: DestinationTable,
   codecs: readonly ColumnCodec[],
   row: RowImage,
   keyPositions?: readonly number[],
+  fill?: { readonly key: RowImage; readonly positions: readonly number[] },
 ): string {
   const parts: string[] = [];
   const positions = keyPositions ?? table.columns.map((_, index) => index);
-  for (const index of positions) {
-    const text = cellText(row[index], table);
-    if (text === null) continue;
+  const add = (name: string, index: number, cell: RowImage[number] | undefined) => {
+    const text = cellText(cell, table);
+    if (text === null) return;
     const json = codecs[index]?.encode(text);
-    if (json !== undefined) parts.push(`"${dataKey(index)}":${json}`);
-  }
+    if (json !== undefined) parts.push(`"${name}":${json}`);
+  };
+  for (const index of positions) add(dataKey(index), index, row[index]);
+  if (fill) for (const index of fill.positions) add(fillKey(index), index, fill.key[index]);
   return `{${parts.join(',')}}`;
 }
 
