@@ -62,6 +62,7 @@ start: deps
 
 bench: deps testenv-up
 	node bench/run.ts
+	node bench/snowflake.ts
 
 clean:
 	rm -rf node_modules .tools

@@ -224,6 +224,85 @@ def sql_text(scope, body: bytes) -> str:
         return ""
 
 
+# Named transactions (tributary's batches name theirs after the mirror, and abort
+# the ones a killed engine left open). fakesnow neither names, lists nor aborts
+# transactions; these translations keep, per session token, the transaction its
+# BEGIN ... NAME opened, and rewrite the statements into ones fakesnow runs.
+BEGIN_NAMED = re.compile(r"^\s*(?:BEGIN|START)(?:\s+(?:TRANSACTION|WORK))?\s+NAME\s+([A-Za-z_][A-Za-z0-9_$]*)\s*;?\s*$", re.IGNORECASE)
+TXN_END = re.compile(r"^\s*(COMMIT|ROLLBACK)\b", re.IGNORECASE)
+SHOW_TRANSACTIONS = re.compile(r"^\s*SHOW\s+TRANSACTIONS\s*;?\s*$", re.IGNORECASE)
+ABORT_TRANSACTION = re.compile(r"SYSTEM\$ABORT_TRANSACTION\(\s*(\d+)\s*\)", re.IGNORECASE)
+CURRENT_SESSION = re.compile(r"CURRENT_SESSION\(\s*\)", re.IGNORECASE)
+session_ids: dict[str, int] = {}
+open_transactions: dict[str, dict] = {}  # session token -> {"id", "name", "started"}
+next_transaction_id = 1_700_000_000_000_000_000  # Snowflake's ids are 19 digits too
+
+
+def session_token(scope) -> str:
+    for key, value in scope.get("headers", []):
+        if key.lower() == b"authorization":
+            return value.decode()[17:-1]  # Snowflake Token="..."; as fakesnow reads it
+    return ""
+
+
+def session_id(token: str) -> int:
+    return session_ids.setdefault(token, 1_000_000 + len(session_ids))
+
+
+def sql_literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def translate(token: str, sql: str) -> str | None:
+    """The statement fakesnow should run instead of `sql`, or None to run it unchanged."""
+    global next_transaction_id
+    if match := BEGIN_NAMED.match(sql):
+        next_transaction_id += 1
+        open_transactions[token] = {"id": next_transaction_id, "name": match.group(1).upper(),
+                                    "started": datetime.datetime.now(datetime.UTC).isoformat()}
+        return "BEGIN"
+    if TXN_END.match(sql):
+        open_transactions.pop(token, None)
+        return None
+    if SHOW_TRANSACTIONS.match(sql):
+        rows = [f"({sql_literal(str(t['id']))}, 'TRIBUTARY', {sql_literal(str(session_id(k)))}, {sql_literal(t['name'])}, "
+                f"{sql_literal(t['started'])}, 'running', 'ROOT')" for k, t in open_transactions.items()]
+        if not rows:
+            rows = ["(NULL, NULL, NULL, NULL, NULL, NULL, NULL)"]
+        return ('SELECT * FROM (VALUES ' + ", ".join(rows) + ') AS t("id", "user", "session", "name", "started_on", "state", "scope")'
+                + (' WHERE "id" IS NOT NULL' if not open_transactions else ""))
+    if match := ABORT_TRANSACTION.search(sql):
+        import fakesnow.server
+
+        wanted = int(match.group(1))
+        for other, transaction in list(open_transactions.items()):
+            if transaction["id"] == wanted and (conn := fakesnow.server.sessions.get(other)):
+                conn.rollback()
+                open_transactions.pop(other, None)
+                return ABORT_TRANSACTION.sub(sql_literal(f"{wanted} aborted."), sql)
+        return ABORT_TRANSACTION.sub(sql_literal(f"Transaction {wanted} does not exist."), sql)
+    if CURRENT_SESSION.search(sql):
+        return CURRENT_SESSION.sub(sql_literal(str(session_id(token))), sql)
+    return None
+
+
+def rewrite_request(scope, body: bytes) -> bytes:
+    """The request body with its sqlText translated (see translate), gzip or not as it came."""
+    if not body:
+        return body
+    gzipped = (b"content-encoding", b"gzip") in [(k.lower(), v.lower()) for k, v in scope.get("headers", [])]
+    try:
+        payload = json.loads(gzip.decompress(body) if gzipped else body)
+        replacement = translate(session_token(scope), str(payload.get("sqlText") or ""))
+    except (ValueError, AttributeError, OSError):
+        return body
+    if replacement is None:
+        return body
+    payload["sqlText"] = replacement
+    encoded = json.dumps(payload).encode()
+    return gzip.compress(encoded) if gzipped else encoded
+
+
 def adapt(inner):
     async def app(scope, receive, send):
         path = scope.get("path", "")
@@ -252,12 +331,34 @@ def adapt(inner):
                 chunks.append(message.get("body", b""))
 
         request: list[bytes] = []
-
-        async def tap():
-            message = await receive()
-            if message["type"] == "http.request":
+        if path == "/queries/v1/query-request":
+            # The whole request first, so that its statement can be translated.
+            while True:
+                message = await receive()
                 request.append(message.get("body", b""))
-            return message
+                if not message.get("more_body"):
+                    break
+            translated = rewrite_request(scope, b"".join(request))
+            request[:] = [translated]
+            delivered = False
+
+            async def tap():
+                nonlocal delivered
+                if delivered:
+                    return await receive()
+                delivered = True
+                return {"type": "http.request", "body": translated, "more_body": False}
+
+            headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(translated)).encode()))
+            scope = {**scope, "headers": headers}
+        else:
+
+            async def tap():
+                message = await receive()
+                if message["type"] == "http.request":
+                    request.append(message.get("body", b""))
+                return message
 
         await inner(scope, tap, capture)
         body = b"".join(chunks)
@@ -299,7 +400,22 @@ running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
 # Ends the readiness poll early when the server has exited (eg: an import error).
 ready_or_dead() { login_ok || ! running; }
 
+# The adapter as this checkout's script writes it, hashed: a server started from
+# another adapter is restarted by `up` (its in-memory data is lost), so that tests
+# run against the translations they expect. A raw (unadapted) server is kept.
+adapter_checksum() {
+  sed -n "/^  cat >\"\$STATE\/server.py\" <<'PYEOF'\$/,/^PYEOF\$/p" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1
+}
+
+adapter_current() {
+  [ "$(cat "$STATE/mode" 2>/dev/null)" = raw ] || [ "$(cat "$STATE/adapter.sha256" 2>/dev/null)" = "$(adapter_checksum)" ]
+}
+
 up() {
+  if running && login_ok && ! adapter_current; then
+    status_line snowflake "the running emulator has an older adapter: restarting it"
+    stop_pidfile "$PIDFILE"
+  fi
   if running && login_ok; then
     status_line snowflake "fakesnow already running ($(cat "$STATE/mode" 2>/dev/null)) on http://127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"
     return 0
@@ -321,6 +437,7 @@ up() {
     TMPDIR="$STATE/tmp" setsid "$VENV/bin/fakesnow" -s --host 127.0.0.1 -p "$PORT" </dev/null >"$LOG" 2>&1 &
   else
     write_adapter
+    adapter_checksum >"$STATE/adapter.sha256"
     TMPDIR="$STATE/tmp" setsid "$VENV/bin/python" "$STATE/server.py" 127.0.0.1 "$PORT" </dev/null >"$LOG" 2>&1 &
   fi
   echo $! >"$PIDFILE"

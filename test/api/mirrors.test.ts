@@ -432,13 +432,6 @@ describe('mirrors', () => {
         message: `invalid mirror: source peer ${analyticsPeer} is not a relational peer`,
       },
       {
-        name: 'a datawarehouse destination',
-        configs: (name) => connectionConfigs(name, { destination_name: datawarehousePeer }),
-        status: 400,
-        code: 3,
-        message: 'cannot be mirror destinations',
-      },
-      {
         name: 'source tables that do not exist',
         configs: (name) =>
           connectionConfigs(name, {

@@ -144,4 +144,37 @@ describe('peer checks', () => {
     });
     expect(await checkPeer(peer)).toEqual({});
   });
+
+  it('logs in to the Snowflake emulator with an encrypted key, and names a wrong passphrase', async () => {
+    const { privateKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'right one' },
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    });
+    const peer = (password?: string) =>
+      peerSchema.parse({
+        name: 'sf',
+        kind: 'datawarehouse',
+        config: {
+          accountId: 'tributary',
+          username: 'tributary',
+          privateKey,
+          ...(password === undefined ? {} : { password }),
+          database: 'TRIBUTARY',
+          warehouse: 'WH',
+          role: 'SYSADMIN',
+          queryTimeout: 10,
+          accessUrl: snowflake.url,
+        },
+      });
+    expect(await checkPeer(peer('right one'))).toEqual({});
+    await expect(checkPeer(peer('wrong'))).rejects.toMatchObject({
+      kind: 'auth',
+      message: "the private key's passphrase (the peer's password) is wrong",
+    });
+    await expect(checkPeer(peer())).rejects.toMatchObject({
+      kind: 'config',
+      message: expect.stringContaining('the private key is encrypted and the peer has no password'),
+    });
+  });
 });

@@ -12,6 +12,7 @@ import type { Destination } from './destination.ts';
 import { KafkaDestination } from './kafka/destination.ts';
 import { PostgresDestination } from './postgres/destination.ts';
 import { PostgresSource } from './postgres/source.ts';
+import { SnowflakeDestination } from './snowflake/destination.ts';
 import type { Source } from './source.ts';
 
 export interface DestinationOptions {
@@ -37,7 +38,12 @@ const destinationFactories = {
       maxBatchSize: spec.maxBatchSize,
       logger,
     }),
-  datawarehouse: null,
+  datawarehouse: (peer, { spec, logger }) =>
+    new SnowflakeDestination(peer.config, {
+      mirror: spec.name,
+      mirrorColumns: { softDeleteColumn: spec.softDeleteColName, syncedAtColumn: spec.syncedAtColName },
+      logger,
+    }),
   stream: (peer, { spec, logger, script, log }) =>
     new KafkaDestination(peer.config, { mirror: spec.name, logger, script, log }),
   relational: (peer, { spec, logger, log }) => {

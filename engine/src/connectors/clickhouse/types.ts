@@ -3,9 +3,7 @@
 // an older release or by hand is written correctly), and the mapping from the
 // engine's value model (system Q) to the types the connector creates.
 import { EngineError } from '../../errors.ts';
-import { numericColumnType, pgColumnType } from '../../model/pg-type-map.ts';
-import type { ColumnType, ScalarColumnType } from '../../model/value-kind.ts';
-import type { SourceColumn } from '../records.ts';
+import type { ColumnType } from '../../model/value-kind.ts';
 import type { ServerCapabilities } from './server.ts';
 
 export type ChIntegerName = 'Int8' | 'Int16' | 'Int32' | 'Int64' | 'UInt8' | 'UInt16' | 'UInt32' | 'UInt64';
@@ -146,78 +144,7 @@ export function canBeNullable(type: ChType): boolean {
   return type.name !== 'Array' && type.name !== 'Map' && type.name !== 'Nullable';
 }
 
-// --- source columns to the value model -------------------------------------
-
-/**
- * Built-in types by the name format_type gives them, for domains over them
- * (SourceColumn.domainBaseTypeName): the destination has no catalog access, so
- * the base type is recognised by name. Modifiers that change nothing here
- * (varchar length, timestamp precision) are stripped before the lookup.
- */
-const scalarTypesByName: ReadonlyMap<string, ScalarColumnType> = new Map<string, ScalarColumnType>([
-  ['smallint', { kind: 'int16' }],
-  ['integer', { kind: 'int32' }],
-  ['bigint', { kind: 'int64' }],
-  ['oid', { kind: 'int64' }],
-  ['real', { kind: 'float32' }],
-  ['double precision', { kind: 'float64' }],
-  ['boolean', { kind: 'boolean' }],
-  ['text', { kind: 'string' }],
-  ['character varying', { kind: 'string' }],
-  ['character', { kind: 'string' }],
-  ['name', { kind: 'string' }],
-  ['"char"', { kind: 'string' }],
-  ['citext', { kind: 'string' }],
-  ['bytea', { kind: 'bytes' }],
-  ['uuid', { kind: 'uuid' }],
-  ['json', { kind: 'json' }],
-  ['jsonb', { kind: 'json' }],
-  ['date', { kind: 'date' }],
-  ['time without time zone', { kind: 'time' }],
-  ['time with time zone', { kind: 'timetz' }],
-  ['timestamp without time zone', { kind: 'timestamp' }],
-  ['timestamp with time zone', { kind: 'timestamptz' }],
-  ['interval', { kind: 'interval' }],
-  ['inet', { kind: 'inet' }],
-  ['cidr', { kind: 'cidr' }],
-  ['macaddr', { kind: 'macaddr' }],
-  ['macaddr8', { kind: 'macaddr' }],
-  ['money', { kind: 'money' }],
-  ['bit', { kind: 'bit' }],
-  ['bit varying', { kind: 'bit' }],
-  ['xml', { kind: 'xml' }],
-  ['hstore', { kind: 'hstore' }],
-]);
-
-function scalarTypeByName(name: string): ScalarColumnType {
-  const numeric = /^numeric\((\d+),(-?\d+)\)$/.exec(name);
-  if (numeric) return { kind: 'numeric', precision: Number(numeric[1]), scale: Number(numeric[2]) };
-  if (name === 'numeric') return numericColumnType(-1);
-  // Strip a schema qualifier, then length or precision modifiers: varchar(20), time(3) with time zone.
-  const bare = name.replace(/^(?:"[^"]+"|[a-z_][a-z0-9_$]*)\.(?=.)/, '').replace(/\(\d+\)/, '');
-  return scalarTypesByName.get(bare) ?? { kind: 'unknown_text', name };
-}
-
-function typeByName(name: string): ColumnType {
-  if (!name.endsWith('[]')) return scalarTypeByName(name);
-  const element = scalarTypeByName(name.replace(/(\[\])+$/, ''));
-  // box[] separates elements with ';', hstore[] would need Array(Map): both stay text.
-  if ((element.kind === 'geometry' && element.name === 'box') || element.kind === 'hstore') {
-    return { kind: 'unknown_text', name };
-  }
-  return { kind: 'array', element };
-}
-
-/**
- * The value-model type of a source column. Built-in types come from their OID
- * and modifier; domains from their base type's name; hstore and citext from
- * their name; enums and other user types are kept as text.
- */
-export function sourceColumnType(column: SourceColumn): ColumnType {
-  const builtin = pgColumnType(column.typeOid, column.typeModifier);
-  if (builtin.kind !== 'unknown_text' || builtin.name !== undefined) return builtin;
-  return typeByName(column.domainBaseTypeName ?? column.typeName);
-}
+export { sourceColumnType } from '../../model/source-column-type.ts';
 
 /** Microseconds-since-epoch storage for timestamps on servers without DateTime64. */
 const epochMicros: ChType = { name: 'Int64' };
