@@ -10,6 +10,7 @@ import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/de
 import type { Destination } from '../../engine/src/connectors/destination.ts';
 import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
+import { SnowflakeDestination } from '../../engine/src/connectors/snowflake/destination.ts';
 import type {
   ChangeBatch,
   DestinationTable,
@@ -17,6 +18,7 @@ import type {
 } from '../../engine/src/connectors/records.ts';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
+import { emulatorConfig, uniqueName } from '../support/snowflake-peer.ts';
 import { deleteTopics, kafkaClient, randomTopic, streamConfig } from './kafka-support.ts';
 
 const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
@@ -220,6 +222,28 @@ describe('Kafka destination: transaction positions', () => {
       await destination.removeCheckpoint(mirror).catch(() => {});
       await destination.close();
       await deleteTopics(kafkaClient('PLAINTEXT'), [topic]);
+    }
+  });
+});
+
+describe('Snowflake destination (emulator): transaction positions', () => {
+  it('stores, reads back and clears the position with the batch, in the checkpoint row', async () => {
+    const config = emulatorConfig(uniqueName('POSITIONS'));
+    const mirror = `positions-${randomBytes(4).toString('hex')}`;
+    const options = { mirror, mirrorColumns: {}, logger };
+    const destination = new SnowflakeDestination(config, options);
+    try {
+      await walkThroughTransaction(destination, rowsTable('positions'), mirror);
+      // Read by a fresh destination: from the CHECKPOINTS table, not the writer's memory.
+      const reader = new SnowflakeDestination(config, options);
+      try {
+        expect(await reader.readCheckpoint(mirror)).toEqual({ batchId: 3n, lsn: commitLsn + 1n });
+      } finally {
+        await reader.close();
+      }
+    } finally {
+      await destination.removeCheckpoint(mirror).catch(() => {});
+      await destination.close();
     }
   });
 });

@@ -144,9 +144,7 @@ export async function applyBatch(
     }
     await session.execute(`BEGIN TRANSACTION NAME ${transactionName(batch.mirror)}`);
     try {
-      const guard = await session.execute(
-        moveCheckpointSql(objects, batch.mirror, previous, batch.batchId, batch.endLsn),
-      );
+      const guard = await session.execute(moveCheckpointSql(objects, batch.mirror, previous, batch));
       if (guard.affectedRows !== 1) {
         await session.execute('ROLLBACK');
         const now = await storedBatchId(session, objects, batch.mirror);

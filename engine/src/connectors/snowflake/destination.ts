@@ -288,7 +288,18 @@ export class SnowflakeDestination implements Destination {
       if (!row) return undefined;
       const batchId = BigInt(String(row.BATCH_ID));
       // Batch 0 is the row made before the first batch: nothing synced yet.
-      return batchId === 0n ? undefined : { batchId, lsn: BigInt(String(row.LSN)) };
+      if (batchId === 0n) return undefined;
+      const checkpoint: Checkpoint = { batchId, lsn: BigInt(String(row.LSN)) };
+      const { TXN_COMMIT_LSN: commitLsn, TXN_CHANGE_LSN: changeLsn, TXN_CHANGE_RANK: changeRank } = row;
+      if (commitLsn == null || changeLsn == null || changeRank == null) return checkpoint;
+      return {
+        ...checkpoint,
+        transactionPosition: {
+          commitLsn: BigInt(String(commitLsn)),
+          changeLsn: BigInt(String(changeLsn)),
+          changeRank: Number(changeRank),
+        },
+      };
     });
   }
 

@@ -3,6 +3,7 @@
 // that live for one batch): the stage files are PUT to, one changes table per
 // mirror, and the CHECKPOINTS table whose row a batch moves inside its own
 // transaction (docs/snowflake.md).
+import type { ChangeBatch } from '../records.ts';
 import { quoteIdent, snowflakeName, stringLiteral } from './sql.ts';
 
 export const internalSchemaName = '_TRIBUTARY_INTERNAL';
@@ -45,7 +46,8 @@ export function createInternalObjectsSql(objects: InternalObjects): string[] {
        "OP" VARCHAR(1) NOT NULL, "DATA" VARIANT, "UNCHANGED" VARCHAR)`,
     `CREATE TABLE IF NOT EXISTS ${objects.checkpoints} (
        "MIRROR" VARCHAR NOT NULL, "BATCH_ID" NUMBER(19,0) NOT NULL, "LSN" NUMBER(20,0) NOT NULL,
-       "UPDATED_AT" TIMESTAMP_TZ)`,
+       "UPDATED_AT" TIMESTAMP_TZ, "TXN_COMMIT_LSN" NUMBER(20,0), "TXN_CHANGE_LSN" NUMBER(20,0),
+       "TXN_CHANGE_RANK" NUMBER(9,0))`,
   ];
 }
 
@@ -58,24 +60,31 @@ export function ensureCheckpointRowSql(objects: InternalObjects, mirror: string)
 }
 
 export function readCheckpointSql(objects: InternalObjects, mirror: string): string {
-  return `SELECT TO_VARCHAR("BATCH_ID") AS "BATCH_ID", TO_VARCHAR("LSN") AS "LSN"
+  return `SELECT TO_VARCHAR("BATCH_ID") AS "BATCH_ID", TO_VARCHAR("LSN") AS "LSN",
+      TO_VARCHAR("TXN_COMMIT_LSN") AS "TXN_COMMIT_LSN", TO_VARCHAR("TXN_CHANGE_LSN") AS "TXN_CHANGE_LSN",
+      TO_VARCHAR("TXN_CHANGE_RANK") AS "TXN_CHANGE_RANK"
     FROM ${objects.checkpoints} WHERE "MIRROR" = ${stringLiteral(mirror)}`;
 }
 
 /**
  * The guard, first statement of a batch's transaction: it moves the checkpoint
  * only from the batch id read before the transaction. No row changed means
- * another writer (or an earlier attempt that did commit) got there first.
+ * another writer (or an earlier attempt that did commit) got there first. It
+ * also records, or clears, the position inside a transaction larger than a
+ * batch (engine.md, "Transactions larger than a batch").
  */
 export function moveCheckpointSql(
   objects: InternalObjects,
   mirror: string,
   previousBatchId: bigint,
-  batchId: bigint,
-  lsn: bigint,
+  batch: Pick<ChangeBatch, 'batchId' | 'endLsn' | 'transactionPosition'>,
 ): string {
+  const position = batch.transactionPosition;
+  const positionSql = position
+    ? `"TXN_COMMIT_LSN" = ${position.commitLsn}, "TXN_CHANGE_LSN" = ${position.changeLsn}, "TXN_CHANGE_RANK" = ${position.changeRank}`
+    : `"TXN_COMMIT_LSN" = NULL, "TXN_CHANGE_LSN" = NULL, "TXN_CHANGE_RANK" = NULL`;
   return `UPDATE ${objects.checkpoints}
-    SET "BATCH_ID" = ${batchId}, "LSN" = ${lsn}, "UPDATED_AT" = CURRENT_TIMESTAMP()
+    SET "BATCH_ID" = ${batch.batchId}, "LSN" = ${batch.endLsn}, ${positionSql}, "UPDATED_AT" = CURRENT_TIMESTAMP()
     WHERE "MIRROR" = ${stringLiteral(mirror)} AND "BATCH_ID" = ${previousBatchId}`;
 }
 
