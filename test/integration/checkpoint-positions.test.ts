@@ -10,12 +10,12 @@ import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/de
 import type { Destination } from '../../engine/src/connectors/destination.ts';
 import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
-import { SnowflakeDestination } from '../../engine/src/connectors/snowflake/destination.ts';
 import type {
   ChangeBatch,
   DestinationTable,
   TransactionPosition,
 } from '../../engine/src/connectors/records.ts';
+import { SnowflakeDestination } from '../../engine/src/connectors/snowflake/destination.ts';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 import { emulatorConfig, uniqueName } from '../support/snowflake-peer.ts';
