@@ -2,8 +2,8 @@
 // on this machine, in the same run, systems alternating round by round
 // (docs/benchmarks.md). Every run's destination is checked against the source.
 //
-//   pg              PG → PG snapshot vs `COPY | COPY` and logical replication;
-//                   CDC inserts/updates/deletes vs logical replication
+//   pg-snapshot     PG → PG snapshot vs `COPY | COPY` and logical replication
+//   pg-cdc          PG → PG CDC inserts/updates/deletes vs logical replication
 //   pg-latency      PG → PG commit-to-visible p50/p99 vs logical replication
 //   clickhouse      PG → ClickHouse snapshot and CDC vs `COPY → INSERT … FORMAT CSV`
 //   kafka           PG → Kafka snapshot and CDC vs Debezium Server
@@ -24,7 +24,8 @@ import { Catalog } from './lib/tributary.ts';
 type GroupRun = (catalog: Catalog) => Promise<Record<string, unknown>>;
 
 const groupRuns: Record<Group, () => Promise<GroupRun>> = {
-  pg: async () => (await import('./groups/pg.ts')).runPostgresGroup,
+  'pg-snapshot': async () => (await import('./groups/pg.ts')).runPostgresSnapshotGroup,
+  'pg-cdc': async () => (await import('./groups/pg.ts')).runPostgresCdcGroup,
   'pg-latency': async () => (await import('./groups/pg-latency.ts')).runPostgresLatencyGroup,
   clickhouse: async () => (await import('./groups/clickhouse.ts')).runClickHouseGroup,
   kafka: async () => (await import('./groups/kafka.ts')).runKafkaGroup,

@@ -1,4 +1,4 @@
-// PostgreSQL → PostgreSQL: the snapshot against the `COPY | COPY` floor and
+// PostgreSQL → PostgreSQL (groups pg-snapshot and pg-cdc): the snapshot against the `COPY | COPY` floor and
 // PostgreSQL's own logical replication (copy_data), and CDC of inserts,
 // updates and deletes against logical replication, each a backlog of
 // BENCH_ROWS changes drained into the benchmark's own PostgreSQL server.
@@ -201,12 +201,23 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
   return seconds;
 }
 
-export async function runPostgresGroup(catalog: Catalog): Promise<Record<string, Figure>> {
-  const source = await sourceDatabase('bench_pg_src');
+export async function runPostgresSnapshotGroup(catalog: Catalog): Promise<Record<string, Figure>> {
+  const source = await sourceDatabase('bench_pgsnap_src');
   try {
-    const figures: Record<string, Figure> = await snapshotFigures(source, catalog);
+    const figures = await snapshotFigures(source, catalog);
+    for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));
+    return figures;
+  } finally {
+    await source.drop();
+  }
+}
+
+export async function runPostgresCdcGroup(catalog: Catalog): Promise<Record<string, Figure>> {
+  const source = await sourceDatabase('bench_pgcdc_src');
+  try {
     const perRound = [];
     for (let round = 0; round < rounds; round++) perRound.push(await cdcRound(source, catalog, round));
+    const figures: Record<string, Figure> = {};
     for (const phase of ['insert', 'update', 'delete'] as const) {
       figures[`pg_cdc_${phase}_vs_native`] = figure(
         'rows/s',

@@ -7,7 +7,8 @@
 //   BENCH_RATE             rows/s written during a latency run (default 5,000)
 //   BENCH_ONLY             comma-separated groups to run (default: all), see `groups`
 export const groups = [
-  'pg',
+  'pg-snapshot',
+  'pg-cdc',
   'pg-latency',
   'clickhouse',
   'kafka',

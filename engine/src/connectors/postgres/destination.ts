@@ -24,6 +24,7 @@ import {
   type TableChanges,
 } from '../records.ts';
 import { openPostgresPool, type PgPool } from './connect.ts';
+import { copyChunks } from './copy-chunks.ts';
 import { quoteIdent, quoteLiteral, quoteTable } from './sql.ts';
 
 /** OIDs below this are built into every PostgreSQL server. */
@@ -307,7 +308,7 @@ export class PostgresDestination implements Destination {
        FROM ${target} WITH NO DATA`,
     );
     await pipeline(
-      Readable.from(stageLines(table, upserts, deletes)),
+      Readable.from(copyChunks(stageLines(table, upserts, deletes))),
       client.query(copyFrom(`COPY ${stage} FROM STDIN`)),
     );
 
