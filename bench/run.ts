@@ -51,12 +51,28 @@ async function main(): Promise<void> {
     load_average: { atStart: loadAverage() },
   };
   const failures: Record<string, string> = {};
+  const directory = join(repoRoot, 'bench', 'results');
+  mkdirSync(directory, { recursive: true });
+  const file = join(
+    directory,
+    `${started.toISOString().slice(0, 10)}${process.env.BENCH_RESULTS_SUFFIX ?? ''}.json`,
+  );
+  // Written after every group, so a long run stopped part-way keeps what it measured.
+  const save = () => {
+    results.load_average = {
+      ...(results.load_average as object),
+      atEnd: loadAverage(),
+      uptime: machine().uptime,
+    };
+    results.failures = failures;
+    writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  };
   console.log(`bench: ${JSON.stringify(results.settings)}; ${machine().uptime}`);
   startTargetServer();
   const catalog = await Catalog.create();
   try {
     for (const group of benchConfig.only) {
-      console.log(`== ${group}`);
+      console.log(`== ${group} (${machine().uptime})`);
       try {
         Object.assign(results, await (await groupRuns[group]())(catalog));
       } catch (error) {
@@ -65,23 +81,11 @@ async function main(): Promise<void> {
         failures[group] = error instanceof Error ? (error.stack ?? error.message) : String(error);
         console.error(`${group} failed: ${failures[group]}`);
       }
+      save();
     }
   } finally {
     await catalog.close();
   }
-  results.load_average = {
-    ...(results.load_average as object),
-    atEnd: loadAverage(),
-    uptime: machine().uptime,
-  };
-  if (Object.keys(failures).length > 0) results.failures = failures;
-  const directory = join(repoRoot, 'bench', 'results');
-  mkdirSync(directory, { recursive: true });
-  const file = join(
-    directory,
-    `${started.toISOString().slice(0, 10)}${process.env.BENCH_RESULTS_SUFFIX ?? ''}.json`,
-  );
-  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`results written to ${file}`);
   if (Object.keys(failures).length > 0) process.exitCode = 1;
 }
