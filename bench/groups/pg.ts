@@ -82,15 +82,22 @@ async function snapshotFigures(source: TestDatabase, catalog: Catalog) {
           if (system === 'floor') {
             [seconds] = await timed(() => copyPipe(source, 'snap', target, 'snap'));
           } else {
-            const name = uniqueName('bench_sub_snap');
-            [seconds] = await timed(async () => {
-              const subscription = await Subscription.create(source, target, name, 'snap_pub', true);
-              await until('subscription copy', () => subscription.tablesReady(), 30 * 60_000);
-              return subscription;
-            }).then(async ([elapsed, subscription]) => {
-              await subscription.drop();
-              return [elapsed] as const;
-            });
+            let subscription: Subscription | undefined;
+            try {
+              [seconds] = await timed(async () => {
+                const created = await Subscription.create(
+                  source,
+                  target,
+                  uniqueName('bench_sub_snap'),
+                  'snap_pub',
+                  true,
+                );
+                subscription = created;
+                await until('subscription copy', () => created.tablesReady(), 30 * 60_000);
+              });
+            } finally {
+              await subscription?.drop();
+            }
           }
         }
         expectSame(`pg snapshot ${system}`, expected, await fingerprint(target.client, 'snap'));

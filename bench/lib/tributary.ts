@@ -129,6 +129,7 @@ export async function cdcUntil(
   done: () => Promise<boolean>,
   timeoutMs = 30 * 60_000,
 ): Promise<number> {
+  // A mirror resumed for a later phase is past setup already: its transition is refused, harmlessly.
   await catalog.catalog.transition(spec.name, 'setup').catch(() => {});
   const stop = new AbortController();
   const started = performance.now();

@@ -43,7 +43,7 @@ install() {
 # The first java of major >= 21: $JAVA_HOME, then the PATH, then /usr/lib/jvm.
 java() {
   local candidate major
-  for candidate in ${JAVA_HOME:+"$JAVA_HOME/bin/java"} "$(command -v java || true)" /usr/lib/jvm/*/bin/java; do
+  for candidate in ${JAVA_HOME:+"$JAVA_HOME/bin/java"} "$(type -P java || true)" /usr/lib/jvm/*/bin/java; do
     [ -x "$candidate" ] || continue
     major="$("$candidate" -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/ {print $2}')"
     if [ -n "$major" ] && [ "${major%%.*}" -ge 21 ]; then
