@@ -1,339 +1,93 @@
-// `make bench`: engine throughput and latency against physical baselines on the
-// same machine and the same PostgreSQL server (the test environment's).
+// `make bench`: Tributary end to end against what a user would pick instead,
+// on this machine, in the same run, systems alternating round by round
+// (docs/benchmarks.md). Every run's destination is checked against the source.
 //
-//   snapshot  rows/s of the engine's partitioned COPY into a discarding sink,
-//             against one `COPY (SELECT …) TO STDOUT` of the same table
-//   cdc       rows/s draining a backlog of changes from a slot into a discarding
-//             sink, against pg_recvlogical draining an identical slot
-//   latency   commit-to-destination p50/p99 at a fixed write rate, idle timeout 1 s,
-//             into the real PostgreSQL destination
-//   rss       peak resident memory of this process (engine runs in-process)
+//   pg-snapshot     PG → PG snapshot vs `COPY | COPY` and logical replication
+//   pg-cdc          PG → PG CDC inserts/updates/deletes vs logical replication
+//   pg-latency      PG → PG commit-to-visible p50/p99 vs logical replication
+//   clickhouse      PG → ClickHouse snapshot and CDC vs `COPY → INSERT … FORMAT CSV`
+//   kafka           PG → Kafka snapshot and CDC vs Debezium Server
+//   kafka-latency   PG → Kafka commit-to-append p50/p99 vs Debezium Server
+//   big-transaction one transaction of BENCH_BIG_ROWS inserts, PG → PG
+//   standalone      the standalone process's resident memory
+//   diagnostic      the engine into a discarding destination (no destination server)
 //
-// Sizes: BENCH_ROWS (default 1,000,000), BENCH_LATENCY_SECONDS (default 20),
-// BENCH_RATE (rows/s, default 5000). Results are printed and written to
-// bench/results/<date>.json.
-import { execFile } from 'node:child_process';
+// Settings: bench/lib/config.ts. Results: bench/results/<date>.json.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { promisify } from 'node:util';
-import pg from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
-import pino from 'pino';
-import { PostgresCatalog } from '../engine/src/catalog/postgres-catalog.ts';
-import type { Destination } from '../engine/src/connectors/destination.ts';
-import { PostgresDestination } from '../engine/src/connectors/postgres/destination.ts';
-import { readTableInfo } from '../engine/src/connectors/postgres/table-info.ts';
-import { createSource } from '../engine/src/connectors/registry.ts';
-import { formatLsn, parseLsn } from '../engine/src/model/lsn.ts';
-import { EngineMetrics } from '../engine/src/observability/engine-metrics.ts';
-import { runCdc } from '../engine/src/pipeline/cdc.ts';
-import { defaultBatchMemoryBudgetBytes, type MirrorContext } from '../engine/src/pipeline/context.ts';
-import { runSnapshot } from '../engine/src/pipeline/snapshot.ts';
-import { destinationTable } from '../engine/src/pipeline/tables.ts';
-import {
-  type MirrorSpecInput,
-  mirrorSpecSchema,
-  tableMappingSchema,
-} from '../engine/src/resources/mirror.ts';
-import { createTestDatabase, type TestDatabase } from '../test/support/databases.ts';
 import { repoRoot } from '../test/support/testenv.ts';
-import { DiscardDestination } from './discard-destination.ts';
+import { benchConfig, type Group } from './lib/config.ts';
+import { loadAverage, machine } from './lib/machine.ts';
+import { startTargetServer } from './lib/servers.ts';
+import { Catalog } from './lib/tributary.ts';
 
-const rowCount = Number(process.env.BENCH_ROWS ?? 1_000_000);
-const latencySeconds = Number(process.env.BENCH_LATENCY_SECONDS ?? 20);
-const latencyRate = Number(process.env.BENCH_RATE ?? 5_000);
-const logger = pino({ level: 'warn' });
-const run = promisify(execFile);
-/** Slots are per server, not per database: a suffix keeps runs apart. */
-const runId = Math.random().toString(36).slice(2, 8);
-const slot = (name: string) => `${name}_${runId}`;
+type GroupRun = (catalog: Catalog) => Promise<Record<string, unknown>>;
 
-const tableShape = `(id bigint PRIMARY KEY, account int NOT NULL, amount numeric(12,2), note text, created timestamptz NOT NULL DEFAULT clock_timestamp())`;
-const fillRows = (from: string, to: string) =>
-  `SELECT g, g % 1000, g * 0.01, 'note ' || md5(g::text), clock_timestamp() FROM generate_series(${from}, ${to}) g`;
-
-function mapping(table: string) {
-  return { source: { schema: 'public', table }, destination: { schema: 'public', table } };
-}
-
-const engineMetrics = new EngineMetrics();
-
-function context(
-  source: TestDatabase,
-  catalog: PostgresCatalog,
-  destination: Destination,
-  spec: MirrorSpecInput,
-  signal: AbortSignal,
-): MirrorContext {
-  const parsed = mirrorSpecSchema.parse(spec);
-  return {
-    spec: parsed,
-    source: createSource({ kind: 'relational', config: source.config }, { mirror: parsed.name }),
-    destination,
-    catalog,
-    logger,
-    signal,
-    batchMemoryBudgetBytes: defaultBatchMemoryBudgetBytes,
-    // As in an engine process, which always keeps its metrics.
-    metrics: engineMetrics,
-  };
-}
-
-async function seconds<T>(work: () => Promise<T>): Promise<[number, T]> {
-  const started = performance.now();
-  const result = await work();
-  return [(performance.now() - started) / 1000, result];
-}
-
-async function benchSnapshot(source: TestDatabase, catalog: PostgresCatalog) {
-  await source.client.query(`CREATE TABLE bench_snapshot ${tableShape}`);
-  await source.client.query(`INSERT INTO bench_snapshot ${fillRows('1', String(rowCount))}`);
-  await source.client.query(`VACUUM ANALYZE bench_snapshot`);
-
-  const copyBaseline = () =>
-    seconds(async () => {
-      const discard = new Writable({ write: (_chunk, _encoding, done) => done() });
-      await pipeline(source.client.query(copyTo(`COPY (SELECT * FROM bench_snapshot) TO STDOUT`)), discard);
-    });
-  const [baselineBefore] = await copyBaseline();
-
-  const info = await readTableInfo(source.client, { schema: 'public', table: 'bench_snapshot' });
-  if (!info) throw new Error('bench_snapshot vanished');
-  const destination = new DiscardDestination();
-  const spec: MirrorSpecInput = {
-    name: 'bench-snapshot',
-    sourcePeer: 'source',
-    destinationPeer: 'discard',
-    tableMappings: [mapping('bench_snapshot')],
-    doInitialSnapshot: true,
-    snapshotNumRowsPerPartition: Math.ceil(rowCount / 4),
-  };
-  await catalog.transition('bench-snapshot', 'setup');
-  const [engineSeconds] = await seconds(() =>
-    runSnapshot(
-      context(source, catalog, destination, spec, new AbortController().signal),
-      [destinationTable(tableMappingSchema.parse(mapping('bench_snapshot')), info)],
-      { name: null, consistentPoint: 0n },
-    ),
-  );
-  if (destination.snapshotRowCount !== rowCount)
-    throw new Error(`snapshot copied ${destination.snapshotRowCount} rows`);
-  // Best of a run before and after the engine's, so cache warmth favours neither.
-  const [baselineAfter] = await copyBaseline();
-  const baselineSeconds = Math.min(baselineBefore, baselineAfter);
-  return {
-    rows: rowCount,
-    baselineRowsPerSecond: Math.round(rowCount / baselineSeconds),
-    engineRowsPerSecond: Math.round(rowCount / engineSeconds),
-    ratio: round(baselineSeconds / engineSeconds),
-    engineSettings: '4 partitions, 4 workers',
-  };
-}
-
-async function benchCdc(source: TestDatabase, catalog: PostgresCatalog) {
-  const { client } = source;
-  await client.query(`CREATE TABLE bench_cdc ${tableShape}`);
-  await client.query(`CREATE PUBLICATION bench_pub FOR TABLE bench_cdc`);
-  await client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slot('bench_baseline')]);
-  await client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slot('bench_engine')]);
-  await client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [
-    slot('bench_baseline_again'),
-  ]);
-  const startLsn =
-    (await client.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`)).rows[0]?.lsn ?? '';
-  // The backlog: transactions of 10,000 inserts each.
-  const perTransaction = 10_000;
-  for (let from = 1; from <= rowCount; from += perTransaction) {
-    const to = Math.min(rowCount, from + perTransaction - 1);
-    await client.query(`INSERT INTO bench_cdc ${fillRows(String(from), String(to))}`);
-  }
-  const endLsn =
-    (await client.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`)).rows[0]?.lsn ?? '';
-
-  const { host, port, user, password, database } = source.config;
-  const recvlogical = '/usr/lib/postgresql/15/bin/pg_recvlogical';
-  const recvBaseline = (slotName: string) =>
-    seconds(() =>
-      run(
-        recvlogical,
-        [
-          `--dbname=host=${host} port=${port} user=${user} dbname=${database}`,
-          `--slot=${slotName}`,
-          '--start',
-          `--endpos=${endLsn}`,
-          '--option=proto_version=1',
-          '--option=publication_names=bench_pub',
-          '--no-loop',
-          '--file=/dev/null',
-        ],
-        { env: { ...process.env, PGPASSWORD: password } },
-      ),
-    );
-  const [baselineBefore] = await recvBaseline(slot('bench_baseline'));
-
-  const info = await readTableInfo(client, { schema: 'public', table: 'bench_cdc' });
-  if (!info) throw new Error('bench_cdc vanished');
-  const destination = new DiscardDestination();
-  const controller = new AbortController();
-  destination.onChanges((count) => {
-    if (count >= rowCount) controller.abort();
-  });
-  const spec: MirrorSpecInput = {
-    name: 'bench-cdc',
-    sourcePeer: 'source',
-    destinationPeer: 'discard',
-    tableMappings: [mapping('bench_cdc')],
-    doInitialSnapshot: false,
-    idleTimeoutSeconds: 1,
-  };
-  await catalog.transition('bench-cdc', 'setup');
-  const [engineSeconds] = await seconds(() =>
-    runCdc(context(source, catalog, destination, spec, controller.signal), {
-      slotName: slot('bench_engine'),
-      publicationName: 'bench_pub',
-      tables: [destinationTable(tableMappingSchema.parse(mapping('bench_cdc')), info)],
-    }),
-  );
-  if (destination.changeCount !== rowCount) throw new Error(`cdc saw ${destination.changeCount} changes`);
-  // Best of a pg_recvlogical run before and after the engine's (WAL cache warmth).
-  const [baselineAfter] = await recvBaseline(slot('bench_baseline_again'));
-  const baselineSeconds = Math.min(baselineBefore, baselineAfter);
-  return {
-    changes: rowCount,
-    backlogWalBytes: Number(parseLsn(endLsn) - parseLsn(startLsn)),
-    baselineRowsPerSecond: Math.round(rowCount / baselineSeconds),
-    engineRowsPerSecond: Math.round(rowCount / engineSeconds),
-    ratio: round(baselineSeconds / engineSeconds),
-    endLsn: formatLsn(parseLsn(endLsn)),
-  };
-}
-
-async function benchLatency(source: TestDatabase, destinationDb: TestDatabase, catalog: PostgresCatalog) {
-  await source.client.query(`CREATE TABLE bench_latency ${tableShape}`);
-  const spec: MirrorSpecInput = {
-    name: 'bench-latency',
-    sourcePeer: 'source',
-    destinationPeer: 'destination',
-    tableMappings: [mapping('bench_latency')],
-    doInitialSnapshot: false,
-    idleTimeoutSeconds: 1,
-    syncedAtColName: '_synced_at',
-  };
-  const destination = new PostgresDestination(destinationDb.config, {
-    system: 'Q',
-    mirrorColumns: { syncedAtColumn: '_synced_at' },
-    applicationName: 'bench-latency',
-    logger,
-  });
-  const info = await readTableInfo(source.client, { schema: 'public', table: 'bench_latency' });
-  if (!info) throw new Error('bench_latency vanished');
-  const table = destinationTable(tableMappingSchema.parse(mapping('bench_latency')), info);
-  await destination.setupTables([table]);
-  await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [
-    slot('bench_latency'),
-  ]);
-  await source.client.query(`CREATE PUBLICATION bench_latency_pub FOR TABLE bench_latency`);
-  await catalog.transition('bench-latency', 'setup');
-  const controller = new AbortController();
-  const cdc = runCdc(context(source, catalog, destination, spec, controller.signal), {
-    slotName: slot('bench_latency'),
-    publicationName: 'bench_latency_pub',
-    tables: [table],
-  });
-
-  // Writes in ten commits a second at the target rate.
-  const perCommit = Math.max(1, Math.round(latencyRate / 10));
-  const commits = latencySeconds * 10;
-  const started = Date.now();
-  for (let commit = 0; commit < commits; commit++) {
-    const from = commit * perCommit + 1;
-    await source.client.query(
-      `INSERT INTO bench_latency ${fillRows(String(from), String(from + perCommit - 1))}`,
-    );
-    const wait = started + (commit + 1) * 100 - Date.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-  }
-  const total = commits * perCommit;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const landed = await destinationDb.client.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM bench_latency`,
-    );
-    if (landed.rows[0]?.n === total) break;
-    if (Date.now() > deadline) throw new Error('latency run did not catch up in 60 s');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  controller.abort();
-  await cdc;
-  await destination.close();
-  // _synced_at is the destination transaction's start; created is the row's
-  // insert time, a few milliseconds before its commit.
-  const latency = await destinationDb.client.query<{ p50: number; p99: number; max: number }>(
-    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99,
-            max(ms) AS max
-     FROM (SELECT extract(epoch FROM _synced_at - created) * 1000 AS ms FROM bench_latency) l`,
-  );
-  const row = latency.rows[0];
-  return {
-    rowsPerSecond: latencyRate,
-    seconds: latencySeconds,
-    p50Ms: Math.round(row?.p50 ?? -1),
-    p99Ms: Math.round(row?.p99 ?? -1),
-    maxMs: Math.round(row?.max ?? -1),
-  };
-}
-
-function round(value: number): number {
-  return Math.round(value * 100) / 100;
-}
+const groupRuns: Record<Group, () => Promise<GroupRun>> = {
+  'pg-snapshot': async () => (await import('./groups/pg.ts')).runPostgresSnapshotGroup,
+  'pg-cdc': async () => (await import('./groups/pg.ts')).runPostgresCdcGroup,
+  'pg-latency': async () => (await import('./groups/pg-latency.ts')).runPostgresLatencyGroup,
+  clickhouse: async () => (await import('./groups/clickhouse.ts')).runClickHouseGroup,
+  kafka: async () => (await import('./groups/kafka.ts')).runKafkaGroup,
+  'kafka-latency': async () => (await import('./groups/kafka-latency.ts')).runKafkaLatencyGroup,
+  'big-transaction': async () => (await import('./groups/big-transaction.ts')).runBigTransactionGroup,
+  standalone: async () => (await import('./groups/standalone.ts')).runStandaloneGroup,
+  diagnostic: async () => (await import('./groups/diagnostic.ts')).runDiagnosticGroup,
+};
 
 async function main(): Promise<void> {
-  const [source, destinationDb, catalogDb] = await Promise.all([
-    createTestDatabase('bench_src'),
-    createTestDatabase('bench_dst'),
-    createTestDatabase('bench_cat'),
-  ]);
-  const pool = new pg.Pool({ ...catalogDb.config, max: 2 });
-  const catalog = new PostgresCatalog(pool);
-  try {
-    await catalog.migrate();
-    console.log(`bench: ${rowCount} rows, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
-    const snapshot = await benchSnapshot(source, catalog);
-    console.log(
-      `snapshot  engine ${snapshot.engineRowsPerSecond} rows/s, COPY ${snapshot.baselineRowsPerSecond} rows/s, ratio ${snapshot.ratio}`,
-    );
-    const cdc = await benchCdc(source, catalog);
-    console.log(
-      `cdc       engine ${cdc.engineRowsPerSecond} rows/s, pg_recvlogical ${cdc.baselineRowsPerSecond} rows/s, ratio ${cdc.ratio}`,
-    );
-    const latency = await benchLatency(source, destinationDb, catalog);
-    console.log(
-      `latency   ${latency.rowsPerSecond} rows/s for ${latency.seconds} s: p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, max ${latency.maxMs} ms`,
-    );
-    const peakRssMiB = Math.round(process.resourceUsage().maxRSS / 1024);
-    console.log(`rss       peak ${peakRssMiB} MiB (bench process, engine in-process)`);
-    const results = {
-      date: new Date().toISOString(),
-      node: process.version,
-      cores: cpus().length,
-      postgres: (await source.client.query<{ v: string }>(`SELECT version() AS v`)).rows[0]?.v,
-      snapshot,
-      cdc,
-      latency,
-      peakRssMiB,
+  const started = new Date();
+  const results: Record<string, unknown> = {
+    date: started.toISOString(),
+    machine: machine(),
+    settings: {
+      rows: benchConfig.rows,
+      rounds: benchConfig.rounds,
+      bigTransactionRows: benchConfig.bigTransactionRows,
+      latencySeconds: benchConfig.latencySeconds,
+      latencyRate: benchConfig.latencyRate,
+      groups: [...benchConfig.only],
+    },
+    load_average: { atStart: loadAverage() },
+  };
+  const failures: Record<string, string> = {};
+  const directory = join(repoRoot, 'bench', 'results');
+  mkdirSync(directory, { recursive: true });
+  const file = join(
+    directory,
+    `${started.toISOString().slice(0, 10)}${process.env.BENCH_RESULTS_SUFFIX ?? ''}.json`,
+  );
+  // Written after every group, so a long run stopped part-way keeps what it measured.
+  const save = () => {
+    results.load_average = {
+      ...(results.load_average as object),
+      atEnd: loadAverage(),
+      uptime: machine().uptime,
     };
-    const directory = join(repoRoot, 'bench', 'results');
-    mkdirSync(directory, { recursive: true });
-    const file = join(directory, `${results.date.slice(0, 10)}.json`);
+    results.failures = failures;
     writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-    console.log(`results written to ${file}`);
+  };
+  console.log(`bench: ${JSON.stringify(results.settings)}; ${machine().uptime}`);
+  startTargetServer();
+  const catalog = await Catalog.create();
+  try {
+    for (const group of benchConfig.only) {
+      console.log(`== ${group} (${machine().uptime})`);
+      try {
+        Object.assign(results, await (await groupRuns[group]())(catalog));
+      } catch (error) {
+        // A group that cannot run (a missing program, a failed check) is
+        // reported as such; the others still run.
+        failures[group] = error instanceof Error ? (error.stack ?? error.message) : String(error);
+        console.error(`${group} failed: ${failures[group]}`);
+      }
+      save();
+    }
   } finally {
-    await pool.end();
-    await Promise.all([source.drop(), destinationDb.drop(), catalogDb.drop()]);
+    await catalog.close();
   }
+  console.log(`results written to ${file}`);
+  if (Object.keys(failures).length > 0) process.exitCode = 1;
 }
 
 await main();

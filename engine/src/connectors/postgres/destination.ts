@@ -24,6 +24,7 @@ import {
   type TableChanges,
 } from '../records.ts';
 import { openPostgresPool, type PgPool } from './connect.ts';
+import { copyChunks } from './copy-chunks.ts';
 import {
   checkpointTable,
   createCheckpointTable,
@@ -299,7 +300,7 @@ export class PostgresDestination implements Destination {
        FROM ${target} WITH NO DATA`,
     );
     await pipeline(
-      Readable.from(stageLines(table, upserts, deletes)),
+      Readable.from(copyChunks(stageLines(table, upserts, deletes))),
       client.query(copyFrom(`COPY ${stage} FROM STDIN`)),
     );
 

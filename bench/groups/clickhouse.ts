@@ -1,0 +1,176 @@
+// PostgreSQL → ClickHouse (the test clickhouse-server): Tributary's snapshot
+// and CDC of BENCH_ROWS inserts against the raw pipe floor, the source's
+// `COPY … TO STDOUT (FORMAT csv)` streamed into `INSERT … FORMAT CSV`.
+import pino from 'pino';
+import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/destination.ts';
+import type { AnalyticsConfig } from '../../engine/src/resources/peer.ts';
+import { clickhouseEngines } from '../../test/support/clickhouse-engines.ts';
+import type { TestDatabase } from '../../test/support/databases.ts';
+import { benchConfig } from '../lib/config.ts';
+import { sourceDatabase, uniqueName } from '../lib/servers.ts';
+import { describe, type Figure, figure, timed } from '../lib/stats.ts';
+import {
+  type Catalog,
+  cdcUntil,
+  destinationTables,
+  mappings,
+  mirrorSpec,
+  snapshot,
+  type TableMove,
+} from '../lib/tributary.ts';
+import { insertRows, tableColumns } from '../lib/workload.ts';
+import { clickhouseQuery, copyToClickHouse, floorTableColumns } from '../systems/clickhouse-floor.ts';
+import { alternate } from './pg.ts';
+
+const { rows, rounds } = benchConfig;
+const engine = clickhouseEngines.find((candidate) => !candidate.modern);
+if (!engine) throw new Error('no clickhouse-server among the test engines');
+
+async function withDatabase<T>(work: (config: AnalyticsConfig) => Promise<T>): Promise<T> {
+  const config = (engine as (typeof clickhouseEngines)[number]).config(uniqueName('bench_ch'));
+  await clickhouseQuery(config, `CREATE DATABASE ${config.database}`);
+  try {
+    return await work(config);
+  } finally {
+    await clickhouseQuery(config, `DROP DATABASE IF EXISTS ${config.database}`);
+  }
+}
+
+interface SourceSums {
+  readonly rowCount: string;
+  readonly idSum: string;
+  readonly accountSum: string;
+}
+
+async function sourceSums(source: TestDatabase, table: string): Promise<SourceSums> {
+  const result = await source.client.query<SourceSums>(
+    `SELECT count(*)::text AS "rowCount", sum(id)::text AS "idSum", sum(account)::text AS "accountSum" FROM ${table}`,
+  );
+  return result.rows[0] as SourceSums;
+}
+
+/** Every id once, and the same sums as the source (FINAL: the newest version of each key). */
+async function expectSameInClickHouse(
+  what: string,
+  config: AnalyticsConfig,
+  table: string,
+  expected: SourceSums,
+  final = true,
+) {
+  const answer = await clickhouseQuery(
+    config,
+    `SELECT count(), uniqExact(id), sum(id), sum(account) FROM ${config.database}.${table}${final ? ' FINAL' : ''} FORMAT TSV`,
+  );
+  const [rowCount, distinct, idSum, accountSum] = answer.trim().split('\t');
+  if (
+    rowCount !== expected.rowCount ||
+    distinct !== expected.rowCount ||
+    idSum !== expected.idSum ||
+    accountSum !== expected.accountSum
+  ) {
+    throw new Error(`${what}: ClickHouse holds ${answer.trim()}, source ${JSON.stringify(expected)}`);
+  }
+}
+
+async function clickhouseCount(config: AnalyticsConfig, table: string): Promise<number> {
+  return Number(await clickhouseQuery(config, `SELECT count() FROM ${config.database}.${table} FORMAT TSV`));
+}
+
+function destination(config: AnalyticsConfig, moves: readonly TableMove[]) {
+  return new ClickHouseDestination(config, {
+    mirrorColumns: {},
+    tableMappings: mirrorSpec({ name: 'x', tableMappings: mappings(moves), doInitialSnapshot: false })
+      .tableMappings,
+    maxBatchSize: 1_000_000,
+    logger: pino({ level: 'warn' }),
+  });
+}
+
+export async function runClickHouseGroup(catalog: Catalog): Promise<Record<string, Figure>> {
+  const source = await sourceDatabase('bench_ch_src');
+  const runs: Record<'floor' | 'snapshot' | 'cdc', number[]> = { floor: [], snapshot: [], cdc: [] };
+  try {
+    await source.client.query(`CREATE TABLE chsnap (${tableColumns})`);
+    await insertRows(source.client, 'chsnap', rows);
+    await source.client.query('VACUUM ANALYZE chsnap');
+    const expected = await sourceSums(source, 'chsnap');
+    for (let round = 0; round < rounds; round++) {
+      for (const system of alternate(['floor', 'snapshot', 'cdc'] as const, round)) {
+        const seconds = await withDatabase(async (config) => {
+          if (system === 'floor') {
+            await clickhouseQuery(
+              config,
+              `CREATE TABLE ${config.database}.chsnap (${floorTableColumns}) ENGINE = MergeTree ORDER BY id`,
+            );
+            const [elapsed] = await timed(() => copyToClickHouse(source, 'chsnap', config, 'chsnap'));
+            await expectSameInClickHouse('clickhouse floor', config, 'chsnap', expected, false);
+            return elapsed;
+          }
+          if (system === 'snapshot') {
+            const moves: TableMove[] = [{ sourceTable: 'chsnap', destinationTable: 'chsnap' }];
+            const tables = await destinationTables(source, moves);
+            const sink = destination(config, moves);
+            try {
+              await sink.setupTables(tables);
+              const spec = mirrorSpec({
+                name: uniqueName('bench-ch-snapshot').replace(/_/g, '-'),
+                tableMappings: mappings(moves),
+                doInitialSnapshot: true,
+                snapshotNumRowsPerPartition: Math.ceil(rows / 4),
+              });
+              const elapsed = await snapshot(source, catalog, sink, spec, tables);
+              await expectSameInClickHouse('clickhouse snapshot', config, 'chsnap', expected);
+              return elapsed;
+            } finally {
+              await sink.close();
+            }
+          }
+          const table = `chcdc_${round}`;
+          const publication = `${table}_pub`;
+          await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
+          await source.client.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}`);
+          const slotName = uniqueName('bench_ch_cdc');
+          await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slotName]);
+          await insertRows(source.client, table, rows);
+          const moves: TableMove[] = [{ sourceTable: table, destinationTable: table }];
+          const tables = await destinationTables(source, moves);
+          const sink = destination(config, moves);
+          try {
+            await sink.setupTables(tables);
+            const spec = mirrorSpec({
+              name: uniqueName('bench-ch-cdc').replace(/_/g, '-'),
+              tableMappings: mappings(moves),
+              doInitialSnapshot: false,
+              idleTimeoutSeconds: 1,
+            });
+            const elapsed = await cdcUntil(
+              source,
+              catalog,
+              sink,
+              spec,
+              { slotName, publicationName: publication, tables },
+              async () => (await clickhouseCount(config, table)) >= rows,
+            );
+            await expectSameInClickHouse('clickhouse cdc', config, table, await sourceSums(source, table));
+            return elapsed;
+          } finally {
+            await sink.close();
+            await source.client.query(`SELECT pg_drop_replication_slot($1)`, [slotName]);
+            await source.client.query(`DROP PUBLICATION ${publication}`);
+            await source.client.query(`DROP TABLE ${table}`);
+          }
+        });
+        runs[system].push(rows / seconds);
+        console.log(`  clickhouse round ${round + 1} ${system}: ${Math.round(rows / seconds)} rows/s`);
+      }
+    }
+  } finally {
+    await source.drop();
+  }
+  const figures = {
+    ch_snapshot_vs_floor: figure('rows/s', runs.snapshot, 'COPY → INSERT FORMAT CSV', runs.floor),
+    ch_cdc_vs_floor: figure('rows/s', runs.cdc, 'COPY → INSERT FORMAT CSV', runs.floor),
+  };
+  for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));
+  return figures;
+}

@@ -1,0 +1,157 @@
+// PostgreSQL → Kafka latency at BENCH_RATE rows/s: from the row's insert time
+// (`created`, a few ms before its commit) to the message's producer timestamp,
+// Tributary (idle_timeout_seconds = 1) against Debezium Server.
+import type { TestDatabase } from '../../test/support/databases.ts';
+import { benchConfig } from '../lib/config.ts';
+import { type Percentiles, percentiles, writeAtRate } from '../lib/latency.ts';
+import { sourceDatabase, uniqueName } from '../lib/servers.ts';
+import { describe, type Figure, figure, until } from '../lib/stats.ts';
+import { type Catalog, cdcUntil, destinationTables, mappings, mirrorSpec } from '../lib/tributary.ts';
+import { tableColumns } from '../lib/workload.ts';
+import { type DebeziumInstall, DebeziumServer, debeziumTopic, installDebezium } from '../systems/debezium.ts';
+import {
+  createTopic,
+  deleteTopic,
+  expectEveryIdOnce,
+  messageCount,
+  readTopic,
+} from '../systems/kafka-topic.ts';
+import { kafkaDestination } from './kafka.ts';
+import { alternate } from './pg.ts';
+
+async function slotActive(source: TestDatabase, slotName: string): Promise<boolean> {
+  const found = await source.client.query(
+    `SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active`,
+    [slotName],
+  );
+  return found.rowCount === 1;
+}
+
+async function latencies(what: string, topic: string, total: number): Promise<Percentiles> {
+  const contents = await readTopic(topic, total, true);
+  expectEveryIdOnce(what, contents, total);
+  return percentiles(contents.latenciesMs);
+}
+
+async function tributaryRun(source: TestDatabase, catalog: Catalog, table: string, publicationName: string) {
+  const topic = uniqueName(`bench-tributary-${table}`).replace(/_/g, '-');
+  await createTopic(topic);
+  const name = uniqueName('bench-kafka-latency').replace(/_/g, '-');
+  const destination = kafkaDestination(name);
+  try {
+    const moves = [{ sourceTable: table, destinationTable: topic }];
+    const tables = await destinationTables(source, moves);
+    await destination.setupTables(tables);
+    const slotName = uniqueName('bench_trib_klat');
+    await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slotName]);
+    const spec = mirrorSpec({
+      name,
+      tableMappings: mappings(moves),
+      doInitialSnapshot: false,
+      idleTimeoutSeconds: 1,
+    });
+    let total = Number.POSITIVE_INFINITY;
+    const running = cdcUntil(
+      source,
+      catalog,
+      destination,
+      spec,
+      { slotName, publicationName, tables },
+      async () => (await messageCount(topic)) >= total,
+    );
+    await until('tributary streaming', () => slotActive(source, slotName), 60_000);
+    total = await writeAtRate(source.client, table);
+    await running;
+    return await latencies('kafka latency tributary', topic, total);
+  } finally {
+    await destination.close();
+    await deleteTopic(topic);
+  }
+}
+
+async function debeziumRun(
+  install: DebeziumInstall,
+  source: TestDatabase,
+  table: string,
+  publicationName: string,
+) {
+  const slotName = uniqueName('bench_dbz_klat');
+  await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slotName]);
+  const run = {
+    source,
+    table,
+    topicPrefix: uniqueName('bench_dbz_lat'),
+    slotName,
+    publicationName,
+    snapshotMode: 'no_data' as const,
+  };
+  const topic = debeziumTopic(run);
+  await createTopic(topic);
+  const server = DebeziumServer.start(install, run);
+  try {
+    await until(
+      'debezium streaming',
+      async () => {
+        server.assertRunning();
+        return slotActive(source, slotName);
+      },
+      120_000,
+      200,
+    );
+    const total = await writeAtRate(source.client, table);
+    await until(
+      'debezium catch-up',
+      async () => {
+        server.assertRunning();
+        return (await messageCount(topic)) >= total;
+      },
+      120_000,
+      200,
+    );
+    await server.stop();
+    return await latencies('kafka latency debezium', topic, total);
+  } finally {
+    await server.stop();
+    await deleteTopic(topic);
+  }
+}
+
+export async function runKafkaLatencyGroup(catalog: Catalog): Promise<Record<string, Figure>> {
+  const install = installDebezium();
+  const source = await sourceDatabase('bench_klat_src');
+  const runs: Record<'debezium' | 'tributary', Percentiles[]> = { debezium: [], tributary: [] };
+  try {
+    for (let round = 0; round < benchConfig.rounds; round++) {
+      for (const system of alternate(['debezium', 'tributary'] as const, round)) {
+        const table = `klat_${system}_${round}`;
+        const publication = `${table}_pub`;
+        await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
+        await source.client.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}`);
+        const result =
+          system === 'tributary'
+            ? await tributaryRun(source, catalog, table, publication)
+            : await debeziumRun(install, source, table, publication);
+        runs[system].push(result);
+        console.log(`  kafka latency round ${round + 1} ${system}: ${JSON.stringify(result)} ms`);
+      }
+    }
+  } finally {
+    await source.drop();
+  }
+  const figures = {
+    kafka_latency_p99_vs_debezium: figure(
+      'ms',
+      runs.tributary.map((run) => run.p99),
+      'Debezium Server',
+      runs.debezium.map((run) => run.p99),
+    ),
+    kafka_latency_p50_vs_debezium: figure(
+      'ms',
+      runs.tributary.map((run) => run.p50),
+      'Debezium Server',
+      runs.debezium.map((run) => run.p50),
+    ),
+  };
+  for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));
+  return figures;
+}

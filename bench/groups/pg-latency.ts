@@ -1,0 +1,141 @@
+// PostgreSQL → PostgreSQL commit-to-visible latency at BENCH_RATE rows/s:
+// Tributary with idle_timeout_seconds = 1 (the smallest it accepts) against
+// PostgreSQL's own logical replication. Both destination tables have a
+// `_synced_at` column set to now() by the transaction that wrote the row: the
+// apply worker fills it as a column default, Tributary as its synced-at column.
+import type { TestDatabase } from '../../test/support/databases.ts';
+import { benchConfig } from '../lib/config.ts';
+import { destinationLatencies, type Percentiles, writeAtRate } from '../lib/latency.ts';
+import { sourceDatabase, targetDatabase, uniqueName } from '../lib/servers.ts';
+import { describe, type Figure, figure, until } from '../lib/stats.ts';
+import { type Catalog, cdcUntil, destinationTables, mappings, mirrorSpec } from '../lib/tributary.ts';
+import { latencyColumns, tableColumns } from '../lib/workload.ts';
+import { Subscription } from '../systems/pg-native.ts';
+import { alternate, postgresDestination } from './pg.ts';
+
+async function count(database: TestDatabase, table: string): Promise<number> {
+  const result = await database.client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
+  return result.rows[0]?.n ?? -1;
+}
+
+async function nativeRun(source: TestDatabase, table: string, publication: string): Promise<Percentiles> {
+  const target = await targetDatabase('bench_pglat_native');
+  try {
+    await target.client.query(`CREATE TABLE ${table} (${latencyColumns})`);
+    const subscription = await Subscription.create(
+      source,
+      target,
+      uniqueName('bench_sub_lat'),
+      publication,
+      false,
+    );
+    try {
+      await subscription.enable();
+      await until(
+        'apply worker streaming',
+        async () =>
+          (
+            await source.client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active`, [
+              subscription.name,
+            ])
+          ).rowCount === 1,
+        60_000,
+      );
+      const total = await writeAtRate(source.client, table);
+      await until('native latency catch-up', async () => (await count(target, table)) === total, 120_000);
+      return await destinationLatencies(target.client, table);
+    } finally {
+      await subscription.drop();
+    }
+  } finally {
+    await target.drop();
+  }
+}
+
+async function tributaryRun(
+  source: TestDatabase,
+  catalog: Catalog,
+  table: string,
+  publication: string,
+): Promise<Percentiles> {
+  const target = await targetDatabase('bench_pglat_tributary');
+  const destination = postgresDestination(target, 'bench-latency', '_synced_at');
+  try {
+    const moves = [{ sourceTable: table, destinationTable: table }];
+    const tables = await destinationTables(source, moves);
+    await destination.setupTables(tables);
+    const slotName = uniqueName('bench_tributary_lat');
+    await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slotName]);
+    const spec = mirrorSpec({
+      name: uniqueName('bench-pg-latency').replace(/_/g, '-'),
+      tableMappings: mappings(moves),
+      doInitialSnapshot: false,
+      idleTimeoutSeconds: 1,
+      syncedAtColName: '_synced_at',
+    });
+    let total = Number.POSITIVE_INFINITY;
+    const running = cdcUntil(
+      source,
+      catalog,
+      destination,
+      spec,
+      { slotName, publicationName: publication, tables },
+      async () => (await count(target, table)) >= total,
+    );
+    await until(
+      'tributary streaming',
+      async () =>
+        (
+          await source.client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active`, [
+            slotName,
+          ])
+        ).rowCount === 1,
+      60_000,
+    );
+    total = await writeAtRate(source.client, table);
+    await running;
+    return await destinationLatencies(target.client, table);
+  } finally {
+    await destination.close();
+    await target.drop();
+  }
+}
+
+export async function runPostgresLatencyGroup(catalog: Catalog): Promise<Record<string, Figure>> {
+  const source = await sourceDatabase('bench_pglat_src');
+  const runs: Record<'native' | 'tributary', Percentiles[]> = { native: [], tributary: [] };
+  try {
+    for (let round = 0; round < benchConfig.rounds; round++) {
+      for (const system of alternate(['native', 'tributary'] as const, round)) {
+        const table = `lat_${system}_${round}`;
+        const publication = `${table}_pub`;
+        await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
+        await source.client.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}`);
+        const result =
+          system === 'native'
+            ? await nativeRun(source, table, publication)
+            : await tributaryRun(source, catalog, table, publication);
+        runs[system].push(result);
+        console.log(`  pg latency round ${round + 1} ${system}: ${JSON.stringify(result)} ms`);
+      }
+    }
+  } finally {
+    await source.drop();
+  }
+  const figures = {
+    pg_latency_p99_vs_native: figure(
+      'ms',
+      runs.tributary.map((run) => run.p99),
+      'logical replication',
+      runs.native.map((run) => run.p99),
+    ),
+    pg_latency_p50_vs_native: figure(
+      'ms',
+      runs.tributary.map((run) => run.p50),
+      'logical replication',
+      runs.native.map((run) => run.p50),
+    ),
+  };
+  for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));
+  return figures;
+}

@@ -1,0 +1,241 @@
+// PostgreSQL → PostgreSQL (groups pg-snapshot and pg-cdc): the snapshot against the `COPY | COPY` floor and
+// PostgreSQL's own logical replication (copy_data), and CDC of inserts,
+// updates and deletes against logical replication, each a backlog of
+// BENCH_ROWS changes drained into the benchmark's own PostgreSQL server.
+import pino from 'pino';
+import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
+import type { TestDatabase } from '../../test/support/databases.ts';
+import { benchConfig } from '../lib/config.ts';
+import { sourceDatabase, targetDatabase, uniqueName } from '../lib/servers.ts';
+import { describe, type Figure, figure, timed, until } from '../lib/stats.ts';
+import {
+  type Catalog,
+  cdcUntil,
+  destinationTables,
+  mappings,
+  mirrorSpec,
+  snapshot,
+  type TableMove,
+} from '../lib/tributary.ts';
+import {
+  deleteRows,
+  expectSame,
+  fingerprint,
+  insertRows,
+  markerColumns,
+  tableColumns,
+  updateRows,
+} from '../lib/workload.ts';
+import { copyPipe } from '../systems/pg-floor.ts';
+import { Subscription } from '../systems/pg-native.ts';
+
+const { rows, rounds } = benchConfig;
+const quiet = pino({ level: 'warn' });
+
+export function postgresDestination(target: TestDatabase, name: string, syncedAtColumn?: string) {
+  return new PostgresDestination(target.config, {
+    system: 'PG',
+    mirrorColumns: syncedAtColumn ? { syncedAtColumn } : {},
+    applicationName: name,
+    logger: quiet,
+  });
+}
+
+/** Rotates `systems` by `round` so each goes first in turn. */
+export function alternate<T>(systems: readonly T[], round: number): T[] {
+  const shift = round % systems.length;
+  return [...systems.slice(shift), ...systems.slice(0, shift)];
+}
+
+async function markerVisible(target: TestDatabase, table: string, id: number): Promise<boolean> {
+  const found = await target.client.query(`SELECT 1 FROM ${table} WHERE id = $1`, [id]);
+  return found.rowCount === 1;
+}
+
+async function snapshotFigures(source: TestDatabase, catalog: Catalog) {
+  await source.client.query(`CREATE TABLE snap (${tableColumns})`);
+  await insertRows(source.client, 'snap', rows);
+  await source.client.query('VACUUM ANALYZE snap');
+  await source.client.query('CREATE PUBLICATION snap_pub FOR TABLE snap');
+  const expected = await fingerprint(source.client, 'snap');
+  const runs: Record<'floor' | 'native' | 'tributary', number[]> = { floor: [], native: [], tributary: [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const system of alternate(['floor', 'native', 'tributary'] as const, round)) {
+      const target = await targetDatabase(`bench_pgsnap_${system}`);
+      try {
+        let seconds: number;
+        if (system === 'tributary') {
+          const moves: TableMove[] = [{ sourceTable: 'snap', destinationTable: 'snap' }];
+          const tables = await destinationTables(source, moves);
+          const destination = postgresDestination(target, 'bench-snapshot');
+          await destination.setupTables(tables);
+          const spec = mirrorSpec({
+            name: uniqueName('bench-pg-snapshot').replace(/_/g, '-'),
+            tableMappings: mappings(moves),
+            doInitialSnapshot: true,
+            snapshotNumRowsPerPartition: Math.ceil(rows / 4),
+          });
+          seconds = await snapshot(source, catalog, destination, spec, tables);
+          await destination.close();
+        } else {
+          await target.client.query(`CREATE TABLE snap (${tableColumns})`);
+          if (system === 'floor') {
+            [seconds] = await timed(() => copyPipe(source, 'snap', target, 'snap'));
+          } else {
+            let subscription: Subscription | undefined;
+            try {
+              [seconds] = await timed(async () => {
+                const created = await Subscription.create(
+                  source,
+                  target,
+                  uniqueName('bench_sub_snap'),
+                  'snap_pub',
+                  true,
+                );
+                subscription = created;
+                await until('subscription copy', () => created.tablesReady(), 30 * 60_000);
+              });
+            } finally {
+              await subscription?.drop();
+            }
+          }
+        }
+        expectSame(`pg snapshot ${system}`, expected, await fingerprint(target.client, 'snap'));
+        runs[system].push(rows / seconds);
+        console.log(`  pg snapshot round ${round + 1} ${system}: ${Math.round(rows / seconds)} rows/s`);
+      } finally {
+        await target.drop();
+      }
+    }
+  }
+  await source.client.query('DROP PUBLICATION snap_pub');
+  await source.client.query('DROP TABLE snap');
+  return {
+    pg_snapshot_vs_floor: figure('rows/s', runs.tributary, 'COPY | COPY', runs.floor),
+    pg_snapshot_vs_native: figure('rows/s', runs.tributary, 'logical replication (copy_data)', runs.native),
+  };
+}
+
+type Phase = 'insert' | 'update' | 'delete';
+
+async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
+  const table = `cdc_${round}`;
+  const marker = `marker_${round}`;
+  const publication = `cdc_pub_${round}`;
+  await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
+  await source.client.query(`CREATE TABLE ${marker} (${markerColumns})`);
+  await source.client.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}, ${marker}`);
+  const nativeTarget = await targetDatabase('bench_pgcdc_native');
+  const tributaryTarget = await targetDatabase('bench_pgcdc_tributary');
+  const seconds: Record<Phase, { native: number; tributary: number }> = {
+    insert: { native: 0, tributary: 0 },
+    update: { native: 0, tributary: 0 },
+    delete: { native: 0, tributary: 0 },
+  };
+  let subscription: Subscription | undefined;
+  const destination = postgresDestination(tributaryTarget, 'bench-cdc');
+  try {
+    await nativeTarget.client.query(`CREATE TABLE ${table} (${tableColumns})`);
+    await nativeTarget.client.query(`CREATE TABLE ${marker} (${markerColumns})`);
+    subscription = await Subscription.create(
+      source,
+      nativeTarget,
+      uniqueName('bench_sub_cdc'),
+      publication,
+      false,
+    );
+    const moves: TableMove[] = [
+      { sourceTable: table, destinationTable: table },
+      { sourceTable: marker, destinationTable: marker },
+    ];
+    const tables = await destinationTables(source, moves);
+    await destination.setupTables(tables);
+    const slotName = uniqueName('bench_tributary_cdc');
+    await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slotName]);
+    const spec = mirrorSpec({
+      name: uniqueName('bench-pg-cdc').replace(/_/g, '-'),
+      tableMappings: mappings(moves),
+      doInitialSnapshot: false,
+      idleTimeoutSeconds: 1,
+    });
+
+    const phases: [Phase, () => Promise<void>][] = [
+      ['insert', () => insertRows(source.client, table, rows)],
+      ['update', () => updateRows(source.client, table, rows)],
+      ['delete', () => deleteRows(source.client, table, rows)],
+    ];
+    for (const [index, [phase, write]] of phases.entries()) {
+      await write();
+      await source.client.query(`INSERT INTO ${marker} (id) VALUES (${index + 1})`);
+      const expected = await fingerprint(source.client, table);
+      for (const system of alternate(['native', 'tributary'] as const, round)) {
+        if (system === 'native') {
+          const sub = subscription;
+          [seconds[phase].native] = await timed(async () => {
+            await sub.enable();
+            await until(
+              'subscription apply',
+              () => markerVisible(nativeTarget, marker, index + 1),
+              30 * 60_000,
+            );
+          });
+          await sub.disable();
+          expectSame(`pg cdc ${phase} native`, expected, await fingerprint(nativeTarget.client, table));
+        } else {
+          seconds[phase].tributary = await cdcUntil(
+            source,
+            catalog,
+            destination,
+            spec,
+            { slotName, publicationName: publication, tables },
+            () => markerVisible(tributaryTarget, marker, index + 1),
+          );
+          expectSame(`pg cdc ${phase} tributary`, expected, await fingerprint(tributaryTarget.client, table));
+        }
+      }
+      console.log(
+        `  pg cdc ${phase} round ${round + 1}: tributary ${Math.round(rows / seconds[phase].tributary)} rows/s, native ${Math.round(rows / seconds[phase].native)} rows/s`,
+      );
+    }
+  } finally {
+    await destination.close();
+    await subscription?.drop().catch(() => {});
+    await nativeTarget.drop();
+    await tributaryTarget.drop();
+    await source.client.query(`DROP PUBLICATION ${publication}`);
+    await source.client.query(`DROP TABLE ${table}, ${marker}`);
+  }
+  return seconds;
+}
+
+export async function runPostgresSnapshotGroup(catalog: Catalog): Promise<Record<string, Figure>> {
+  const source = await sourceDatabase('bench_pgsnap_src');
+  try {
+    const figures = await snapshotFigures(source, catalog);
+    for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));
+    return figures;
+  } finally {
+    await source.drop();
+  }
+}
+
+export async function runPostgresCdcGroup(catalog: Catalog): Promise<Record<string, Figure>> {
+  const source = await sourceDatabase('bench_pgcdc_src');
+  try {
+    const perRound = [];
+    for (let round = 0; round < rounds; round++) perRound.push(await cdcRound(source, catalog, round));
+    const figures: Record<string, Figure> = {};
+    for (const phase of ['insert', 'update', 'delete'] as const) {
+      figures[`pg_cdc_${phase}_vs_native`] = figure(
+        'rows/s',
+        perRound.map((seconds) => rows / seconds[phase].tributary),
+        'logical replication',
+        perRound.map((seconds) => rows / seconds[phase].native),
+      );
+    }
+    for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));
+    return figures;
+  } finally {
+    await source.drop();
+  }
+}

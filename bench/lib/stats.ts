@@ -1,0 +1,80 @@
+// Medians and spread of repeated runs, and the two-system figures of the results file.
+import { loadAverage } from './machine.ts';
+
+export interface Summary {
+  readonly median: number;
+  readonly min: number;
+  readonly max: number;
+  readonly runs: readonly number[];
+}
+
+export function summarize(runs: readonly number[]): Summary {
+  const sorted = [...runs].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  const median =
+    sorted.length % 2 === 1
+      ? (sorted[middle] ?? Number.NaN)
+      : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
+  return {
+    median: Math.round(median),
+    min: Math.round(sorted[0] ?? Number.NaN),
+    max: Math.round(sorted.at(-1) ?? Number.NaN),
+    runs: runs.map(Math.round),
+  };
+}
+
+/**
+ * One figure of the results file: both systems' runs and `ratio` of the
+ * medians, Tributary ÷ the other for throughput, the other ÷ Tributary for a
+ * latency (above 1 is better for Tributary either way).
+ */
+export interface Figure {
+  readonly unit: string;
+  readonly tributary: Summary;
+  readonly other: Summary & { readonly system: string };
+  readonly ratio: number;
+  readonly loadAverage: readonly number[];
+}
+
+export function figure(
+  unit: 'rows/s' | 'ms',
+  tributaryRuns: readonly number[],
+  otherSystem: string,
+  otherRuns: readonly number[],
+): Figure {
+  const tributary = summarize(tributaryRuns);
+  const other = summarize(otherRuns);
+  const ratio = unit === 'ms' ? other.median / tributary.median : tributary.median / other.median;
+  return {
+    unit,
+    tributary,
+    other: { system: otherSystem, ...other },
+    ratio: Math.round(ratio * 1000) / 1000,
+    loadAverage: loadAverage(),
+  };
+}
+
+export function describe(name: string, value: Figure): string {
+  const spread = (summary: Summary) => `${summary.median} (${summary.min}–${summary.max})`;
+  return `${name.padEnd(32)} tributary ${spread(value.tributary)} ${value.unit}, ${value.other.system} ${spread(value.other)} ${value.unit}, ratio ${value.ratio}, load ${value.loadAverage.join(' ')}`;
+}
+
+export async function timed<T>(work: () => Promise<T>): Promise<[number, T]> {
+  const started = performance.now();
+  const result = await work();
+  return [(performance.now() - started) / 1000, result];
+}
+
+/** Polls `check` every `intervalMs` until it holds; throws after `timeoutMs`. */
+export async function until(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 50,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
