@@ -1,6 +1,7 @@
 // PostgreSQL → Kafka latency at BENCH_RATE rows/s: from the row's insert time
 // (`created`, a few ms before its commit) to the message's producer timestamp,
-// Tributary (idle_timeout_seconds = 1) against Debezium Server.
+// Tributary (idle_timeout_seconds = 1, and with the `streaming` option) against
+// Debezium Server.
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { type Percentiles, percentiles, writeAtRate } from '../lib/latency.ts';
@@ -33,7 +34,13 @@ async function latencies(what: string, topic: string, total: number): Promise<Pe
   return percentiles(contents.latenciesMs);
 }
 
-async function tributaryRun(source: TestDatabase, catalog: Catalog, table: string, publicationName: string) {
+async function tributaryRun(
+  source: TestDatabase,
+  catalog: Catalog,
+  table: string,
+  publicationName: string,
+  streaming: boolean,
+) {
   const topic = uniqueName(`bench-tributary-${table}`).replace(/_/g, '-');
   await createTopic(topic);
   const name = uniqueName('bench-kafka-latency').replace(/_/g, '-');
@@ -49,6 +56,7 @@ async function tributaryRun(source: TestDatabase, catalog: Catalog, table: strin
       tableMappings: mappings(moves),
       doInitialSnapshot: false,
       idleTimeoutSeconds: 1,
+      streaming,
     });
     let total = Number.POSITIVE_INFINITY;
     const running = cdcUntil(
@@ -119,18 +127,22 @@ async function debeziumRun(
 export async function runKafkaLatencyGroup(catalog: Catalog): Promise<Record<string, Figure>> {
   const install = installDebezium();
   const source = await sourceDatabase('bench_klat_src');
-  const runs: Record<'debezium' | 'tributary', Percentiles[]> = { debezium: [], tributary: [] };
+  const runs: Record<'debezium' | 'tributary' | 'streaming', Percentiles[]> = {
+    debezium: [],
+    tributary: [],
+    streaming: [],
+  };
   try {
     for (let round = 0; round < benchConfig.rounds; round++) {
-      for (const system of alternate(['debezium', 'tributary'] as const, round)) {
+      for (const system of alternate(['debezium', 'tributary', 'streaming'] as const, round)) {
         const table = `klat_${system}_${round}`;
         const publication = `${table}_pub`;
         await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
         await source.client.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}`);
         const result =
-          system === 'tributary'
-            ? await tributaryRun(source, catalog, table, publication)
-            : await debeziumRun(install, source, table, publication);
+          system === 'debezium'
+            ? await debeziumRun(install, source, table, publication)
+            : await tributaryRun(source, catalog, table, publication, system === 'streaming');
         runs[system].push(result);
         console.log(`  kafka latency round ${round + 1} ${system}: ${JSON.stringify(result)} ms`);
       }
@@ -150,6 +162,12 @@ export async function runKafkaLatencyGroup(catalog: Catalog): Promise<Record<str
       runs.tributary.map((run) => run.p50),
       'Debezium Server',
       runs.debezium.map((run) => run.p50),
+    ),
+    kafka_latency_streaming_p99_vs_debezium: figure(
+      'ms',
+      runs.streaming.map((run) => run.p99),
+      'Debezium Server',
+      runs.debezium.map((run) => run.p99),
     ),
   };
   for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));

@@ -1,6 +1,7 @@
 // PostgreSQL → PostgreSQL commit-to-visible latency at BENCH_RATE rows/s:
-// Tributary with idle_timeout_seconds = 1 (the smallest it accepts) against
-// PostgreSQL's own logical replication. Both destination tables have a
+// Tributary with idle_timeout_seconds = 1 (the smallest it accepts), and with
+// the `streaming` option (a batch also closes when the stream is drained),
+// against PostgreSQL's own logical replication. Both destination tables have a
 // `_synced_at` column set to now() by the transaction that wrote the row: the
 // apply worker fills it as a column default, Tributary as its synced-at column.
 import type { TestDatabase } from '../../test/support/databases.ts';
@@ -57,6 +58,7 @@ async function tributaryRun(
   catalog: Catalog,
   table: string,
   publication: string,
+  streaming: boolean,
 ): Promise<Percentiles> {
   const target = await targetDatabase('bench_pglat_tributary');
   const destination = postgresDestination(target, 'bench-latency', '_synced_at');
@@ -71,6 +73,7 @@ async function tributaryRun(
       tableMappings: mappings(moves),
       doInitialSnapshot: false,
       idleTimeoutSeconds: 1,
+      streaming,
       syncedAtColName: '_synced_at',
     });
     let total = Number.POSITIVE_INFINITY;
@@ -103,10 +106,14 @@ async function tributaryRun(
 
 export async function runPostgresLatencyGroup(catalog: Catalog): Promise<Record<string, Figure>> {
   const source = await sourceDatabase('bench_pglat_src');
-  const runs: Record<'native' | 'tributary', Percentiles[]> = { native: [], tributary: [] };
+  const runs: Record<'native' | 'tributary' | 'streaming', Percentiles[]> = {
+    native: [],
+    tributary: [],
+    streaming: [],
+  };
   try {
     for (let round = 0; round < benchConfig.rounds; round++) {
-      for (const system of alternate(['native', 'tributary'] as const, round)) {
+      for (const system of alternate(['native', 'tributary', 'streaming'] as const, round)) {
         const table = `lat_${system}_${round}`;
         const publication = `${table}_pub`;
         await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
@@ -114,7 +121,7 @@ export async function runPostgresLatencyGroup(catalog: Catalog): Promise<Record<
         const result =
           system === 'native'
             ? await nativeRun(source, table, publication)
-            : await tributaryRun(source, catalog, table, publication);
+            : await tributaryRun(source, catalog, table, publication, system === 'streaming');
         runs[system].push(result);
         console.log(`  pg latency round ${round + 1} ${system}: ${JSON.stringify(result)} ms`);
       }
@@ -132,6 +139,18 @@ export async function runPostgresLatencyGroup(catalog: Catalog): Promise<Record<
     pg_latency_p50_vs_native: figure(
       'ms',
       runs.tributary.map((run) => run.p50),
+      'logical replication',
+      runs.native.map((run) => run.p50),
+    ),
+    pg_latency_streaming_p99_vs_native: figure(
+      'ms',
+      runs.streaming.map((run) => run.p99),
+      'logical replication',
+      runs.native.map((run) => run.p99),
+    ),
+    pg_latency_streaming_p50_vs_native: figure(
+      'ms',
+      runs.streaming.map((run) => run.p50),
       'logical replication',
       runs.native.map((run) => run.p50),
     ),
