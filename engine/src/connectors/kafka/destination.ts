@@ -48,6 +48,8 @@ export interface KafkaDestinationOptions {
   readonly scriptLimits?: SandboxLimits | undefined;
   /** Upper bound of the key, value and header bytes of one produce request. */
   readonly chunkBytes?: number | undefined;
+  /** Upper bound of the messages of one produce request. */
+  readonly chunkMessages?: number | undefined;
 }
 
 // Below the broker's default message.max.bytes (1 MiB), which bounds one
@@ -146,6 +148,7 @@ export class KafkaDestination implements Destination {
     const sender = new ChunkSender({
       send: (chunk) => this.#send(chunk, `destination: load ${format.topic}`),
       chunkBytes: this.#chunkBytes,
+      chunkMessages: this.#options.chunkMessages,
       newAssigner: () => this.#strategy.batch(),
       assignerPerChunk: true,
     });
@@ -172,6 +175,7 @@ export class KafkaDestination implements Destination {
     const sender = new ChunkSender({
       send: (chunk) => this.#send(chunk, what),
       chunkBytes: this.#chunkBytes,
+      chunkMessages: this.#options.chunkMessages,
       newAssigner: () => assigner,
       assignerPerChunk: false,
     });
@@ -280,8 +284,12 @@ export class KafkaDestination implements Destination {
         }
       }
       const topic = this.#topics.get(topicName) ?? (await this.#topicOf(topicName));
-      const key = message.key === undefined ? record.key : message.key;
-      const value = message.value === undefined ? defaultValue() : message.value;
+      const keyText = message.key === undefined ? record.key : message.key;
+      const valueText = message.value === undefined ? defaultValue() : message.value;
+      // Encoded once here: the partitioner hashes the key's bytes, the chunk bound
+      // counts them, and kafkajs writes Buffers as they are instead of encoding again.
+      const key = keyText === null ? null : Buffer.from(keyText);
+      const value = valueText === null ? null : Buffer.from(valueText);
       const headers = message.headers
         ? Object.fromEntries(
             Object.entries(message.headers).map(([name, text]) => [
@@ -292,8 +300,8 @@ export class KafkaDestination implements Destination {
         : undefined;
       const bytes =
         recordOverheadBytes +
-        (key === null ? 0 : Buffer.byteLength(key)) +
-        (value === null ? 0 : Buffer.byteLength(value)) +
+        (key === null ? 0 : key.length) +
+        (value === null ? 0 : value.length) +
         (headers ? Buffer.byteLength(JSON.stringify(headers)) : 0);
       const base: Message = headers ? { key, value, headers } : { key, value };
       // A truncate concerns every key: its key-less messages go to every partition,
@@ -307,8 +315,7 @@ export class KafkaDestination implements Destination {
           outgoing.push({ topic, message: { ...base, partition: partition.partitionId }, bytes });
         }
       } else {
-        const keyBytes = key === null ? null : Buffer.from(key);
-        const partition = sender.assigner().assign(topic, keyBytes, message.partition);
+        const partition = sender.assigner().assign(topic, key, message.partition);
         outgoing.push({ topic, message: { ...base, partition }, bytes });
       }
     }
