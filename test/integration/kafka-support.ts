@@ -21,6 +21,7 @@ export function streamConfig(
     sasl,
     disableTls: true,
     partitioner,
+    compression: 'none',
   };
 }
 

@@ -2,7 +2,9 @@
 // authenticator on the object it is given, so a reused one logs in with stale
 // credentials.
 import type { ConnectionOptions } from 'node:tls';
-import { Kafka, type KafkaConfig, logLevel, type SASLOptions } from 'kafkajs';
+import { promisify } from 'node:util';
+import { zstdCompress, zstdDecompress } from 'node:zlib';
+import kafkajs, { type CompressionTypes, Kafka, type KafkaConfig, logLevel, type SASLOptions } from 'kafkajs';
 import type { StreamConfig } from '../../resources/peer.ts';
 
 const mechanisms = {
@@ -48,4 +50,27 @@ export function createStreamClient(
     logLevel: logLevel.NOTHING,
   };
   return new Kafka(kafkaConfig);
+}
+
+const zstd = promisify(zstdCompress);
+const unzstd = promisify(zstdDecompress);
+
+// kafkajs ships gzip only; Node's zlib has zstd, so the codec needs no native
+// package. Registered once for the process: producers compress with it and
+// consumers (the checkpoint reader, tests) decompress what others wrote with it.
+kafkajs.CompressionCodecs[kafkajs.CompressionTypes.ZSTD] = () => ({
+  compress: (encoder: { buffer: Buffer }) => zstd(encoder.buffer),
+  decompress: (buffer: Buffer) => unzstd(buffer),
+});
+
+/** kafkajs's compression type of the peer's `compression`. */
+export function compressionType(config: StreamConfig): CompressionTypes {
+  switch (config.compression) {
+    case 'gzip':
+      return kafkajs.CompressionTypes.GZIP;
+    case 'zstd':
+      return kafkajs.CompressionTypes.ZSTD;
+    default:
+      return kafkajs.CompressionTypes.None;
+  }
 }

@@ -9,7 +9,7 @@
 // - A failed send fails the batch; the pipeline retries it from the last
 //   checkpoint, so the messages already acknowledged are sent again.
 import type { Readable } from 'node:stream';
-import type { Admin, Kafka, Message, Producer } from 'kafkajs';
+import type { Admin, CompressionTypes, Kafka, Message, Producer } from 'kafkajs';
 import kafkajs from 'kafkajs';
 import type { Logger } from 'pino';
 import type { LogLevel } from '../../catalog/catalog.ts';
@@ -25,7 +25,7 @@ import type { Destination, DestinationTableState } from '../destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
 import { checkpointTopicConfig, deleteCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { ChunkSender, type Outgoing } from './chunk-sender.ts';
-import { createStreamClient } from './client.ts';
+import { compressionType, createStreamClient } from './client.ts';
 import {
   type ChangeRecord,
   changeRecord,
@@ -70,6 +70,7 @@ export class KafkaDestination implements Destination {
   readonly #strategy: PartitionStrategy;
   readonly #script: RecordScript | undefined;
   readonly #chunkBytes: number;
+  readonly #compression: CompressionTypes;
   readonly #topics = new Map<string, TopicPartitions>();
   #admin: Promise<Admin> | undefined;
   #producer: Promise<Producer> | undefined;
@@ -89,6 +90,7 @@ export class KafkaDestination implements Destination {
         })
       : undefined;
     this.#chunkBytes = options.chunkBytes ?? defaultChunkBytes;
+    this.#compression = compressionType(config);
   }
 
   async check(): Promise<{ version: string }> {
@@ -338,6 +340,7 @@ export class KafkaDestination implements Destination {
       await producer.sendBatch({
         acks: -1,
         timeout: requestTimeoutMs,
+        compression: this.#compression,
         topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
       });
     } catch (error) {
