@@ -6,15 +6,19 @@
 // destination formats them, the formatting inside the timed part) into a fresh
 // 1-partition topic through each variant, variants alternating round by round:
 //
-//   destination   KafkaDestination.syncBatch (its producer, chunking and checkpoint)
-//   kafkajs-1     bare kafkajs, idempotent, acks=all, requests of ≤ 512 KiB / 2,000
-//                 messages, one in flight while the next is built
-//   kafkajs-500   the same with requests of ≤ 500 messages (kafkajs groups a
-//                 request's messages per partition in quadratic time)
-//   platformatic  @platformatic/kafka, idempotent, acks=all, requests of ≤ 512 KiB,
-//                 one in flight while the next is built (PLATFORMATIC_KAFKA: the
-//                 package's directory; the variant is left out without it)
-//   …-gzip/-zstd  compressed variants (BENCH_COMPRESSION=1)
+//   destination       KafkaDestination.syncBatch (its producer, its requests of
+//                     ≤ 512 KiB / 500 messages, its checkpoint)
+//   destination-2000  the same with requests of ≤ 2,000 messages (before), -250 of 250
+//   kafkajs-2000      bare kafkajs, idempotent, acks=all, requests of ≤ 512 KiB /
+//                     2,000 messages, one in flight while the next is built
+//   kafkajs-500       the same with requests of ≤ 500 messages (kafkajs groups a
+//                     request's messages per partition in quadratic time)
+//   platformatic      @platformatic/kafka, idempotent, acks=all, requests of
+//                     ≤ 512 KiB / 2,000 messages, one in flight while the next is
+//                     built; only with PLATFORMATIC_KAFKA, the path of the
+//                     package's dist/index.js (it is not a dependency:
+//                     `npm install @platformatic/kafka` in a scratch directory)
+//   …-gzip/-lz4/-zstd compressed variants (BENCH_COMPRESSION=1)
 //
 // Reported per variant: median messages/s (wall clock) with min–max, and median
 // CPU microseconds per message of this process (process.cpuUsage, user+system).
@@ -32,6 +36,7 @@ import {
 } from '../engine/src/connectors/kafka/destination.ts';
 import { changeRecord, tableFormat } from '../engine/src/connectors/kafka/message-format.ts';
 import type { ChangeBatch, DestinationTable, RowChange } from '../engine/src/connectors/records.ts';
+import type { StreamConfig } from '../engine/src/resources/peer.ts';
 import { createTopics, deleteTopics, kafkaClient, streamConfig } from '../test/integration/kafka-support.ts';
 import { kafka } from '../test/support/testenv.ts';
 
@@ -97,15 +102,18 @@ function* formatted(target: DestinationTable, rows: readonly RowChange[]) {
 
 type Variant = (topic: string, rows: readonly RowChange[]) => Promise<void>;
 
-function viaDestination(chunkMessages: number): Variant {
+function viaDestination(chunkMessages: number, compression: StreamConfig['compression'] = 'none'): Variant {
   return async (topic, rows) => {
     const target = table(topic);
-    const destination = new KafkaDestination(streamConfig('PLAINTEXT'), {
-      mirror: `${prefix}-${topic}`,
-      logger,
-      client: kafkaClient('PLAINTEXT'),
-      chunkMessages,
-    });
+    const destination = new KafkaDestination(
+      { ...streamConfig('PLAINTEXT'), compression },
+      {
+        mirror: `${prefix}-${topic}`,
+        logger,
+        client: kafkaClient('PLAINTEXT'),
+        chunkMessages,
+      },
+    );
     try {
       await destination.setupTables([target]);
       await destination.readCheckpoint(`${prefix}-${topic}`);
@@ -186,7 +194,7 @@ function viaPlatformatic(module: Platformatic, compression: string | undefined):
         for (const { key, value } of formatted(table(topic), rows)) {
           chunk.push({ topic, key: key ?? undefined, value, partition: 0 });
           bytes += recordOverheadBytes + (key?.length ?? 0) + value.length;
-          if (bytes >= defaultChunkBytes || chunk.length >= maxChunkMessages * 4) await send();
+          if (bytes >= defaultChunkBytes || chunk.length >= 2_000) await send();
         }
         if (chunk.length > 0) await send();
         await inFlight;
@@ -218,13 +226,17 @@ const median = (values: number[]) => {
 async function main(): Promise<void> {
   const variants = new Map<string, Variant>([
     ['destination', viaDestination(maxChunkMessages)],
-    ['destination-500', viaDestination(500)],
+    ['destination-2000', viaDestination(2_000)],
     ['destination-250', viaDestination(250)],
-    ['kafkajs-1', viaKafkajs(maxChunkMessages, kafkajs.CompressionTypes.None)],
+    ['kafkajs-2000', viaKafkajs(2_000, kafkajs.CompressionTypes.None)],
     ['kafkajs-500', viaKafkajs(500, kafkajs.CompressionTypes.None)],
   ]);
   const compress = process.env.BENCH_COMPRESSION === '1';
-  if (compress) variants.set('kafkajs-gzip', viaKafkajs(maxChunkMessages, kafkajs.CompressionTypes.GZIP));
+  if (compress) {
+    variants.set('destination-gzip', viaDestination(maxChunkMessages, 'gzip'));
+    variants.set('destination-zstd', viaDestination(maxChunkMessages, 'zstd'));
+    variants.set('kafkajs-gzip', viaKafkajs(maxChunkMessages, kafkajs.CompressionTypes.GZIP));
+  }
   if (process.env.PLATFORMATIC_KAFKA) {
     const module: Platformatic = await import(process.env.PLATFORMATIC_KAFKA);
     variants.set('platformatic', viaPlatformatic(module, undefined));
