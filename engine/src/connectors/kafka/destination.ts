@@ -3,6 +3,7 @@
 //
 // - The producer is idempotent with acks=all and one request in flight, so a
 //   retried request never reorders or doubles a partition's messages.
+// - Requests are compressed with the peer's `compression` (client.ts), none by default.
 // - A batch is sent in chunks of bounded size, one after the other; syncBatch
 //   resolves once every chunk is acknowledged and the mirror's checkpoint is
 //   written after them to the compacted `_tributary_checkpoints` topic.
