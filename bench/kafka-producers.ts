@@ -6,8 +6,8 @@
 // destination formats them, the formatting inside the timed part) into a fresh
 // 1-partition topic through each variant, variants alternating round by round:
 //
-//   destination       KafkaDestination.syncBatch (its producer, its requests of
-//                     ≤ 512 KiB / 500 messages, its checkpoint)
+//   destination       KafkaDestination.syncBatch (its producer, @platformatic/kafka;
+//                     its requests of ≤ 512 KiB / 500 messages; its checkpoint)
 //   destination-2000  the same with requests of ≤ 2,000 messages (before), -250 of 250
 //   kafkajs-2000      bare kafkajs, idempotent, acks=all, requests of ≤ 512 KiB /
 //                     2,000 messages, one in flight while the next is built
@@ -15,9 +15,7 @@
 //                     request's messages per partition in quadratic time)
 //   platformatic      @platformatic/kafka, idempotent, acks=all, requests of
 //                     ≤ 512 KiB / 2,000 messages, one in flight while the next is
-//                     built; only with PLATFORMATIC_KAFKA, the path of the
-//                     package's dist/index.js (it is not a dependency:
-//                     `npm install @platformatic/kafka` in a scratch directory)
+//                     built
 //   …-gzip/-lz4/-zstd compressed variants (BENCH_COMPRESSION=1)
 //
 // Reported per variant: median messages/s (wall clock) with min–max, and median
@@ -25,6 +23,12 @@
 // BENCH_MESSAGES defaults to 100,000, BENCH_ROUNDS to 3; BENCH_VARIANTS (names,
 // comma-separated) keeps only those variants.
 import { loadavg } from 'node:os';
+import {
+  type CompressionAlgorithmValue,
+  ProduceAcks,
+  Producer,
+  stringSerializers,
+} from '@platformatic/kafka';
 import type { Message } from 'kafkajs';
 import kafkajs from 'kafkajs';
 import pino from 'pino';
@@ -165,24 +169,21 @@ function viaKafkajs(chunkMessages: number, compression: kafkajs.CompressionTypes
   };
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the package is loaded from a path given at run time
-type Platformatic = any;
-
-function viaPlatformatic(module: Platformatic, compression: string | undefined): Variant {
+function viaPlatformatic(compression: CompressionAlgorithmValue | undefined): Variant {
   return async (topic, rows) => {
-    const producer = new module.Producer({
+    const producer = new Producer({
       clientId: `${prefix}-platformatic`,
       bootstrapBrokers: [kafka.plaintextBroker],
-      serializers: module.stringSerializers,
+      serializers: stringSerializers,
       idempotent: true,
-      acks: module.ProduceAcks.ALL,
+      acks: ProduceAcks.ALL,
       ...(compression ? { compression } : {}),
       autocreateTopics: false,
     });
     try {
       await timed(async () => {
         let inFlight: Promise<unknown> | undefined;
-        let chunk: { topic: string; key: string | undefined; value: string; partition: number }[] = [];
+        let chunk: { topic: string; key: string; value: string; partition: number }[] = [];
         let bytes = 0;
         const send = async () => {
           const messages = chunk;
@@ -192,7 +193,7 @@ function viaPlatformatic(module: Platformatic, compression: string | undefined):
           inFlight = producer.send({ messages });
         };
         for (const { key, value } of formatted(table(topic), rows)) {
-          chunk.push({ topic, key: key ?? undefined, value, partition: 0 });
+          chunk.push({ topic, key: key ?? '', value, partition: 0 });
           bytes += recordOverheadBytes + (key?.length ?? 0) + value.length;
           if (bytes >= defaultChunkBytes || chunk.length >= 2_000) await send();
         }
@@ -237,13 +238,10 @@ async function main(): Promise<void> {
     variants.set('destination-zstd', viaDestination(maxChunkMessages, 'zstd'));
     variants.set('kafkajs-gzip', viaKafkajs(maxChunkMessages, kafkajs.CompressionTypes.GZIP));
   }
-  if (process.env.PLATFORMATIC_KAFKA) {
-    const module: Platformatic = await import(process.env.PLATFORMATIC_KAFKA);
-    variants.set('platformatic', viaPlatformatic(module, undefined));
-    if (compress) {
-      for (const codec of ['gzip', 'lz4', 'zstd']) {
-        variants.set(`platformatic-${codec}`, viaPlatformatic(module, codec));
-      }
+  variants.set('platformatic', viaPlatformatic(undefined));
+  if (compress) {
+    for (const codec of ['gzip', 'lz4', 'zstd'] as const) {
+      variants.set(`platformatic-${codec}`, viaPlatformatic(codec));
     }
   }
   const only = process.env.BENCH_VARIANTS?.split(',');

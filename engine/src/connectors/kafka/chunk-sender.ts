@@ -1,6 +1,5 @@
 // Sends a batch's messages in chunks of bounded size, one chunk after the
 // other, so that order per partition holds without holding the whole batch.
-import type { Message } from 'kafkajs';
 import type { BatchAssigner, TopicPartitions } from './partitioners.ts';
 
 // kafkajs groups a request's messages per partition in quadratic time
@@ -10,10 +9,18 @@ import type { BatchAssigner, TopicPartitions } from './partitioners.ts';
 // spent a little less CPU per message; 250 was no better (docs/benchmarks.md).
 export const maxChunkMessages = 500;
 
+/** A message as the producer writes it: bytes, and headers whose names may repeat. */
+export interface OutgoingMessage {
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers?: Map<Buffer, Buffer> | undefined;
+  readonly partition?: number | undefined;
+}
+
 /** A message with its topic and its size as counted against a chunk's bound. */
 export interface Outgoing {
   readonly topic: TopicPartitions;
-  readonly message: Message;
+  readonly message: OutgoingMessage;
   readonly bytes: number;
 }
 
