@@ -8,7 +8,7 @@
 //
 //   destination       KafkaDestination.syncBatch (its producer, @platformatic/kafka;
 //                     its requests of ≤ 512 KiB / 500 messages; its checkpoint)
-//   destination-2000  the same with requests of ≤ 2,000 messages (before), -250 of 250
+//   destination-2000  the same with requests of ≤ 2,000 messages, -250 of 250
 //   kafkajs-2000      bare kafkajs, idempotent, acks=all, requests of ≤ 512 KiB /
 //                     2,000 messages, one in flight while the next is built
 //   kafkajs-500       the same with requests of ≤ 500 messages (kafkajs groups a

@@ -2,11 +2,11 @@
 // other, so that order per partition holds without holding the whole batch.
 import type { BatchAssigner, TopicPartitions } from './partitioners.ts';
 
-// kafkajs groups a request's messages per partition in quadratic time
-// (producer/groupMessagesPerPartition.js): small requests keep that cheap, and
-// let the next request be built while the broker handles the previous one.
-// bench/kafka-producers.ts: 500 sent ~15% more messages/s than 2,000 and
-// spent a little less CPU per message; 250 was no better (docs/benchmarks.md).
+// Small requests let the next one be built while the broker handles the
+// previous one. bench/kafka-producers.ts: with kafkajs (which groups a request's
+// messages per partition in quadratic time) 500 sent ~15% more messages/s than
+// 2,000; with @platformatic/kafka 250, 500 and 2,000 were within the noise of
+// each other (docs/benchmarks.md, "Kafka producers").
 export const maxChunkMessages = 500;
 
 /** A message as the producer writes it: bytes, and headers whose names may repeat. */
