@@ -574,6 +574,7 @@ describe('peers', () => {
             sasl: 'PLAIN',
             disableTls: true,
             partitioner: '',
+            compression: 'none',
           },
         },
       });
@@ -604,6 +605,17 @@ describe('peers', () => {
           },
         }),
       );
+
+      // The compression extension is stored as given.
+      const compressed = peerName('kafka-zstd');
+      expectCreated(
+        await facade.post('/api/v1/peers/create', {
+          peer: { name: compressed, type: 9, stream_config: { ...streamConfig, compression: 'zstd' } },
+        }),
+      );
+      expect((await facade.controlPlane.store.getPeer(compressed))?.peer.config).toMatchObject({
+        compression: 'zstd',
+      });
     });
 
     it('fails a wrong password without echoing it', async () => {
@@ -823,6 +835,13 @@ describe('peers', () => {
           peer: { name: peerName('bad'), type: 9, stream_config: { ...streamConfig, partitioner: 'Random' } },
         }),
         message: 'peer.stream_config.partitioner: ',
+      },
+      {
+        name: 'stream compression the client cannot encode',
+        body: () => ({
+          peer: { name: peerName('bad'), type: 9, stream_config: { ...streamConfig, compression: 'lz4' } },
+        }),
+        message: 'peer.stream_config.compression: ',
       },
       {
         name: 'analytics staging path without a scheme',

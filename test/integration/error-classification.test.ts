@@ -15,7 +15,7 @@ import {
   classifyPgError,
 } from '../../engine/src/connectors/classify/index.ts';
 import { ClickHouseTransport } from '../../engine/src/connectors/clickhouse/transport.ts';
-import { createStreamClient } from '../../engine/src/connectors/kafka/client.ts';
+import { createStreamClient, createStreamProducer } from '../../engine/src/connectors/kafka/client.ts';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
 import { connectPostgres } from '../../engine/src/connectors/postgres/connect.ts';
 import { EngineError, type ErrorKind, type RetryPolicy } from '../../engine/src/errors.ts';
@@ -198,6 +198,57 @@ describe('Kafka errors (SASL broker)', () => {
     expectKind(error, 'auth', 'manual');
     expect((error as EngineError).message).toBe('peer check: connect failed (authentication failed)');
     expectKind(classifyError((error as EngineError).cause, 'mirror run'), 'auth', 'manual');
+  });
+
+  /** What the destination's producer raises for one message to `topic` of the peer. */
+  async function producerRejection(
+    config: Record<string, unknown>,
+    topic: string,
+    value: Buffer,
+  ): Promise<unknown> {
+    const peer = stream(config);
+    if (peer.kind !== 'stream') throw new Error('unreachable: a stream peer');
+    const producer = createStreamProducer(peer.config, {
+      clientId: 'tributary-test',
+      timeoutMs: 5_000,
+      requestTimeoutMs: 10_000,
+    });
+    try {
+      return await rejection(producer.send({ messages: [{ topic, value, partition: 0 }] }));
+    } finally {
+      await producer.close().catch(() => {});
+    }
+  }
+
+  it("maps the producer's refused connection, refused login and too large message", async () => {
+    const value = Buffer.from('v');
+    const refused = await producerRejection({ servers: [`127.0.0.1:${await closedPort()}`] }, 'any', value);
+    expectKind(
+      classifyError(refused, 'destination: send batch 1', 'destination_write'),
+      'connection',
+      'timed',
+    );
+    const login = await producerRejection({ password: 'wrong-password' }, 'any', value);
+    const auth = classifyError(login, 'destination: send batch 1', 'destination_write');
+    expectKind(auth, 'auth', 'manual');
+    expect((auth as EngineError).message).toBe('destination: send batch 1 failed (authentication failed)');
+
+    const topic = `too-large-${randomSuffix()}`;
+    const peer = stream({});
+    if (peer.kind !== 'stream') throw new Error('unreachable: a stream peer');
+    const admin = createStreamClient(peer.config, { clientId: 'tributary-test', timeoutMs: 5_000 }).admin();
+    await admin.connect();
+    try {
+      await admin.createTopics({ waitForLeaders: true, topics: [{ topic }] });
+      // Above the broker's default message.max.bytes (1 MiB).
+      const large = await producerRejection({}, topic, Buffer.alloc(2 * 1024 * 1024, 'x'));
+      const tooLarge = classifyError(large, 'destination: send batch 1', 'destination_write');
+      expectKind(tooLarge, 'config', 'manual');
+      expect((tooLarge as EngineError).message).toBe('destination: send batch 1 failed (MESSAGE_TOO_LARGE)');
+    } finally {
+      await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+      await admin.disconnect();
+    }
   });
 
   it('maps a missing topic to destination_write, retried (the destination creates its topics on the next run)', async () => {

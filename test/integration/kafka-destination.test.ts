@@ -1,6 +1,7 @@
 // The Kafka destination against the test broker: every listener, the message
 // format, checkpoints, and each partitioner's distribution.
 import { Readable } from 'node:stream';
+import kafkajs from 'kafkajs';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
@@ -304,5 +305,88 @@ describe('Kafka destination', () => {
         await collector.stop();
       }
     });
+  });
+
+  it.each(['gzip', 'zstd'] as const)(
+    'compresses its requests with %s, and a consumer reads the messages back',
+    async (compression) => {
+      const topic = randomTopic(`compressed-${compression}`);
+      topics.push(topic);
+      const table = ordersTable(topic);
+      const target = new KafkaDestination(
+        { ...streamConfig('PLAINTEXT'), compression },
+        { mirror: `m-${topic}`, logger, client: kafkaClient('PLAINTEXT') },
+      );
+      const changes: RowChange[] = Array.from({ length: 50 }, (_, index) => ({
+        kind: 'insert',
+        transaction: transaction(index + 1),
+        newRow: [String(index + 1), '1.50', null, null],
+      }));
+      try {
+        await target.setupTables([table]);
+        await target.syncBatch({ ...batch(table, 1n, changes), mirror: `m-${topic}` });
+      } finally {
+        await target.close();
+      }
+      // The consumer decodes record batches with the codec their attributes name:
+      // counting its calls shows the batches were stored compressed with it.
+      const type = compression === 'gzip' ? kafkajs.CompressionTypes.GZIP : kafkajs.CompressionTypes.ZSTD;
+      const codec = kafkajs.CompressionCodecs[type];
+      let decompressed = 0;
+      kafkajs.CompressionCodecs[type] = () => {
+        const inner = codec();
+        return {
+          compress: inner.compress,
+          decompress: (buffer: Buffer) => {
+            decompressed++;
+            return inner.decompress(buffer);
+          },
+        };
+      };
+      const collector = new TopicCollector(admin);
+      try {
+        await collector.start([topic]);
+        await collector.untilCount(50);
+        expect(decompressed).toBeGreaterThan(0);
+        expect(collector.messages.map((m) => m.key)).toEqual(
+          changes.map((_, index) => `{"id":"${index + 1}"}`),
+        );
+        expect(values(collector.messages).map((value) => value.new.amount)).toEqual(
+          changes.map(() => '1.50'),
+        );
+      } finally {
+        kafkajs.CompressionCodecs[type] = codec;
+        await collector.stop();
+      }
+    },
+  );
+
+  it('writes a header a script repeats once per value', async () => {
+    const topic = randomTopic('headers');
+    topics.push(topic);
+    const table = ordersTable(topic);
+    const target = destination('PLAINTEXT', '', {
+      script: `function onRecord(r) return { value = 'v', headers = { tag = { 'a', 'b' }, one = 'x' } } end`,
+    });
+    try {
+      await target.setupTables([table]);
+      await target.syncBatch({
+        ...batch(table, 1n, [
+          { kind: 'insert', transaction: transaction(1), newRow: ['1', null, null, null] },
+        ]),
+        mirror: topic,
+      });
+    } finally {
+      await target.close();
+    }
+    const collector = new TopicCollector(admin);
+    try {
+      await collector.start([topic]);
+      await collector.untilCount(1);
+      // kafkajs hands a repeated header over as the list of its values.
+      expect(collector.messages[0]?.headers).toEqual({ tag: 'a,b', one: 'x' });
+    } finally {
+      await collector.stop();
+    }
   });
 });

@@ -1,27 +1,35 @@
 // Helpers for the Kafka destination suites: clients for each listener of the
 // test broker, throw-away topics, and a consumer that collects what arrives.
 import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import { zstdCompress, zstdDecompress } from 'node:zlib';
 import kafkajs, { type Consumer, type Kafka, type KafkaConfig, type SASLOptions } from 'kafkajs';
 import type { StreamConfig } from '../../engine/src/resources/peer.ts';
 import { waitFor } from '../support/databases.ts';
 import { kafka } from '../support/testenv.ts';
 
+// kafkajs reads gzip only; the destination may write zstd (`compression`), which
+// Node's zlib decodes: registered once for the test consumers.
+const zstd = promisify(zstdCompress);
+const unzstd = promisify(zstdDecompress);
+kafkajs.CompressionCodecs[kafkajs.CompressionTypes.ZSTD] = () => ({
+  compress: (encoder: { buffer: Buffer }) => zstd(encoder.buffer),
+  decompress: (buffer: Buffer) => unzstd(buffer),
+});
+
 export type Listener = 'PLAINTEXT' | 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512';
 
-/** A stream peer's config for a listener (PLAINTEXT has no SASL: the destination gets its own client). */
+/** A stream peer's config for a listener (PLAINTEXT: no SASL). */
 export function streamConfig(
   listener: Listener,
   partitioner: StreamConfig['partitioner'] = '',
 ): StreamConfig {
-  const sasl = listener === 'PLAINTEXT' ? 'PLAIN' : listener;
-  const credentials = sasl === 'PLAIN' ? kafka.plain : kafka.scram;
-  return {
-    servers: [listener === 'PLAINTEXT' ? kafka.plaintextBroker : kafka.saslBroker],
-    ...credentials,
-    sasl,
-    disableTls: true,
-    partitioner,
-  };
+  const common = { disableTls: true, partitioner, compression: 'none' } as const;
+  if (listener === 'PLAINTEXT') {
+    return { servers: [kafka.plaintextBroker], username: '', password: '', sasl: '', ...common };
+  }
+  const credentials = listener === 'PLAIN' ? kafka.plain : kafka.scram;
+  return { servers: [kafka.saslBroker], ...credentials, sasl: listener, ...common };
 }
 
 /** A client for a listener; a fresh SASL object every time (kafkajs caches its authenticator on it). */

@@ -9,7 +9,12 @@ import { z } from 'zod';
 import { logLevelFilters } from '../../../engine/src/catalog/catalog.ts';
 import { mirrorSpecFields } from '../../../engine/src/resources/mirror.ts';
 import { resourceNameSchema } from '../../../engine/src/resources/names.ts';
-import { type PeerKind, partitioners, saslMechanisms } from '../../../engine/src/resources/peer.ts';
+import {
+  type PeerKind,
+  partitioners,
+  saslMechanisms,
+  streamCompressions,
+} from '../../../engine/src/resources/peer.ts';
 import { protoEnum } from './protojson.ts';
 
 const port = z.number().int().min(1).max(65_535);
@@ -95,6 +100,8 @@ export const streamConfigWire = z
     sasl: z.enum(saslMechanisms).optional(),
     disable_tls: z.boolean().optional(),
     partitioner: z.enum(partitioners).optional(),
+    /** Extension: none (default), gzip or zstd. */
+    compression: z.enum(streamCompressions).optional(),
     certificate: z.string().optional(),
     private_key: z.string().optional(),
     root_ca: z.string().optional(),

@@ -95,6 +95,8 @@ export const datawarehouseConfigSchema = z
 
 export const saslMechanisms = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] as const;
 export const partitioners = ['', 'LeastBackup', 'Manual', 'RoundRobin', 'StickyKey', 'Sticky'] as const;
+/** Codecs of produce requests: those the client encodes without a native package. */
+export const streamCompressions = ['none', 'gzip', 'zstd'] as const;
 
 /**
  * A Kafka cluster. SASL is used when `username` is set; without one the
@@ -110,6 +112,8 @@ export const streamConfigFields = z
     sasl: z.enum(['', ...saslMechanisms]).default(''),
     disableTls: z.boolean().default(false),
     partitioner: z.enum(partitioners).default(''),
+    /** How record batches are compressed on the wire and on the brokers (an addition to the interface). */
+    compression: z.enum(streamCompressions).default('none'),
     /** PEM client certificate (chain) for mutual TLS; needs `privateKey`. */
     certificate: z.string().optional(),
     /** PEM private key of `certificate`. */

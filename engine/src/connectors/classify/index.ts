@@ -1,5 +1,5 @@
 // The one module that inspects driver errors (pg, @clickhouse/client, kafkajs,
-// snowflake-sdk, ssh2, sockets) and turns them into EngineError kinds; see
+// @platformatic/kafka, snowflake-sdk, ssh2, sockets) and turns them into EngineError kinds; see
 // errors.ts for what each kind means to the retry policy. One file per driver;
 // connectors call the function of their driver, and `classifyError` serves a
 // caller that does not know which driver threw (the mirror supervisor, the
@@ -39,6 +39,9 @@ function driverOf(error: unknown): Driver {
   if (!(error instanceof Error)) return 'pg';
   if (isSshError(error)) return 'ssh';
   if (error.name.startsWith('KafkaJS')) return 'kafka';
+  // @platformatic/kafka (the Kafka producer) prefixes every error code.
+  const platformatic = (error as { code?: unknown }).code;
+  if (typeof platformatic === 'string' && platformatic.startsWith('PLT_KFK_')) return 'kafka';
   // @clickhouse/client leaves `name` as Error; its class keeps its own name.
   // Servers older than its parser (18.x) come as a plain Error of their text.
   if (error.constructor.name === 'ClickHouseError' || clickhouseServerText.test(error.message)) {

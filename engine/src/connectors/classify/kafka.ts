@@ -1,5 +1,6 @@
-// kafkajs errors. kafkajs wraps the broker's error in retry and aggregate
-// errors; the innermost one decides. A message never carries the driver's
+// Errors of kafkajs (admin, checkpoint reader) and @platformatic/kafka (the
+// producer). Both wrap the broker's error in retry and aggregate errors; the
+// innermost one decides. A message never carries the driver's
 // text, which can quote topic data; that goes to `cause`. Kafka is only ever a
 // destination.
 import { EngineError, type ErrorKind, isEngineError } from '../../errors.ts';
@@ -8,7 +9,10 @@ import { tlsFailureOf } from './tls.ts';
 
 interface KafkaJsError {
   readonly name?: string;
+  /** kafkajs: the broker's error name. */
   readonly type?: string;
+  /** @platformatic/kafka: the broker's error name. */
+  readonly apiId?: string;
   readonly code?: string;
   readonly originalError?: unknown;
   readonly errors?: readonly unknown[];
@@ -46,19 +50,41 @@ function rootOf(error: unknown): KafkaJsError {
   return current;
 }
 
+/** Whether any error on the way to the innermost is @platformatic/kafka's authentication error. */
+function failedAuthentication(error: unknown): boolean {
+  let current = error as KafkaJsError;
+  for (let depth = 0; depth < 10 && current && typeof current === 'object'; depth++) {
+    if (current.code === 'PLT_KFK_AUTHENTICATION') return true;
+    current = (current.originalError ?? current.errors?.[0] ?? current.cause) as KafkaJsError;
+  }
+  return false;
+}
+
 function kindOf(error: unknown, fallback: ErrorKind): { kind: ErrorKind; detail: string | undefined } {
   const root = rootOf(error);
-  if (root.name === 'KafkaJSSASLAuthenticationError')
+  const type = root.type ?? root.apiId;
+  if (
+    root.name === 'KafkaJSSASLAuthenticationError' ||
+    type === 'SASL_AUTHENTICATION_FAILED' ||
+    failedAuthentication(error)
+  ) {
     return { kind: 'auth', detail: 'authentication failed' };
-  if (root.type && permissionTypes.has(root.type)) return { kind: 'permission', detail: root.type };
-  if (root.type && configTypes.has(root.type)) return { kind: 'config', detail: root.type };
+  }
+  if (type && permissionTypes.has(type)) return { kind: 'permission', detail: type };
+  if (type && configTypes.has(type)) return { kind: 'config', detail: type };
   const tls = tlsFailureOf(root.code);
   if (tls) return tls;
-  if (root.name === 'KafkaJSConnectionError' || (root.code && networkErrorCodes.has(root.code))) {
+  if (
+    root.name === 'KafkaJSConnectionError' ||
+    root.code === 'PLT_KFK_NETWORK' ||
+    (root.code && networkErrorCodes.has(root.code))
+  ) {
     return { kind: 'connection', detail: 'cannot reach the brokers' };
   }
-  if (root.name === 'KafkaJSRequestTimeoutError') return { kind: fallback, detail: 'request timed out' };
-  return { kind: fallback, detail: root.type };
+  if (root.name === 'KafkaJSRequestTimeoutError' || root.code === 'PLT_KFK_TIMEOUT') {
+    return { kind: fallback, detail: 'request timed out' };
+  }
+  return { kind: fallback, detail: type };
 }
 
 /** `what` says what was being done, e.g. "destination: send batch 12". */

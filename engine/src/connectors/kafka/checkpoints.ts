@@ -6,7 +6,8 @@
 // the position of its last change in it, written the same way: after the
 // messages up to that change are acknowledged.
 import { randomUUID } from 'node:crypto';
-import type { Admin, Kafka, Producer } from 'kafkajs';
+import type { Producer } from '@platformatic/kafka';
+import type { Admin, Kafka } from 'kafkajs';
 import { EngineError } from '../../errors.ts';
 import { formatLsn } from '../../model/lsn.ts';
 import { classifyKafkaError } from '../classify/index.ts';
@@ -31,8 +32,10 @@ interface StoredCheckpoint {
   readonly txn_change_rank?: number;
 }
 
+type BufferProducer = Producer<Buffer, Buffer, Buffer, Buffer>;
+
 export async function writeCheckpoint(
-  producer: Producer,
+  producer: BufferProducer,
   mirror: string,
   checkpoint: Checkpoint,
 ): Promise<void> {
@@ -50,15 +53,27 @@ export async function writeCheckpoint(
       : {}),
   };
   await producer.send({
-    topic: checkpointTopic,
-    acks: -1,
-    messages: [{ key: mirror, value: JSON.stringify(stored) }],
+    compression: 'none',
+    messages: [
+      {
+        topic: checkpointTopic,
+        key: Buffer.from(mirror),
+        value: Buffer.from(JSON.stringify(stored)),
+        partition: 0,
+      },
+    ],
   });
 }
 
 /** A tombstone: compaction then forgets the mirror's checkpoint. */
-export async function deleteCheckpoint(producer: Producer, mirror: string): Promise<void> {
-  await producer.send({ topic: checkpointTopic, acks: -1, messages: [{ key: mirror, value: null }] });
+export async function deleteCheckpoint(producer: BufferProducer, mirror: string): Promise<void> {
+  // A null value: the send writes it as Kafka's null, which compaction reads as a tombstone.
+  await producer.send({
+    compression: 'none',
+    messages: [
+      { topic: checkpointTopic, key: Buffer.from(mirror), value: null as unknown as Buffer, partition: 0 },
+    ],
+  });
 }
 
 /**

@@ -5,7 +5,7 @@ import type { BatchAssigner, TopicPartitions } from './partitioners.ts';
 const topic: TopicPartitions = { topic: 't', partitions: [] };
 
 function outgoing(value: string, bytes: number): Outgoing {
-  return { topic, message: { key: null, value }, bytes };
+  return { topic, message: { key: null, value: Buffer.from(value) }, bytes };
 }
 
 function values(chunk: readonly Outgoing[]): string[] {

@@ -3,14 +3,15 @@
 //
 // - The producer is idempotent with acks=all and one request in flight, so a
 //   retried request never reorders or doubles a partition's messages.
+// - Requests are compressed with the peer's `compression` (client.ts), none by default.
 // - A batch is sent in chunks of bounded size, one after the other; syncBatch
 //   resolves once every chunk is acknowledged and the mirror's checkpoint is
 //   written after them to the compacted `_tributary_checkpoints` topic.
 // - A failed send fails the batch; the pipeline retries it from the last
 //   checkpoint, so the messages already acknowledged are sent again.
 import type { Readable } from 'node:stream';
-import type { Admin, Kafka, Message, Producer } from 'kafkajs';
-import kafkajs from 'kafkajs';
+import type { Producer } from '@platformatic/kafka';
+import type { Admin, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { LogLevel } from '../../catalog/catalog.ts';
 import { EngineError } from '../../errors.ts';
@@ -24,8 +25,8 @@ import { copyTextRows } from '../copy-text.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
 import { checkpointTopicConfig, deleteCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
-import { ChunkSender, type Outgoing } from './chunk-sender.ts';
-import { createStreamClient } from './client.ts';
+import { ChunkSender, type Outgoing, type OutgoingMessage } from './chunk-sender.ts';
+import { createStreamClient, createStreamProducer } from './client.ts';
 import {
   type ChangeRecord,
   changeRecord,
@@ -48,6 +49,8 @@ export interface KafkaDestinationOptions {
   readonly scriptLimits?: SandboxLimits | undefined;
   /** Upper bound of the key, value and header bytes of one produce request. */
   readonly chunkBytes?: number | undefined;
+  /** Upper bound of the messages of one produce request. */
+  readonly chunkMessages?: number | undefined;
 }
 
 // Below the broker's default message.max.bytes (1 MiB), which bounds one
@@ -68,9 +71,10 @@ export class KafkaDestination implements Destination {
   readonly #strategy: PartitionStrategy;
   readonly #script: RecordScript | undefined;
   readonly #chunkBytes: number;
+  readonly #config: StreamConfig;
   readonly #topics = new Map<string, TopicPartitions>();
   #admin: Promise<Admin> | undefined;
-  #producer: Promise<Producer> | undefined;
+  #producer: Producer<Buffer, Buffer, Buffer, Buffer> | undefined;
   /** The last checkpoint read or written: undefined until known, null when there is none. */
   #checkpoint: Checkpoint | null | undefined;
 
@@ -87,6 +91,7 @@ export class KafkaDestination implements Destination {
         })
       : undefined;
     this.#chunkBytes = options.chunkBytes ?? defaultChunkBytes;
+    this.#config = config;
   }
 
   async check(): Promise<{ version: string }> {
@@ -106,7 +111,7 @@ export class KafkaDestination implements Destination {
     this.#admin = undefined;
     await Promise.all([
       this.#script?.close(),
-      producer?.then((connected) => connected.disconnect()).catch(() => {}),
+      producer?.close().catch(() => {}),
       admin?.then((connected) => connected.disconnect()).catch(() => {}),
     ]);
   }
@@ -146,6 +151,7 @@ export class KafkaDestination implements Destination {
     const sender = new ChunkSender({
       send: (chunk) => this.#send(chunk, `destination: load ${format.topic}`),
       chunkBytes: this.#chunkBytes,
+      chunkMessages: this.#options.chunkMessages,
       newAssigner: () => this.#strategy.batch(),
       assignerPerChunk: true,
     });
@@ -172,6 +178,7 @@ export class KafkaDestination implements Destination {
     const sender = new ChunkSender({
       send: (chunk) => this.#send(chunk, what),
       chunkBytes: this.#chunkBytes,
+      chunkMessages: this.#options.chunkMessages,
       newAssigner: () => assigner,
       assignerPerChunk: false,
     });
@@ -188,7 +195,7 @@ export class KafkaDestination implements Destination {
       transactionPosition: batch.transactionPosition,
     };
     try {
-      await writeCheckpoint(await this.#connectedProducer(), batch.mirror, checkpoint);
+      await writeCheckpoint(this.#connectedProducer(), batch.mirror, checkpoint);
     } catch (error) {
       this.#resetProducer();
       throw classifyKafkaError(error, `${what}: write checkpoint`);
@@ -213,7 +220,7 @@ export class KafkaDestination implements Destination {
   async removeCheckpoint(mirror: string): Promise<void> {
     try {
       await this.#ensureTopics([]);
-      await deleteCheckpoint(await this.#connectedProducer(), mirror);
+      await deleteCheckpoint(this.#connectedProducer(), mirror);
       this.#checkpoint = null;
     } catch (error) {
       this.#resetProducer();
@@ -280,22 +287,29 @@ export class KafkaDestination implements Destination {
         }
       }
       const topic = this.#topics.get(topicName) ?? (await this.#topicOf(topicName));
-      const key = message.key === undefined ? record.key : message.key;
-      const value = message.value === undefined ? defaultValue() : message.value;
-      const headers = message.headers
-        ? Object.fromEntries(
-            Object.entries(message.headers).map(([name, text]) => [
-              name,
-              typeof text === 'string' ? text : [...text],
-            ]),
-          )
-        : undefined;
+      const keyText = message.key === undefined ? record.key : message.key;
+      const valueText = message.value === undefined ? defaultValue() : message.value;
+      // Encoded once here: the partitioner hashes the key's bytes, the chunk bound
+      // counts them, and kafkajs writes Buffers as they are instead of encoding again.
+      const key = keyText === null ? null : Buffer.from(keyText);
+      const value = valueText === null ? null : Buffer.from(valueText);
+      // A repeated name is one Buffer key per value: the producer writes every entry.
+      const headers = message.headers ? new Map<Buffer, Buffer>() : undefined;
+      let headerBytes = 0;
+      for (const [name, text] of Object.entries(message.headers ?? {})) {
+        for (const one of typeof text === 'string' ? [text] : text) {
+          const nameBytes = Buffer.from(name);
+          const oneBytes = Buffer.from(one);
+          headers?.set(nameBytes, oneBytes);
+          headerBytes += nameBytes.length + oneBytes.length + 2;
+        }
+      }
       const bytes =
         recordOverheadBytes +
-        (key === null ? 0 : Buffer.byteLength(key)) +
-        (value === null ? 0 : Buffer.byteLength(value)) +
-        (headers ? Buffer.byteLength(JSON.stringify(headers)) : 0);
-      const base: Message = headers ? { key, value, headers } : { key, value };
+        (key === null ? 0 : key.length) +
+        (value === null ? 0 : value.length) +
+        headerBytes;
+      const base: OutgoingMessage = headers ? { key, value, headers } : { key, value };
       // A truncate concerns every key: its key-less messages go to every partition,
       // so a consumer of any partition sees it in order with that partition's rows.
       const everywhere =
@@ -307,8 +321,7 @@ export class KafkaDestination implements Destination {
           outgoing.push({ topic, message: { ...base, partition: partition.partitionId }, bytes });
         }
       } else {
-        const keyBytes = key === null ? null : Buffer.from(key);
-        const partition = sender.assigner().assign(topic, keyBytes, message.partition);
+        const partition = sender.assigner().assign(topic, key, message.partition);
         outgoing.push({ topic, message: { ...base, partition }, bytes });
       }
     }
@@ -317,21 +330,17 @@ export class KafkaDestination implements Destination {
 
   /** Sends one chunk and waits for the broker's acknowledgement of all of it. */
   async #send(chunk: readonly Outgoing[], what: string): Promise<void> {
-    const byTopic = new Map<string, Message[]>();
-    for (const { topic, message } of chunk) {
-      let messages = byTopic.get(topic.topic);
-      if (!messages) {
-        messages = [];
-        byTopic.set(topic.topic, messages);
-      }
-      messages.push(message);
-    }
     try {
-      const producer = await this.#connectedProducer();
-      await producer.sendBatch({
-        acks: -1,
-        timeout: requestTimeoutMs,
-        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+      await this.#connectedProducer().send({
+        compression: this.#config.compression,
+        // A null key or value is written as Kafka's null (length -1); the types want Buffers.
+        messages: chunk.map(({ topic, message }) => ({
+          topic: topic.topic,
+          key: message.key as Buffer,
+          value: message.value as Buffer,
+          partition: message.partition ?? 0,
+          ...(message.headers ? { headers: message.headers } : {}),
+        })),
       });
     } catch (error) {
       // A failed idempotent producer may hold sequence numbers the broker never saw.
@@ -396,31 +405,19 @@ export class KafkaDestination implements Destination {
     return this.#admin;
   }
 
-  #connectedProducer(): Promise<Producer> {
-    if (!this.#producer) {
-      const producer = this.#kafka.producer({
-        idempotent: true,
-        maxInFlightRequests: 1,
-        allowAutoTopicCreation: false,
-        // Partitions are chosen before sending; this only silences kafkajs's notice.
-        createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
-        retry: { retries: 5, initialRetryTime: 300, maxRetryTime: 10_000 },
-      });
-      this.#producer = producer.connect().then(
-        () => producer,
-        (error: unknown) => {
-          this.#producer = undefined;
-          throw classifyKafkaError(error, 'destination: connect producer', 'connection');
-        },
-      );
-    }
+  /** The producer connects on its first request; a failed one is replaced by a new one. */
+  #connectedProducer(): Producer<Buffer, Buffer, Buffer, Buffer> {
+    this.#producer ??= createStreamProducer(this.#config, {
+      clientId: `tributary-${this.#options.mirror}`.slice(0, 100),
+      requestTimeoutMs,
+    });
     return this.#producer;
   }
 
   #resetProducer(): void {
     const producer = this.#producer;
     this.#producer = undefined;
-    producer?.then((connected) => connected.disconnect()).catch(() => {});
+    producer?.close().catch(() => {});
   }
 }
 
