@@ -6,7 +6,7 @@ import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { type Percentiles, percentiles, writeAtRate } from '../lib/latency.ts';
 import { sourceDatabase, uniqueName } from '../lib/servers.ts';
-import { describe, type Figure, figure, until } from '../lib/stats.ts';
+import { describe, type Figure, latencyFigures, until } from '../lib/stats.ts';
 import { type Catalog, cdcUntil, destinationTables, mappings, mirrorSpec } from '../lib/tributary.ts';
 import { tableColumns } from '../lib/workload.ts';
 import { type DebeziumInstall, DebeziumServer, debeziumTopic, installDebezium } from '../systems/debezium.ts';
@@ -151,23 +151,13 @@ export async function runKafkaLatencyGroup(catalog: Catalog): Promise<Record<str
     await source.drop();
   }
   const figures = {
-    kafka_latency_p99_vs_debezium: figure(
-      'ms',
-      runs.tributary.map((run) => run.p99),
+    ...latencyFigures('kafka_latency', '_vs_debezium', runs.tributary, 'Debezium Server', runs.debezium),
+    ...latencyFigures(
+      'kafka_latency_streaming',
+      '_vs_debezium',
+      runs.streaming,
       'Debezium Server',
-      runs.debezium.map((run) => run.p99),
-    ),
-    kafka_latency_p50_vs_debezium: figure(
-      'ms',
-      runs.tributary.map((run) => run.p50),
-      'Debezium Server',
-      runs.debezium.map((run) => run.p50),
-    ),
-    kafka_latency_streaming_p99_vs_debezium: figure(
-      'ms',
-      runs.streaming.map((run) => run.p99),
-      'Debezium Server',
-      runs.debezium.map((run) => run.p99),
+      runs.debezium,
     ),
   };
   for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));

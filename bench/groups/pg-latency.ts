@@ -8,7 +8,7 @@ import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { destinationLatencies, type Percentiles, writeAtRate } from '../lib/latency.ts';
 import { sourceDatabase, targetDatabase, uniqueName } from '../lib/servers.ts';
-import { describe, type Figure, figure, until } from '../lib/stats.ts';
+import { describe, type Figure, latencyFigures, until } from '../lib/stats.ts';
 import { type Catalog, cdcUntil, destinationTables, mappings, mirrorSpec } from '../lib/tributary.ts';
 import { latencyColumns, tableColumns } from '../lib/workload.ts';
 import { Subscription } from '../systems/pg-native.ts';
@@ -130,29 +130,13 @@ export async function runPostgresLatencyGroup(catalog: Catalog): Promise<Record<
     await source.drop();
   }
   const figures = {
-    pg_latency_p99_vs_native: figure(
-      'ms',
-      runs.tributary.map((run) => run.p99),
+    ...latencyFigures('pg_latency', '_vs_native', runs.tributary, 'logical replication', runs.native),
+    ...latencyFigures(
+      'pg_latency_streaming',
+      '_vs_native',
+      runs.streaming,
       'logical replication',
-      runs.native.map((run) => run.p99),
-    ),
-    pg_latency_p50_vs_native: figure(
-      'ms',
-      runs.tributary.map((run) => run.p50),
-      'logical replication',
-      runs.native.map((run) => run.p50),
-    ),
-    pg_latency_streaming_p99_vs_native: figure(
-      'ms',
-      runs.streaming.map((run) => run.p99),
-      'logical replication',
-      runs.native.map((run) => run.p99),
-    ),
-    pg_latency_streaming_p50_vs_native: figure(
-      'ms',
-      runs.streaming.map((run) => run.p50),
-      'logical replication',
-      runs.native.map((run) => run.p50),
+      runs.native,
     ),
   };
   for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));

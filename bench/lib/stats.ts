@@ -54,6 +54,27 @@ export function figure(
   };
 }
 
+/** `<prefix>_p99<suffix>` and `<prefix>_p50<suffix>`: two systems' latency percentiles over the same rounds. */
+export function latencyFigures(
+  prefix: string,
+  suffix: string,
+  tributaryRuns: readonly { readonly p50: number; readonly p99: number }[],
+  otherSystem: string,
+  otherRuns: readonly { readonly p50: number; readonly p99: number }[],
+): Record<string, Figure> {
+  return Object.fromEntries(
+    (['p99', 'p50'] as const).map((percentile) => [
+      `${prefix}_${percentile}${suffix}`,
+      figure(
+        'ms',
+        tributaryRuns.map((run) => run[percentile]),
+        otherSystem,
+        otherRuns.map((run) => run[percentile]),
+      ),
+    ]),
+  );
+}
+
 export function describe(name: string, value: Figure): string {
   const spread = (summary: Summary) => `${summary.median} (${summary.min}–${summary.max})`;
   return `${name.padEnd(32)} tributary ${spread(value.tributary)} ${value.unit}, ${value.other.system} ${spread(value.other)} ${value.unit}, ratio ${value.ratio}, load ${value.loadAverage.join(' ')}`;

@@ -159,6 +159,18 @@ function refillSql(
         : `CASE WHEN SUBSTR(s.${unchangedAlias}, ${index + 1}, 1) = '1' THEN o.${name} ELSE s.${name} END`,
     );
   });
+  addMirrorColumns(names, values, mirrorColumns);
+  const oldKeyMatch = keyPositions(table)
+    .map((index) => `o.${columnIdent(table.columns[index]?.name ?? '')} = s.${fillAlias(index)}`)
+    .join(' AND ');
+  return `INSERT INTO ${target} (${names.join(', ')})
+    SELECT ${values.join(', ')} FROM (${stagedRowsSql(objects, apply, batchId, 'U', true)}) s
+    JOIN ${target} o ON ${oldKeyMatch}
+    WHERE NOT EXISTS (SELECT 1 FROM ${target} t WHERE ${keyMatch(table)})`;
+}
+
+/** An inserted row is not deleted and is synced now: the mirror's own columns, when it has them. */
+function addMirrorColumns(names: string[], values: string[], mirrorColumns: MirrorColumns): void {
   if (mirrorColumns.softDeleteColumn) {
     names.push(columnIdent(mirrorColumns.softDeleteColumn));
     values.push('FALSE');
@@ -167,13 +179,6 @@ function refillSql(
     names.push(columnIdent(mirrorColumns.syncedAtColumn));
     values.push('CURRENT_TIMESTAMP()');
   }
-  const oldKeyMatch = keyPositions(table)
-    .map((index) => `o.${columnIdent(table.columns[index]?.name ?? '')} = s.${fillAlias(index)}`)
-    .join(' AND ');
-  return `INSERT INTO ${target} (${names.join(', ')})
-    SELECT ${values.join(', ')} FROM (${stagedRowsSql(objects, apply, batchId, 'U', true)}) s
-    JOIN ${target} o ON ${oldKeyMatch}
-    WHERE NOT EXISTS (SELECT 1 FROM ${target} t WHERE ${keyMatch(table)})`;
 }
 
 /** Loads a snapshot partition's staged rows (op 'U', batch id `token`) into the target. */
@@ -186,14 +191,7 @@ export function insertSnapshotSql(
   const { table, codecs, target } = apply;
   const names = table.columns.map((column) => columnIdent(column.name));
   const values = table.columns.map((_, index) => codecs[index]?.read(`c."DATA":${dataKey(index)}`) ?? 'NULL');
-  if (mirrorColumns.softDeleteColumn) {
-    names.push(columnIdent(mirrorColumns.softDeleteColumn));
-    values.push('FALSE');
-  }
-  if (mirrorColumns.syncedAtColumn) {
-    names.push(columnIdent(mirrorColumns.syncedAtColumn));
-    values.push('CURRENT_TIMESTAMP()');
-  }
+  addMirrorColumns(names, values, mirrorColumns);
   return `INSERT INTO ${target} (${names.join(', ')})
     SELECT ${values.join(', ')} FROM ${objects.changes} c WHERE c."BATCH_ID" = ${token}`;
 }
