@@ -40,6 +40,7 @@ import type { Condition } from '../conditions.ts';
 import { group, version } from '../crds/schemas.ts';
 import { apiNameAnnotation, apiNameOf, kubeObjectName } from './object-names.ts';
 import {
+  invalidPeerMessage,
   PeerSecretError,
   type PeerSecretRef,
   peerSecretLabel,
@@ -265,13 +266,11 @@ export class KubeStore implements ResourceStore {
       peer = joinPeerSecrets({ name, kind, config, secrets });
     } catch (error) {
       if (!(error instanceof ZodError)) throw error;
-      // Names the fields only: an issue's message never holds the value.
-      const fields = [...new Set(error.issues.map((issue) => issue.path.join('.')))].join(', ');
       throw new PeerSecretError(
         'SecretInvalid',
         name,
         secretRef.name,
-        `the spec with Secret ${secretRef.name} is not a valid ${kind} peer (${fields}); a required secret field may be missing from the Secret`,
+        invalidPeerMessage(kind, secretRef.name, error),
       );
     }
     return {

@@ -1,6 +1,12 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { PeerSecretError, peerSecretLabel, peerSecretsFromSecret } from './peer-secret.ts';
+import { z } from 'zod';
+import {
+  invalidPeerMessage,
+  PeerSecretError,
+  peerSecretLabel,
+  peerSecretsFromSecret,
+} from './peer-secret.ts';
 
 const encoded = (data: Record<string, string>) =>
   Object.fromEntries(
@@ -80,5 +86,35 @@ describe('peerSecretsFromSecret', () => {
     );
     expect(missing.reason).toBe('SecretInvalid');
     expect(missing.message).toContain('no key pass');
+  });
+});
+
+describe('invalidPeerMessage', () => {
+  const parse = (config: unknown) => {
+    const result = z
+      .object({ servers: z.array(z.string()).min(1), password: z.string() })
+      .strict()
+      .safeParse(config);
+    if (result.success) throw new Error('expected a refusal');
+    return result.error;
+  };
+
+  it('names missing or invalid fields and points at the Secret', () => {
+    expect(invalidPeerMessage('stream', 'kafka-creds', parse({ servers: [] }))).toBe(
+      'the spec with Secret kafka-creds is not a valid stream peer: servers, password missing or invalid; a required secret field may be missing from the Secret',
+    );
+  });
+
+  it('names unknown fields as written by a newer version, not as a Secret problem, and shows no value', () => {
+    const message = invalidPeerMessage(
+      'stream',
+      'kafka-creds',
+      parse({ servers: ['b:9092'], password: 'hunter2-secret', compression: 'zstd' }),
+    );
+    expect(message).toBe(
+      'the spec with Secret kafka-creds is not a valid stream peer: unknown field(s) compression: written by a newer version of Tributary than this one?',
+    );
+    expect(message).not.toContain('hunter2');
+    expect(message).not.toContain('zstd');
   });
 });

@@ -5,6 +5,7 @@
 // by whoever may write Secrets, never by the Peer's author), and only the secret
 // fields of the peer's kind are taken from it, never a field of the spec.
 import type { V1Secret } from '@kubernetes/client-node';
+import type { ZodError } from 'zod';
 import { PeerSecretsUnavailableError } from '../../../engine/src/control/store.ts';
 import { isPeerSecretPath, type PeerKind, peerSecretPaths } from '../../../engine/src/resources/peer.ts';
 
@@ -93,4 +94,28 @@ export function peerSecretsFromSecret(
     secrets[field] = Buffer.from(encoded, 'base64').toString('utf8');
   }
   return secrets;
+}
+
+/**
+ * Why a Peer and its Secret do not make a peer, naming fields only (an issue's
+ * message never holds a value). Unknown fields get their own words: they come
+ * from a Peer written under newer CRDs than this version knows (an upgrade in
+ * progress), not from a Secret.
+ */
+export function invalidPeerMessage(kind: string, secretName: string, error: ZodError): string {
+  const unknown = error.issues.flatMap((issue) => (issue.code === 'unrecognized_keys' ? issue.keys : []));
+  const invalid = [
+    ...new Set(
+      error.issues.filter((issue) => issue.code !== 'unrecognized_keys').map((issue) => issue.path.join('.')),
+    ),
+  ];
+  const problems = [
+    ...(invalid.length > 0
+      ? [`${invalid.join(', ')} missing or invalid; a required secret field may be missing from the Secret`]
+      : []),
+    ...(unknown.length > 0
+      ? [`unknown field(s) ${unknown.join(', ')}: written by a newer version of Tributary than this one?`]
+      : []),
+  ];
+  return `the spec with Secret ${secretName} is not a valid ${kind} peer: ${problems.join('; ')}`;
 }
