@@ -8,7 +8,7 @@ import { clickhouseEngines } from '../../test/support/clickhouse-engines.ts';
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { sourceDatabase, uniqueName } from '../lib/servers.ts';
-import { describe, type Figure, figure, timed } from '../lib/stats.ts';
+import { alternate, describe, type Figure, figure, timed } from '../lib/stats.ts';
 import {
   type Catalog,
   cdcUntil,
@@ -20,7 +20,6 @@ import {
 } from '../lib/tributary.ts';
 import { insertRows, tableColumns } from '../lib/workload.ts';
 import { clickhouseQuery, copyToClickHouse, floorTableColumns } from '../systems/clickhouse-floor.ts';
-import { alternate } from './pg.ts';
 
 const { rows, rounds } = benchConfig;
 const engine = clickhouseEngines.find((candidate) => !candidate.modern);

@@ -3,12 +3,10 @@
 // Tributary (idle_timeout_seconds = 1, and with the `streaming` option) against
 // Debezium Server.
 import type { TestDatabase } from '../../test/support/databases.ts';
-import { benchConfig } from '../lib/config.ts';
-import { type Percentiles, percentiles, writeAtRate } from '../lib/latency.ts';
+import { latencyRounds, type Percentiles, percentiles, writeAtRate } from '../lib/latency.ts';
 import { sourceDatabase, uniqueName } from '../lib/servers.ts';
 import { describe, type Figure, latencyFigures, until } from '../lib/stats.ts';
 import { type Catalog, cdcUntil, destinationTables, mappings, mirrorSpec } from '../lib/tributary.ts';
-import { tableColumns } from '../lib/workload.ts';
 import { type DebeziumInstall, DebeziumServer, debeziumTopic, installDebezium } from '../systems/debezium.ts';
 import {
   createTopic,
@@ -18,7 +16,6 @@ import {
   readTopic,
 } from '../systems/kafka-topic.ts';
 import { kafkaDestination } from './kafka.ts';
-import { alternate } from './pg.ts';
 
 async function slotActive(source: TestDatabase, slotName: string): Promise<boolean> {
   const found = await source.client.query(
@@ -127,26 +124,18 @@ async function debeziumRun(
 export async function runKafkaLatencyGroup(catalog: Catalog): Promise<Record<string, Figure>> {
   const install = installDebezium();
   const source = await sourceDatabase('bench_klat_src');
-  const runs: Record<'debezium' | 'tributary' | 'streaming', Percentiles[]> = {
-    debezium: [],
-    tributary: [],
-    streaming: [],
-  };
+  let runs: Record<'debezium' | 'tributary' | 'streaming', Percentiles[]>;
   try {
-    for (let round = 0; round < benchConfig.rounds; round++) {
-      for (const system of alternate(['debezium', 'tributary', 'streaming'] as const, round)) {
-        const table = `klat_${system}_${round}`;
-        const publication = `${table}_pub`;
-        await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
-        await source.client.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}`);
-        const result =
-          system === 'debezium'
-            ? await debeziumRun(install, source, table, publication)
-            : await tributaryRun(source, catalog, table, publication, system === 'streaming');
-        runs[system].push(result);
-        console.log(`  kafka latency round ${round + 1} ${system}: ${JSON.stringify(result)} ms`);
-      }
-    }
+    runs = await latencyRounds(
+      'kafka latency',
+      source,
+      'klat',
+      ['debezium', 'tributary', 'streaming'],
+      (system, table, publication) =>
+        system === 'debezium'
+          ? debeziumRun(install, source, table, publication)
+          : tributaryRun(source, catalog, table, publication, system === 'streaming'),
+    );
   } finally {
     await source.drop();
   }

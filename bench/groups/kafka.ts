@@ -9,7 +9,7 @@ import { kafkaClient, streamConfig } from '../../test/integration/kafka-support.
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { sourceDatabase, uniqueName } from '../lib/servers.ts';
-import { describe, figure, timed, until } from '../lib/stats.ts';
+import { alternate, describe, figure, timed, until } from '../lib/stats.ts';
 import {
   type Catalog,
   cdcUntil,
@@ -28,7 +28,6 @@ import {
   messageCount,
   readTopic,
 } from '../systems/kafka-topic.ts';
-import { alternate } from './pg.ts';
 
 const { rows, rounds } = benchConfig;
 

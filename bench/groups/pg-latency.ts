@@ -5,14 +5,13 @@
 // `_synced_at` column set to now() by the transaction that wrote the row: the
 // apply worker fills it as a column default, Tributary as its synced-at column.
 import type { TestDatabase } from '../../test/support/databases.ts';
-import { benchConfig } from '../lib/config.ts';
-import { destinationLatencies, type Percentiles, writeAtRate } from '../lib/latency.ts';
+import { destinationLatencies, latencyRounds, type Percentiles, writeAtRate } from '../lib/latency.ts';
 import { sourceDatabase, targetDatabase, uniqueName } from '../lib/servers.ts';
 import { describe, type Figure, latencyFigures, until } from '../lib/stats.ts';
 import { type Catalog, cdcUntil, destinationTables, mappings, mirrorSpec } from '../lib/tributary.ts';
-import { latencyColumns, tableColumns } from '../lib/workload.ts';
+import { latencyColumns } from '../lib/workload.ts';
 import { Subscription } from '../systems/pg-native.ts';
-import { alternate, postgresDestination } from './pg.ts';
+import { postgresDestination } from './pg.ts';
 
 async function count(database: TestDatabase, table: string): Promise<number> {
   const result = await database.client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
@@ -106,26 +105,18 @@ async function tributaryRun(
 
 export async function runPostgresLatencyGroup(catalog: Catalog): Promise<Record<string, Figure>> {
   const source = await sourceDatabase('bench_pglat_src');
-  const runs: Record<'native' | 'tributary' | 'streaming', Percentiles[]> = {
-    native: [],
-    tributary: [],
-    streaming: [],
-  };
+  let runs: Record<'native' | 'tributary' | 'streaming', Percentiles[]>;
   try {
-    for (let round = 0; round < benchConfig.rounds; round++) {
-      for (const system of alternate(['native', 'tributary', 'streaming'] as const, round)) {
-        const table = `lat_${system}_${round}`;
-        const publication = `${table}_pub`;
-        await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
-        await source.client.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}`);
-        const result =
-          system === 'native'
-            ? await nativeRun(source, table, publication)
-            : await tributaryRun(source, catalog, table, publication, system === 'streaming');
-        runs[system].push(result);
-        console.log(`  pg latency round ${round + 1} ${system}: ${JSON.stringify(result)} ms`);
-      }
-    }
+    runs = await latencyRounds(
+      'pg latency',
+      source,
+      'lat',
+      ['native', 'tributary', 'streaming'],
+      (system, table, publication) =>
+        system === 'native'
+          ? nativeRun(source, table, publication)
+          : tributaryRun(source, catalog, table, publication, system === 'streaming'),
+    );
   } finally {
     await source.drop();
   }

@@ -7,7 +7,7 @@ import { PostgresDestination } from '../../engine/src/connectors/postgres/destin
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { sourceDatabase, targetDatabase, uniqueName } from '../lib/servers.ts';
-import { describe, type Figure, figure, timed, until } from '../lib/stats.ts';
+import { alternate, describe, type Figure, figure, timed, until } from '../lib/stats.ts';
 import {
   type Catalog,
   cdcUntil,
@@ -39,12 +39,6 @@ export function postgresDestination(target: TestDatabase, name: string, syncedAt
     applicationName: name,
     logger: quiet,
   });
-}
-
-/** Rotates `systems` by `round` so each goes first in turn. */
-export function alternate<T>(systems: readonly T[], round: number): T[] {
-  const shift = round % systems.length;
-  return [...systems.slice(shift), ...systems.slice(0, shift)];
 }
 
 async function markerVisible(target: TestDatabase, table: string, id: number): Promise<boolean> {

@@ -1,8 +1,10 @@
 // Commit-to-visible latency: rows written at a fixed rate in ten commits a
 // second, then the spread of (time visible at the destination − insert time).
 import type pg from 'pg';
+import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from './config.ts';
-import { insertRows } from './workload.ts';
+import { alternate } from './stats.ts';
+import { insertRows, tableColumns } from './workload.ts';
 
 const commitsPerSecond = 10;
 
@@ -38,4 +40,34 @@ export async function destinationLatencies(client: pg.ClientBase, table: string)
     `SELECT extract(epoch FROM _synced_at - created)::float8 * 1000 AS ms FROM ${table}`,
   );
   return percentiles(result.rows.map((row) => row.ms));
+}
+
+/**
+ * BENCH_ROUNDS rounds of one latency run per system, the systems alternating,
+ * each run on a fresh table of `source` with a publication of its own (named
+ * `<prefix>_<system>_<round>` and `…_pub`). Returns each system's runs.
+ */
+export async function latencyRounds<System extends string>(
+  label: string,
+  source: TestDatabase,
+  prefix: string,
+  systems: readonly System[],
+  run: (system: System, table: string, publication: string) => Promise<Percentiles>,
+): Promise<Record<System, Percentiles[]>> {
+  const runs = Object.fromEntries(systems.map((system) => [system, [] as Percentiles[]])) as Record<
+    System,
+    Percentiles[]
+  >;
+  for (let round = 0; round < benchConfig.rounds; round++) {
+    for (const system of alternate(systems, round)) {
+      const table = `${prefix}_${system}_${round}`;
+      const publication = `${table}_pub`;
+      await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
+      await source.client.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}`);
+      const result = await run(system, table, publication);
+      runs[system].push(result);
+      console.log(`  ${label} round ${round + 1} ${system}: ${JSON.stringify(result)} ms`);
+    }
+  }
+  return runs;
 }

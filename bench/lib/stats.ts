@@ -99,3 +99,9 @@ export async function until(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/** Rotates `systems` by `round` so each goes first in turn. */
+export function alternate<T>(systems: readonly T[], round: number): T[] {
+  const shift = round % systems.length;
+  return [...systems.slice(shift), ...systems.slice(0, shift)];
+}
