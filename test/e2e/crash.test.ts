@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
+import { startLedgerWriter } from '../support/ledger-writer.ts';
 import { createHarness, type Harness } from '../support/mirror-harness.ts';
 
 const kills = 10;
@@ -59,33 +60,7 @@ describe('crash safety', () => {
       snapshotNumRowsPerPartition: 4000,
     });
 
-    let writing = true;
-    let nextId = 20_001;
-    const writer = (async () => {
-      while (writing) {
-        await source.client.query('BEGIN');
-        const inserts = 1 + Math.floor(next() * 20);
-        for (let i = 0; i < inserts; i++, nextId++) {
-          await source.client.query(`INSERT INTO ledger VALUES ($1, $2, $3, $4)`, [
-            nextId,
-            nextId % 50,
-            next() * 1000,
-            `w${nextId}`,
-          ]);
-        }
-        const target = 1 + Math.floor(next() * (nextId - 1));
-        await source.client.query(`UPDATE ledger SET amount = amount + 1, note = note || '+' WHERE id = $1`, [
-          target,
-        ]);
-        if (next() < 0.3)
-          await source.client.query(`DELETE FROM ledger WHERE id = $1`, [
-            1 + Math.floor(next() * (nextId - 1)),
-          ]);
-        if (next() < 0.05)
-          await source.client.query(`UPDATE ledger SET id = $1 WHERE id = $2`, [nextId++, target]);
-        await source.client.query('COMMIT');
-      }
-    })();
+    const writer = startLedgerWriter(source.client, { firstId: 20_001, random: next });
 
     for (let kill = 0; kill < kills; kill++) {
       const engine = startEngine(mirror, configPath);
@@ -93,8 +68,7 @@ describe('crash safety', () => {
       engine.kill('SIGKILL');
       await exited(engine);
     }
-    writing = false;
-    await writer;
+    let nextId = await writer.stop();
 
     const engine = startEngine(mirror, configPath);
     try {

@@ -17,6 +17,7 @@ import type { Peer } from '../../engine/src/resources/peer.ts';
 import { type ClickHouseEngine, clickhouseEngines } from '../support/clickhouse-engines.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
+import { startLedgerWriter } from '../support/ledger-writer.ts';
 import {
   createHarness,
   type Harness,
@@ -550,34 +551,7 @@ describe.each(engines)('PostgreSQL to ClickHouse ($name)', (engine) => {
       },
       { destination },
     );
-    let writing = true;
-    let nextId = 20_001;
-    const writer = (async () => {
-      while (writing) {
-        await source.client.query('BEGIN');
-        const inserts = 1 + Math.floor(Math.random() * 20);
-        for (let i = 0; i < inserts; i++, nextId++) {
-          await source.client.query(`INSERT INTO ledger VALUES ($1, $2, $3, $4)`, [
-            nextId,
-            nextId % 50,
-            (Math.random() * 1000).toFixed(2),
-            `w${nextId}`,
-          ]);
-        }
-        const target = 1 + Math.floor(Math.random() * (nextId - 1));
-        await source.client.query(`UPDATE ledger SET amount = amount + 1, note = note || '+' WHERE id = $1`, [
-          target,
-        ]);
-        if (Math.random() < 0.3) {
-          await source.client.query(`DELETE FROM ledger WHERE id = $1`, [
-            1 + Math.floor(Math.random() * (nextId - 1)),
-          ]);
-        }
-        if (Math.random() < 0.05)
-          await source.client.query(`UPDATE ledger SET id = $1 WHERE id = $2`, [nextId++, target]);
-        await source.client.query('COMMIT');
-      }
-    })();
+    const writer = startLedgerWriter(source.client, { firstId: 20_001 });
     // The first kill lands in the initial load; the others once CDC runs, mid-batch or between batches.
     for (let kill = 0; kill < 4; kill++) {
       const child = startEngine(name, configPath);
@@ -586,8 +560,7 @@ describe.each(engines)('PostgreSQL to ClickHouse ($name)', (engine) => {
       child.kill('SIGKILL');
       await exited(child);
     }
-    writing = false;
-    await writer;
+    await writer.stop();
 
     const checks = [plain('id'), plain('account'), decimal('amount'), plain('note')];
     const engineProcess = startEngine(name, configPath);

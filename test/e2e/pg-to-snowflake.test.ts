@@ -18,6 +18,7 @@ import { mirrorSpecSchema } from '../../engine/src/resources/mirror.ts';
 import type { DatawarehouseConfig, Peer } from '../../engine/src/resources/peer.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
+import { startLedgerWriter } from '../support/ledger-writer.ts';
 import {
   createHarness,
   type Harness,
@@ -381,36 +382,7 @@ describe.each(targets)('PostgreSQL to Snowflake ($name)', ({ config: configOf, s
         },
         { destination },
       );
-      let writing = true;
-      let nextId = 3001;
-      const writer = (async () => {
-        while (writing) {
-          await source.client.query('BEGIN');
-          const inserts = 1 + Math.floor(Math.random() * 20);
-          for (let i = 0; i < inserts; i++, nextId++) {
-            await source.client.query(`INSERT INTO ledger VALUES ($1, $2, $3, $4)`, [
-              nextId,
-              nextId % 50,
-              (Math.random() * 1000).toFixed(2),
-              `w${nextId}`,
-            ]);
-          }
-          const row = 1 + Math.floor(Math.random() * (nextId - 1));
-          await source.client.query(
-            `UPDATE ledger SET amount = amount + 1, note = note || '+' WHERE id = $1`,
-            [row],
-          );
-          if (Math.random() < 0.3) {
-            await source.client.query(`DELETE FROM ledger WHERE id = $1`, [
-              1 + Math.floor(Math.random() * (nextId - 1)),
-            ]);
-          }
-          if (Math.random() < 0.05)
-            await source.client.query(`UPDATE ledger SET id = $1 WHERE id = $2`, [nextId++, row]);
-          await source.client.query('COMMIT');
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-      })();
+      const writer = startLedgerWriter(source.client, { firstId: 3001, pauseMs: 20 });
       // The first kill lands in the initial load; the others once CDC runs, mid-batch or between batches.
       for (let kill = 0; kill < 3; kill++) {
         const child = startEngine(name, configPath);
@@ -422,8 +394,7 @@ describe.each(targets)('PostgreSQL to Snowflake ($name)', ({ config: configOf, s
           await exited(child);
         }
       }
-      writing = false;
-      await writer;
+      const nextId = await writer.stop();
       // Whether or not a kill landed inside a batch's transaction, leave one open
       // the way a killed engine does: named after the mirror, holding the
       // checkpoint row. The next engine must abort it, not wait on it.
