@@ -1,8 +1,8 @@
 // The change data capture loop: read the slot, cut batches at max rows, at the
 // memory budget or at the idle timeout (with `streaming`, also as soon as the
 // stream has nothing more buffered at a transaction boundary), sync each to the
-// destination, and only then acknowledge its last complete commit to the slot
-// (change-applier.ts).
+// destination while the next one is read, and only then acknowledge its last
+// complete commit to the slot (change-applier.ts).
 import { setTimeout as delay } from 'node:timers/promises';
 import type { StreamEvent } from '../connectors/changes.ts';
 import type { DestinationTable } from '../connectors/records.ts';
@@ -21,7 +21,7 @@ export interface CdcOptions {
   readonly tableStartLsns?: ReadonlyMap<string, bigint>;
 }
 
-type NextEvents = IteratorResult<readonly StreamEvent[]> | 'timeout' | 'aborted';
+type NextEvents = IteratorResult<readonly StreamEvent[]> | 'timeout' | 'aborted' | 'written';
 
 export async function runCdc(context: MirrorContext, options: CdcOptions): Promise<void> {
   const { spec, destination, catalog, signal, source } = context;
@@ -48,7 +48,8 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     log: (level, message) => mirrorLog(context, level, message),
     tableMappings: spec.tableMappings,
     tables: options.tables,
-    limits: { maxRows: spec.maxBatchSize, maxBytes: context.batchMemoryBudgetBytes },
+    // One batch is written while the next fills: the budget covers both.
+    limits: { maxRows: spec.maxBatchSize, maxBytes: Math.floor(context.batchMemoryBudgetBytes / 2) },
     checkpoint: {
       lsn: durableLsn,
       batchId: lastBatchId,
@@ -78,25 +79,29 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         : Math.max(0, idleTimeoutMs - applier.ageMs(Date.now()));
     const waiting = new AbortController();
     try {
-      const result = await Promise.race([
+      const waits: Promise<NextEvents>[] = [
         pending,
         delay(waitMs, 'timeout' as const, { signal: waiting.signal }),
         new Promise<'aborted'>((resolve) => {
           signal.addEventListener('abort', () => resolve('aborted'), { once: true, signal: waiting.signal });
         }),
-      ]);
-      if (result !== 'timeout' && result !== 'aborted') pending = undefined;
+      ];
+      // The end of a write wakes the loop: a failed one stops it at once, not at the next batch.
+      const { writing } = applier;
+      if (writing) waits.push(writing.then(() => 'written' as const));
+      const result = await Promise.race(waits);
+      if (result !== 'timeout' && result !== 'aborted' && result !== 'written') pending = undefined;
       return result;
     } finally {
       waiting.abort();
     }
   };
   const flushWhenIdle = async () => {
-    if (!applier.isEmpty && applier.ageMs(Date.now()) >= idleTimeoutMs) await applier.flush();
+    if (!applier.isEmpty && applier.ageMs(Date.now()) >= idleTimeoutMs) await applier.cut();
   };
   /** Nothing arrived within the wait: the idle timeout passed, or (streaming) the stream is drained. */
   const flushOnTimeout = async () => {
-    if (closesWhenDrained()) await applier.flush();
+    if (closesWhenDrained()) await applier.cut();
     else await flushWhenIdle();
   };
 
@@ -107,6 +112,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     for (;;) {
       const next = await nextEvents();
       if (next === 'aborted') break;
+      if (next === 'written') continue;
       if (next === 'timeout') {
         await flushOnTimeout();
         continue;
@@ -119,6 +125,9 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     // Pause or shutdown: make what is buffered durable, so nothing is redone.
     await applier.flush();
   } finally {
+    // A batch still being written after a failure: let it end before the
+    // stream and the destination close under it (it is acknowledged if durable).
+    await applier.settle();
     await stream.close();
     // Releases the type lookup connection.
     await source.close();

@@ -1,9 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { RelationMessage, SourceMessage, StreamEvent } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
 import { MemoryDestination } from '../connectors/memory/destination.ts';
 import { FaultInjectingDestination } from '../connectors/memory/fault-injecting.ts';
-import type { DestinationTable } from '../connectors/records.ts';
+import type { ChangeBatch, DestinationTable } from '../connectors/records.ts';
 import { type ChangeApplier as Applier, ChangeApplier, resumeStepRows } from './change-applier.ts';
 
 const mirror = 'm';
@@ -81,7 +81,10 @@ async function applierOver(
         finished.push(batch.batchId);
       },
     },
-    acknowledge: (lsn) => acknowledged.push(lsn),
+    // As the replication stream does: only a position further on is reported.
+    acknowledge: (lsn) => {
+      if (lsn > (acknowledged.at(-1) ?? 0n)) acknowledged.push(lsn);
+    },
     typeNames: async (columns) => {
       typeLookups.push(columns.map((column) => column.typeOid));
       return columns.map(() => 'bigint');
@@ -98,6 +101,25 @@ async function applierOver(
     tableStartLsns: options.tableStartLsns,
   });
   return { applier, acknowledged, started, finished, typeLookups };
+}
+
+/** A MemoryDestination whose batch writes wait until released, one at a time. */
+class GatedDestination extends MemoryDestination {
+  #gates: (() => void)[] = [];
+  readonly writesStarted: bigint[] = [];
+
+  override async syncBatch(batch: ChangeBatch): Promise<void> {
+    this.writesStarted.push(batch.batchId);
+    await new Promise<void>((resolve) => this.#gates.push(resolve));
+    await super.syncBatch(batch);
+  }
+
+  /** Lets the oldest waiting write go on. */
+  release(): void {
+    const gate = this.#gates.shift();
+    if (!gate) throw new Error('no write is waiting');
+    gate();
+  }
 }
 
 async function memoryDestination(): Promise<MemoryDestination> {
@@ -153,6 +175,7 @@ describe('ChangeApplier', () => {
       ]).slice(0, 2),
     );
     // Rows 1 and 2 filled the batch: synced, but row 2's transaction is still open.
+    await applier.writing;
     expect(destination.appliedBatchIds).toEqual([1n]);
     expect(acknowledged).toEqual([501n]);
     // The checkpoint also says how far into the open transaction the destination is.
@@ -358,6 +381,119 @@ describe('ChangeApplier', () => {
     expect(second.started).toEqual([]);
     expect(second.acknowledged).toEqual([]);
     expect(memory.appliedBatchIds).toEqual([1n]);
+  });
+
+  it('decodes the next batch while one is written, and acknowledges them in order', async () => {
+    const destination = new GatedDestination();
+    await destination.setupTables([table]);
+    const { applier, acknowledged, started, finished } = await applierOver(destination, { maxRows: 2 });
+    await applier.apply([
+      change(10n, relation()),
+      ...transaction(1000n, [
+        ['1', 'a'],
+        ['2', 'b'],
+      ]),
+    ]);
+    // Batch 1 is full and being written; the next changes are read meanwhile.
+    expect(destination.writesStarted).toEqual([1n]);
+    await applier.apply(transaction(2000n, [['3', 'c']]));
+    expect(started).toEqual([1n, 2n]);
+    expect(acknowledged).toEqual([]);
+    expect(finished).toEqual([]);
+
+    destination.release();
+    await applier.writing;
+    expect(destination.rows('public.t')).toEqual([
+      ['1', 'a'],
+      ['2', 'b'],
+    ]);
+    expect(acknowledged).toEqual([1001n]);
+    expect(finished).toEqual([1n]);
+
+    const flushed = applier.flush();
+    await vi.waitFor(() => expect(destination.writesStarted).toEqual([1n, 2n]));
+    destination.release();
+    await flushed;
+    expect(destination.rows('public.t')).toHaveLength(3);
+    expect(acknowledged).toEqual([1001n, 2001n]);
+    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 2n, lsn: 2001n });
+  });
+
+  it('a full batch waits for the one in flight: at most one is written at a time', async () => {
+    const destination = new GatedDestination();
+    await destination.setupTables([table]);
+    const { applier, acknowledged } = await applierOver(destination, { maxRows: 1 });
+    await applier.apply([change(10n, relation()), ...transaction(1000n, [['1', 'a']])]);
+    let secondApplied = false;
+    const second = applier.apply(transaction(2000n, [['2', 'b']])).then(() => {
+      secondApplied = true;
+    });
+    // Batch 2 is full, but batch 1 is not durable yet: the reading waits.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(destination.writesStarted).toEqual([1n]);
+    expect(secondApplied).toBe(false);
+
+    destination.release();
+    await second;
+    expect(destination.writesStarted).toEqual([1n, 2n]);
+    destination.release();
+    await applier.flush();
+    expect(acknowledged).toEqual([1001n, 2001n]);
+  });
+
+  it('acknowledges a commit or keepalive that arrives during a write only once the write is durable', async () => {
+    const destination = new GatedDestination();
+    await destination.setupTables([table]);
+    const { applier, acknowledged } = await applierOver(destination, { maxRows: 1 });
+    await applier.apply([change(10n, relation()), ...transaction(1000n, [['1', 'a']])]);
+    await applier.apply([
+      // A transaction of a table the mirror does not replicate, then a keepalive.
+      change(2500n, { tag: 'begin', finalLsn: 3000n, commitTimeMicros: 0n, xid: 2 }),
+      change(2600n, { tag: 'insert', relationId: 99, newTuple: ['x'] }),
+      change(3000n, { tag: 'commit', flags: 0, commitLsn: 3000n, endLsn: 3001n, commitTimeMicros: 0n }),
+      { tag: 'keepalive', walEnd: 4000n },
+    ]);
+    // Batch 1 (commit 1001) is not durable: nothing after it may be acknowledged.
+    expect(acknowledged).toEqual([]);
+
+    // Batch 1 was cut at its row, before commit 1001 arrived; the commit and the
+    // keepalive after it waited for the write and are acknowledged together.
+    destination.release();
+    await applier.writing;
+    expect(acknowledged).toEqual([4000n]);
+  });
+
+  it('a write that fails is reported to whoever waits, and nothing is acknowledged', async () => {
+    const memory = await memoryDestination();
+    const destination = new FaultInjectingDestination(memory);
+    const { applier, acknowledged, finished } = await applierOver(destination, { maxRows: 1 });
+    destination.failNextSyncs(1);
+    await applier.apply([change(10n, relation()), ...transaction(1000n, [['1', 'a']])]);
+    await expect(applier.writing).rejects.toMatchObject({ kind: 'destination_write' });
+    // The next batch is not written after the failed one.
+    await expect(applier.apply(transaction(2000n, [['2', 'b']]))).rejects.toMatchObject({
+      kind: 'destination_write',
+    });
+    expect(destination.syncedBatchIds).toEqual([]);
+    expect(acknowledged).toEqual([]);
+    expect(finished).toEqual([]);
+  });
+
+  it('adds columns only after the batch in flight is durable', async () => {
+    const destination = new GatedDestination();
+    await destination.setupTables([table]);
+    const { applier } = await applierOver(destination, { maxRows: 1 });
+    await applier.apply([change(10n, relation()), ...transaction(1000n, [['1', 'a']])]);
+    const altered = applier.apply([
+      change(1100n, relation([{ name: 'w', typeOid: 20, typeModifier: -1, isKey: false }])),
+    ]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(destination.columns('public.t')).toEqual(['id', 'v']);
+
+    destination.release();
+    await altered;
+    expect(destination.columns('public.t')).toEqual(['id', 'v', 'w']);
+    expect(destination.appliedBatchIds).toEqual([1n]);
   });
 
   it('syncs the rows of the old shape, then adds new columns with their looked-up types', async () => {

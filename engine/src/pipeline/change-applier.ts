@@ -1,6 +1,8 @@
 // Turns a source's change events into batches, syncs each to the destination,
 // and only then acknowledges its last complete commit: the slot never moves past
-// what the destination made durable. Transactions the destination already holds
+// what the destination made durable. One batch is written while the next is
+// decoded (at most one in flight, written in order), so the destination's work
+// and the decoding overlap; acknowledgements follow the writes in order. Transactions the destination already holds
 // (replayed after a crash before the acknowledgement), the changes it holds of
 // a transaction a batch ended inside (transaction-cursor.ts) and, per table,
 // the transactions older than its initial load are skipped. runCdc (cdc.ts)
@@ -10,6 +12,7 @@ import type { Catalog, LogLevel } from '../catalog/catalog.ts';
 import type { SourceMessage, StreamEvent } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
 import type {
+  ChangeBatch,
   Checkpoint,
   DestinationTable,
   RowChange,
@@ -71,8 +74,19 @@ export class ChangeApplier {
   readonly #cursor: TransactionCursor;
   /** Transactions committed before this are durable at the destination already. */
   readonly #durableLsn: bigint;
+  /** The last batch made durable (or the checkpoint's). */
   #lastBatchId: bigint;
+  /** The last batch id handed out: ahead of #lastBatchId while a batch is in flight. */
+  #lastAssignedBatchId: bigint;
   #currentBatchId = 0n;
+  /** The batch being written, if any: resolves once it is durable and acknowledged. */
+  #inFlight: Promise<void> | undefined;
+  /**
+   * The furthest position that could have been acknowledged while a batch was
+   * in flight (a commit or keepalive with nothing of ours buffered): everything
+   * of ours before it is in that batch, so it is acknowledged once the batch is.
+   */
+  #deferredAcknowledgement = 0n;
   #inTransaction = false;
   #skipTransaction = false;
   /** In the transaction the checkpoint's position is inside, before its first new change. */
@@ -86,6 +100,7 @@ export class ChangeApplier {
     this.#tableStartLsns = options.tableStartLsns ?? new Map();
     this.#durableLsn = options.checkpoint.lsn;
     this.#lastBatchId = options.checkpoint.batchId;
+    this.#lastAssignedBatchId = options.checkpoint.batchId;
     this.#cursor = new TransactionCursor(options.checkpoint.transactionPosition);
   }
 
@@ -104,9 +119,18 @@ export class ChangeApplier {
     return !this.#inTransaction;
   }
 
-  /** The id of the last batch synced (or of the checkpoint's). */
+  /** The id of the last batch made durable (or of the checkpoint's). */
   get lastBatchId(): bigint {
     return this.#lastBatchId;
+  }
+
+  /**
+   * The write of the batch in flight, if any: resolves once it is durable and
+   * acknowledged, rejects with the destination's error. A caller waiting for
+   * source events races it, so a failed write stops the mirror at once.
+   */
+  get writing(): Promise<void> | undefined {
+    return this.#inFlight;
   }
 
   /** Applies the events of one read, in order. Flushes when a batch is full. */
@@ -115,20 +139,43 @@ export class ChangeApplier {
       if (event.tag === 'keepalive') {
         // Nothing open and nothing buffered: let the slot follow the server so an
         // idle mirror does not hold back WAL.
-        if (!this.#inTransaction && this.#builder.isEmpty) this.#options.acknowledge(event.walEnd);
+        if (!this.#inTransaction && this.#builder.isEmpty) this.#acknowledgeWhenWritten(event.walEnd);
         continue;
       }
       await this.#handle(event.message, event.walStart);
     }
   }
 
-  /** Syncs what is buffered, if anything, then acknowledges its last complete commit. */
-  async flush(): Promise<void> {
+  /**
+   * Hands what is buffered, if anything, to the destination, after the batch
+   * in flight is durable; returns once the new batch is being written.
+   */
+  async cut(): Promise<void> {
     const builder = this.#builder;
     if (builder.isEmpty) return;
-    const { mirror, destination, batches } = this.#options;
+    await this.#inFlight;
     const recordedEndLsn = builder.recordedEndLsn;
-    const batch = builder.take(mirror, this.#currentBatchId);
+    const batch = builder.take(this.#options.mirror, this.#currentBatchId);
+    const write = this.#write(batch, recordedEndLsn);
+    this.#inFlight = write;
+    // Observed by whoever awaits it next (cut, flush, or the caller's race);
+    // this handler only keeps an unobserved failure from being reported as unhandled.
+    write.catch(() => {});
+  }
+
+  /** Syncs what is buffered and waits until every batch is durable and acknowledged. */
+  async flush(): Promise<void> {
+    await this.cut();
+    await this.#inFlight;
+  }
+
+  /** Waits for the batch in flight to finish, successfully or not; never throws. */
+  async settle(): Promise<void> {
+    await this.#inFlight?.catch(() => {});
+  }
+
+  async #write(batch: ChangeBatch, recordedEndLsn: bigint): Promise<void> {
+    const { mirror, destination, batches } = this.#options;
     const started = performance.now();
     await destination.syncBatch(batch);
     this.#options.metrics?.batchSynced(mirror, batch.rowCount, (performance.now() - started) / 1000);
@@ -141,7 +188,16 @@ export class ChangeApplier {
     });
     this.#options.progress?.durable();
     this.#options.acknowledge(batch.endLsn);
+    if (this.#deferredAcknowledgement > 0n) this.#options.acknowledge(this.#deferredAcknowledgement);
+    this.#deferredAcknowledgement = 0n;
+    this.#inFlight = undefined;
     this.#options.onBatchSynced?.({ batchId: batch.batchId, rowCount: batch.rowCount, endLsn: batch.endLsn });
+  }
+
+  /** Acknowledges `lsn` now, or once the batch in flight is durable. Nothing of ours may be buffered. */
+  #acknowledgeWhenWritten(lsn: bigint): void {
+    if (this.#inFlight === undefined) this.#options.acknowledge(lsn);
+    else if (lsn > this.#deferredAcknowledgement) this.#deferredAcknowledgement = lsn;
   }
 
   /** Whether the destination holds this change of the transaction already (transaction-cursor.ts). */
@@ -164,19 +220,22 @@ export class ChangeApplier {
 
   async #addChange(table: DestinationTable, change: RowChange, lsn: bigint): Promise<void> {
     if (this.#builder.add(table, change, lsn, Date.now(), this.#cursor.position)) {
-      this.#currentBatchId = this.#lastBatchId + 1n;
+      this.#lastAssignedBatchId += 1n;
+      this.#currentBatchId = this.#lastAssignedBatchId;
       await this.#options.batches.startBatch(this.#options.mirror, {
         batchId: this.#currentBatchId,
         startTime: new Date(),
         startLsn: lsn,
       });
     }
-    if (this.#builder.isFull) await this.flush();
+    if (this.#builder.isFull) await this.cut();
   }
 
   async #applySchemaChange(change: SchemaChange, relation: SourceMessage & { tag: 'relation' }) {
-    // The destination must see the batch written under the old shape first.
-    if (this.#builder.hasChangesFor(change.table)) await this.flush();
+    // The destination must see the batch written under the old shape first,
+    // and no batch may be in flight while its tables change.
+    if (this.#builder.hasChangesFor(change.table)) await this.cut();
+    if (change.added.length > 0) await this.#inFlight;
     const { log } = this.#options;
     const tableName = formatTableName(change.table.source);
     if (change.added.length > 0) {
@@ -230,8 +289,9 @@ export class ChangeApplier {
         this.#cursor.end();
         if (this.#skipTransaction) return;
         this.#builder.commit(message.endLsn);
-        // Nothing of ours is pending: the commit can be acknowledged right away.
-        if (this.#builder.isEmpty) this.#options.acknowledge(message.endLsn);
+        // Nothing of ours is buffered: the commit can be acknowledged once the
+        // batch in flight, if any, is durable.
+        if (this.#builder.isEmpty) this.#acknowledgeWhenWritten(message.endLsn);
         return;
       case 'relation': {
         const change = this.#relations.observe(message);
