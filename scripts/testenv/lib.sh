@@ -15,6 +15,35 @@ TESTENV_NODE_GATEWAY=10.213.0.1
 
 status_line() { printf 'testenv %-11s %s\n' "$1" "$2"; }
 
+# The PostgreSQL ports (55xxx) lie in Linux's ephemeral range (32768–60999 by
+# default): a server started after many connections were opened, or restarted
+# by a test, found its port taken by some client's outgoing connection
+# ("could not bind … Address already in use"; seen with kube-apiserver's
+# connection to etcd). Reserving them keeps the kernel from handing them out
+# as source ports. Needs root; without it the ports are merely likely free.
+reserve_test_ports() {
+  local file=/proc/sys/net/ipv4/ip_local_reserved_ports
+  [ -w "$file" ] || return 0
+  local low high wanted=() name
+  read -r low high </proc/sys/net/ipv4/ip_local_port_range
+  for name in $(compgen -v TESTENV_ | grep '_PORT$'); do
+    local port="${!name}"
+    if [ "$port" -ge "$low" ] && [ "$port" -le "$high" ]; then wanted+=("$port"); fi
+  done
+  local current missing=() port item
+  current="$(cat "$file")"
+  for port in "${wanted[@]}"; do
+    local reserved=false
+    for item in ${current//,/ }; do
+      if [ "$port" -ge "${item%-*}" ] && [ "$port" -le "${item#*-}" ]; then reserved=true; fi
+    done
+    $reserved || missing+=("$port")
+  done
+  [ "${#missing[@]}" -gt 0 ] || return 0
+  echo "${current:+$current,}$(IFS=,; echo "${missing[*]}")" >"$file" 2>/dev/null || true
+}
+reserve_test_ports
+
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # wait_for NAME SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds.
