@@ -297,6 +297,63 @@ describe('timestamps', () => {
     expect(parseTextValue(timestamp, '2024-01-01 00:00:00.000001')).toBe(base + 1n);
   });
 
+  it('reads the common shape by position exactly as the full grammar does', () => {
+    // Random dates of years 1–9999, fractions of 0–6 digits, with and without
+    // an offset; the expected value comes from Date's own calendar.
+    let seed = 42;
+    const random = (below: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % below;
+    };
+    const pad = (value: number, width: number) => String(value).padStart(width, '0');
+    for (let index = 0; index < 2000; index++) {
+      const year = 1 + random(9999);
+      const month = 1 + random(12);
+      const day = 1 + random(28);
+      const [hour, minute, second] = [random(24), random(60), random(60)];
+      const digits = random(7);
+      const fraction = digits === 0 ? '' : `.${pad(random(10 ** digits), digits)}`;
+      const offsetHours = random(3) === 0 ? random(15) : 0;
+      const sign = random(2) === 0 ? '+' : '-';
+      const date = new Date(0);
+      date.setUTCFullYear(year, month - 1, day);
+      date.setUTCHours(hour, minute, second, 0);
+      const fractionMicros = digits === 0 ? 0n : BigInt(fraction.slice(1).padEnd(6, '0'));
+      const local = micros(date.getTime()) + fractionMicros;
+      const text = `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)} ${pad(hour, 2)}:${pad(minute, 2)}:${pad(second, 2)}${fraction}`;
+      expect(parseTextValue(timestamp, text)).toBe(local);
+      const offsetMicros = BigInt(offsetHours * 3600) * 1_000_000n;
+      const utc = sign === '+' ? local - offsetMicros : local + offsetMicros;
+      expect(parseTextValue(timestamptz, `${text}${sign}${pad(offsetHours, 2)}`)).toBe(utc);
+    }
+  });
+
+  it('refuses what the positional reading does not take the same way as the grammar', () => {
+    for (const text of [
+      '2024-02-30 00:00:00',
+      '2023-02-29 00:00:00',
+      '2024-13-01 00:00:00',
+      '2024-00-01 00:00:00',
+      '0000-01-01 00:00:00',
+      '2024-01-01 24:00:00',
+      '2024-01-01 00:60:00',
+      '2024-01-01 00:00:60',
+      '2024-01-01 00:00:00.',
+      '2024-01-01 00:00:00.1234567',
+      '2024-01-01 00:00:00+00',
+      '2024-01-01T00:00:00',
+      '2024-01-01 0a:00:00',
+    ]) {
+      expect(() => parseTextValue(timestamp, text), text).toThrow(EngineError);
+    }
+    for (const text of ['2024-01-01 00:00:00', '2024-01-01 00:00:00+0', '2024-01-01 00:00:00.5+00x']) {
+      expect(() => parseTextValue(timestamptz, text), text).toThrow(EngineError);
+    }
+    expect(parseTextValue(timestamptz, '2024-01-01 00:00:00+05:30')).toBe(
+      micros(Date.UTC(2024, 0, 1)) - 19_800_000_000n,
+    );
+  });
+
   it('parses BC timestamps', () => {
     const idesOfMarch = new Date(0);
     idesOfMarch.setUTCFullYear(-43, 2, 15);
