@@ -22,7 +22,7 @@ import { ClickHouseDestination } from '../engine/src/connectors/clickhouse/desti
 import { columnEncoder, RowBinaryWriter } from '../engine/src/connectors/clickhouse/row-binary.ts';
 import { serverCapabilities } from '../engine/src/connectors/clickhouse/server.ts';
 import { type ChType, parseChType, sourceColumnType } from '../engine/src/connectors/clickhouse/types.ts';
-import { copyTextRows } from '../engine/src/connectors/copy-text.ts';
+import { copyTextRowBatches } from '../engine/src/connectors/copy-text.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/table-info.ts';
 import type { DestinationTable } from '../engine/src/connectors/records.ts';
 import { parseTextValue, type Value } from '../engine/src/model/parse-text.ts';
@@ -174,12 +174,13 @@ async function main(): Promise<void> {
         const encodeRowBinary = async () => {
           const writer = new RowBinaryWriter(chunkBytes + (chunkBytes >> 2));
           let bytes = 0;
-          for await (const row of copyTextRows(Readable.from(copyChunks))) {
-            for (const [index, encode] of rowBinaryEncoders.entries()) encode(writer, row[index] ?? null);
-            writer.u8(0);
-            writer.integer(0n, 8);
-            if (writer.length >= chunkBytes) bytes += writer.take().length;
-          }
+          for await (const batch of copyTextRowBatches(Readable.from(copyChunks)))
+            for (const row of batch) {
+              for (const [index, encode] of rowBinaryEncoders.entries()) encode(writer, row[index] ?? null);
+              writer.u8(0);
+              writer.integer(0n, 8);
+              if (writer.length >= chunkBytes) bytes += writer.take().length;
+            }
           return bytes + writer.take().length;
         };
         const encodeJsonRow = jsonRowEncoder(table, types);
@@ -187,16 +188,17 @@ async function main(): Promise<void> {
           let pending: string[] = [];
           let pendingLength = 0;
           let bytes = 0;
-          for await (const row of copyTextRows(Readable.from(copyChunks))) {
-            const line = encodeJsonRow(row);
-            pending.push(line);
-            pendingLength += line.length;
-            if (pendingLength >= chunkBytes) {
-              bytes += Buffer.from(pending.join('')).length;
-              pending = [];
-              pendingLength = 0;
+          for await (const batch of copyTextRowBatches(Readable.from(copyChunks)))
+            for (const row of batch) {
+              const line = encodeJsonRow(row);
+              pending.push(line);
+              pendingLength += line.length;
+              if (pendingLength >= chunkBytes) {
+                bytes += Buffer.from(pending.join('')).length;
+                pending = [];
+                pendingLength = 0;
+              }
             }
-          }
           return bytes + Buffer.from(pending.join('')).length;
         };
 
@@ -215,21 +217,22 @@ async function main(): Promise<void> {
             },
           });
           try {
-            const rows = copyTextRows(copyStream(source.client));
+            const rowBatches = copyTextRowBatches(copyStream(source.client));
             const body = Readable.from(
               (async function* () {
                 let pending: string[] = [];
                 let pendingLength = 0;
-                for await (const row of rows) {
-                  const line = encodeJsonRow(row);
-                  pending.push(line);
-                  pendingLength += line.length;
-                  if (pendingLength >= chunkBytes) {
-                    yield Buffer.from(pending.join(''));
-                    pending = [];
-                    pendingLength = 0;
+                for await (const batch of rowBatches)
+                  for (const row of batch) {
+                    const line = encodeJsonRow(row);
+                    pending.push(line);
+                    pendingLength += line.length;
+                    if (pendingLength >= chunkBytes) {
+                      yield Buffer.from(pending.join(''));
+                      pending = [];
+                      pendingLength = 0;
+                    }
                   }
-                }
                 if (pending.length > 0) yield Buffer.from(pending.join(''));
               })(),
             );

@@ -3,7 +3,7 @@
 // partition copy, type lookup) leave it classified.
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyTextRows } from '../../engine/src/connectors/copy-text.ts';
+import { copyTextRowBatches } from '../../engine/src/connectors/copy-text.ts';
 import { createSource } from '../../engine/src/connectors/registry.ts';
 import type { Source } from '../../engine/src/connectors/source.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
@@ -14,7 +14,7 @@ let source: Source;
 
 async function countRows(copyText: Readable): Promise<number> {
   let rows = 0;
-  for await (const _ of copyTextRows(copyText)) rows++;
+  for await (const batch of copyTextRowBatches(copyText)) rows += batch.length;
   return rows;
 }
 

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { copyTextRows, escapeCopyText, parseCopyTextLine } from './copy-text.ts';
+import { copyTextRowBatches, escapeCopyText, parseCopyTextLine } from './copy-text.ts';
 
 describe('COPY text', () => {
   it('round-trips values through escape and parse', () => {
@@ -16,11 +16,20 @@ describe('COPY text', () => {
     const text = Buffer.from('1\tä\n2\t\\N\n3\tend');
     const chunks = [text.subarray(0, 3), text.subarray(3, 4), text.subarray(4)];
     const rows: (string | null)[][] = [];
-    for await (const row of copyTextRows(Readable.from(chunks))) rows.push(row);
+    for await (const batch of copyTextRowBatches(Readable.from(chunks))) rows.push(...batch);
     expect(rows).toEqual([
       ['1', 'ä'],
       ['2', null],
       ['3', 'end'],
     ]);
+  });
+
+  it('keeps rows of one empty field, and a last line without its newline', async () => {
+    const chunks = [Buffer.from('a\n\n'), Buffer.from('\nb'), Buffer.from('c\nlast')];
+    const batches: (string | null)[][][] = [];
+    for await (const batch of copyTextRowBatches(Readable.from(chunks))) batches.push(batch);
+    expect(batches.flat()).toEqual([['a'], [''], [''], ['bc'], ['last']]);
+    // One batch per chunk that ends a line, not one per row.
+    expect(batches.length).toBeLessThanOrEqual(chunks.length + 1);
   });
 });

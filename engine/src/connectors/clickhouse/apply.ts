@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
 import { formatTableName } from '../../resources/mirror.ts';
 import { type FinalState, finalStates, type TableFinalStates } from '../coalesce.ts';
-import { copyTextRows } from '../copy-text.ts';
+import { copyTextRowBatches } from '../copy-text.ts';
 import { type DestinationTable, isUnchangedToast, type RowChange, type RowImage } from '../records.ts';
 import { type EncodableCell, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
 import { rowVersion } from './row-version.ts';
@@ -45,16 +45,18 @@ export async function writeSnapshotRows(
     target.insertSql,
     async function* () {
       const writer = chunkWriter();
-      for await (const row of copyTextRows(copyText)) {
-        if (row.length !== columnCount) {
-          throw new EngineError(
-            'decode',
-            `a COPY row of ${formatTableName(table.source)} has ${row.length} fields, not ${columnCount}`,
-          );
+      for await (const rows of copyTextRowBatches(copyText)) {
+        for (const row of rows) {
+          if (row.length !== columnCount) {
+            throw new EngineError(
+              'decode',
+              `a COPY row of ${formatTableName(table.source)} has ${row.length} fields, not ${columnCount}`,
+            );
+          }
+          writeRow(writer, target, row, flags);
+          rowCount++;
+          if (writer.length >= chunkBytes) yield writer.take();
         }
-        writeRow(writer, target, row, flags);
-        rowCount++;
-        if (writer.length >= chunkBytes) yield writer.take();
       }
       if (writer.length > 0) yield writer.take();
     },

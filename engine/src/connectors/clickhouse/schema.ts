@@ -57,7 +57,8 @@ export function writeRow(
   cells: readonly EncodableCell[],
   flags: RowFlags,
 ): void {
-  for (const [index, encode] of target.encoders.entries()) encode(writer, cells[index] ?? null);
+  const { encoders } = target;
+  for (let index = 0; index < encoders.length; index++) encoders[index]?.(writer, cells[index] ?? null);
   if (target.softDeleteColumn) writer.u8(flags.softDeleted ? 1 : 0);
   writer.u8(flags.deleted ? 1 : 0);
   writer.integer(flags.version, 8);

@@ -21,7 +21,7 @@ import type { ScriptSource } from '../../resources/script.ts';
 import type { LuaInput, SandboxLimits } from '../../scripting/lua-vm.ts';
 import { RecordScript, type ScriptMessage, scriptBatchRecords } from '../../scripting/record-script.ts';
 import { classifyKafkaError } from '../classify/index.ts';
-import { copyTextRows } from '../copy-text.ts';
+import { copyTextRowBatches } from '../copy-text.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
 import { checkpointTopicConfig, deleteCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
@@ -157,9 +157,11 @@ export class KafkaDestination implements Destination {
     });
     const records = this.#recordSink(sender);
     let rowCount = 0;
-    for await (const row of copyTextRows(copyText)) {
-      rowCount++;
-      await records.add(format, snapshotRecord(format, row));
+    for await (const rows of copyTextRowBatches(copyText)) {
+      for (const row of rows) {
+        rowCount++;
+        await records.add(format, snapshotRecord(format, row));
+      }
     }
     await records.flush();
     await sender.finish();

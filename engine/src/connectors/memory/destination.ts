@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import { EngineError } from '../../errors.ts';
 import { formatTableName } from '../../resources/mirror.ts';
 import { coalesceChanges, rowKey } from '../coalesce.ts';
-import { copyTextRows } from '../copy-text.ts';
+import { copyTextRowBatches } from '../copy-text.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
 import {
   type ChangeBatch,
@@ -68,9 +68,11 @@ export class MemoryDestination implements Destination {
     const stored = this.#stored(table);
     const keys = keyIndexes(table);
     let rowCount = 0;
-    for await (const row of copyTextRows(copyText)) {
-      stored.rows.set(rowKey(row, keys), this.#widen(stored, row));
-      rowCount++;
+    for await (const rows of copyTextRowBatches(copyText)) {
+      for (const row of rows) {
+        stored.rows.set(rowKey(row, keys), this.#widen(stored, row));
+        rowCount++;
+      }
     }
     return rowCount;
   }

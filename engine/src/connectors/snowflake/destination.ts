@@ -19,7 +19,7 @@ import { EngineError } from '../../errors.ts';
 import { formatTableName } from '../../resources/mirror.ts';
 import type { DatawarehouseConfig } from '../../resources/peer.ts';
 import { classifySnowflakeError } from '../classify/index.ts';
-import { copyTextRows } from '../copy-text.ts';
+import { copyTextRowBatches } from '../copy-text.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable, SourceColumn } from '../records.ts';
 import { insertSnapshotSql } from './apply-sql.ts';
@@ -175,15 +175,19 @@ export class SnowflakeDestination implements Destination {
     await pipeline(
       Readable.from(
         (async function* () {
-          for await (const row of copyTextRows(copyText)) {
-            if (row.length !== table.columns.length) {
-              throw new EngineError(
-                'decode',
-                `a COPY row of ${formatTableName(table.source)} has ${row.length} fields, not ${table.columns.length}`,
-              );
+          for await (const rows of copyTextRowBatches(copyText)) {
+            let lines = '';
+            for (const row of rows) {
+              if (row.length !== table.columns.length) {
+                throw new EngineError(
+                  'decode',
+                  `a COPY row of ${formatTableName(table.source)} has ${row.length} fields, not ${table.columns.length}`,
+                );
+              }
+              lines += changeLine(BigInt(token), 0, rowCount, 'U', dataObject(table, codecs, row), '');
+              rowCount++;
             }
-            yield changeLine(BigInt(token), 0, rowCount, 'U', dataObject(table, codecs, row), '');
-            rowCount++;
+            yield lines;
           }
         })(),
       ),
