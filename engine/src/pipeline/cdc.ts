@@ -3,7 +3,6 @@
 // stream has nothing more buffered at a transaction boundary), sync each to the
 // destination while the next one is read, and only then acknowledge its last
 // complete commit to the slot (change-applier.ts).
-import { setTimeout as delay } from 'node:timers/promises';
 import type { StreamEvent } from '../connectors/changes.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import { EngineError } from '../errors.ts';
@@ -77,13 +76,20 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       : closesWhenDrained()
         ? 0
         : Math.max(0, idleTimeoutMs - applier.ageMs(Date.now()));
-    const waiting = new AbortController();
+    // A plain timer and listener, both removed after each wait: an aborted
+    // timers/promises delay or AbortController builds an error with a stack
+    // trace per read (0.3 s of a 300k-row PG → PG profile).
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     try {
       const waits: Promise<NextEvents>[] = [
         pending,
-        delay(waitMs, 'timeout' as const, { signal: waiting.signal }),
+        new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(resolve, waitMs, 'timeout');
+        }),
         new Promise<'aborted'>((resolve) => {
-          signal.addEventListener('abort', () => resolve('aborted'), { once: true, signal: waiting.signal });
+          onAbort = () => resolve('aborted');
+          signal.addEventListener('abort', onAbort, { once: true });
         }),
       ];
       // The end of a write wakes the loop: a failed one stops it at once, not at the next batch.
@@ -93,7 +99,8 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       if (result !== 'timeout' && result !== 'aborted' && result !== 'written') pending = undefined;
       return result;
     } finally {
-      waiting.abort();
+      clearTimeout(timer);
+      if (onAbort) signal.removeEventListener('abort', onAbort);
     }
   };
   const flushWhenIdle = async () => {
