@@ -7,7 +7,7 @@ import { PostgresDestination } from '../../engine/src/connectors/postgres/destin
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { sourceDatabase, targetDatabase, uniqueName } from '../lib/servers.ts';
-import { alternate, describe, type Figure, figure, timed, until } from '../lib/stats.ts';
+import { alternate, describe, type Figure, figure, summarize, timed, until } from '../lib/stats.ts';
 import {
   type Catalog,
   cdcUntil,
@@ -121,10 +121,12 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
   await source.client.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}, ${marker}`);
   const nativeTarget = await targetDatabase('bench_pgcdc_native');
   const tributaryTarget = await targetDatabase('bench_pgcdc_tributary');
-  const seconds: Record<Phase, { native: number; tributary: number }> = {
-    insert: { native: 0, tributary: 0 },
-    update: { native: 0, tributary: 0 },
-    delete: { native: 0, tributary: 0 },
+  // tributaryCpuMicros: this process's CPU during Tributary's drain (the
+  // engine runs in it), robust to the load where wall clock is not.
+  const seconds: Record<Phase, { native: number; tributary: number; tributaryCpuMicros: number }> = {
+    insert: { native: 0, tributary: 0, tributaryCpuMicros: 0 },
+    update: { native: 0, tributary: 0, tributaryCpuMicros: 0 },
+    delete: { native: 0, tributary: 0, tributaryCpuMicros: 0 },
   };
   let subscription: Subscription | undefined;
   const destination = postgresDestination(tributaryTarget, 'bench-cdc');
@@ -176,6 +178,7 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
           await sub.disable();
           expectSame(`pg cdc ${phase} native`, expected, await fingerprint(nativeTarget.client, table));
         } else {
+          const cpuBefore = process.cpuUsage();
           seconds[phase].tributary = await cdcUntil(
             source,
             catalog,
@@ -184,6 +187,8 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
             { slotName, publicationName: publication, tables },
             () => markerVisible(tributaryTarget, marker, index + 1),
           );
+          const cpu = process.cpuUsage(cpuBefore);
+          seconds[phase].tributaryCpuMicros = cpu.user + cpu.system;
           expectSame(`pg cdc ${phase} tributary`, expected, await fingerprint(tributaryTarget.client, table));
         }
       }
@@ -213,10 +218,10 @@ export async function runPostgresSnapshotGroup(catalog: Catalog): Promise<Record
   }
 }
 
-export async function runPostgresCdcGroup(catalog: Catalog): Promise<Record<string, Figure>> {
+export async function runPostgresCdcGroup(catalog: Catalog): Promise<Record<string, unknown>> {
   const source = await sourceDatabase('bench_pgcdc_src');
   try {
-    const perRound = [];
+    const perRound: Awaited<ReturnType<typeof cdcRound>>[] = [];
     for (let round = 0; round < rounds; round++) perRound.push(await cdcRound(source, catalog, round));
     const figures: Record<string, Figure> = {};
     for (const phase of ['insert', 'update', 'delete'] as const) {
@@ -228,7 +233,18 @@ export async function runPostgresCdcGroup(catalog: Catalog): Promise<Record<stri
       );
     }
     for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));
-    return figures;
+    const engineCpu = Object.fromEntries(
+      (['insert', 'update', 'delete'] as const).map((phase) => [
+        phase,
+        summarize(perRound.map((seconds) => (seconds[phase].tributaryCpuMicros * 1000) / rows)),
+      ]),
+    );
+    console.log(
+      `pg_cdc_engine_cpu_ns_per_row     ${Object.entries(engineCpu)
+        .map(([phase, summary]) => `${phase} ${summary.median} (${summary.min}–${summary.max})`)
+        .join(', ')} ns of the engine process's CPU a row`,
+    );
+    return { ...figures, pg_cdc_engine_cpu_ns_per_row: engineCpu };
   } finally {
     await source.drop();
   }
