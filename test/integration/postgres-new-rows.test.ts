@@ -96,13 +96,25 @@ describe('PostgreSQL destination: batches that only insert', () => {
     expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 2n, lsn: 4099n });
   });
 
+  it('a key inserted twice in one batch (a source without a unique key) ends as its last row', async () => {
+    const target = table('twice');
+    await destination.setupTables([target]);
+    const before = fellBack().length;
+    await destination.syncBatch(batch(target, 3n, [insert(1, 'first'), insert(2, 'b'), insert(1, 'second')]));
+    expect(await rows('twice')).toEqual([
+      { id: '1', v: 'second' },
+      { id: '2', v: 'b' },
+    ]);
+    expect(fellBack()).toHaveLength(before + 1);
+  });
+
   it('a batch that fails after the COPY leaves neither its rows nor its checkpoint', async () => {
     const target = table('undone');
     await destination.setupTables([target]);
     // A second table the batch cannot write: the COPY into the first succeeds, then the batch fails.
     const missing = table('not_there');
     const failing: ChangeBatch = {
-      ...batch(target, 3n, [insert(1, 'a')]),
+      ...batch(target, 4n, [insert(1, 'a')]),
       tables: [
         { table: target, changes: [insert(1, 'a')] },
         { table: missing, changes: [insert(1, 'x')] },
@@ -110,6 +122,6 @@ describe('PostgreSQL destination: batches that only insert', () => {
     };
     await expect(destination.syncBatch(failing)).rejects.toMatchObject({ kind: 'schema_mismatch' });
     expect(await rows('undone')).toEqual([]);
-    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 2n, lsn: 4099n });
+    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 3n, lsn: 4100n });
   });
 });

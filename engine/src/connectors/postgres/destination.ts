@@ -19,6 +19,7 @@ import {
   type DestinationTable,
   isUnchangedToast,
   keyIndexes,
+  type RowChange,
   type RowImage,
   type SourceColumn,
   type TableChanges,
@@ -317,11 +318,23 @@ export class PostgresDestination implements Destination {
     if (keyPositions.length === 0 || keyPositions.includes(-1)) {
       throw new EngineError('config', `destination table ${quoteTable(table.destination)} has no usable key`);
     }
-    const { truncated, upserts, deletes } = coalesceChanges(tableChanges.changes, keyPositions);
     const target = quoteTable(table.destination);
     const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
-    const syncedAt = syncedAtColumn ? `, ${quoteIdent(syncedAtColumn)} = now()` : '';
+    const columns = table.columns.map((column) => quoteIdent(column.name));
+    const newRows = insertedRows(tableChanges.changes);
+    // Nothing to fold for new rows: a key inserted twice (possible only
+    // without a key at the source) fails the COPY and takes the staged path.
+    if (
+      newRows &&
+      !softDeleteColumn &&
+      !syncedAtColumn &&
+      (await this.#copyNewRows(client, table, columns, newRows))
+    ) {
+      return;
+    }
 
+    const { truncated, upserts, deletes } = coalesceChanges(tableChanges.changes, keyPositions);
+    const syncedAt = syncedAtColumn ? `, ${quoteIdent(syncedAtColumn)} = now()` : '';
     if (truncated) {
       if (softDeleteColumn) {
         await client.query(`UPDATE ${target} SET ${quoteIdent(softDeleteColumn)} = true${syncedAt}`);
@@ -330,17 +343,6 @@ export class PostgresDestination implements Destination {
       }
     }
     if (upserts.length === 0 && deletes.length === 0) return;
-
-    const columns = table.columns.map((column) => quoteIdent(column.name));
-    if (
-      !truncated &&
-      !softDeleteColumn &&
-      !syncedAtColumn &&
-      tableChanges.changes.every((change) => change.kind === 'insert') &&
-      (await this.#copyNewRows(client, table, columns, upserts))
-    ) {
-      return;
-    }
 
     const stage = quoteIdent(`_tributary_stage_${index}`);
     await client.query(
@@ -420,6 +422,16 @@ export class PostgresDestination implements Destination {
       );
     }
   }
+}
+
+/** The new rows when every change is an insert (in change order), else undefined. */
+function insertedRows(changes: readonly RowChange[]): RowImage[] | undefined {
+  const rows: RowImage[] = [];
+  for (const change of changes) {
+    if (change.kind !== 'insert') return undefined;
+    rows.push(change.newRow);
+  }
+  return rows;
 }
 
 /** COPY text lines of whole rows, for the target table itself. */
