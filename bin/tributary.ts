@@ -6,6 +6,7 @@ import { enableCompileCache } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isLogFormatSetting, logFormats } from '../engine/src/observability/logger.ts';
+import { restartWithRoleFlags } from './node-flags.js';
 import { exitUnlessNodeIsRecentEnough } from './node-version.js';
 import { buildVersion, formatVersion } from './version.ts';
 
@@ -137,5 +138,7 @@ export async function run(argv: readonly string[]): Promise<void> {
 
 if (import.meta.main) {
   exitUnlessNodeIsRecentEnough();
+  // Started as `node bin/tributary.ts` (the image's entry point), not through bin/tributary.js.
+  restartWithRoleFlags(process.argv[2]);
   await run(process.argv.slice(2));
 }

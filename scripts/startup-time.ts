@@ -16,6 +16,12 @@
 // to each source table while the service is stopped, and the run also reports
 // when every one of those rows has reached its destination (all mirrors are
 // streaming again).
+//
+//   node scripts/startup-time.ts [runs] node --node-flag --no-liftoff-only
+//
+// `--node-flag F` (repeatable) starts the measured Node with F, e.g. to compare
+// standalone mode with V8's default WebAssembly compilers against the
+// Liftoff-only mode bin/tributary.js starts it in (docs/startup.md, Memory).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -33,6 +39,10 @@ const mirrorCount = mirrorsFlag > 0 ? Number(process.argv[mirrorsFlag + 1]) : 0;
 // recovers from a crash (no batch flushed at shutdown, walsenders to replace).
 const stopSignal = process.argv.includes('--kill') ? 'SIGKILL' : 'SIGTERM';
 if (mirrorCount > 0 && how !== 'node') throw new Error('--mirrors measures `node` runs only');
+const nodeFlags = process.argv.flatMap((argument, index) =>
+  process.argv[index - 1] === '--node-flag' ? [argument] : [],
+);
+if (nodeFlags.length > 0 && how !== 'node') throw new Error('--node-flag applies to `node` runs only');
 const root = join(import.meta.dirname, '..');
 const dataDir = join(mkdtempSync(join(tmpdir(), 'tributary-startup-')), 'data');
 
@@ -156,7 +166,14 @@ async function once(setUp = false): Promise<Run> {
         })
       : spawn(
           process.execPath,
-          [join(root, 'bin', 'tributary.js'), 'standalone', '--data-dir', dataDir, '--auth-disabled'],
+          [
+            ...nodeFlags,
+            join(root, 'bin', 'tributary.js'),
+            'standalone',
+            '--data-dir',
+            dataDir,
+            '--auth-disabled',
+          ],
           {
             cwd: root,
             env,
@@ -207,7 +224,7 @@ try {
   }
   const ready = results.map((result) => result.readyMs);
   console.log(
-    `${how === 'make' ? 'make start' : 'node bin/tributary.js standalone'}${mirrorCount ? ` with ${mirrorCount} mirrors` : ''}: ready median ${median(ready).toFixed(0)} ms, best ${Math.min(...ready).toFixed(0)} ms over ${runs} warm runs`,
+    `${how === 'make' ? 'make start' : `node ${[...nodeFlags, ''].join(' ')}bin/tributary.js standalone`}${mirrorCount ? ` with ${mirrorCount} mirrors` : ''}: ready median ${median(ready).toFixed(0)} ms, best ${Math.min(...ready).toFixed(0)} ms over ${runs} warm runs`,
   );
   const streaming = results.flatMap((result) =>
     result.streamingMs === undefined ? [] : [result.streamingMs],

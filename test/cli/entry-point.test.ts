@@ -1,12 +1,15 @@
 // The real entry point, spawned as a user runs it: --help, --version, unknown
 // roles, and what an older Node prints instead of a stack trace.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { restartArguments } from '../../bin/node-flags.js';
 import { nodeIsRecentEnough, nodeTooOldExitCode } from '../../bin/node-version.js';
 import { roles } from '../../bin/tributary.ts';
 import { waitFor } from '../support/databases.ts';
+import { freePort } from '../support/engine-process.ts';
 import { repoRoot } from '../support/testenv.ts';
 
 const packageVersion = (
@@ -167,19 +170,30 @@ describe('tributary entry point', () => {
     }
   });
 
-  it('starts standalone mode without loading drivers of peers it has not met (Snowflake, SSH)', () => {
-    // A fresh process: what importing the standalone role loads, read from the CommonJS cache.
-    const script = `import { createRequire } from 'node:module';
+  it('starts standalone mode without loading drivers of peers it has not met, nor the Kubernetes client', () => {
+    // A fresh process: what importing the standalone role loads, by import or
+    // require, recorded by a resolve hook.
+    const names = [
+      'snowflake-sdk',
+      'ssh2',
+      'kafkajs',
+      '@platformatic/kafka',
+      '@clickhouse/client',
+      '@kubernetes/client-node',
+      'pg',
+    ];
+    const script = `import { registerHooks } from 'node:module';
+      const resolved = [];
+      registerHooks({ resolve: (specifier, context, next) => { const result = next(specifier, context); resolved.push(result.url); return result; } });
       await import(${JSON.stringify(join(repoRoot, 'api-server', 'src', 'standalone.ts'))});
-      const loaded = Object.keys(createRequire(import.meta.url).cache);
-      console.log(JSON.stringify(['snowflake-sdk', 'ssh2', 'pg'].map((name) => loaded.some((path) => path.includes('/node_modules/' + name + '/')))));`;
+      console.log(JSON.stringify(${JSON.stringify(names)}.map((name) => resolved.some((url) => url.includes('/node_modules/' + name + '/')))));`;
     const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
       encoding: 'utf8',
       timeout: 60_000,
     });
     expect(result.stderr).toBe('');
-    // pg is loaded (every deployment needs it): the check sees the cache at all.
-    expect(JSON.parse(result.stdout)).toEqual([false, false, true]);
+    // pg is loaded (every deployment needs it): the check sees loaded packages at all.
+    expect(JSON.parse(result.stdout)).toEqual([false, false, false, false, false, false, true]);
   });
 
   const oldNode = findOldNode();
@@ -201,5 +215,107 @@ describe('tributary entry point', () => {
     expect(nodeIsRecentEnough('22.18.9')).toBe(false);
     expect(nodeIsRecentEnough('20.20.2')).toBe(false);
     expect(nodeIsRecentEnough('3.0.0')).toBe(false);
+  });
+});
+
+/**
+ * Starts standalone mode with a fresh data directory, waits for its first
+ * answer on /healthz, and returns the command line of the process it started
+ * (/proc/<pid>/cmdline): a restart with other flags keeps the process id.
+ */
+async function standaloneCommandLine(entry: 'tributary.js' | 'tributary.ts', nodeOptions: string[] = []) {
+  const dataDir = join(mkdtempSync(join(tmpdir(), 'tributary-flags-')), 'data');
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      ...nodeOptions,
+      join(repoRoot, 'bin', entry),
+      'standalone',
+      '--data-dir',
+      dataDir,
+      '--port',
+      String(port),
+    ],
+    {
+      stdio: 'ignore',
+      env: {
+        ...process.env,
+        TRIBUTARY_API_PASSWORD: 'a-long-enough-api-password',
+        TRIBUTARY_LOG_LEVEL: 'warn',
+      },
+    },
+  );
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  try {
+    await Promise.race([
+      waitFor(
+        async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok === true,
+        120_000,
+        'standalone to answer /healthz',
+      ),
+      exited.then((code) => {
+        throw new Error(`standalone exited with ${code} before answering`);
+      }),
+    ]);
+    return readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await exited;
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  }
+}
+
+describe('V8 flags of a role', () => {
+  it('restarts Node with the missing flags first, then what Node was given, then the script', () => {
+    expect(
+      restartArguments(
+        ['--liftoff-only'],
+        ['--inspect', '--import', 'x.js'],
+        ['/n/node', '/b/tributary.js', 'standalone'],
+      ),
+    ).toEqual(['--liftoff-only', '--inspect', '--import', 'x.js', '/b/tributary.js', 'standalone']);
+  });
+
+  it('does not restart when a flag is given in either sense, in any spelling V8 reads', () => {
+    for (const given of [
+      '--liftoff-only',
+      '--liftoff_only',
+      '--no-liftoff-only',
+      '--noliftoff-only',
+      '--no-liftoff_only',
+    ]) {
+      expect(restartArguments(['--liftoff-only'], [given], ['/n/node', '/b/tributary.js'])).toBeUndefined();
+    }
+    expect(restartArguments(['--liftoff-only'], ['--liftoff'], ['/n/node', '/b/tributary.js'])).toEqual([
+      '--liftoff-only',
+      '--liftoff',
+      '/b/tributary.js',
+    ]);
+  });
+
+  const procfs = existsSync('/proc/self/cmdline');
+  for (const entry of ['tributary.js', 'tributary.ts'] as const) {
+    it.skipIf(!procfs)(
+      `${entry} runs standalone mode with WebAssembly compiled by Liftoff only`,
+      async () => {
+        const commandLine = await standaloneCommandLine(entry);
+        expect(commandLine.slice(1)).toEqual([
+          '--liftoff-only',
+          join(repoRoot, 'bin', entry),
+          'standalone',
+          '--data-dir',
+          expect.any(String),
+          '--port',
+          expect.any(String),
+        ]);
+      },
+    );
+  }
+
+  it.skipIf(!procfs)('leaves V8 defaults to whoever asks for them with --no-liftoff-only', async () => {
+    const commandLine = await standaloneCommandLine('tributary.js', ['--no-liftoff-only']);
+    expect(commandLine).toContain('--no-liftoff-only');
+    expect(commandLine).not.toContain('--liftoff-only');
   });
 });

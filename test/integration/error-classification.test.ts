@@ -208,7 +208,7 @@ describe('Kafka errors (SASL broker)', () => {
   ): Promise<unknown> {
     const peer = stream(config);
     if (peer.kind !== 'stream') throw new Error('unreachable: a stream peer');
-    const producer = createStreamProducer(peer.config, {
+    const producer = await createStreamProducer(peer.config, {
       clientId: 'tributary-test',
       timeoutMs: 5_000,
       requestTimeoutMs: 10_000,
@@ -236,7 +236,9 @@ describe('Kafka errors (SASL broker)', () => {
     const topic = `too-large-${randomSuffix()}`;
     const peer = stream({});
     if (peer.kind !== 'stream') throw new Error('unreachable: a stream peer');
-    const admin = createStreamClient(peer.config, { clientId: 'tributary-test', timeoutMs: 5_000 }).admin();
+    const admin = (
+      await createStreamClient(peer.config, { clientId: 'tributary-test', timeoutMs: 5_000 })
+    ).admin();
     await admin.connect();
     try {
       await admin.createTopics({ waitForLeaders: true, topics: [{ topic }] });
@@ -254,7 +256,9 @@ describe('Kafka errors (SASL broker)', () => {
   it('maps a missing topic to destination_write, retried (the destination creates its topics on the next run)', async () => {
     const peer = stream({});
     if (peer.kind !== 'stream') throw new Error('unreachable: a stream peer');
-    const admin = createStreamClient(peer.config, { clientId: 'tributary-test', timeoutMs: 5_000 }).admin();
+    const admin = (
+      await createStreamClient(peer.config, { clientId: 'tributary-test', timeoutMs: 5_000 })
+    ).admin();
     await admin.connect();
     try {
       const raw = await rejection(admin.fetchTopicOffsets(`missing-${randomSuffix()}`));

@@ -14,7 +14,7 @@ export async function checkAnalyticsPeer(
   config: AnalyticsConfig,
   timeoutMs: number,
 ): Promise<{ version: string }> {
-  const client = createAnalyticsClient(config, timeoutMs);
+  const client = await createAnalyticsClient(config, timeoutMs);
   const step = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
     try {
       return await run();

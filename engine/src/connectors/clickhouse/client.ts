@@ -1,11 +1,18 @@
 // @clickhouse/client for an analytics peer: HTTP(S) on the port derived from the
 // native port (see analyticsHttpPort), TLS unless disabled, mutual TLS when a
-// client certificate is given.
-import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
+// client certificate is given. The driver is loaded on first use, so that a
+// process without an analytics peer does not hold it (docs/startup.md, Memory).
+import type { ClickHouseClient } from '@clickhouse/client';
 import { EngineError } from '../../errors.ts';
 import { type AnalyticsConfig, analyticsHttpPort } from '../../resources/peer.ts';
 
-export function createAnalyticsClient(config: AnalyticsConfig, requestTimeoutMs = 30_000): ClickHouseClient {
+let driver: Promise<typeof import('@clickhouse/client')> | undefined;
+
+/** A client of the peer (it connects on its first request). Throws EngineError('config') when the port is unusable. */
+export async function createAnalyticsClient(
+  config: AnalyticsConfig,
+  requestTimeoutMs = 30_000,
+): Promise<ClickHouseClient> {
   const httpPort = analyticsHttpPort(config);
   if (httpPort === undefined) {
     throw new EngineError(
@@ -24,6 +31,8 @@ export function createAnalyticsClient(config: AnalyticsConfig, requestTimeoutMs 
             key: Buffer.from(config.privateKey),
           }
         : { ca_cert: Buffer.from(config.rootCa) };
+  driver ??= import('@clickhouse/client');
+  const { ClickHouseLogLevel, createClient } = await driver;
   return createClient({
     url: `${scheme}://${config.host}:${httpPort}`,
     username: config.user,

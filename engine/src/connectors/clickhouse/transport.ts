@@ -20,7 +20,7 @@ export type CommandFailureKind = 'destination_write' | 'schema_mismatch';
 
 export class ClickHouseTransport {
   readonly #config: AnalyticsConfig;
-  #client: ClickHouseClient | undefined;
+  #client: Promise<ClickHouseClient> | undefined;
   #capabilities: ServerCapabilities | undefined;
   #versionText = 'unknown';
 
@@ -33,8 +33,15 @@ export class ClickHouseTransport {
     return this.#versionText;
   }
 
-  #connection(): ClickHouseClient {
-    this.#client ??= createAnalyticsClient(this.#config, requestTimeoutMs);
+  #connection(): Promise<ClickHouseClient> {
+    if (!this.#client) {
+      const client = createAnalyticsClient(this.#config, requestTimeoutMs);
+      // A client that could not be made is not kept: the next request tries again.
+      client.catch(() => {
+        if (this.#client === client) this.#client = undefined;
+      });
+      this.#client = client;
+    }
     return this.#client;
   }
 
@@ -52,7 +59,7 @@ export class ClickHouseTransport {
 
   async rows<T>(query: string, what: string): Promise<T[]> {
     try {
-      const result = await this.#connection().query({ query, format: 'JSONEachRow' });
+      const result = await (await this.#connection()).query({ query, format: 'JSONEachRow' });
       return await result.json<T>();
     } catch (error) {
       throw classifyClickHouseError(error, `destination: ${what}`, 'destination_write');
@@ -61,7 +68,7 @@ export class ClickHouseTransport {
 
   async command(query: string, what: string, kind: CommandFailureKind = 'destination_write'): Promise<void> {
     try {
-      await this.#connection().command({ query });
+      await (await this.#connection()).command({ query });
     } catch (error) {
       throw classifyClickHouseError(error, `destination: ${what}`, kind);
     }
@@ -70,7 +77,7 @@ export class ClickHouseTransport {
   /** Runs a query whose answer is RowBinary and returns it whole. */
   async binary(query: string, settings: Record<string, string>, what: string): Promise<Buffer> {
     try {
-      const result = await this.#connection().exec({ query, clickhouse_settings: settings });
+      const result = await (await this.#connection()).exec({ query, clickhouse_settings: settings });
       const chunks: Buffer[] = [];
       for await (const chunk of result.stream) chunks.push(chunk as Buffer);
       return Buffer.concat(chunks);
@@ -95,7 +102,10 @@ export class ClickHouseTransport {
       }
     };
     try {
-      const result = await this.#connection().exec({ query: insert, values: Readable.from(guarded()) });
+      const result = await (await this.#connection()).exec({
+        query: insert,
+        values: Readable.from(guarded()),
+      });
       result.stream.resume();
       await finished(result.stream);
     } catch (error) {
@@ -106,6 +116,9 @@ export class ClickHouseTransport {
   async close(): Promise<void> {
     const client = this.#client;
     this.#client = undefined;
-    await client?.close();
+    await client?.then(
+      (connected) => connected.close(),
+      () => {},
+    );
   }
 }

@@ -10,7 +10,7 @@ export async function checkStreamPeer(
   config: StreamConfig,
   timeoutMs: number,
 ): Promise<Record<string, never>> {
-  const admin = createStreamClient(config, { clientId: 'tributary-peer-check', timeoutMs }).admin();
+  const admin = (await createStreamClient(config, { clientId: 'tributary-peer-check', timeoutMs })).admin();
   try {
     await admin.connect();
   } catch (error) {

@@ -3,10 +3,17 @@
 // half the CPU; docs/benchmarks.md, "Kafka producers"). A fresh `sasl` object
 // per kafkajs client: kafkajs keeps its authenticator on the object it is
 // given, so a reused one logs in with stale credentials.
+//
+// Both drivers are loaded on first use: together they add about 80 MiB of
+// resident memory, which a process without a stream peer (standalone mode
+// with only PostgreSQL mirrors) should not pay (docs/startup.md, Memory).
 import type { ConnectionOptions } from 'node:tls';
-import { ProduceAcks, Producer } from '@platformatic/kafka';
-import { Kafka, type KafkaConfig, logLevel, type SASLOptions } from 'kafkajs';
+import type { Producer } from '@platformatic/kafka';
+import type { Kafka, KafkaConfig, SASLOptions } from 'kafkajs';
 import type { StreamConfig } from '../../resources/peer.ts';
+
+let kafkajs: Promise<typeof import('kafkajs')> | undefined;
+let platformaticKafka: Promise<typeof import('@platformatic/kafka')> | undefined;
 
 const mechanisms = {
   PLAIN: 'plain',
@@ -28,10 +35,13 @@ export function streamTlsOptions(config: StreamConfig): false | true | Connectio
   };
 }
 
-export function createStreamClient(
+/** A kafkajs client (not connected: kafkajs connects its admin and consumers on `connect()`). */
+export async function createStreamClient(
   config: StreamConfig,
   options: { clientId: string; timeoutMs?: number },
-): Kafka {
+): Promise<Kafka> {
+  kafkajs ??= import('kafkajs');
+  const { Kafka, logLevel } = await kafkajs;
   const sasl =
     config.username === '' || config.sasl === ''
       ? undefined
@@ -61,10 +71,12 @@ export function createStreamClient(
  * No compression here: each send names its own (checkpoints stay uncompressed,
  * so any reader decodes them).
  */
-export function createStreamProducer(
+export async function createStreamProducer(
   config: StreamConfig,
   options: { clientId: string; timeoutMs?: number; requestTimeoutMs: number },
-): Producer<Buffer, Buffer, Buffer, Buffer> {
+): Promise<Producer<Buffer, Buffer, Buffer, Buffer>> {
+  platformaticKafka ??= import('@platformatic/kafka');
+  const { ProduceAcks, Producer } = await platformaticKafka;
   const tls = streamTlsOptions(config);
   return new Producer({
     clientId: options.clientId,

@@ -66,7 +66,8 @@ interface RecordSink {
 }
 
 export class KafkaDestination implements Destination {
-  readonly #kafka: Kafka;
+  /** The kafkajs client, created (and its driver loaded) on first use. */
+  #kafka: Promise<Kafka> | undefined;
   readonly #options: KafkaDestinationOptions;
   readonly #strategy: PartitionStrategy;
   readonly #script: RecordScript | undefined;
@@ -74,14 +75,13 @@ export class KafkaDestination implements Destination {
   readonly #config: StreamConfig;
   readonly #topics = new Map<string, TopicPartitions>();
   #admin: Promise<Admin> | undefined;
-  #producer: Producer<Buffer, Buffer, Buffer, Buffer> | undefined;
+  #producer: Promise<Producer<Buffer, Buffer, Buffer, Buffer>> | undefined;
   /** The last checkpoint read or written: undefined until known, null when there is none. */
   #checkpoint: Checkpoint | null | undefined;
 
   constructor(config: StreamConfig, options: KafkaDestinationOptions) {
     this.#options = options;
-    this.#kafka =
-      options.client ?? createStreamClient(config, { clientId: `tributary-${options.mirror}`.slice(0, 100) });
+    if (options.client) this.#kafka = Promise.resolve(options.client);
     this.#strategy = new PartitionStrategy(config.partitioner as PartitionerName);
     this.#script = options.script
       ? new RecordScript(options.script, {
@@ -111,7 +111,7 @@ export class KafkaDestination implements Destination {
     this.#admin = undefined;
     await Promise.all([
       this.#script?.close(),
-      producer?.close().catch(() => {}),
+      producer?.then((connected) => connected.close()).catch(() => {}),
       admin?.then((connected) => connected.disconnect()).catch(() => {}),
     ]);
   }
@@ -197,7 +197,7 @@ export class KafkaDestination implements Destination {
       transactionPosition: batch.transactionPosition,
     };
     try {
-      await writeCheckpoint(this.#connectedProducer(), batch.mirror, checkpoint);
+      await writeCheckpoint(await this.#connectedProducer(), batch.mirror, checkpoint);
     } catch (error) {
       this.#resetProducer();
       throw classifyKafkaError(error, `${what}: write checkpoint`);
@@ -208,7 +208,7 @@ export class KafkaDestination implements Destination {
   async readCheckpoint(mirror: string): Promise<Checkpoint | undefined> {
     const admin = await this.#connectedAdmin();
     try {
-      const checkpoint = await readCheckpoint(this.#kafka, admin, mirror, checkpointReadTimeoutMs);
+      const checkpoint = await readCheckpoint(await this.#client(), admin, mirror, checkpointReadTimeoutMs);
       this.#checkpoint = checkpoint ?? null;
       return checkpoint;
     } catch (error) {
@@ -222,7 +222,7 @@ export class KafkaDestination implements Destination {
   async removeCheckpoint(mirror: string): Promise<void> {
     try {
       await this.#ensureTopics([]);
-      await deleteCheckpoint(this.#connectedProducer(), mirror);
+      await deleteCheckpoint(await this.#connectedProducer(), mirror);
       this.#checkpoint = null;
     } catch (error) {
       this.#resetProducer();
@@ -333,7 +333,7 @@ export class KafkaDestination implements Destination {
   /** Sends one chunk and waits for the broker's acknowledgement of all of it. */
   async #send(chunk: readonly Outgoing[], what: string): Promise<void> {
     try {
-      await this.#connectedProducer().send({
+      await (await this.#connectedProducer()).send({
         compression: this.#config.compression,
         // A null key or value is written as Kafka's null (length -1); the types want Buffers.
         messages: chunk.map(({ topic, message }) => ({
@@ -393,22 +393,31 @@ export class KafkaDestination implements Destination {
     }
   }
 
+  #client(): Promise<Kafka> {
+    this.#kafka ??= createStreamClient(this.#config, {
+      clientId: `tributary-${this.#options.mirror}`.slice(0, 100),
+    });
+    return this.#kafka;
+  }
+
   #connectedAdmin(): Promise<Admin> {
     if (!this.#admin) {
-      const admin = this.#kafka.admin();
-      this.#admin = admin.connect().then(
-        () => admin,
-        (error: unknown) => {
+      this.#admin = this.#client()
+        .then(async (client) => {
+          const admin = client.admin();
+          await admin.connect();
+          return admin;
+        })
+        .catch((error: unknown) => {
           this.#admin = undefined;
           throw classifyKafkaError(error, 'destination: connect', 'connection');
-        },
-      );
+        });
     }
     return this.#admin;
   }
 
   /** The producer connects on its first request; a failed one is replaced by a new one. */
-  #connectedProducer(): Producer<Buffer, Buffer, Buffer, Buffer> {
+  #connectedProducer(): Promise<Producer<Buffer, Buffer, Buffer, Buffer>> {
     this.#producer ??= createStreamProducer(this.#config, {
       clientId: `tributary-${this.#options.mirror}`.slice(0, 100),
       requestTimeoutMs,
@@ -419,7 +428,7 @@ export class KafkaDestination implements Destination {
   #resetProducer(): void {
     const producer = this.#producer;
     this.#producer = undefined;
-    producer?.close().catch(() => {});
+    producer?.then((connected) => connected.close()).catch(() => {});
   }
 }
 

@@ -90,4 +90,23 @@ describe('partitioners', () => {
     const keyless = Array.from({ length: 8 }, () => assigner.assign(four, null, undefined));
     expect(new Set(keyless).size).toBe(4);
   });
+
+  it("'' without a key goes round the partitions with a leader in kafkajs's order", () => {
+    // Partitions 1 and 3 have no leader; kafkajs's counter starts at random,
+    // so both sequences are compared from where each starts.
+    const partitions = four.partitions.map((metadata) => ({
+      ...metadata,
+      leader: metadata.partitionId % 2 === 1 ? -1 : 1,
+    }));
+    const led = { topic: 't', partitions };
+    const kafkajsDefault = kafkajs.Partitioners.DefaultPartitioner();
+    const expected = Array.from({ length: 6 }, () =>
+      kafkajsDefault({ topic: 't', partitionMetadata: partitions, message: { key: null, value: null } }),
+    );
+    const assigner = new PartitionStrategy('').batch();
+    const actual = Array.from({ length: 6 }, () => assigner.assign(led, null, undefined));
+    const fromZero = (sequence: number[]) => sequence.slice(sequence.indexOf(0), sequence.indexOf(0) + 4);
+    expect(fromZero(actual)).toEqual([0, 2, 0, 2]);
+    expect(fromZero(actual)).toEqual(fromZero(expected));
+  });
 });

@@ -2,10 +2,11 @@
 // Go client franz-go gives them; '' is kafkajs's default partitioner, which
 // matches the Java client's for keyed messages (docs/kafka.md).
 //
-// The destination picks every message's partition itself and hands kafkajs
-// explicit partitions, so that partition choice does not depend on the client's
-// internals and LeastBackup can see what is in flight.
-import kafkajs, { type PartitionMetadata } from 'kafkajs';
+// The destination picks every message's partition itself and hands the
+// producer explicit partitions, so that partition choice does not depend on the
+// client's internals and LeastBackup can see what is in flight.
+import { randomBytes } from 'node:crypto';
+import type { PartitionMetadata } from 'kafkajs';
 import { EngineError } from '../../errors.ts';
 import type { partitioners } from '../../resources/peer.ts';
 
@@ -64,7 +65,8 @@ export class PartitionStrategy {
   readonly #sticky = new Map<string, number>();
   /** LeastBackup: messages handed to the producer and not yet settled, by topic and partition. */
   readonly #backlog = new Map<string, number[]>();
-  readonly #clientDefault = kafkajs.Partitioners.DefaultPartitioner();
+  /** '' without a key: the next of each topic's counters, which start at random. */
+  readonly #unkeyedCounters = new Map<string, number>();
 
   constructor(name: PartitionerName) {
     this.name = name;
@@ -111,11 +113,7 @@ export class PartitionStrategy {
           case '':
             // Keyed: the same murmur2 rule as kafkajs's default, without its slow 64-bit emulation.
             if (key) return keyPartition(key, count);
-            return this.#clientDefault({
-              topic: topic.topic,
-              partitionMetadata: [...topic.partitions],
-              message: { key, value: null },
-            });
+            return this.#unkeyedDefault(topic);
         }
       },
     };
@@ -126,6 +124,22 @@ export class PartitionStrategy {
     if (this.name !== 'LeastBackup') return;
     const backlog = this.#backlogOf(topic, partition + 1);
     backlog[partition] = Math.max(0, (backlog[partition] ?? 0) - count);
+  }
+
+  /**
+   * kafkajs's DefaultPartitioner for a message without a key (its
+   * src/producer/partitioners/legacy/partitioner.js, written out here so that
+   * choosing a partition does not load kafkajs): round robin over the
+   * partitions that have a leader, from a random start per topic; over every
+   * partition when none has one.
+   */
+  #unkeyedDefault(topic: TopicPartitions): number {
+    const counter = ((this.#unkeyedCounters.get(topic.topic) ?? randomBytes(4).readUInt32BE(0)) + 1) >>> 0;
+    this.#unkeyedCounters.set(topic.topic, counter);
+    const position = counter & 0x7fffffff;
+    const led = topic.partitions.filter((partition) => partition.leader >= 0);
+    if (led.length > 0) return led[position % led.length]?.partitionId ?? 0;
+    return position % topic.partitions.length;
   }
 
   #next(topic: string, count: number): number {
