@@ -2,12 +2,12 @@
 // and only then acknowledges its last complete commit: the slot never moves past
 // what the destination made durable. One batch is written while the next is
 // decoded (at most one in flight, written in order), so the destination's work
-// and the decoding overlap; acknowledgements follow the writes in order. Transactions the destination already holds
-// (replayed after a crash before the acknowledgement), the changes it holds of
-// a transaction a batch ended inside (transaction-cursor.ts) and, per table,
-// the transactions older than its initial load are skipped. runCdc (cdc.ts)
-// feeds it and decides when to flush an idle batch; this class does no waiting
-// of its own.
+// and the decoding overlap; acknowledgements follow the writes in order.
+// Transactions the destination already holds (replayed after a crash before
+// the acknowledgement), the changes it holds of a transaction a batch ended
+// inside (transaction-cursor.ts) and, per table, the transactions older than
+// its initial load are skipped. runCdc (cdc.ts) feeds it and decides when to
+// cut an idle batch; this class waits only for the batch in flight.
 import type { Catalog, LogLevel } from '../catalog/catalog.ts';
 import type { SourceMessage, StreamEvent } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
