@@ -18,22 +18,11 @@ import type {
 import { SnowflakeDestination } from '../../engine/src/connectors/snowflake/destination.ts';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
+import { idTextTable } from '../support/id-text-table.ts';
 import { emulatorConfig, uniqueName } from '../support/snowflake-peer.ts';
 import { deleteTopics, kafkaClient, randomTopic, streamConfig } from './kafka-support.ts';
 
 const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
-
-function rowsTable(name: string): DestinationTable {
-  return {
-    source: { schema: 'public', table: name },
-    destination: { schema: 'public', table: name },
-    columns: [
-      { name: 'id', typeOid: 20, typeModifier: -1, typeName: 'bigint', notNull: true },
-      { name: 'v', typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false },
-    ],
-    keyColumns: ['id'],
-  };
-}
 
 // LSNs above 2^53: the position must survive every store exactly.
 const commitLsn = 0x0012_3456_89ab_cdefn;
@@ -108,7 +97,7 @@ describe('PostgreSQL destination: transaction positions', () => {
   it('stores, reads back and clears the position with the batch', async () => {
     const destination = newDestination();
     try {
-      await walkThroughTransaction(destination, rowsTable('positions'), 'pg-positions');
+      await walkThroughTransaction(destination, idTextTable('positions'), 'pg-positions');
     } finally {
       await destination.close();
     }
@@ -127,9 +116,9 @@ describe('PostgreSQL destination: transaction positions', () => {
     try {
       // Read before setup, as the old table is: no position.
       expect(await destination.readCheckpoint('old')).toEqual({ batchId: 4n, lsn: 4096n });
-      await destination.setupTables([rowsTable('upgraded')]);
+      await destination.setupTables([idTextTable('upgraded')]);
       expect(await destination.readCheckpoint('old')).toEqual({ batchId: 4n, lsn: 4096n });
-      await destination.syncBatch(batch('old', rowsTable('upgraded'), 5n, [1], 4096n, position(5000n, 2)));
+      await destination.syncBatch(batch('old', idTextTable('upgraded'), 5n, [1], 4096n, position(5000n, 2)));
       expect((await destination.readCheckpoint('old'))?.transactionPosition).toEqual(position(5000n, 2));
     } finally {
       await destination.close();
@@ -166,7 +155,7 @@ describe.each(clickhouseEngines)('ClickHouse destination on $name: transaction p
   it('stores, reads back and clears the position with the batch', async () => {
     const destination = newDestination(database);
     try {
-      await walkThroughTransaction(destination, rowsTable('positions'), 'ch-positions');
+      await walkThroughTransaction(destination, idTextTable('positions'), 'ch-positions');
     } finally {
       await destination.close();
     }
@@ -185,9 +174,9 @@ describe.each(clickhouseEngines)('ClickHouse destination on $name: transaction p
       await admin.command({
         query: `INSERT INTO ${old}._tributary_checkpoints (mirror, batch_id, lsn, version_base, seq) VALUES ('old', 4, 4096, 0, 1)`,
       });
-      await destination.setupTables([rowsTable('upgraded')]);
+      await destination.setupTables([idTextTable('upgraded')]);
       expect(await destination.readCheckpoint('old')).toEqual({ batchId: 4n, lsn: 4096n });
-      await destination.syncBatch(batch('old', rowsTable('upgraded'), 5n, [1], 4096n, position(5000n, 2)));
+      await destination.syncBatch(batch('old', idTextTable('upgraded'), 5n, [1], 4096n, position(5000n, 2)));
       expect((await destination.readCheckpoint('old'))?.transactionPosition).toEqual(position(5000n, 2));
     } finally {
       await destination.close();
@@ -206,7 +195,7 @@ describe('Kafka destination: transaction positions', () => {
     });
     const mirror = `mirror-${topic}`;
     try {
-      await walkThroughTransaction(destination, rowsTable(topic), mirror);
+      await walkThroughTransaction(destination, idTextTable(topic), mirror);
       // Read by a fresh destination from the compacted topic, not from the writer's memory.
       const reader = new KafkaDestination(streamConfig('PLAINTEXT', ''), {
         mirror: `m-${topic}`,
@@ -233,7 +222,7 @@ describe('Snowflake destination (emulator): transaction positions', () => {
     const options = { mirror, mirrorColumns: {}, logger };
     const destination = new SnowflakeDestination(config, options);
     try {
-      await walkThroughTransaction(destination, rowsTable('positions'), mirror);
+      await walkThroughTransaction(destination, idTextTable('positions'), mirror);
       // Read by a fresh destination: from the CHECKPOINTS table, not the writer's memory.
       const reader = new SnowflakeDestination(config, options);
       try {

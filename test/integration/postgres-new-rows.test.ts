@@ -8,21 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
 import type { ChangeBatch, DestinationTable, RowChange } from '../../engine/src/connectors/records.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
+import { idTextTable } from '../support/id-text-table.ts';
 
 const mirror = 'new-rows';
 const transaction = { xid: 7, commitLsn: 4096n, commitTimeMicros: 0n };
-
-function table(name: string): DestinationTable {
-  return {
-    source: { schema: 'public', table: name },
-    destination: { schema: 'public', table: name },
-    columns: [
-      { name: 'id', typeOid: 20, typeModifier: -1, typeName: 'bigint', notNull: true },
-      { name: 'v', typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false },
-    ],
-    keyColumns: ['id'],
-  };
-}
 
 const insert = (id: number, v: string | null): RowChange => ({
   kind: 'insert',
@@ -70,7 +59,7 @@ describe('PostgreSQL destination: batches that only insert', () => {
   const fellBack = () => logLines.filter((line) => line.includes('already at the destination'));
 
   it('writes new rows into the table, escaped values and nulls included', async () => {
-    const target = table('fresh');
+    const target = idTextTable('fresh');
     await destination.setupTables([target]);
     await destination.syncBatch(batch(target, 1n, [insert(1, 'a'), insert(2, 'tab\there'), insert(3, null)]));
     expect(await rows('fresh')).toEqual([
@@ -83,7 +72,7 @@ describe('PostgreSQL destination: batches that only insert', () => {
   });
 
   it('upserts instead when a key is at the destination already, in the same transaction', async () => {
-    const target = table('taken');
+    const target = idTextTable('taken');
     await destination.setupTables([target]);
     await database.client.query(`INSERT INTO taken VALUES (2, 'written by someone else')`);
     await destination.syncBatch(batch(target, 2n, [insert(1, 'a'), insert(2, 'b'), insert(3, 'c')]));
@@ -97,7 +86,7 @@ describe('PostgreSQL destination: batches that only insert', () => {
   });
 
   it('a key inserted twice in one batch (a source without a unique key) ends as its last row', async () => {
-    const target = table('twice');
+    const target = idTextTable('twice');
     await destination.setupTables([target]);
     const before = fellBack().length;
     await destination.syncBatch(batch(target, 3n, [insert(1, 'first'), insert(2, 'b'), insert(1, 'second')]));
@@ -109,10 +98,10 @@ describe('PostgreSQL destination: batches that only insert', () => {
   });
 
   it('a batch that fails after the COPY leaves neither its rows nor its checkpoint', async () => {
-    const target = table('undone');
+    const target = idTextTable('undone');
     await destination.setupTables([target]);
     // A second table the batch cannot write: the COPY into the first succeeds, then the batch fails.
-    const missing = table('not_there');
+    const missing = idTextTable('not_there');
     const failing: ChangeBatch = {
       ...batch(target, 4n, [insert(1, 'a')]),
       tables: [
