@@ -17,6 +17,13 @@ interface TrackedRelation {
   readonly projection: readonly number[];
 }
 
+/**
+ * The projections that keep a tuple as it is (every column mapped, in source
+ * order: the usual case), so `project` hands the decoded tuple on instead of
+ * copying it for every change.
+ */
+const identityProjections = new WeakSet<readonly number[]>();
+
 export interface SchemaChange {
   readonly table: DestinationTable;
   /** New source columns, not yet at the destination. Their type names still need resolving. */
@@ -96,15 +103,20 @@ export class RelationTracker {
 
   #track(relationId: number, relation: RelationMessage, table: DestinationTable): void {
     const positions = new Map(relation.columns.map((column, index) => [column.name, index]));
-    this.#relations.set(relationId, {
-      table,
-      projection: table.columns.map((column) => positions.get(column.name) ?? -1),
-    });
+    const projection = table.columns.map((column) => positions.get(column.name) ?? -1);
+    if (
+      projection.length === relation.columns.length &&
+      projection.every((position, index) => position === index)
+    )
+      identityProjections.add(projection);
+    this.#relations.set(relationId, { table, projection });
   }
 }
 
 /** Reorders a tuple into destination column order. */
 export function project(tuple: Tuple, projection: readonly number[]): RowImage {
+  // A decoded tuple belongs to its one change and is never changed afterwards.
+  if (tuple.length === projection.length && identityProjections.has(projection)) return tuple;
   const row: TupleCell[] = new Array(projection.length);
   for (let index = 0; index < projection.length; index++) {
     const position = projection[index] ?? -1;

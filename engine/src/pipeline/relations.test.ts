@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import type { RelationMessage } from '../connectors/changes.ts';
+import type { DestinationTable } from '../connectors/records.ts';
+import { project, RelationTracker } from './relations.ts';
+
+const column = (name: string) => ({ name, typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false });
+
+const table: DestinationTable = {
+  source: { schema: 'public', table: 't' },
+  destination: { schema: 'public', table: 't' },
+  columns: [column('id'), column('a'), column('b')],
+  keyColumns: ['id'],
+};
+
+const relation = (names: readonly string[]): RelationMessage => ({
+  tag: 'relation',
+  relationId: 7,
+  schema: 'public',
+  name: 't',
+  replicaIdentity: 'default',
+  columns: names.map((name) => ({ name, typeOid: 25, typeModifier: -1, isKey: name === 'id' })),
+});
+
+function trackedProjection(names: readonly string[]): readonly number[] {
+  const tracker = new RelationTracker(
+    [{ source: table.source, destination: table.destination, exclude: [], columns: [] }],
+    [table],
+  );
+  tracker.observe(relation(names));
+  const tracked = tracker.tableOf(7);
+  if (!tracked) throw new Error('relation not tracked');
+  return tracked.projection;
+}
+
+describe('project', () => {
+  it('hands a tuple on as it is when the columns line up', () => {
+    const tuple = ['1', 'x', 'y'];
+    expect(project(tuple, trackedProjection(['id', 'a', 'b']))).toBe(tuple);
+  });
+
+  it('reorders, and fills columns the source no longer has with null', () => {
+    expect(project(['y', '1', 'x'], trackedProjection(['b', 'id', 'a']))).toEqual(['1', 'x', 'y']);
+    expect(project(['1', 'y'], trackedProjection(['id', 'b']))).toEqual(['1', null, 'y']);
+  });
+
+  it('copies a tuple longer than the projection (a column the destination does not have yet)', () => {
+    const projection = trackedProjection(['id', 'a', 'b']);
+    expect(project(['1', 'x', 'y', 'extra'], projection)).toEqual(['1', 'x', 'y']);
+  });
+});
