@@ -281,7 +281,7 @@ export class PostgresDestination implements Destination {
   /**
    * A table whose changes in the batch are all inserts: each key was absent
    * from the source when the batch began, so (the destination holding what the
-   * source held then) absent here too, and the rows can be COPied into the
+   * source held then) absent here too, and the rows can be COPYed into the
    * table itself, without the stage and the upsert from it (about half the
    * server's work per row). Should a key be there after all (a row written at
    * the destination by someone else), the COPY fails on it, is rolled back to
