@@ -304,7 +304,7 @@ export class ChangeApplier {
         if (!tracked) return;
         await this.#addChange(
           tracked.table,
-          { kind: 'insert', transaction, newRow: project(message.newTuple, tracked.projection) },
+          { kind: 'insert', transaction, newRow: project(message.newTuple, tracked) },
           lsn,
         );
         return;
@@ -314,11 +314,8 @@ export class ChangeApplier {
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
         const old = message.oldTuple ?? message.keyTuple;
-        const oldRow = old ? project(old, tracked.projection) : null;
-        const newRow = fillFromOld(
-          project(message.newTuple, tracked.projection),
-          message.oldTuple ? oldRow : null,
-        );
+        const oldRow = old ? project(old, tracked) : null;
+        const newRow = fillFromOld(project(message.newTuple, tracked), message.oldTuple ? oldRow : null);
         await this.#addChange(tracked.table, { kind: 'update', transaction, oldKey: oldRow, newRow }, lsn);
         return;
       }
@@ -334,7 +331,7 @@ export class ChangeApplier {
           );
         await this.#addChange(
           tracked.table,
-          { kind: 'delete', transaction, oldKey: project(old, tracked.projection) },
+          { kind: 'delete', transaction, oldKey: project(old, tracked) },
           lsn,
         );
         return;

@@ -21,30 +21,30 @@ const relation = (names: readonly string[]): RelationMessage => ({
   columns: names.map((name) => ({ name, typeOid: 25, typeModifier: -1, isKey: name === 'id' })),
 });
 
-function trackedProjection(names: readonly string[]): readonly number[] {
+function tracked(names: readonly string[]) {
   const tracker = new RelationTracker(
     [{ source: table.source, destination: table.destination, exclude: [], columns: [] }],
     [table],
   );
   tracker.observe(relation(names));
-  const tracked = tracker.tableOf(7);
-  if (!tracked) throw new Error('relation not tracked');
-  return tracked.projection;
+  const relationOf = tracker.tableOf(7);
+  if (!relationOf) throw new Error('relation not tracked');
+  return relationOf;
 }
 
 describe('project', () => {
   it('hands a tuple on as it is when the columns line up', () => {
     const tuple = ['1', 'x', 'y'];
-    expect(project(tuple, trackedProjection(['id', 'a', 'b']))).toBe(tuple);
+    expect(project(tuple, tracked(['id', 'a', 'b']))).toBe(tuple);
   });
 
   it('reorders, and fills columns the source no longer has with null', () => {
-    expect(project(['y', '1', 'x'], trackedProjection(['b', 'id', 'a']))).toEqual(['1', 'x', 'y']);
-    expect(project(['1', 'y'], trackedProjection(['id', 'b']))).toEqual(['1', null, 'y']);
+    expect(project(['y', '1', 'x'], tracked(['b', 'id', 'a']))).toEqual(['1', 'x', 'y']);
+    expect(project(['1', 'y'], tracked(['id', 'b']))).toEqual(['1', null, 'y']);
   });
 
   it('copies a tuple longer than the projection (a column the destination does not have yet)', () => {
-    const projection = trackedProjection(['id', 'a', 'b']);
-    expect(project(['1', 'x', 'y', 'extra'], projection)).toEqual(['1', 'x', 'y']);
+    const relationOf = tracked(['id', 'a', 'b']);
+    expect(project(['1', 'x', 'y', 'extra'], relationOf)).toEqual(['1', 'x', 'y']);
   });
 });

@@ -15,14 +15,13 @@ interface TrackedRelation {
   readonly table: DestinationTable;
   /** For each destination column, its index in the relation's tuples (-1: dropped at the source). */
   readonly projection: readonly number[];
+  /**
+   * The projection keeps a tuple as it is (every column mapped, in source
+   * order: the usual case), so `project` hands the decoded tuple on instead of
+   * copying it for every change.
+   */
+  readonly keepsTupleOrder: boolean;
 }
-
-/**
- * The projections that keep a tuple as it is (every column mapped, in source
- * order: the usual case), so `project` hands the decoded tuple on instead of
- * copying it for every change.
- */
-const identityProjections = new WeakSet<readonly number[]>();
 
 export interface SchemaChange {
   readonly table: DestinationTable;
@@ -104,19 +103,20 @@ export class RelationTracker {
   #track(relationId: number, relation: RelationMessage, table: DestinationTable): void {
     const positions = new Map(relation.columns.map((column, index) => [column.name, index]));
     const projection = table.columns.map((column) => positions.get(column.name) ?? -1);
-    if (
+    const keepsTupleOrder =
       projection.length === relation.columns.length &&
-      projection.every((position, index) => position === index)
-    )
-      identityProjections.add(projection);
-    this.#relations.set(relationId, { table, projection });
+      projection.every((position, index) => position === index);
+    this.#relations.set(relationId, { table, projection, keepsTupleOrder });
   }
 }
 
 /** Reorders a tuple into destination column order. */
-export function project(tuple: Tuple, projection: readonly number[]): RowImage {
+export function project(
+  tuple: Tuple,
+  { projection, keepsTupleOrder }: Pick<TrackedRelation, 'projection' | 'keepsTupleOrder'>,
+): RowImage {
   // A decoded tuple belongs to its one change and is never changed afterwards.
-  if (tuple.length === projection.length && identityProjections.has(projection)) return tuple;
+  if (keepsTupleOrder && tuple.length === projection.length) return tuple;
   const row: TupleCell[] = new Array(projection.length);
   for (let index = 0; index < projection.length; index++) {
     const position = projection[index] ?? -1;
