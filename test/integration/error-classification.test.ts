@@ -200,6 +200,16 @@ describe('Kafka errors (SASL broker)', () => {
     expectKind(classifyError((error as EngineError).cause, 'mirror run'), 'auth', 'manual');
   });
 
+  /** A kafkajs admin of the broker, connected; the caller disconnects it. */
+  async function connectedAdmin() {
+    const peer = stream({});
+    if (peer.kind !== 'stream') throw new Error('unreachable: a stream peer');
+    const client = await createStreamClient(peer.config, { clientId: 'tributary-test', timeoutMs: 5_000 });
+    const admin = client.admin();
+    await admin.connect();
+    return admin;
+  }
+
   /** What the destination's producer raises for one message to `topic` of the peer. */
   async function producerRejection(
     config: Record<string, unknown>,
@@ -234,12 +244,7 @@ describe('Kafka errors (SASL broker)', () => {
     expect((auth as EngineError).message).toBe('destination: send batch 1 failed (authentication failed)');
 
     const topic = `too-large-${randomSuffix()}`;
-    const peer = stream({});
-    if (peer.kind !== 'stream') throw new Error('unreachable: a stream peer');
-    const admin = (
-      await createStreamClient(peer.config, { clientId: 'tributary-test', timeoutMs: 5_000 })
-    ).admin();
-    await admin.connect();
+    const admin = await connectedAdmin();
     try {
       await admin.createTopics({ waitForLeaders: true, topics: [{ topic }] });
       // Above the broker's default message.max.bytes (1 MiB).
@@ -254,12 +259,7 @@ describe('Kafka errors (SASL broker)', () => {
   });
 
   it('maps a missing topic to destination_write, retried (the destination creates its topics on the next run)', async () => {
-    const peer = stream({});
-    if (peer.kind !== 'stream') throw new Error('unreachable: a stream peer');
-    const admin = (
-      await createStreamClient(peer.config, { clientId: 'tributary-test', timeoutMs: 5_000 })
-    ).admin();
-    await admin.connect();
+    const admin = await connectedAdmin();
     try {
       const raw = await rejection(admin.fetchTopicOffsets(`missing-${randomSuffix()}`));
       expectKind(
