@@ -106,6 +106,36 @@ function* formatted(target: DestinationTable, rows: readonly RowChange[]) {
 
 type Variant = (topic: string, rows: readonly RowChange[]) => Promise<void>;
 
+/**
+ * Sends formatted messages as the destination cuts its requests (by bytes and
+ * by count), with one request in flight: the next chunk is built while the
+ * previous one is sent.
+ */
+async function sendInChunks<M>(
+  formattedMessages: Iterable<{ key: string | null; value: string }>,
+  maxMessages: number,
+  toMessage: (formatted: { key: string | null; value: string }) => M,
+  send: (messages: M[]) => Promise<unknown>,
+): Promise<void> {
+  let inFlight: Promise<unknown> | undefined;
+  let chunk: M[] = [];
+  let bytes = 0;
+  const flush = async () => {
+    const messages = chunk;
+    chunk = [];
+    bytes = 0;
+    await inFlight;
+    inFlight = send(messages);
+  };
+  for (const message of formattedMessages) {
+    chunk.push(toMessage(message));
+    bytes += recordOverheadBytes + (message.key?.length ?? 0) + message.value.length;
+    if (bytes >= defaultChunkBytes || chunk.length >= maxMessages) await flush();
+  }
+  if (chunk.length > 0) await flush();
+  await inFlight;
+}
+
 function viaDestination(chunkMessages: number, compression: StreamConfig['compression'] = 'none'): Variant {
   return async (topic, rows) => {
     const target = table(topic);
@@ -144,25 +174,14 @@ function viaKafkajs(chunkMessages: number, compression: kafkajs.CompressionTypes
     });
     await producer.connect();
     try {
-      await timed(async () => {
-        let inFlight: Promise<unknown> | undefined;
-        let chunk: Message[] = [];
-        let bytes = 0;
-        const send = async () => {
-          const messages = chunk;
-          chunk = [];
-          bytes = 0;
-          await inFlight;
-          inFlight = producer.sendBatch({ acks: -1, compression, topicMessages: [{ topic, messages }] });
-        };
-        for (const { key, value } of formatted(table(topic), rows)) {
-          chunk.push({ key, value, partition: 0 });
-          bytes += recordOverheadBytes + (key?.length ?? 0) + value.length;
-          if (bytes >= defaultChunkBytes || chunk.length >= chunkMessages) await send();
-        }
-        if (chunk.length > 0) await send();
-        await inFlight;
-      });
+      await timed(() =>
+        sendInChunks(
+          formatted(table(topic), rows),
+          chunkMessages,
+          ({ key, value }): Message => ({ key, value, partition: 0 }),
+          (messages) => producer.sendBatch({ acks: -1, compression, topicMessages: [{ topic, messages }] }),
+        ),
+      );
     } finally {
       await producer.disconnect();
     }
@@ -181,25 +200,14 @@ function viaPlatformatic(compression: CompressionAlgorithmValue | undefined): Va
       autocreateTopics: false,
     });
     try {
-      await timed(async () => {
-        let inFlight: Promise<unknown> | undefined;
-        let chunk: { topic: string; key: string; value: string; partition: number }[] = [];
-        let bytes = 0;
-        const send = async () => {
-          const messages = chunk;
-          chunk = [];
-          bytes = 0;
-          await inFlight;
-          inFlight = producer.send({ messages });
-        };
-        for (const { key, value } of formatted(table(topic), rows)) {
-          chunk.push({ topic, key: key ?? '', value, partition: 0 });
-          bytes += recordOverheadBytes + (key?.length ?? 0) + value.length;
-          if (bytes >= defaultChunkBytes || chunk.length >= 2_000) await send();
-        }
-        if (chunk.length > 0) await send();
-        await inFlight;
-      });
+      await timed(() =>
+        sendInChunks(
+          formatted(table(topic), rows),
+          2_000,
+          ({ key, value }) => ({ topic, key: key ?? '', value, partition: 0 }),
+          (messages) => producer.send({ messages }),
+        ),
+      );
     } finally {
       await producer.close();
     }
