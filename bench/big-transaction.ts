@@ -78,7 +78,7 @@ async function readOnce(
     for await (const chunk of copy as AsyncIterable<Buffer>) {
       const message = parseReplicationMessage(chunk);
       if (message.tag !== 'xlogData') continue;
-      const kind = String.fromCharCode(message.data[0] ?? 0);
+      const kind = String.fromCharCode(message.payload[message.dataStart] ?? 0);
       if (kind === 'I') {
         firstChange ??= performance.now();
         changes++;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { coalesceChanges, finalStates } from './coalesce.ts';
+import { coalesceChanges, finalStates, rowKey } from './coalesce.ts';
 import { type RowChange, unchangedToast } from './records.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
@@ -175,5 +175,27 @@ describe('finalStates', () => {
     expect([...plan.finals.values()]).toEqual([
       { op: 'upsert', row: ['2', 'b'], fillKey: ['2', 'b'], index: 2 },
     ]);
+  });
+});
+
+describe('rowKey', () => {
+  it('tells keys apart exactly when their cells differ, for one and for several key columns', () => {
+    const rows = [
+      ['a', 'b'],
+      ['a', ''],
+      ['a', null],
+      ['', null],
+      [null, null],
+      ['a\u0000', 'b'],
+      ['ab', ''],
+    ];
+    for (const keys of [[0], [1], [0, 1]]) {
+      for (const left of rows) {
+        for (const right of rows) {
+          const same = keys.every((index) => left[index] === right[index]);
+          expect(rowKey(left, keys) === rowKey(right, keys), `${keys}: ${left} / ${right}`).toBe(same);
+        }
+      }
+    }
   });
 });

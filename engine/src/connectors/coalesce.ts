@@ -42,7 +42,17 @@ export interface CoalescedChanges {
   readonly deletes: readonly RowImage[];
 }
 
+/**
+ * A string that is equal for two rows exactly when their key cells are. A
+ * one-column key (the usual case, met once or twice for every change) is its
+ * own cell, with nothing built; null is NUL there, which a PostgreSQL text
+ * value never holds.
+ */
 export function rowKey(row: RowImage, keyIndexes: readonly number[]): string {
+  if (keyIndexes.length === 1) {
+    const cell = row[keyIndexes[0] as number];
+    return typeof cell === 'string' ? cell : '\u0000';
+  }
   let key = '';
   for (const index of keyIndexes) {
     const cell = row[index];
@@ -60,10 +70,16 @@ export function finalStates(changes: readonly RowChange[], keyIndexes: readonly 
     const state = finals.get(key);
     return state?.op === 'upsert' ? state : state?.last;
   };
-  /** `row` follows the row at `previousKey` (its own key, or the old one after a key change). */
-  const upsert = (row: RowImage, index: number, previousKey: string, previousKeyImage: RowImage) => {
+  /** `row` (whose key is `key`) follows the row at `previousKey` (its own key, or the old one after a key change). */
+  const upsert = (
+    row: RowImage,
+    key: string,
+    index: number,
+    previousKey: string,
+    previousKeyImage: RowImage,
+  ) => {
     const previous = stateOf(previousKey);
-    finals.set(rowKey(row, keyIndexes), {
+    finals.set(key, {
       op: 'upsert',
       row: previous ? fillUnchanged(row, previous.row) : row,
       fillKey: previous?.fillKey ?? previousKeyImage,
@@ -75,31 +91,34 @@ export function finalStates(changes: readonly RowChange[], keyIndexes: readonly 
     finals.set(key, { op: 'delete', key: keyImage, last: stateOf(key), index });
   };
 
-  changes.forEach((change, index) => {
+  for (let index = 0; index < changes.length; index++) {
+    const change = changes[index] as RowChange;
     switch (change.kind) {
       case 'truncate':
         truncateIndex = index;
         finals.clear();
-        return;
-      case 'insert':
-        upsert(change.newRow, index, rowKey(change.newRow, keyIndexes), change.newRow);
-        return;
+        break;
+      case 'insert': {
+        const key = rowKey(change.newRow, keyIndexes);
+        upsert(change.newRow, key, index, key, change.newRow);
+        break;
+      }
       case 'update': {
         const newKey = rowKey(change.newRow, keyIndexes);
         const oldKey = change.oldKey ? rowKey(change.oldKey, keyIndexes) : newKey;
         if (change.oldKey && oldKey !== newKey) {
-          upsert(change.newRow, index, oldKey, change.oldKey);
+          upsert(change.newRow, newKey, index, oldKey, change.oldKey);
           remove(change.oldKey, index);
         } else {
-          upsert(change.newRow, index, newKey, change.newRow);
+          upsert(change.newRow, newKey, index, newKey, change.newRow);
         }
-        return;
+        break;
       }
       case 'delete':
         remove(change.oldKey, index);
-        return;
+        break;
     }
-  });
+  }
   return { truncateIndex, finals };
 }
 

@@ -214,7 +214,7 @@ export class ChangeApplier {
   #target(relationId: number) {
     const tracked = this.#relations.tableOf(relationId);
     if (!tracked || this.#skipTransaction) return undefined;
-    const startLsn = this.#tableStartLsns.get(formatTableName(tracked.table.source));
+    const startLsn = this.#tableStartLsns.get(tracked.sourceName);
     return startLsn !== undefined && this.#transaction.commitLsn < startLsn ? undefined : tracked;
   }
 

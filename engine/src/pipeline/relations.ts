@@ -9,10 +9,12 @@ import {
   type SourceColumn,
   type TupleCell,
 } from '../connectors/records.ts';
-import type { TableMapping } from '../resources/mirror.ts';
+import { formatTableName, type TableMapping } from '../resources/mirror.ts';
 
 interface TrackedRelation {
   readonly table: DestinationTable;
+  /** The source table as `schema.table` (formatTableName), made once rather than for every change. */
+  readonly sourceName: string;
   /** For each destination column, its index in the relation's tuples (-1: dropped at the source). */
   readonly projection: readonly number[];
   /**
@@ -106,7 +108,12 @@ export class RelationTracker {
     const keepsTupleOrder =
       projection.length === relation.columns.length &&
       projection.every((position, index) => position === index);
-    this.#relations.set(relationId, { table, projection, keepsTupleOrder });
+    this.#relations.set(relationId, {
+      table,
+      sourceName: formatTableName(table.source),
+      projection,
+      keepsTupleOrder,
+    });
   }
 }
 

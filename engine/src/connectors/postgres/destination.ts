@@ -436,7 +436,7 @@ function insertedRows(changes: readonly RowChange[]): RowImage[] | undefined {
 
 /** COPY text lines of whole rows, for the target table itself. */
 function* rowLines(table: DestinationTable, rows: readonly RowImage[]): Generator<string> {
-  for (const row of rows) yield `${rowFields(table, row, [])}\n`;
+  for (const row of rows) yield `${rowFields(table, row)}\n`;
 }
 
 /** COPY text lines for the stage table: op, unchanged column names, then the row. */
@@ -445,28 +445,31 @@ function* stageLines(
   upserts: readonly RowImage[],
   deletes: readonly RowImage[],
 ): Generator<string> {
-  for (const row of deletes) yield `D\t${copyNull}\t${rowFields(table, row, [])}\n`;
+  for (const row of deletes) yield `D\t${copyNull}\t${rowFields(table, row)}\n`;
   for (const row of upserts) {
     const unchanged: string[] = [];
-    row.forEach((cell, index) => {
-      if (isUnchangedToast(cell)) unchanged.push(table.columns[index]?.name ?? '');
-    });
+    for (let index = 0; index < row.length; index++) {
+      if (isUnchangedToast(row[index] ?? null)) unchanged.push(table.columns[index]?.name ?? '');
+    }
     const unchangedField = unchanged.length > 0 ? escapeCopyText(textArrayLiteral(unchanged)) : copyNull;
-    yield `U\t${unchangedField}\t${rowFields(table, row, unchanged)}\n`;
+    yield `U\t${unchangedField}\t${rowFields(table, row)}\n`;
   }
 }
 
-function rowFields(table: DestinationTable, row: RowImage, _unchanged: readonly string[]): string {
-  const fields: string[] = [];
+/** A row's fields in COPY text, tab-separated (built by concatenation: this runs for every row). */
+function rowFields(table: DestinationTable, row: RowImage): string {
+  let line = '';
   for (let index = 0; index < table.columns.length; index++) {
     const cell = row[index];
-    if (typeof cell === 'string') fields.push(escapeCopyText(cell));
-    else if (cell === null || cell === undefined || isUnchangedToast(cell)) fields.push(copyNull);
+    let field: string;
+    if (typeof cell === 'string') field = escapeCopyText(cell);
+    else if (cell === null || cell === undefined || isUnchangedToast(cell)) field = copyNull;
     else
       throw new EngineError(
         'decode',
         `binary tuple value in ${formatTableName(table.destination)}; text format expected`,
       );
+    line = index === 0 ? field : `${line}\t${field}`;
   }
-  return fields.join('\t');
+  return line;
 }

@@ -246,6 +246,30 @@ describe('decodePgoutput', () => {
     expect(message.newTuple[0]).toEqual(Buffer.from([7, 9]));
   });
 
+  it('decodes ASCII and multi-byte text cells of one tuple alike, each its own value', () => {
+    const cells = ['plain', 'héllo ✓', 'a much longer plain ascii value of the row', '', '日本語', 'x'];
+    const data = encode().char('I').uint32(1).char('N').tuple(cells).build();
+    const message = decodePgoutput(data);
+    if (message.tag !== 'insert') throw new Error('unreachable');
+    expect(message.newTuple).toEqual(cells);
+    // A value never aliases the input: changing the buffer changes no decoded text.
+    data.fill(0x41, 8);
+    expect(message.newTuple).toEqual(cells);
+  });
+
+  it('decodes a message in place from an offset, naming errors from its start', () => {
+    const header = Buffer.from('header bytes!');
+    for (const [name, sample] of Object.entries(samples)) {
+      expect(decodePgoutput(Buffer.concat([header, sample]), header.length), name).toEqual(
+        decodePgoutput(sample),
+      );
+    }
+    const cut = Buffer.concat([header, samples.begin.subarray(0, 12)]);
+    expect(() => decodePgoutput(cut, header.length)).toThrow(
+      'pgoutput Begin message at byte 9: truncated: needs 8 bytes, 3 left',
+    );
+  });
+
   it('decodes an Insert of zero columns', () => {
     const data = encode().char('I').uint32(1).char('N').tuple([]).build();
     expect(decodePgoutput(data)).toEqual({ tag: 'insert', relationId: 1, newTuple: [] });

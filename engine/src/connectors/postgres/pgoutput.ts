@@ -72,32 +72,36 @@ const unsupportedTags = new Map([
   ['r', 'Rollback Prepared'],
 ]);
 
-/** Decodes one pgoutput message; throws PgoutputDecodeError on malformed input. */
-export function decodePgoutput(data: Buffer): PgoutputMessage {
-  const tagByte = data[0];
+/**
+ * Decodes the pgoutput message that fills `data` from byte `start` on (an
+ * XLogData payload is decoded in place, without a copy or a view of it);
+ * throws PgoutputDecodeError on malformed input, with offsets counted from `start`.
+ */
+export function decodePgoutput(data: Buffer, start = 0): PgoutputMessage {
+  const tagByte = data[start];
   if (tagByte === undefined) throw new PgoutputDecodeError('unknown', 0, 'empty message');
   const tag = String.fromCharCode(tagByte);
   switch (tag) {
     case 'B':
-      return decodeBegin(new Cursor(data, 'Begin'));
+      return decodeBegin(new Cursor(data, start, 'Begin'));
     case 'C':
-      return decodeCommit(new Cursor(data, 'Commit'));
+      return decodeCommit(new Cursor(data, start, 'Commit'));
     case 'O':
-      return decodeOrigin(new Cursor(data, 'Origin'));
+      return decodeOrigin(new Cursor(data, start, 'Origin'));
     case 'R':
-      return decodeRelation(new Cursor(data, 'Relation'));
+      return decodeRelation(new Cursor(data, start, 'Relation'));
     case 'Y':
-      return decodeType(new Cursor(data, 'Type'));
+      return decodeType(new Cursor(data, start, 'Type'));
     case 'I':
-      return decodeInsert(new Cursor(data, 'Insert'));
+      return decodeInsert(new Cursor(data, start, 'Insert'));
     case 'U':
-      return decodeUpdate(new Cursor(data, 'Update'));
+      return decodeUpdate(new Cursor(data, start, 'Update'));
     case 'D':
-      return decodeDelete(new Cursor(data, 'Delete'));
+      return decodeDelete(new Cursor(data, start, 'Delete'));
     case 'T':
-      return decodeTruncate(new Cursor(data, 'Truncate'));
+      return decodeTruncate(new Cursor(data, start, 'Truncate'));
     case 'M':
-      return decodeLogicalMessage(new Cursor(data, 'Message'));
+      return decodeLogicalMessage(new Cursor(data, start, 'Message'));
   }
   const unsupported = unsupportedTags.get(tag);
   if (unsupported !== undefined) {
@@ -242,19 +246,30 @@ const cellBinary = 0x62; // 'b'
 /**
  * Reads big-endian fields, checking every length before Buffer reads so that a
  * malformed message fails as a PgoutputDecodeError naming where, never a RangeError.
+ * `offset` is absolute in the buffer; errors name it relative to the message start.
  */
 class Cursor {
   readonly #data: Buffer;
+  readonly #start: number;
   readonly #messageType: string;
-  offset = 1; // past the tag byte
+  offset: number;
+  /**
+   * The whole message as one-byte characters, made at the first text cell:
+   * an ASCII cell is then a substring of it, with no call into the runtime
+   * per cell (decoding each cell as UTF-8 on its own was the decoder's
+   * largest cost). Cells with other bytes are decoded as UTF-8.
+   */
+  #latin1: string | undefined;
 
-  constructor(data: Buffer, messageType: string) {
+  constructor(data: Buffer, start: number, messageType: string) {
     this.#data = data;
+    this.#start = start;
     this.#messageType = messageType;
+    this.offset = start + 1; // past the tag byte
   }
 
   fail(offset: number, problem: string): PgoutputDecodeError {
-    return new PgoutputDecodeError(this.#messageType, offset, problem);
+    return new PgoutputDecodeError(this.#messageType, offset - this.#start, problem);
   }
 
   /** Advances past `byteCount` bytes and returns where they start. */
@@ -319,6 +334,16 @@ class Cursor {
       throw this.fail(start, `expected tuple marker '${String.fromCharCode(marker)}'`);
   }
 
+  /** The UTF-8 text in bytes [start, end) of the message. */
+  #text(start: number, end: number): string {
+    const data = this.#data;
+    for (let index = start; index < end; index++) {
+      if ((data[index] as number) > 0x7f) return data.toString('utf8', start, end);
+    }
+    this.#latin1 ??= data.toString('latin1', this.#start);
+    return this.#latin1.substring(start - this.#start, end - this.#start);
+  }
+
   /** TupleData: an Int16 column count, then per column a kind byte and maybe a value. */
   tuple(): Tuple {
     const columnCount = this.uint16();
@@ -328,7 +353,7 @@ class Cursor {
       const kind = this.uint8();
       if (kind === cellText) {
         const start = this.#take(this.length());
-        cells.push(this.#data.toString('utf8', start, this.offset));
+        cells.push(this.#text(start, this.offset));
       } else if (kind === cellBinary) {
         cells.push(this.bytes(this.length()));
       } else if (kind === cellNull) {

@@ -7,17 +7,21 @@ import { EngineError } from '../../errors.ts';
 /** 2000-01-01T00:00:00Z, PostgreSQL's timestamp epoch, in microseconds since the Unix epoch. */
 export const postgresEpochUnixMicros = 946_684_800_000_000n;
 
-/** WAL data; for a logical slot, `data` holds one output plugin message (pgoutput). */
+/**
+ * WAL data; for a logical slot, `payload` holds one output plugin message
+ * (pgoutput) from `dataStart` on. The server's send time is not read: nothing
+ * uses it, and this is parsed once per row change.
+ */
 export interface XLogData {
   readonly tag: 'xlogData';
   /** Start of the WAL in this message. */
   readonly walStart: bigint;
   /** Current end of WAL on the server. */
   readonly walEnd: bigint;
-  /** Server clock at transmission, in microseconds since the Unix epoch. */
-  readonly serverTimeMicros: bigint;
-  /** A subarray of the input: it aliases the caller's buffer, no copy is made. */
-  readonly data: Buffer;
+  /** The CopyData payload as given: the data is read in place, without a copy or a view. */
+  readonly payload: Buffer;
+  /** Where the data starts in `payload`. */
+  readonly dataStart: number;
 }
 
 export interface PrimaryKeepalive {
@@ -44,8 +48,8 @@ export function parseReplicationMessage(payload: Buffer): ServerReplicationMessa
       tag: 'xlogData',
       walStart: payload.readBigUInt64BE(1),
       walEnd: payload.readBigUInt64BE(9),
-      serverTimeMicros: payload.readBigInt64BE(17) + postgresEpochUnixMicros,
-      data: payload.subarray(xlogDataHeaderLength),
+      payload,
+      dataStart: xlogDataHeaderLength,
     };
   }
   if (tag === 0x6b /* 'k' */) {

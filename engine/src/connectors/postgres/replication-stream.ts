@@ -156,9 +156,10 @@ export class ReplicationStream implements ChangeStream {
       if (message.replyRequested) this.#sendStatus(false);
       return { tag: 'keepalive', walEnd: message.walEnd };
     }
+    const { payload, dataStart } = message;
     const skipBefore = this.#skipBefore;
     if (skipBefore) {
-      const tag = message.data[0] ?? 0;
+      const tag = payload[dataStart] ?? 0;
       // Only the tag and the WAL position are read: a row's cells are never
       // decoded (most of the cost of reading a change) for a change left out.
       if (this.#skipping && rowChangeTags.has(tag) && message.walStart < skipBefore.changeLsn)
@@ -168,12 +169,12 @@ export class ReplicationStream implements ChangeStream {
         this.#skipBefore = undefined;
       }
       if (tag === beginTag) {
-        const begin = decodePgoutput(message.data);
+        const begin = decodePgoutput(payload, dataStart);
         this.#skipping = begin.tag === 'begin' && begin.finalLsn === skipBefore.commitLsn;
         return { tag: 'change', walStart: message.walStart, message: begin };
       }
     }
-    return { tag: 'change', walStart: message.walStart, message: decodePgoutput(message.data) };
+    return { tag: 'change', walStart: message.walStart, message: decodePgoutput(payload, dataStart) };
   }
 
   /** The server's WAL end as it last reported it (0 until it has). */
