@@ -11,7 +11,6 @@ import { formatTableName } from '../../resources/mirror.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import { classifyPgError } from '../classify/index.ts';
 import { coalesceChanges } from '../coalesce.ts';
-import { copyNull, escapeCopyText, textArrayLiteral } from '../copy-text.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
 import {
   type ChangeBatch,
@@ -19,13 +18,13 @@ import {
   type DestinationTable,
   isUnchangedToast,
   keyIndexes,
-  type RowChange,
   type RowImage,
   type SourceColumn,
   type TableChanges,
 } from '../records.ts';
 import { openPostgresPool, type PgPool } from './connect.ts';
 import { copyChunks } from './copy-chunks.ts';
+import { insertedRows, rowLines, stageLines } from './copy-lines.ts';
 import {
   checkpointTable,
   createCheckpointTable,
@@ -422,54 +421,4 @@ export class PostgresDestination implements Destination {
       );
     }
   }
-}
-
-/** The new rows when every change is an insert (in change order), else undefined. */
-function insertedRows(changes: readonly RowChange[]): RowImage[] | undefined {
-  const rows: RowImage[] = [];
-  for (const change of changes) {
-    if (change.kind !== 'insert') return undefined;
-    rows.push(change.newRow);
-  }
-  return rows;
-}
-
-/** COPY text lines of whole rows, for the target table itself. */
-function* rowLines(table: DestinationTable, rows: readonly RowImage[]): Generator<string> {
-  for (const row of rows) yield `${rowFields(table, row)}\n`;
-}
-
-/** COPY text lines for the stage table: op, unchanged column names, then the row. */
-function* stageLines(
-  table: DestinationTable,
-  upserts: readonly RowImage[],
-  deletes: readonly RowImage[],
-): Generator<string> {
-  for (const row of deletes) yield `D\t${copyNull}\t${rowFields(table, row)}\n`;
-  for (const row of upserts) {
-    const unchanged: string[] = [];
-    for (let index = 0; index < row.length; index++) {
-      if (isUnchangedToast(row[index] ?? null)) unchanged.push(table.columns[index]?.name ?? '');
-    }
-    const unchangedField = unchanged.length > 0 ? escapeCopyText(textArrayLiteral(unchanged)) : copyNull;
-    yield `U\t${unchangedField}\t${rowFields(table, row)}\n`;
-  }
-}
-
-/** A row's fields in COPY text, tab-separated (built by concatenation: this runs for every row). */
-function rowFields(table: DestinationTable, row: RowImage): string {
-  let line = '';
-  for (let index = 0; index < table.columns.length; index++) {
-    const cell = row[index];
-    let field: string;
-    if (typeof cell === 'string') field = escapeCopyText(cell);
-    else if (cell === null || cell === undefined || isUnchangedToast(cell)) field = copyNull;
-    else
-      throw new EngineError(
-        'decode',
-        `binary tuple value in ${formatTableName(table.destination)}; text format expected`,
-      );
-    line = index === 0 ? field : `${line}\t${field}`;
-  }
-  return line;
 }
