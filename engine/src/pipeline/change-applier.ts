@@ -142,7 +142,9 @@ export class ChangeApplier {
         if (!this.#inTransaction && this.#builder.isEmpty) this.#acknowledgeWhenWritten(event.walEnd);
         continue;
       }
-      await this.#handle(event.message, event.walStart);
+      // Most changes need no wait (the batch neither opens nor fills): no promise is made for them.
+      const waiting = this.#handle(event.message, event.walStart);
+      if (waiting) await waiting;
     }
   }
 
@@ -218,8 +220,15 @@ export class ChangeApplier {
     return startLsn !== undefined && this.#transaction.commitLsn < startLsn ? undefined : tracked;
   }
 
-  async #addChange(table: DestinationTable, change: RowChange, lsn: bigint): Promise<void> {
-    if (this.#builder.add(table, change, lsn, Date.now(), this.#cursor.position)) {
+  /** Buffers a change; returns a promise only when the batch opened (recorded in the catalog) or is full (cut). */
+  #addChange(table: DestinationTable, change: RowChange, lsn: bigint): Promise<void> | undefined {
+    const opened = this.#builder.add(table, change, lsn, Date.now(), this.#cursor.position);
+    if (!opened && !this.#builder.isFull) return undefined;
+    return this.#afterAdd(opened, lsn);
+  }
+
+  async #afterAdd(opened: boolean, lsn: bigint): Promise<void> {
+    if (opened) {
       this.#lastAssignedBatchId += 1n;
       this.#currentBatchId = this.#lastAssignedBatchId;
       await this.#options.batches.startBatch(this.#options.mirror, {
@@ -263,7 +272,19 @@ export class ChangeApplier {
     }
   }
 
-  async #handle(message: SourceMessage, lsn: bigint): Promise<void> {
+  async #addTruncates(
+    relationIds: readonly number[],
+    transaction: SourceTransaction,
+    lsn: bigint,
+  ): Promise<void> {
+    for (const relationId of relationIds) {
+      const tracked = this.#target(relationId);
+      if (tracked) await this.#addChange(tracked.table, { kind: 'truncate', transaction }, lsn);
+    }
+  }
+
+  /** Handles one message; returns a promise when the caller must wait for it before the next. */
+  #handle(message: SourceMessage, lsn: bigint): Promise<void> | undefined {
     const transaction = this.#transaction;
     switch (message.tag) {
       case 'begin':
@@ -277,12 +298,12 @@ export class ChangeApplier {
         };
         this.#resuming = this.#cursor.begin(message.finalLsn) && !this.#skipTransaction;
         if (this.#resuming) {
-          await this.#options.log(
+          return this.#options.log(
             'INFO',
             `resuming the transaction that commits at ${formatLsn(message.finalLsn)}: its changes up to ${formatLsn(this.#options.checkpoint.transactionPosition?.changeLsn ?? 0n)} are at the destination already and are skipped`,
           );
         }
-        return;
+        return undefined;
       case 'commit':
         this.#inTransaction = false;
         this.#resuming = false;
@@ -295,19 +316,17 @@ export class ChangeApplier {
         return;
       case 'relation': {
         const change = this.#relations.observe(message);
-        if (change) await this.#applySchemaChange(change, message);
-        return;
+        return change ? this.#applySchemaChange(change, message) : undefined;
       }
       case 'insert': {
         if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
-        await this.#addChange(
+        return this.#addChange(
           tracked.table,
           { kind: 'insert', transaction, newRow: project(message.newTuple, tracked) },
           lsn,
         );
-        return;
       }
       case 'update': {
         if (this.#isDurable(lsn)) return;
@@ -316,8 +335,7 @@ export class ChangeApplier {
         const old = message.oldTuple ?? message.keyTuple;
         const oldRow = old ? project(old, tracked) : null;
         const newRow = fillFromOld(project(message.newTuple, tracked), message.oldTuple ? oldRow : null);
-        await this.#addChange(tracked.table, { kind: 'update', transaction, oldKey: oldRow, newRow }, lsn);
-        return;
+        return this.#addChange(tracked.table, { kind: 'update', transaction, oldKey: oldRow, newRow }, lsn);
       }
       case 'delete': {
         if (this.#isDurable(lsn)) return;
@@ -329,20 +347,15 @@ export class ChangeApplier {
             'replica_identity',
             `delete without a key in ${formatTableName(tracked.table.source)}`,
           );
-        await this.#addChange(
+        return this.#addChange(
           tracked.table,
           { kind: 'delete', transaction, oldKey: project(old, tracked) },
           lsn,
         );
-        return;
       }
       case 'truncate':
         if (this.#isDurable(lsn)) return;
-        for (const relationId of message.relationIds) {
-          const tracked = this.#target(relationId);
-          if (tracked) await this.#addChange(tracked.table, { kind: 'truncate', transaction }, lsn);
-        }
-        return;
+        return this.#addTruncates(message.relationIds, transaction, lsn);
       case 'origin':
       case 'type':
       case 'message':
