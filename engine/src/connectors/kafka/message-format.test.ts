@@ -24,6 +24,24 @@ const transaction: SourceTransaction = {
 };
 
 describe('default message format', () => {
+  it("writes each change with its own transaction's LSN and commit time, transactions interleaved or not", () => {
+    const format = tableFormat(table);
+    const later: SourceTransaction = {
+      xid: 902,
+      commitLsn: 0x2_0000_0010n,
+      commitTimeMicros: 1_700_000_001_000_000n,
+    };
+    const insert = (of: SourceTransaction) =>
+      changeRecord(format, { kind: 'insert', transaction: of, newRow: ['1', 'eu', '1.00', null] }).document;
+    for (const of of [transaction, transaction, later, transaction, later]) {
+      expect(insert(of)).toMatchObject({
+        xid: of.xid,
+        lsn: of === transaction ? '1/A0' : '2/10',
+        commit_time: of === transaction ? '2023-11-14T22:13:20.000001Z' : '2023-11-14T22:13:21Z',
+      });
+    }
+  });
+
   it('renders typed values losslessly', () => {
     expect(renderText({ kind: 'int64' }, '9223372036854775807')).toBe('9223372036854775807');
     expect(renderText({ kind: 'int32' }, '-42')).toBe(-42);

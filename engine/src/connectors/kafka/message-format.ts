@@ -70,6 +70,8 @@ export interface ChangeRecord {
 /** What the destination needs about a table, computed once per DestinationTable. */
 export interface TableFormat {
   readonly table: DestinationTable;
+  /** The document's `source`: one object for every record of the table. */
+  readonly source: RecordDocument['source'];
   readonly topic: string;
   readonly types: readonly ColumnType[];
   readonly keyIndexes: readonly number[];
@@ -82,6 +84,7 @@ export function tableFormat(table: DestinationTable): TableFormat {
   if (!format) {
     format = {
       table,
+      source: { schema: table.source.schema, table: table.source.table },
       topic: defaultTopicName(table.destination),
       // No catalog here: enums, domains and extension types become unknown_text (their text).
       types: table.columns.map((column) => pgColumnType(column.typeOid, column.typeModifier)),
@@ -138,6 +141,24 @@ export function changeRecord(format: TableFormat, change: RowChange): ChangeReco
   }
 }
 
+/**
+ * The last transaction's LSN and commit time as the document writes them:
+ * every change of a transaction shares them, so they are rendered once per
+ * transaction rather than for each of its changes.
+ */
+let renderedTransaction: { transaction: SourceTransaction; lsn: string; commitTime: string } | undefined;
+
+function transactionFields(transaction: SourceTransaction): { lsn: string; commitTime: string } {
+  if (renderedTransaction?.transaction !== transaction) {
+    renderedTransaction = {
+      transaction,
+      lsn: formatLsn(transaction.commitLsn),
+      commitTime: isoTimestamp(transaction.commitTimeMicros, 'Z'),
+    };
+  }
+  return renderedTransaction;
+}
+
 function document(
   format: TableFormat,
   kind: RecordKind,
@@ -146,12 +167,13 @@ function document(
   after: Row | null,
   unchanged: readonly string[],
 ): RecordDocument {
+  const rendered = transaction ? transactionFields(transaction) : undefined;
   return {
     kind,
-    source: { schema: format.table.source.schema, table: format.table.source.table },
+    source: format.source,
     target: format.topic,
-    lsn: transaction ? formatLsn(transaction.commitLsn) : null,
-    commit_time: transaction ? isoTimestamp(transaction.commitTimeMicros, 'Z') : null,
+    lsn: rendered ? rendered.lsn : null,
+    commit_time: rendered ? rendered.commitTime : null,
     xid: transaction ? transaction.xid : null,
     old: before,
     new: after,
@@ -221,6 +243,8 @@ export function renderText(type: ColumnType, text: string): Rendered {
       return `${match[1]}T${match[2]}${match[3] ?? ''}${match[4] ? 'Z' : ''}`;
     }
   }
+  // PostgreSQL prints a bigint canonically, and JSON carries it as a string: its text is its rendering.
+  if (type.kind === 'int64') return text;
   if (type.kind === 'array') return visitArray(type.element, parseTextValue(type, text), renderers);
   return visitScalar(type, parseTextValue(type, text), renderers);
 }
