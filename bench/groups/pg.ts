@@ -112,6 +112,20 @@ async function snapshotFigures(source: TestDatabase, catalog: Catalog) {
 
 type Phase = 'insert' | 'update' | 'delete';
 
+/**
+ * Tributary runs twice per phase: with the interface's default batching (a
+ * batch closes at max_batch_size or after idle_timeout_seconds, so the last
+ * batch of a drained backlog waits up to a second) and with `streaming` (a
+ * batch also closes once the stream has nothing more buffered).
+ */
+type CdcSystem = 'native' | 'tributary' | 'streaming';
+interface Drain {
+  readonly target: TestDatabase;
+  readonly destination: PostgresDestination;
+  readonly slotName: string;
+  readonly spec: ReturnType<typeof mirrorSpec>;
+}
+
 async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
   const table = `cdc_${round}`;
   const marker = `marker_${round}`;
@@ -120,16 +134,16 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
   await source.client.query(`CREATE TABLE ${marker} (${markerColumns})`);
   await source.client.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}, ${marker}`);
   const nativeTarget = await targetDatabase('bench_pgcdc_native');
-  const tributaryTarget = await targetDatabase('bench_pgcdc_tributary');
   // tributaryCpuMicros: this process's CPU during Tributary's drain (the
   // engine runs in it), robust to the load where wall clock is not.
-  const seconds: Record<Phase, { native: number; tributary: number; tributaryCpuMicros: number }> = {
-    insert: { native: 0, tributary: 0, tributaryCpuMicros: 0 },
-    update: { native: 0, tributary: 0, tributaryCpuMicros: 0 },
-    delete: { native: 0, tributary: 0, tributaryCpuMicros: 0 },
+  const emptySeconds = () => ({ native: 0, tributary: 0, streaming: 0, tributaryCpuMicros: 0 });
+  const seconds: Record<Phase, Record<CdcSystem | 'tributaryCpuMicros', number>> = {
+    insert: emptySeconds(),
+    update: emptySeconds(),
+    delete: emptySeconds(),
   };
   let subscription: Subscription | undefined;
-  const destination = postgresDestination(tributaryTarget, 'bench-cdc');
+  const drains: Partial<Record<'tributary' | 'streaming', Drain>> = {};
   try {
     await nativeTarget.client.query(`CREATE TABLE ${table} (${tableColumns})`);
     await nativeTarget.client.query(`CREATE TABLE ${marker} (${markerColumns})`);
@@ -145,15 +159,26 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
       { sourceTable: marker, destinationTable: marker },
     ];
     const tables = await destinationTables(source, moves);
-    await destination.setupTables(tables);
-    const slotName = uniqueName('bench_tributary_cdc');
-    await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slotName]);
-    const spec = mirrorSpec({
-      name: uniqueName('bench-pg-cdc').replace(/_/g, '-'),
-      tableMappings: mappings(moves),
-      doInitialSnapshot: false,
-      idleTimeoutSeconds: 1,
-    });
+    for (const variant of ['tributary', 'streaming'] as const) {
+      const target = await targetDatabase(`bench_pgcdc_${variant}`);
+      const destination = postgresDestination(target, `bench-cdc-${variant}`);
+      drains[variant] = {
+        target,
+        destination,
+        slotName: uniqueName(`bench_${variant}_cdc`),
+        spec: mirrorSpec({
+          name: uniqueName(`bench-pg-cdc-${variant}`).replace(/_/g, '-'),
+          tableMappings: mappings(moves),
+          doInitialSnapshot: false,
+          idleTimeoutSeconds: 1,
+          streaming: variant === 'streaming',
+        }),
+      };
+      await destination.setupTables(tables);
+      await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [
+        drains[variant]?.slotName,
+      ]);
+    }
 
     const phases: [Phase, () => Promise<void>][] = [
       ['insert', () => insertRows(source.client, table, rows)],
@@ -164,7 +189,7 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
       await write();
       await source.client.query(`INSERT INTO ${marker} (id) VALUES (${index + 1})`);
       const expected = await fingerprint(source.client, table);
-      for (const system of alternate(['native', 'tributary'] as const, round)) {
+      for (const system of alternate(['native', 'tributary', 'streaming'] as const, round)) {
         if (system === 'native') {
           const sub = subscription;
           [seconds[phase].native] = await timed(async () => {
@@ -178,29 +203,34 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
           await sub.disable();
           expectSame(`pg cdc ${phase} native`, expected, await fingerprint(nativeTarget.client, table));
         } else {
+          const drain = drains[system] as Drain;
           const cpuBefore = process.cpuUsage();
-          seconds[phase].tributary = await cdcUntil(
+          seconds[phase][system] = await cdcUntil(
             source,
             catalog,
-            destination,
-            spec,
-            { slotName, publicationName: publication, tables },
-            () => markerVisible(tributaryTarget, marker, index + 1),
+            drain.destination,
+            drain.spec,
+            { slotName: drain.slotName, publicationName: publication, tables },
+            () => markerVisible(drain.target, marker, index + 1),
           );
           const cpu = process.cpuUsage(cpuBefore);
-          seconds[phase].tributaryCpuMicros = cpu.user + cpu.system;
-          expectSame(`pg cdc ${phase} tributary`, expected, await fingerprint(tributaryTarget.client, table));
+          if (system === 'tributary') seconds[phase].tributaryCpuMicros = cpu.user + cpu.system;
+          expectSame(`pg cdc ${phase} ${system}`, expected, await fingerprint(drain.target.client, table));
         }
       }
+      const rate = (system: CdcSystem) => Math.round(rows / seconds[phase][system]);
       console.log(
-        `  pg cdc ${phase} round ${round + 1}: tributary ${Math.round(rows / seconds[phase].tributary)} rows/s, native ${Math.round(rows / seconds[phase].native)} rows/s`,
+        `  pg cdc ${phase} round ${round + 1}: tributary ${rate('tributary')} rows/s, streaming ${rate('streaming')} rows/s, native ${rate('native')} rows/s`,
       );
     }
   } finally {
-    await destination.close();
+    for (const drain of Object.values(drains)) {
+      await drain.destination.close();
+      await drain.target.drop();
+      await source.client.query(`SELECT pg_drop_replication_slot($1)`, [drain.slotName]).catch(() => {});
+    }
     await subscription?.drop().catch(() => {});
     await nativeTarget.drop();
-    await tributaryTarget.drop();
     await source.client.query(`DROP PUBLICATION ${publication}`);
     await source.client.query(`DROP TABLE ${table}, ${marker}`);
   }
@@ -228,6 +258,12 @@ export async function runPostgresCdcGroup(catalog: Catalog): Promise<Record<stri
       figures[`pg_cdc_${phase}_vs_native`] = figure(
         'rows/s',
         perRound.map((seconds) => rows / seconds[phase].tributary),
+        'logical replication',
+        perRound.map((seconds) => rows / seconds[phase].native),
+      );
+      figures[`pg_cdc_${phase}_streaming_vs_native`] = figure(
+        'rows/s',
+        perRound.map((seconds) => rows / seconds[phase].streaming),
         'logical replication',
         perRound.map((seconds) => rows / seconds[phase].native),
       );
