@@ -56,7 +56,7 @@ async function tributaryRun(
   source: TestDatabase,
   catalog: Catalog,
   table: string,
-  mode: 'snapshot' | { slotName: string; publicationName: string },
+  mode: 'snapshot' | { slotName: string; publicationName: string; streaming: boolean },
 ): Promise<Run> {
   const topic = uniqueName(`bench-tributary-${table}`).replace(/_/g, '-');
   await createTopic(topic);
@@ -81,13 +81,14 @@ async function tributaryRun(
         tableMappings: mappings(moves),
         doInitialSnapshot: false,
         idleTimeoutSeconds: 1,
+        streaming: mode.streaming,
       });
       wallSeconds = await cdcUntil(
         source,
         catalog,
         destination,
         spec,
-        { ...mode, tables },
+        { slotName: mode.slotName, publicationName: mode.publicationName, tables },
         async () => (await messageCount(topic)) >= rows,
       );
     }
@@ -146,7 +147,9 @@ export async function runKafkaGroup(catalog: Catalog): Promise<Record<string, un
   const source = await sourceDatabase('bench_kafka_src');
   const runs = {
     snapshot: { tributary: [] as Run[], debezium: [] as Run[] },
-    cdc: { tributary: [] as Run[], debezium: [] as Run[] },
+    // streaming: Tributary with the `streaming` option (the default's last
+    // batch waits up to the idle timeout before it is sent).
+    cdc: { tributary: [] as Run[], streaming: [] as Run[], debezium: [] as Run[] },
   };
   const debeziumPeakRssMiB: number[] = [];
   try {
@@ -175,15 +178,23 @@ export async function runKafkaGroup(catalog: Catalog): Promise<Record<string, un
       const publicationName = `${table}_pub`;
       await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
       await source.client.query(`CREATE PUBLICATION ${publicationName} FOR TABLE ${table}`);
-      const slots = { tributary: uniqueName('bench_trib_kcdc'), debezium: uniqueName('bench_dbz_kcdc') };
+      const slots = {
+        tributary: uniqueName('bench_trib_kcdc'),
+        streaming: uniqueName('bench_strm_kcdc'),
+        debezium: uniqueName('bench_dbz_kcdc'),
+      };
       for (const slot of Object.values(slots)) {
         await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slot]);
       }
       await insertRows(source.client, table, rows);
-      for (const system of alternate(['debezium', 'tributary'] as const, round)) {
-        if (system === 'tributary') {
-          runs.cdc.tributary.push(
-            await tributaryRun(source, catalog, table, { slotName: slots.tributary, publicationName }),
+      for (const system of alternate(['debezium', 'tributary', 'streaming'] as const, round)) {
+        if (system !== 'debezium') {
+          runs.cdc[system].push(
+            await tributaryRun(source, catalog, table, {
+              slotName: slots[system],
+              publicationName,
+              streaming: system === 'streaming',
+            }),
           );
         } else {
           const result = await debeziumRun(
@@ -218,6 +229,12 @@ export async function runKafkaGroup(catalog: Catalog): Promise<Record<string, un
     kafka_cdc_vs_debezium: figure(
       'rows/s',
       rate(runs.cdc.tributary),
+      'Debezium Server',
+      rate(runs.cdc.debezium),
+    ),
+    kafka_cdc_streaming_vs_debezium: figure(
+      'rows/s',
+      rate(runs.cdc.streaming),
       'Debezium Server',
       rate(runs.cdc.debezium),
     ),
