@@ -12,6 +12,7 @@ import { WorkQueue } from '../../../engine/src/control/work-queue.ts';
 import { EngineMetrics } from '../../../engine/src/observability/engine-metrics.ts';
 import { secureDataDirectory } from './data-dir.ts';
 import { EmbeddedStore } from './embedded-store.ts';
+import { initialiseDataDirectory } from './initdb-process.ts';
 import type { PeerSecretFiles } from './peer-secret-files.ts';
 
 /** The embedded database's shared_buffers (docs/startup.md, Memory). */
@@ -45,21 +46,37 @@ export interface ControlPlane {
   close(): Promise<void>;
 }
 
-export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
-  if (!options.dataDir.startsWith('memory://')) {
-    const changed = secureDataDirectory(options.dataDir);
-    if (changed > 0) {
-      options.logger.warn(
-        { dataDir: options.dataDir, entries: changed },
-        'data directory was readable by others: set it to 0700 and its files to 0600',
-      );
-    }
+/** Makes the data directory private and, on a first start, initialises it (initdb-process.ts). */
+async function prepareDataDirectory(dataDir: string, startParams: string[], logger: Logger): Promise<void> {
+  const changed = secureDataDirectory(dataDir);
+  if (changed > 0) {
+    logger.warn(
+      { dataDir, entries: changed },
+      'data directory was readable by others: set it to 0700 and its files to 0600',
+    );
   }
-  const database = await PGlite.create(options.dataDir, {
-    // The catalog is small (resources, batches, logs): 16 MB of buffers hold it,
-    // and the default 128 MB became ~140 MiB of resident memory once touched.
-    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${catalogSharedBuffers}`],
-  });
+  const initdb = await initialiseDataDirectory(dataDir, { startParams });
+  if (!initdb) return;
+  logger.info(
+    {
+      dataDir,
+      durationMs: initdb.durationMs,
+      ...(initdb.childPeakRssKiB === undefined
+        ? {}
+        : { initdbPeakRssMiB: Math.round(initdb.childPeakRssKiB / 1024) }),
+    },
+    'data directory initialised by a child process',
+  );
+}
+
+export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
+  // The catalog is small (resources, batches, logs): 16 MB of buffers hold it,
+  // and the default 128 MB became ~140 MiB of resident memory once touched.
+  const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${catalogSharedBuffers}`];
+  if (!options.dataDir.startsWith('memory://')) {
+    await prepareDataDirectory(options.dataDir, startParams, options.logger);
+  }
+  const database = await PGlite.create(options.dataDir, { startParams });
   const catalog = new PostgresCatalog(database);
   const store = new EmbeddedStore(database, options.peerSecretFiles);
   await catalog.migrate();
