@@ -14,6 +14,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { initdbWorkDirectoryPrefix, initialiseDataDirectory, isInitialised } from './initdb-process.ts';
 
 const startParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
+/** A real initdb takes seconds of CPU (about 3 s on a calm 2-core machine): more than the unit default of 5 s on a busy one. */
+const realInitdb = { timeout: 60_000 };
 
 /** The work directories (of this or earlier attempts) in `dataDir`. */
 function workDirectories(dataDir: string): string[] {
@@ -49,49 +51,57 @@ describe('initialiseDataDirectory', () => {
     return path;
   }
 
-  it('initialises a fresh directory in a child process, then the service opens it as an existing one', async () => {
-    // `make start` writes the API password into the data directory before the first start.
-    writeFileSync(join(dataDir, 'api-password'), 'secret');
+  it(
+    'initialises a fresh directory in a child process, then the service opens it as an existing one',
+    realInitdb,
+    async () => {
+      // `make start` writes the API password into the data directory before the first start.
+      writeFileSync(join(dataDir, 'api-password'), 'secret');
 
-    const outcome = await initialiseDataDirectory(dataDir, { startParams });
+      const outcome = await initialiseDataDirectory(dataDir, { startParams });
 
-    expect(outcome?.childPeakRssKiB).toBeGreaterThan(0);
-    expect(isInitialised(dataDir)).toBe(true);
-    expect(workDirectories(dataDir)).toEqual([]);
-    expect(readFileSync(join(dataDir, 'api-password'), 'utf8')).toBe('secret');
-    // Initialised now: no second child.
-    await expect(initialiseDataDirectory(dataDir, { startParams })).resolves.toBeUndefined();
-    expect(await openAndQuery(dataDir)).toBe(42);
-  });
+      expect(outcome?.childPeakRssKiB).toBeGreaterThan(0);
+      expect(isInitialised(dataDir)).toBe(true);
+      expect(workDirectories(dataDir)).toEqual([]);
+      expect(readFileSync(join(dataDir, 'api-password'), 'utf8')).toBe('secret');
+      // Initialised now: no second child.
+      await expect(initialiseDataDirectory(dataDir, { startParams })).resolves.toBeUndefined();
+      expect(await openAndQuery(dataDir)).toBe(42);
+    },
+  );
 
-  it('leaves the directory fresh when the child is killed half-way, and the next start initialises it', async () => {
-    // Killed after writing PG_VERSION and part of the database into its work directory.
-    const killedChild = fakeChild(
-      'killed-child.mjs',
-      `import { mkdirSync, writeFileSync } from 'node:fs';
+  it(
+    'leaves the directory fresh when the child is killed half-way, and the next start initialises it',
+    realInitdb,
+    async () => {
+      // Killed after writing PG_VERSION and part of the database into its work directory.
+      const killedChild = fakeChild(
+        'killed-child.mjs',
+        `import { mkdirSync, writeFileSync } from 'node:fs';
        import { join } from 'node:path';
        const directory = process.argv[2];
        writeFileSync(join(directory, 'PG_VERSION'), '17\\n');
        mkdirSync(join(directory, 'base'));
        process.kill(process.pid, 'SIGKILL');`,
-    );
-    // What earlier attempts left behind: a start killed with its child, one killed while moving entries into place.
-    mkdirSync(join(dataDir, `${initdbWorkDirectoryPrefix}1`));
-    writeFileSync(join(dataDir, `${initdbWorkDirectoryPrefix}1`, 'PG_VERSION'), '17\n');
-    mkdirSync(join(dataDir, 'global'));
-    writeFileSync(join(dataDir, 'global', 'half-moved'), '');
+      );
+      // What earlier attempts left behind: a start killed with its child, one killed while moving entries into place.
+      mkdirSync(join(dataDir, `${initdbWorkDirectoryPrefix}1`));
+      writeFileSync(join(dataDir, `${initdbWorkDirectoryPrefix}1`, 'PG_VERSION'), '17\n');
+      mkdirSync(join(dataDir, 'global'));
+      writeFileSync(join(dataDir, 'global', 'half-moved'), '');
 
-    await expect(initialiseDataDirectory(dataDir, { startParams, childModule: killedChild })).rejects.toThrow(
-      /initdb process was stopped by SIGKILL/,
-    );
-    expect(isInitialised(dataDir)).toBe(false);
-    expect(workDirectories(dataDir)).toEqual([`${initdbWorkDirectoryPrefix}${process.pid}`]);
+      await expect(
+        initialiseDataDirectory(dataDir, { startParams, childModule: killedChild }),
+      ).rejects.toThrow(/initdb process was stopped by SIGKILL/);
+      expect(isInitialised(dataDir)).toBe(false);
+      expect(workDirectories(dataDir)).toEqual([`${initdbWorkDirectoryPrefix}${process.pid}`]);
 
-    await initialiseDataDirectory(dataDir, { startParams });
-    expect(existsSync(join(dataDir, 'global', 'half-moved'))).toBe(false);
-    expect(workDirectories(dataDir)).toEqual([]);
-    expect(await openAndQuery(dataDir)).toBe(42);
-  });
+      await initialiseDataDirectory(dataDir, { startParams });
+      expect(existsSync(join(dataDir, 'global', 'half-moved'))).toBe(false);
+      expect(workDirectories(dataDir)).toEqual([]);
+      expect(await openAndQuery(dataDir)).toBe(42);
+    },
+  );
 
   it("reports a failing child's exit code and the end of its stderr", async () => {
     const failingChild = fakeChild(
