@@ -302,6 +302,7 @@ describe('V8 flags of a role', () => {
         const commandLine = await standaloneCommandLine(entry);
         expect(commandLine.slice(1)).toEqual([
           '--liftoff-only',
+          '--optimize-for-size',
           join(repoRoot, 'bin', entry),
           'standalone',
           '--data-dir',
@@ -317,5 +318,12 @@ describe('V8 flags of a role', () => {
     const commandLine = await standaloneCommandLine('tributary.js', ['--no-liftoff-only']);
     expect(commandLine).toContain('--no-liftoff-only');
     expect(commandLine).not.toContain('--liftoff-only');
+  });
+
+  it.skipIf(!procfs)('leaves V8 its heap growth to whoever asks with --no-optimize-for-size', async () => {
+    const commandLine = await standaloneCommandLine('tributary.js', ['--no-optimize-for-size']);
+    expect(commandLine).toContain('--no-optimize-for-size');
+    expect(commandLine).not.toContain('--optimize-for-size');
+    expect(commandLine).toContain('--liftoff-only');
   });
 });
