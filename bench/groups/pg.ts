@@ -6,6 +6,7 @@ import pino from 'pino';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
+import { ServerCpu } from '../lib/server-cpu.ts';
 import { sourceDatabase, targetDatabase, uniqueName } from '../lib/servers.ts';
 import { alternate, describe, type Figure, figure, summarize, timed, until } from '../lib/stats.ts';
 import {
@@ -142,6 +143,12 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
     update: emptySeconds(),
     delete: emptySeconds(),
   };
+  // CPU seconds of the source server (walsenders, the catalog's backends) and
+  // of the target server (the apply worker, or Tributary's destination
+  // backends) during each drain.
+  const serverSeconds = {} as Record<Phase, Record<CdcSystem, { source: number; target: number }>>;
+  const sourceCpu = await ServerCpu.of(source.client);
+  const targetCpu = await ServerCpu.of(nativeTarget.client);
   let subscription: Subscription | undefined;
   const drains: Partial<Record<'tributary' | 'streaming', Drain>> = {};
   try {
@@ -190,6 +197,14 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
       await source.client.query(`INSERT INTO ${marker} (id) VALUES (${index + 1})`);
       const expected = await fingerprint(source.client, table);
       for (const system of alternate(['native', 'tributary', 'streaming'] as const, round)) {
+        const cpuAtStart = { source: sourceCpu.seconds(), target: targetCpu.seconds() };
+        const serverCpuOfDrain = () => {
+          serverSeconds[phase] ??= {} as Record<CdcSystem, { source: number; target: number }>;
+          serverSeconds[phase][system] = {
+            source: sourceCpu.seconds() - cpuAtStart.source,
+            target: targetCpu.seconds() - cpuAtStart.target,
+          };
+        };
         if (system === 'native') {
           const sub = subscription;
           [seconds[phase].native] = await timed(async () => {
@@ -201,6 +216,7 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
             );
           });
           await sub.disable();
+          serverCpuOfDrain();
           expectSame(`pg cdc ${phase} native`, expected, await fingerprint(nativeTarget.client, table));
         } else {
           const drain = drains[system] as Drain;
@@ -214,6 +230,7 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
             () => markerVisible(drain.target, marker, index + 1),
           );
           const cpu = process.cpuUsage(cpuBefore);
+          serverCpuOfDrain();
           if (system === 'tributary') seconds[phase].tributaryCpuMicros = cpu.user + cpu.system;
           expectSame(`pg cdc ${phase} ${system}`, expected, await fingerprint(drain.target.client, table));
         }
@@ -234,7 +251,7 @@ async function cdcRound(source: TestDatabase, catalog: Catalog, round: number) {
     await source.client.query(`DROP PUBLICATION ${publication}`);
     await source.client.query(`DROP TABLE ${table}, ${marker}`);
   }
-  return seconds;
+  return { seconds, serverSeconds };
 }
 
 export async function runPostgresSnapshotGroup(catalog: Catalog): Promise<Record<string, Figure>> {
@@ -251,8 +268,9 @@ export async function runPostgresSnapshotGroup(catalog: Catalog): Promise<Record
 export async function runPostgresCdcGroup(catalog: Catalog): Promise<Record<string, unknown>> {
   const source = await sourceDatabase('bench_pgcdc_src');
   try {
-    const perRound: Awaited<ReturnType<typeof cdcRound>>[] = [];
-    for (let round = 0; round < rounds; round++) perRound.push(await cdcRound(source, catalog, round));
+    const measured: Awaited<ReturnType<typeof cdcRound>>[] = [];
+    for (let round = 0; round < rounds; round++) measured.push(await cdcRound(source, catalog, round));
+    const perRound = measured.map((round) => round.seconds);
     const figures: Record<string, Figure> = {};
     for (const phase of ['insert', 'update', 'delete'] as const) {
       figures[`pg_cdc_${phase}_vs_native`] = figure(
@@ -280,7 +298,32 @@ export async function runPostgresCdcGroup(catalog: Catalog): Promise<Record<stri
         .map(([phase, summary]) => `${phase} ${summary.median} (${summary.min}–${summary.max})`)
         .join(', ')} ns of the engine process's CPU a row`,
     );
-    return { ...figures, pg_cdc_engine_cpu_ns_per_row: engineCpu };
+    const serverCpu = Object.fromEntries(
+      (['insert', 'update', 'delete'] as const).map((phase) => [
+        phase,
+        Object.fromEntries(
+          (['native', 'tributary', 'streaming'] as const).map((system) => [
+            system,
+            Object.fromEntries(
+              (['source', 'target'] as const).map((side) => [
+                side,
+                summarize(measured.map((round) => (round.serverSeconds[phase][system][side] * 1e9) / rows)),
+              ]),
+            ),
+          ]),
+        ),
+      ]),
+    );
+    for (const [phase, systems] of Object.entries(serverCpu)) {
+      console.log(
+        `pg_cdc_server_cpu_ns_per_row     ${phase}: ${Object.entries(systems)
+          .map(
+            ([system, sides]) => `${system} source ${sides.source?.median}, target ${sides.target?.median}`,
+          )
+          .join('; ')} ns of the servers' CPU a row (medians)`,
+      );
+    }
+    return { ...figures, pg_cdc_engine_cpu_ns_per_row: engineCpu, pg_cdc_server_cpu_ns_per_row: serverCpu };
   } finally {
     await source.drop();
   }
