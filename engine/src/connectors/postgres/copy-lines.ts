@@ -40,7 +40,7 @@ export function* stageLines(
 }
 
 /** A row's fields in COPY text, tab-separated (built by concatenation: this runs for every row). */
-export function rowFields(table: DestinationTable, row: RowImage): string {
+function rowFields(table: DestinationTable, row: RowImage): string {
   let line = '';
   for (let index = 0; index < table.columns.length; index++) {
     const cell = row[index];
