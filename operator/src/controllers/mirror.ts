@@ -159,6 +159,10 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
         observedGeneration: generation,
       });
     };
+    // The facade's /api/v1/mirrors/status reads the pod problem from the
+    // catalog. Written before the status, so that once the resource shows a
+    // cause (or its end), the API already says the same.
+    if (pods) await catalog.setEngineProblem(mirror.name, podProblem?.message ?? null);
     await store.writeMirrorStatus(object, (status) => ({
       observedGeneration: generation,
       phase,
@@ -195,8 +199,6 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
     const target = { kind: 'Mirror' as const, name: mirror.name, uid: object.uid };
     if (pods) {
       this.#options.onPodProblem?.(mirror.name, podProblem?.reason);
-      // The facade's /api/v1/mirrors/status reads it from the catalog.
-      await catalog.setEngineProblem(mirror.name, podProblem?.message ?? null);
       // Once per cause, not on every crash of a loop (the message counts restarts).
       if (podProblem && previousReady?.reason !== podProblem.reason) {
         await events.record(target, 'Warning', podProblem.reason, podProblem.message);
