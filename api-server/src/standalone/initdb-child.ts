@@ -16,8 +16,9 @@ export interface InitdbChildReport {
 }
 
 // The parent went away (killed, or stopped while waiting): nobody will use the
-// directory, and the parent's next start removes it.
-process.on('disconnect', () => process.exit(1));
+// directory, and the parent's next start removes it. SIGKILL rather than
+// `process.exit`, which was once seen to hang for good here, leaving an orphan.
+process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'));
 
 const [directory, ...startParams] = process.argv.slice(2);
 if (!directory) throw new Error('usage: initdb-child.ts <directory> [start parameters]');

@@ -118,6 +118,24 @@ describe('initialiseDataDirectory', () => {
     expect(isInitialised(dataDir)).toBe(false);
   });
 
+  it('kills a child that reported but does not exit, and takes its report', { timeout: 30_000 }, async () => {
+    // A complete database, then the report, then a process that never ends.
+    const stuckChild = fakeChild(
+      'stuck-child.mjs',
+      `import { writeFileSync } from 'node:fs';
+       import { join } from 'node:path';
+       writeFileSync(join(process.argv[2], 'PG_VERSION'), '17\\n');
+       process.send({ peakRssKiB: 1234 });
+       setInterval(() => {}, 1000);`,
+    );
+
+    const outcome = await initialiseDataDirectory(dataDir, { startParams, childModule: stuckChild });
+
+    expect(outcome?.childPeakRssKiB).toBe(1234);
+    expect(isInitialised(dataDir)).toBe(true);
+    expect(workDirectories(dataDir)).toEqual([]);
+  });
+
   it('refuses a child that exits cleanly without writing a database', async () => {
     const idleChild = fakeChild('idle-child.mjs', '');
 

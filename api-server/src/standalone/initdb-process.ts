@@ -37,6 +37,13 @@ const versionFileName = 'PG_VERSION';
 export const initdbWorkDirectoryPrefix = '.initdb-in-progress.';
 /** How much of the child's stderr an error quotes (the end, where the reason is). */
 const stderrTailLength = 4000;
+/**
+ * How long a child that has sent its report may take to exit before it is
+ * killed. Its report comes after the database was closed, so the directory is
+ * complete; a first start was once seen to hang for good in the child's
+ * `process.exit` (every thread waiting, the parent waiting on it).
+ */
+const exitAfterReportMs = 3000;
 
 const defaultChildModule = fileURLToPath(new URL('./initdb-child.ts', import.meta.url));
 
@@ -101,26 +108,35 @@ function moveIntoPlace(workDirectory: string, dataDir: string): void {
 /**
  * Forks `module` with the service's own Node flags (fork's default execArgv:
  * standalone mode's --liftoff-only, which keeps TurboFan's compiler memory out
- * of initdb too) and resolves with its report once it exits with code 0.
+ * of initdb too) and resolves with its report once it exits with code 0, or
+ * once it is killed for not exiting within `exitAfterReportMs` of its report.
  */
 function runChild(module: string, args: readonly string[]): Promise<InitdbChildReport | undefined> {
   return new Promise((resolve, reject) => {
     const child = fork(module, args, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     let report: InitdbChildReport | undefined;
+    let killedAfterReport = false;
     let stderrTail = '';
     // PGlite's own output would go into the service's log stream otherwise.
     child.stdout?.resume();
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
       stderrTail = (stderrTail + chunk).slice(-stderrTailLength);
     });
+    let exitDeadline: NodeJS.Timeout | undefined;
     child.on('message', (message) => {
       report = message as InitdbChildReport;
+      exitDeadline ??= setTimeout(() => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        killedAfterReport = true;
+        child.kill('SIGKILL');
+      }, exitAfterReportMs);
     });
     child.on('error', (error) =>
       reject(new Error(`initialising the data directory: could not start ${module}`, { cause: error })),
     );
     child.on('close', (code, signal) => {
-      if (code === 0) return resolve(report);
+      clearTimeout(exitDeadline);
+      if (code === 0 || (killedAfterReport && report)) return resolve(report);
       const ending = signal ? `was stopped by ${signal}` : `exited with code ${code}`;
       const output = stderrTail.trim();
       reject(
