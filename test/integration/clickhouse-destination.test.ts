@@ -6,9 +6,11 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { checkAnalyticsPeer } from '../../engine/src/connectors/clickhouse/check.ts';
 import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/destination.ts';
+import { TabSeparatedRows } from '../../engine/src/connectors/clickhouse/tab-separated.ts';
+import { copyTextRowBatches } from '../../engine/src/connectors/copy-text.ts';
 import {
   type ChangeBatch,
   type DestinationTable,
@@ -17,8 +19,10 @@ import {
   type SourceColumn,
   unchangedToast,
 } from '../../engine/src/connectors/records.ts';
+import { createSource } from '../../engine/src/connectors/registry.ts';
 import type { TableMapping } from '../../engine/src/resources/mirror.ts';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
+import { createTestDatabase } from '../support/databases.ts';
 
 const engines = clickhouseEngines;
 
@@ -279,6 +283,110 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
       expect(await destination.readCheckpoint(mirror)).toBeUndefined();
     } finally {
       await destination.close();
+    }
+  });
+
+  it("loads PostgreSQL's real COPY output as TabSeparated into the same values as RowBinary", async () => {
+    // Every column has a TabSeparated rule (tab-separated.ts); the nn_ columns
+    // are declared NOT NULL here but hold NULLs at the source: the type's zero.
+    const pgColumns = `id bigint PRIMARY KEY, i2 smallint, i4 int, amount numeric(12,2), note text,
+      doc json, u uuid, ts timestamptz, lt timestamp, nn_note text, nn_amount numeric(12,2), nn_ts timestamptz`;
+    const columns = [
+      column('id', 20, 'bigint', { notNull: true }),
+      column('i2', 21, 'smallint'),
+      column('i4', 23, 'integer'),
+      column('amount', 1700, 'numeric(12,2)', { typeModifier: numericModifier(12, 2) }),
+      column('note', 25, 'text'),
+      column('doc', 114, 'json'),
+      column('u', 2950, 'uuid'),
+      column('ts', 1184, 'timestamp with time zone'),
+      column('lt', 1114, 'timestamp without time zone'),
+      column('nn_note', 25, 'text', { notNull: true }),
+      column('nn_amount', 1700, 'numeric(12,2)', { typeModifier: numericModifier(12, 2), notNull: true }),
+      column('nn_ts', 1184, 'timestamp with time zone', { notNull: true }),
+    ];
+    // Every escape COPY writes, and a backslash before N that is not NULL.
+    const note = 'tab\there\nnew\\back\rcr\bbs\ffeed\vvt é 日本 \\N';
+    const doc = '{"a": "x\\ty"}';
+    const source = await createTestDatabase('chtsv');
+    const reader = createSource({ kind: 'relational', config: source.config }, { mirror: 'tsv' });
+    const destination = newDestination();
+    const viaTsv = table('via_tsv', columns);
+    const viaRowBinary = table('via_rowbinary', columns);
+    const lines = vi.spyOn(TabSeparatedRows.prototype, 'writeLines');
+    try {
+      await source.client.query(`CREATE TABLE items (${pgColumns})`);
+      await source.client.query(
+        `INSERT INTO items VALUES
+        (1, 1, 1, 12.30, $1, $2,
+         'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '2024-02-29 23:59:59.123456+00', '2024-02-29 23:59:59.5',
+         'x', 1.5, '2024-01-01 00:00:00+00'),
+        (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+        (3, -32768, 2147483647, 'NaN', '', '[]', NULL, 'infinity', '-infinity', '', 0, 'infinity'),
+        (4, 32767, -2147483648, -9999999999.99, 'N', 'null', NULL, '1800-01-01 00:00:00+00',
+         '0044-03-15 12:00:00 BC', NULL, -0.01, '1969-12-31 23:59:59.999999+00'),
+        (5, 0, 0, 0.5, 'x', '{}', NULL, '2300-06-01 12:00:00.000001+00', '1969-12-31 23:59:59.999999',
+         NULL, NULL, '1901-01-01 00:00:00+00'),
+        (9223372036854775807, 0, 0, 0, 'last', '1', NULL, '2255-06-01 00:00:00+00', '2299-12-31 23:59:59.999999',
+         'y', 2, '-infinity')`,
+        [note, doc],
+      );
+      await destination.setupTables([viaTsv, viaRowBinary]);
+      const snapshot = await reader.openSnapshotReader(null);
+      const copyRows: (string | null)[][] = [];
+      try {
+        const whole = { fromPage: 0, toPage: null };
+        const names = columns.map((each) => each.name);
+        const items = { schema: 'public', table: 'items' };
+        expect(
+          await snapshot.copyPartition(items, names, whole, (copy) =>
+            destination.writeSnapshotPartition(viaTsv, copy),
+          ),
+        ).toBe(6);
+        await snapshot.copyPartition(items, names, whole, async (copy) => {
+          for await (const batchRows of copyTextRowBatches(copy)) copyRows.push(...batchRows);
+          return copyRows.length;
+        });
+      } finally {
+        await snapshot.close();
+      }
+      expect(lines).toHaveBeenCalled();
+      // The same rows through the RowBinary encoders: a change batch.
+      await destination.syncBatch(
+        batch(
+          `tsv-${randomBytes(3).toString('hex')}`,
+          1n,
+          viaRowBinary,
+          copyRows.map((row) => insert(...row)),
+        ),
+      );
+      const select = columns
+        .map((each) =>
+          each.name === 'note' || each.name === 'doc' ? `hex(${each.name})` : `toString(${each.name})`,
+        )
+        .map((expression, index) => `${expression} AS c${index}`)
+        .join(', ');
+      const loaded = await rows('via_tsv', select, 'id');
+      expect(loaded).toEqual(await rows('via_rowbinary', select, 'id'));
+      // And what the values are, so that both formats cannot be wrong alike.
+      const first = loaded[0] as Record<string, string>;
+      expect(Buffer.from(first.c4 ?? '', 'hex').toString()).toBe(note);
+      expect(Buffer.from(first.c5 ?? '', 'hex').toString()).toBe(doc);
+      expect(first.c3).toBe(engine.modern ? '12.3' : '12.30');
+      expect(first.c7).toBe(engine.modern ? '2024-02-29 23:59:59.123456' : '1709251199123456');
+      const second = loaded[1] as Record<string, string | null>;
+      expect([second.c1, second.c4, second.c9, second.c10]).toEqual([
+        null,
+        null,
+        '',
+        engine.modern ? '0' : '0.00',
+      ]);
+      expect((loaded[2] as Record<string, string | null>).c3).toBeNull();
+    } finally {
+      lines.mockRestore();
+      await reader.close();
+      await destination.close();
+      await source.drop();
     }
   });
 

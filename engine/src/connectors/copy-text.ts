@@ -68,15 +68,13 @@ export function parseCopyTextLine(line: string): (string | null)[] {
 }
 
 /**
- * The rows of a COPY text stream, a batch per chunk read: a snapshot reads
- * millions of rows, and an async step per row (or a UTF-8 decode per line)
- * cost more than parsing them. Lines are split on the newline byte, which
- * never occurs inside a multi-byte UTF-8 character, so each chunk is decoded
- * once up to its last newline; the rest waits for the next chunk.
+ * A COPY text stream as blocks of whole lines, a block per chunk read: each
+ * block ends with a newline (one is added to a last line without it). Lines
+ * are split on the newline byte, which never occurs inside a multi-byte UTF-8
+ * character, so a block can be decoded at once; the rest of a chunk waits for
+ * the next one.
  */
-export async function* copyTextRowBatches(
-  stream: AsyncIterable<Buffer | string>,
-): AsyncGenerator<(string | null)[][]> {
+export async function* copyTextLineBlocks(stream: AsyncIterable<Buffer | string>): AsyncGenerator<Buffer> {
   let pending: Buffer = Buffer.alloc(0);
   for await (const chunk of stream) {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
@@ -86,8 +84,24 @@ export async function* copyTextRowBatches(
       pending = data;
       continue;
     }
-    yield data.toString('utf8', 0, lastNewline).split('\n').map(parseCopyTextLine);
+    yield data.subarray(0, lastNewline + 1);
     pending = data.subarray(lastNewline + 1);
   }
-  if (pending.length > 0) yield [parseCopyTextLine(pending.toString('utf8'))];
+  if (pending.length > 0) yield Buffer.concat([pending, Buffer.from('\n')]);
+}
+
+/**
+ * The rows of a COPY text stream, a batch per block of lines: a snapshot
+ * reads millions of rows, and an async step per row (or a UTF-8 decode per
+ * line) cost more than parsing them.
+ */
+export async function* copyTextRowBatches(
+  stream: AsyncIterable<Buffer | string>,
+): AsyncGenerator<(string | null)[][]> {
+  for await (const block of copyTextLineBlocks(stream)) {
+    yield block
+      .toString('utf8', 0, block.length - 1)
+      .split('\n')
+      .map(parseCopyTextLine);
+  }
 }

@@ -5,6 +5,16 @@ import { hasNetworkCode, notAnError } from './network.ts';
 
 /** ClickHouse server error codes (src/Common/ErrorCodes.cpp) and what they mean to the retry policy. */
 const clickhouseCodeKinds: Readonly<Record<number, ErrorKind>> = {
+  // A value the column cannot take, found by the server's parser (an initial
+  // load is sent as TabSeparated text): sending it again fails again.
+  6: 'schema_mismatch', // CANNOT_PARSE_TEXT
+  27: 'schema_mismatch', // CANNOT_PARSE_INPUT_ASSERTION_FAILED
+  38: 'schema_mismatch', // CANNOT_PARSE_DATE
+  41: 'schema_mismatch', // CANNOT_PARSE_DATETIME
+  69: 'schema_mismatch', // ARGUMENT_OUT_OF_BOUND (a Decimal too big)
+  72: 'schema_mismatch', // CANNOT_PARSE_NUMBER
+  321: 'schema_mismatch', // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
+  376: 'schema_mismatch', // CANNOT_PARSE_UUID
   16: 'schema_mismatch', // NO_SUCH_COLUMN_IN_TABLE
   47: 'schema_mismatch', // UNKNOWN_IDENTIFIER
   60: 'schema_mismatch', // UNKNOWN_TABLE

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
 import { formatTableName } from '../../resources/mirror.ts';
 import { type FinalState, finalStates, type TableFinalStates } from '../coalesce.ts';
-import { copyTextRowBatches } from '../copy-text.ts';
+import { copyTextLineBlocks, copyTextRowBatches } from '../copy-text.ts';
 import { type DestinationTable, isUnchangedToast, type RowChange, type RowImage } from '../records.ts';
 import { type EncodableCell, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
 import { rowVersion } from './row-version.ts';
@@ -38,6 +38,7 @@ export async function writeSnapshotRows(
   target: TableWriter,
   copyText: Readable,
 ): Promise<number> {
+  if (target.tabSeparated) return writeTabSeparated(transport, target, target.tabSeparated, copyText);
   const columnCount = table.columns.length;
   const flags = { softDeleted: false, deleted: false, version: 0n };
   let rowCount = 0;
@@ -57,6 +58,28 @@ export async function writeSnapshotRows(
           rowCount++;
           if (writer.length >= chunkBytes) yield writer.take();
         }
+      }
+      if (writer.length > 0) yield writer.take();
+    },
+    `load ${target.shape.label}`,
+  );
+  return rowCount;
+}
+
+async function writeTabSeparated(
+  transport: ClickHouseTransport,
+  target: TableWriter,
+  { rows, insertSql }: NonNullable<TableWriter['tabSeparated']>,
+  copyText: Readable,
+): Promise<number> {
+  let rowCount = 0;
+  await transport.insert(
+    insertSql,
+    async function* () {
+      const writer = chunkWriter();
+      for await (const block of copyTextLineBlocks(copyText)) {
+        rowCount += rows.writeLines(block, writer);
+        if (writer.length >= chunkBytes) yield writer.take();
       }
       if (writer.length > 0) yield writer.take();
     },

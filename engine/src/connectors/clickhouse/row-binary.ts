@@ -75,6 +75,41 @@ export class RowBinaryWriter {
     this.#length += value.length;
   }
 
+  /** Bytes [start, end) of `source`, as they are. */
+  copy(source: Buffer, start: number, end: number): void {
+    if (end <= start) return;
+    this.#reserve(end - start);
+    this.#length += source.copy(this.#buffer, this.#length, start, end);
+  }
+
+  /** Text of one-byte characters (digits, signs, separators), without a length. */
+  ascii(text: string): void {
+    this.#reserve(text.length);
+    this.#length += this.#buffer.write(text, this.#length, 'latin1');
+  }
+
+  /**
+   * A safe integer's decimal digits, without a length: `String(value)` of a
+   * 16-digit number costs more than the rest of a TabSeparated row.
+   */
+  digits(value: number): void {
+    this.#reserve(17);
+    let rest = value;
+    if (rest < 0) {
+      this.#buffer[this.#length++] = 45;
+      rest = -rest;
+    }
+    let count = 1;
+    for (let bound = 10; bound <= rest; bound *= 10) count++;
+    const end = this.#length + count;
+    for (let at = end - 1; at >= this.#length; at--) {
+      const next = Math.floor(rest / 10);
+      this.#buffer[at] = 48 + (rest - next * 10);
+      rest = next;
+    }
+    this.#length = end;
+  }
+
   zeros(count: number): void {
     this.#reserve(count);
     this.#buffer.fill(0, this.#length, this.#length + count);

@@ -9,6 +9,7 @@ import { type DestinationTable, keyIndexes, type SourceColumn } from '../records
 import { type CellEncoder, columnEncoder, type EncodableCell, type RowBinaryWriter } from './row-binary.ts';
 import type { ServerCapabilities } from './server.ts';
 import { quoteIdentifier, stringLiteral } from './sql.ts';
+import { TabSeparatedRows, tabSeparatedPlan } from './tab-separated.ts';
 import type { ClickHouseTransport } from './transport.ts';
 import {
   type ChType,
@@ -42,6 +43,8 @@ export interface TableWriter {
   readonly extraSortingIndexes: readonly number[];
   readonly softDeleteColumn: string | undefined;
   readonly insertSql: string;
+  /** An initial load as TabSeparated (tab-separated.ts), when every mapped column has a rule for it. */
+  readonly tabSeparated: { readonly rows: TabSeparatedRows; readonly insertSql: string } | undefined;
 }
 
 export interface RowFlags {
@@ -261,6 +264,7 @@ export class TableSchemas {
 
   async writer(table: DestinationTable): Promise<TableWriter> {
     const shape = await this.shape(table);
+    const capabilities = await this.#transport.server();
     const limits = await this.#transport.limits();
     const typeOf = (column: string): ChType => {
       const type = shape.types.get(column);
@@ -295,6 +299,17 @@ export class TableSchemas {
       isDeletedColumn,
       versionColumn,
     ];
+    const insertInto = `INSERT INTO ${shape.sql} (${insertColumns.map(quoteIdentifier).join(', ')})`;
+    const plan = tabSeparatedPlan(
+      table.columns.map((column, index) => ({
+        kind: sourceColumnType(column).kind,
+        type: typeOf(column.name),
+        encoder: encoders[index] as CellEncoder,
+      })),
+      capabilities,
+    );
+    // Not soft-deleted, not deleted, version 0 (Bool reads 0 as false).
+    const metadataFields = insertColumns.slice(table.columns.length).map(() => '0');
     return {
       shape,
       columnNames: table.columns.map((column) => column.name),
@@ -302,7 +317,11 @@ export class TableSchemas {
       keyIndexes: keyPositions,
       extraSortingIndexes,
       softDeleteColumn,
-      insertSql: `INSERT INTO ${shape.sql} (${insertColumns.map(quoteIdentifier).join(', ')}) FORMAT RowBinary`,
+      insertSql: `${insertInto} FORMAT RowBinary`,
+      tabSeparated: plan && {
+        rows: new TabSeparatedRows(formatTableName(table.source), plan, metadataFields, capabilities),
+        insertSql: `${insertInto} FORMAT TabSeparated`,
+      },
     };
   }
 }

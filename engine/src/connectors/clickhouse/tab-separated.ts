@@ -1,0 +1,378 @@
+// An initial load as TabSeparated: PostgreSQL's COPY text and ClickHouse's
+// TabSeparated share their framing (a row per line, tab between fields, `\N`
+// for NULL) and their backslash escapes, so most fields can go to the server
+// as the source wrote them, without being parsed and encoded as RowBinary
+// (which cost the engine several times the CPU of the whole pipe).
+//
+// A table is loaded this way only when every mapped column has a rule below;
+// any other table (floats, whose text rounding differs between releases;
+// dates; booleans; arrays; maps; bytes; time columns of other precisions or
+// time zones) stays on RowBinary. Per column:
+//   as-is       text kinds into String, uuid into UUID, integers into a signed
+//               integer at least as wide: the field is copied.
+//   decimal     numeric into Decimal(P, S): a plain number with at most P − S
+//               integer and S fraction digits is copied.
+//   micros      a timestamp into Int64 (microseconds, servers without
+//               DateTime64): parsed from the bytes and written as digits.
+//   dateTime64  a timestamp into DateTime64(6, 'UTC') on servers from 22.8
+//               (older ones read text times differently): copied without its
+//               `+00` inside the server's range.
+// Every other field (NaN, a timestamp out of range or infinite, a decimal
+// with trailing zeros past the scale) is converted: encoded by the column's
+// RowBinary encoder, read back and written as text. So both formats store
+// the same values (the same clamping, the same NULL for NaN) and refuse the
+// same values with the same errors. NULL goes to a Nullable column as `\N`
+// and to any other as the type's zero, as RowBinary writes it.
+import { EngineError } from '../../errors.ts';
+import { civilFromDays, daysFromCivil } from '../../model/calendar.ts';
+import type { ValueKind } from '../../model/value-kind.ts';
+import { type CellEncoder, floorDivide, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
+import type { ServerCapabilities } from './server.ts';
+import type { ChType } from './types.ts';
+
+type FieldRule = 'as-is' | 'decimal' | 'micros' | 'dateTime64';
+
+/** How one mapped column's fields are written. */
+export interface ColumnPlan {
+  readonly rule: FieldRule;
+  /** The column's type without LowCardinality, Nullable kept: what the read-back value is read as. */
+  readonly type: ChType;
+  readonly nullable: boolean;
+  /** Decimal(P, S): P − S and S. */
+  readonly integerDigits: number;
+  readonly scale: number;
+  /** A timestamptz column: its text ends with `+00` (TimeZone UTC). */
+  readonly withTimeZone: boolean;
+  /** What a NULL becomes in a column that is not Nullable: RowBinary's zero of the type, as text. */
+  readonly zeroText: string;
+  /** The column's RowBinary encoder, for the fields that are converted. */
+  readonly encoder: CellEncoder;
+}
+
+const tab = 9;
+const newline = 10;
+const backslash = 92;
+const capitalN = 78;
+const zero = 48;
+const plus = 43;
+const minus = 45;
+const dot = 46;
+
+const verbatimKinds: ReadonlySet<ValueKind> = new Set(['string', 'json', 'enum', 'xml']);
+const integerWidths: Readonly<Partial<Record<ValueKind, number>>> = { int16: 2, int32: 4, int64: 8 };
+const signedIntegerWidths: Readonly<Record<string, number>> = { Int16: 2, Int32: 4, Int64: 8 };
+
+function withoutLowCardinality(type: ChType): ChType {
+  return type.name === 'LowCardinality' ? withoutLowCardinality(type.inner) : type;
+}
+
+function atLeast(capabilities: ServerCapabilities, major: number, minor: number): boolean {
+  const { version } = capabilities;
+  return version.major > major || (version.major === major && version.minor >= minor);
+}
+
+/** The rule for a column of source kind `kind` and table type `target`; undefined when it has none. */
+function columnRule(
+  kind: ValueKind,
+  target: ChType,
+  capabilities: ServerCapabilities,
+): { rule: FieldRule; zeroText: string } | undefined {
+  switch (target.name) {
+    case 'String':
+      return verbatimKinds.has(kind) ? { rule: 'as-is', zeroText: '' } : undefined;
+    case 'UUID':
+      return kind === 'uuid'
+        ? { rule: 'as-is', zeroText: '00000000-0000-0000-0000-000000000000' }
+        : undefined;
+    case 'Int16':
+    case 'Int32':
+    case 'Int64': {
+      const sourceWidth = integerWidths[kind];
+      if (sourceWidth !== undefined && sourceWidth <= (signedIntegerWidths[target.name] ?? 0))
+        return { rule: 'as-is', zeroText: '0' };
+      if (target.name === 'Int64' && (kind === 'timestamp' || kind === 'timestamptz'))
+        return { rule: 'micros', zeroText: '0' };
+      return undefined;
+    }
+    case 'Decimal':
+      return kind === 'numeric' ? { rule: 'decimal', zeroText: '0' } : undefined;
+    case 'DateTime64':
+      return (kind === 'timestamp' || kind === 'timestamptz') &&
+        target.precision === 6 &&
+        target.timezone === 'UTC' &&
+        atLeast(capabilities, 22, 8)
+        ? { rule: 'dateTime64', zeroText: '1970-01-01 00:00:00.000000' }
+        : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** One mapped column of a table: its source kind, its type in the table and its encoder. */
+export interface PlannedColumn {
+  readonly kind: ValueKind;
+  readonly type: ChType;
+  readonly encoder: CellEncoder;
+}
+
+/** The plan of every mapped column, or undefined when one of them has no rule (the table stays on RowBinary). */
+export function tabSeparatedPlan(
+  columns: readonly PlannedColumn[],
+  capabilities: ServerCapabilities,
+): ColumnPlan[] | undefined {
+  const plans: ColumnPlan[] = [];
+  for (const column of columns) {
+    const type = withoutLowCardinality(column.type);
+    const nullable = type.name === 'Nullable';
+    const inner = nullable ? withoutLowCardinality(type.inner) : type;
+    const found = columnRule(column.kind, inner, capabilities);
+    if (!found) return undefined;
+    plans.push({
+      rule: found.rule,
+      type,
+      nullable,
+      integerDigits: inner.name === 'Decimal' ? inner.precision - inner.scale : 0,
+      scale: inner.name === 'Decimal' ? inner.scale : 0,
+      withTimeZone: column.kind === 'timestamptz',
+      zeroText: found.zeroText,
+      encoder: column.encoder,
+    });
+  }
+  return plans;
+}
+
+/** Whether bytes [start, end) are a plain number that Decimal(integerDigits + scale, scale) holds. */
+function fitsDecimal(
+  line: Buffer,
+  start: number,
+  end: number,
+  integerDigits: number,
+  scale: number,
+): boolean {
+  let at = line[start] === minus ? start + 1 : start;
+  const integerStart = at;
+  while (at < end && ((line[at] ?? 0) - zero) >>> 0 < 10) at++;
+  const integerCount = at - integerStart;
+  if (integerCount === 0 || integerCount > integerDigits) return false;
+  if (at === end) return true;
+  if (line[at] !== dot) return false;
+  const fractionStart = ++at;
+  while (at < end && ((line[at] ?? 0) - zero) >>> 0 < 10) at++;
+  const fractionCount = at - fractionStart;
+  return at === end && fractionCount > 0 && fractionCount <= scale;
+}
+
+/** The two-digit number at `at`, or NaN. */
+function twoDigits(line: Buffer, at: number): number {
+  const tens = (line[at] ?? 0) - zero;
+  const ones = (line[at + 1] ?? 0) - zero;
+  return tens >>> 0 < 10 && ones >>> 0 < 10 ? tens * 10 + ones : Number.NaN;
+}
+
+/**
+ * A common timestamp as PostgreSQL writes it with DateStyle ISO and TimeZone
+ * UTC, `YYYY-MM-DD HH:MM:SS[.f…][+00]`: its microseconds since the epoch and
+ * the length of its text before `+00`. Undefined for any other text (BC,
+ * five-digit years, infinity, another offset) and where the microseconds are
+ * not an exact number (after mid-2255): such fields are converted.
+ */
+function commonTimestamp(
+  line: Buffer,
+  start: number,
+  end: number,
+  withTimeZone: boolean,
+): { micros: number; year: number; textLength: number } | undefined {
+  const length = end - start;
+  if (length < 19) return undefined;
+  const year = twoDigits(line, start) * 100 + twoDigits(line, start + 2);
+  const month = twoDigits(line, start + 5);
+  const day = twoDigits(line, start + 8);
+  const hour = twoDigits(line, start + 11);
+  const minute = twoDigits(line, start + 14);
+  const second = twoDigits(line, start + 17);
+  if (
+    line[start + 4] !== minus ||
+    line[start + 7] !== minus ||
+    line[start + 10] !== 32 ||
+    line[start + 13] !== 58 ||
+    line[start + 16] !== 58 ||
+    Number.isNaN(year + month + day + hour + minute + second)
+  ) {
+    return undefined;
+  }
+  let at = start + 19;
+  let fraction = 0;
+  if (line[at] === dot) {
+    let scale = 100_000;
+    for (at++; at < end && ((line[at] ?? 0) - zero) >>> 0 < 10 && scale >= 1; at++, scale /= 10)
+      fraction += ((line[at] ?? 0) - zero) * scale;
+    if (at === start + 20) return undefined;
+  }
+  const textLength = at - start;
+  if (withTimeZone) {
+    if (end - at !== 3 || line[at] !== plus || line[at + 1] !== zero || line[at + 2] !== zero)
+      return undefined;
+  } else if (at !== end) {
+    return undefined;
+  }
+  const seconds = daysFromCivil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
+  const micros = seconds * 1_000_000 + fraction;
+  return Number.isSafeInteger(micros) ? { micros, year, textLength } : undefined;
+}
+
+const microsPerDay = 86_400_000_000n;
+
+function pad(value: number, width: number): string {
+  return String(value).padStart(width, '0');
+}
+
+/** Microseconds since the epoch as DateTime64(6) text, `YYYY-MM-DD hh:mm:ss.ffffff`. */
+function formatMicros(micros: bigint): string {
+  const days = floorDivide(micros, microsPerDay);
+  const { year, month, day } = civilFromDays(Number(days));
+  const ofDay = Number(micros - days * microsPerDay);
+  const seconds = Math.floor(ofDay / 1_000_000);
+  return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)} ${pad(Math.floor(seconds / 3600), 2)}:${pad(
+    Math.floor(seconds / 60) % 60,
+    2,
+  )}:${pad(seconds % 60, 2)}.${pad(ofDay % 1_000_000, 6)}`;
+}
+
+/** A Decimal's stored integer (the value times 10^scale) as text. */
+function formatScaled(scaled: bigint, scale: number): string {
+  const negative = scaled < 0n;
+  const digits = (negative ? -scaled : scaled).toString().padStart(scale + 1, '0');
+  const integer = scale === 0 ? digits : digits.slice(0, -scale);
+  const text = scale === 0 ? integer : `${integer}.${digits.slice(-scale)}`;
+  return negative ? `-${text}` : text;
+}
+
+/**
+ * Writes the rows of a table's COPY text as TabSeparated, each followed by
+ * the metadata columns' fixed values (not deleted, version 0).
+ */
+export class TabSeparatedRows {
+  readonly #columns: readonly ColumnPlan[];
+  /** The source table, for messages. */
+  readonly #tableName: string;
+  readonly #rowEnd: Buffer;
+  readonly #scratch = new RowBinaryWriter(256);
+  /** Years strictly inside the server's DateTime64 range: their text is stored as it is. */
+  readonly #minYear: number;
+  readonly #maxYear: number;
+
+  constructor(
+    tableName: string,
+    columns: readonly ColumnPlan[],
+    metadataFields: readonly string[],
+    capabilities: ServerCapabilities,
+  ) {
+    this.#tableName = tableName;
+    this.#columns = columns;
+    this.#rowEnd = Buffer.from(`${metadataFields.map((field) => `\t${field}`).join('')}\n`);
+    const { minDay, maxDay } = capabilities.extendedDateRange;
+    this.#minYear = civilFromDays(minDay).year + 1;
+    this.#maxYear = civilFromDays(maxDay).year - 1;
+  }
+
+  /** Writes every line of `block` (whole lines, each ending with a newline); returns the row count. */
+  writeLines(block: Buffer, out: RowBinaryWriter): number {
+    let rowCount = 0;
+    let lineStart = 0;
+    while (lineStart < block.length) {
+      const lineEnd = block.indexOf(newline, lineStart);
+      this.#writeLine(block, lineStart, lineEnd, out);
+      rowCount++;
+      lineStart = lineEnd + 1;
+    }
+    return rowCount;
+  }
+
+  #writeLine(line: Buffer, start: number, end: number, out: RowBinaryWriter): void {
+    const columns = this.#columns;
+    const last = columns.length - 1;
+    // Bytes from `run` on are not written yet: unchanged fields go out together.
+    let run = start;
+    let fieldStart = start;
+    for (let index = 0; index <= last; index++) {
+      let fieldEnd = line.indexOf(tab, fieldStart);
+      if (fieldEnd === -1 || fieldEnd > end) fieldEnd = end;
+      if ((fieldEnd === end) !== (index === last)) throw this.#widthError(line, start, end);
+      if (this.#writeField(columns[index] as ColumnPlan, line, fieldStart, fieldEnd, out, run))
+        run = fieldEnd;
+      fieldStart = fieldEnd + 1;
+    }
+    out.copy(line, run, end);
+    out.bytes(this.#rowEnd);
+  }
+
+  /**
+   * Leaves the field [start, end) in the run of unchanged bytes (false), or
+   * writes the run up to it, then what the field becomes (true).
+   */
+  #writeField(
+    column: ColumnPlan,
+    line: Buffer,
+    start: number,
+    end: number,
+    out: RowBinaryWriter,
+    run: number,
+  ): boolean {
+    if (end - start === 2 && line[start] === backslash && line[start + 1] === capitalN) {
+      if (column.nullable) return false;
+      out.copy(line, run, start);
+      out.ascii(column.zeroText);
+      return true;
+    }
+    switch (column.rule) {
+      case 'as-is':
+        return false;
+      case 'decimal':
+        if (fitsDecimal(line, start, end, column.integerDigits, column.scale)) return false;
+        break;
+      case 'micros': {
+        const parsed = commonTimestamp(line, start, end, column.withTimeZone);
+        if (!parsed) break;
+        out.copy(line, run, start);
+        out.digits(parsed.micros);
+        return true;
+      }
+      case 'dateTime64': {
+        const parsed = commonTimestamp(line, start, end, column.withTimeZone);
+        if (!parsed || parsed.year < this.#minYear || parsed.year > this.#maxYear) break;
+        // Without its `+00`: the column's time zone is UTC.
+        out.copy(line, run, start + parsed.textLength);
+        return true;
+      }
+    }
+    out.copy(line, run, start);
+    out.ascii(this.#converted(column, line, start, end));
+    return true;
+  }
+
+  /** The field through the column's RowBinary encoder, read back and written as text. */
+  #converted(column: ColumnPlan, line: Buffer, start: number, end: number): string {
+    // Numbers and times: ASCII, without escapes.
+    column.encoder(this.#scratch, line.toString('latin1', start, end));
+    const value = new RowBinaryReader(this.#scratch.take()).value(column.type);
+    if (value === null) return '\\N';
+    if (typeof value !== 'bigint') {
+      throw new EngineError(
+        'internal',
+        `a ${column.rule} field of ${this.#tableName} read back as ${typeof value}`,
+      );
+    }
+    if (column.rule === 'decimal') return formatScaled(value, column.scale);
+    if (column.rule === 'dateTime64') return formatMicros(value);
+    return value.toString();
+  }
+
+  #widthError(line: Buffer, start: number, end: number): EngineError {
+    let fields = 1;
+    for (let at = start; at < end; at++) if (line[at] === tab) fields++;
+    return new EngineError(
+      'decode',
+      `a COPY row of ${this.#tableName} has ${fields} fields, not ${this.#columns.length}`,
+    );
+  }
+}
