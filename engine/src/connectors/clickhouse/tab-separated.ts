@@ -295,8 +295,8 @@ export class TabSeparatedRows {
     let run = start;
     let fieldStart = start;
     for (let index = 0; index <= last; index++) {
-      let fieldEnd = line.indexOf(tab, fieldStart);
-      if (fieldEnd === -1 || fieldEnd > end) fieldEnd = end;
+      let fieldEnd = fieldStart;
+      while (fieldEnd < end && line[fieldEnd] !== tab) fieldEnd++;
       if ((fieldEnd === end) !== (index === last)) throw this.#widthError(line, start, end);
       if (this.#writeField(columns[index] as ColumnPlan, line, fieldStart, fieldEnd, out, run))
         run = fieldEnd;
