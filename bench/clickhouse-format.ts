@@ -174,7 +174,7 @@ async function main(): Promise<void> {
         const encodeRowBinary = async () => {
           const writer = new RowBinaryWriter(chunkBytes + (chunkBytes >> 2));
           let bytes = 0;
-          for await (const batch of copyTextRowBatches(Readable.from(copyChunks)))
+          for await (const batch of copyTextRowBatches(Readable.from(copyChunks), table))
             for (const row of batch) {
               for (const [index, encode] of rowBinaryEncoders.entries()) encode(writer, row[index] ?? null);
               writer.u8(0);
@@ -188,7 +188,7 @@ async function main(): Promise<void> {
           let pending: string[] = [];
           let pendingLength = 0;
           let bytes = 0;
-          for await (const batch of copyTextRowBatches(Readable.from(copyChunks)))
+          for await (const batch of copyTextRowBatches(Readable.from(copyChunks), table))
             for (const row of batch) {
               const line = encodeJsonRow(row);
               pending.push(line);
@@ -217,7 +217,7 @@ async function main(): Promise<void> {
             },
           });
           try {
-            const rowBatches = copyTextRowBatches(copyStream(source.client));
+            const rowBatches = copyTextRowBatches(copyStream(source.client), table);
             const body = Readable.from(
               (async function* () {
                 let pending: string[] = [];

@@ -344,7 +344,7 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
           ),
         ).toBe(6);
         await snapshot.copyPartition(items, names, whole, async (copy) => {
-          for await (const batchRows of copyTextRowBatches(copy)) copyRows.push(...batchRows);
+          for await (const batchRows of copyTextRowBatches(copy, viaRowBinary)) copyRows.push(...batchRows);
           return copyRows.length;
         });
       } finally {

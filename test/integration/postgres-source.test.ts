@@ -12,10 +12,15 @@ import { freePort } from '../support/engine-process.ts';
 let database: TestDatabase;
 let source: Source;
 
-async function countRows(copyText: Readable): Promise<number> {
-  let rows = 0;
-  for await (const batch of copyTextRowBatches(copyText)) rows += batch.length;
-  return rows;
+const items = { schema: 'public', table: 'items' };
+
+/** Counts the rows of a COPY of `columns` of items. */
+function countRows(columns: readonly string[]) {
+  return async (copyText: Readable): Promise<number> => {
+    let rows = 0;
+    for await (const batch of copyTextRowBatches(copyText, { source: items, columns })) rows += batch.length;
+    return rows;
+  };
 }
 
 beforeAll(async () => {
@@ -42,7 +47,7 @@ describe('PostgreSQL source', () => {
           { schema: 'public', table: 'items' },
           ['id', 'amount'],
           partition,
-          countRows,
+          countRows(['id', 'amount']),
         );
       }
       expect(total).toBe(500);
@@ -60,14 +65,14 @@ describe('PostgreSQL source', () => {
     const reader = await source.openSnapshotReader(null);
     try {
       await expect(
-        reader.copyPartition(missing, ['id'], { fromPage: 0, toPage: null }, countRows),
+        reader.copyPartition(missing, ['id'], { fromPage: 0, toPage: null }, countRows(['id'])),
       ).rejects.toMatchObject({ name: 'EngineError', kind: 'source_schema' });
       // The failed partition was rolled back: the next one runs on the same connection.
       const rows = await reader.copyPartition(
         { schema: 'public', table: 'items' },
         ['id'],
         { fromPage: 0, toPage: null },
-        countRows,
+        countRows(['id']),
       );
       expect(rows).toBe(500);
     } finally {
@@ -77,18 +82,17 @@ describe('PostgreSQL source', () => {
 
   it('rolls back and reports a failed destination write, and the reader stays usable', async () => {
     const reader = await source.openSnapshotReader(null);
-    const items = { schema: 'public', table: 'items' };
     const whole = { fromPage: 0, toPage: null };
     try {
       const failure = new Error('destination gone');
       const thrown = await reader
         .copyPartition(items, ['id'], whole, async (rows) => {
-          await countRows(rows);
+          await countRows(['id'])(rows);
           throw failure;
         })
         .catch((error: unknown) => error);
       expect(thrown).toMatchObject({ name: 'EngineError', kind: 'internal', cause: failure });
-      expect(await reader.copyPartition(items, ['id'], whole, countRows)).toBe(500);
+      expect(await reader.copyPartition(items, ['id'], whole, countRows(['id']))).toBe(500);
     } finally {
       await reader.close();
     }

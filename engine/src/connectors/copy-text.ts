@@ -1,6 +1,8 @@
 // PostgreSQL COPY text format: one line per row, tab-separated, `\N` for null,
 // and backslash escapes for backslash, newline, carriage return and tab
 // (https://www.postgresql.org/docs/current/sql-copy.html#id-1.9.3.55.9.2).
+import { EngineError } from '../errors.ts';
+import { formatTableName, type TableName } from '../resources/mirror.ts';
 
 const needsEscape = /[\\\n\r\t]/;
 
@@ -90,18 +92,37 @@ export async function* copyTextLineBlocks(stream: AsyncIterable<Buffer | string>
   if (pending.length > 0) yield Buffer.concat([pending, Buffer.from('\n')]);
 }
 
+/** The table a COPY stream holds: its name and columns, for the width of its rows. */
+export interface CopyTable {
+  readonly source: TableName;
+  readonly columns: readonly unknown[];
+}
+
+/** A COPY row whose field count is not the table's: the stream and the table disagree. */
+export function copyRowWidthError(table: CopyTable, fields: number): EngineError {
+  return new EngineError(
+    'decode',
+    `a COPY row of ${formatTableName(table.source)} has ${fields} fields, not ${table.columns.length}`,
+  );
+}
+
 /**
- * The rows of a COPY text stream, a batch per block of lines: a snapshot
- * reads millions of rows, and an async step per row (or a UTF-8 decode per
- * line) cost more than parsing them.
+ * The rows of a COPY text stream of `table`, a batch per block of lines: a
+ * snapshot reads millions of rows, and an async step per row (or a UTF-8
+ * decode per line) cost more than parsing them. Every row is checked to have
+ * one field per column.
  */
 export async function* copyTextRowBatches(
   stream: AsyncIterable<Buffer | string>,
+  table: CopyTable,
 ): AsyncGenerator<(string | null)[][]> {
+  const width = table.columns.length;
   for await (const block of copyTextLineBlocks(stream)) {
-    yield block
+    const rows = block
       .toString('utf8', 0, block.length - 1)
       .split('\n')
       .map(parseCopyTextLine);
+    for (const row of rows) if (row.length !== width) throw copyRowWidthError(table, row.length);
+    yield rows;
   }
 }

@@ -6,7 +6,6 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
-import { formatTableName } from '../../resources/mirror.ts';
 import { type FinalState, finalStates, type TableFinalStates } from '../coalesce.ts';
 import { copyTextLineBlocks, copyTextRowBatches } from '../copy-text.ts';
 import { type DestinationTable, isUnchangedToast, type RowChange, type RowImage } from '../records.ts';
@@ -39,21 +38,14 @@ export async function writeSnapshotRows(
   copyText: Readable,
 ): Promise<number> {
   if (target.tabSeparated) return writeTabSeparated(transport, target, target.tabSeparated, copyText);
-  const columnCount = table.columns.length;
   const flags = { softDeleted: false, deleted: false, version: 0n };
   let rowCount = 0;
   await transport.insert(
     target.insertSql,
     async function* () {
       const writer = chunkWriter();
-      for await (const rows of copyTextRowBatches(copyText)) {
+      for await (const rows of copyTextRowBatches(copyText, table)) {
         for (const row of rows) {
-          if (row.length !== columnCount) {
-            throw new EngineError(
-              'decode',
-              `a COPY row of ${formatTableName(table.source)} has ${row.length} fields, not ${columnCount}`,
-            );
-          }
           writeRow(writer, target, row, flags);
           rowCount++;
           if (writer.length >= chunkBytes) yield writer.take();

@@ -319,7 +319,7 @@ export class TableSchemas {
       softDeleteColumn,
       insertSql: `${insertInto} FORMAT RowBinary`,
       tabSeparated: plan && {
-        rows: new TabSeparatedRows(formatTableName(table.source), plan, metadataFields, capabilities),
+        rows: new TabSeparatedRows(table, plan, metadataFields, capabilities),
         insertSql: `${insertInto} FORMAT TabSeparated`,
       },
     };

@@ -29,7 +29,12 @@ function convert(
 ): string[] {
   const plan = planOf(columns, capabilities);
   if (!plan) throw new Error('no plan');
-  const rows = new TabSeparatedRows('public.t', plan, ['0', '0'], capabilities);
+  const rows = new TabSeparatedRows(
+    { source: { schema: 'public', table: 't' }, columns: plan },
+    plan,
+    ['0', '0'],
+    capabilities,
+  );
   const out = new RowBinaryWriter(16);
   const block = Buffer.from(lines.map((line) => `${line}\n`).join(''));
   expect(rows.writeLines(block, out)).toBe(lines.length);

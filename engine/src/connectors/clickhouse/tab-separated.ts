@@ -26,6 +26,8 @@
 import { EngineError } from '../../errors.ts';
 import { civilFromDays, daysFromCivil } from '../../model/calendar.ts';
 import type { ValueKind } from '../../model/value-kind.ts';
+import { formatTableName } from '../../resources/mirror.ts';
+import { type CopyTable, copyRowWidthError } from '../copy-text.ts';
 import { type CellEncoder, floorDivide, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
 import type { ServerCapabilities } from './server.ts';
 import type { ChType } from './types.ts';
@@ -253,8 +255,7 @@ function formatScaled(scaled: bigint, scale: number): string {
  */
 export class TabSeparatedRows {
   readonly #columns: readonly ColumnPlan[];
-  /** The source table, for messages. */
-  readonly #tableName: string;
+  readonly #table: CopyTable;
   readonly #rowEnd: Buffer;
   readonly #scratch = new RowBinaryWriter(256);
   /** Years strictly inside the server's DateTime64 range: their text is stored as it is. */
@@ -262,12 +263,12 @@ export class TabSeparatedRows {
   readonly #maxYear: number;
 
   constructor(
-    tableName: string,
+    table: CopyTable,
     columns: readonly ColumnPlan[],
     metadataFields: readonly string[],
     capabilities: ServerCapabilities,
   ) {
-    this.#tableName = tableName;
+    this.#table = table;
     this.#columns = columns;
     this.#rowEnd = Buffer.from(`${metadataFields.map((field) => `\t${field}`).join('')}\n`);
     const { minDay, maxDay } = capabilities.extendedDateRange;
@@ -359,7 +360,7 @@ export class TabSeparatedRows {
     if (typeof value !== 'bigint') {
       throw new EngineError(
         'internal',
-        `a ${column.rule} field of ${this.#tableName} read back as ${typeof value}`,
+        `a ${column.rule} field of ${formatTableName(this.#table.source)} read back as ${typeof value}`,
       );
     }
     if (column.rule === 'decimal') return formatScaled(value, column.scale);
@@ -370,9 +371,6 @@ export class TabSeparatedRows {
   #widthError(line: Buffer, start: number, end: number): EngineError {
     let fields = 1;
     for (let at = start; at < end; at++) if (line[at] === tab) fields++;
-    return new EngineError(
-      'decode',
-      `a COPY row of ${this.#tableName} has ${fields} fields, not ${this.#columns.length}`,
-    );
+    return copyRowWidthError(this.#table, fields);
   }
 }

@@ -157,7 +157,7 @@ export class KafkaDestination implements Destination {
     });
     const records = this.#recordSink(sender);
     let rowCount = 0;
-    for await (const rows of copyTextRowBatches(copyText)) {
+    for await (const rows of copyTextRowBatches(copyText, table)) {
       for (const row of rows) {
         rowCount++;
         await records.add(format, snapshotRecord(format, row));

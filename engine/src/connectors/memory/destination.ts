@@ -68,7 +68,7 @@ export class MemoryDestination implements Destination {
     const stored = this.#stored(table);
     const keys = keyIndexes(table);
     let rowCount = 0;
-    for await (const rows of copyTextRowBatches(copyText)) {
+    for await (const rows of copyTextRowBatches(copyText, table)) {
       for (const row of rows) {
         stored.rows.set(rowKey(row, keys), this.#widen(stored, row));
         rowCount++;
