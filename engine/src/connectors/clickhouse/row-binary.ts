@@ -90,7 +90,8 @@ export class RowBinaryWriter {
 
   /**
    * A safe integer's decimal digits, without a length: `String(value)` of a
-   * 16-digit number costs more than the rest of a TabSeparated row.
+   * 16-digit number costs more than the rest of a TabSeparated row. Written
+   * as two halves below 10^8, whose digits small-integer arithmetic finds.
    */
   digits(value: number): void {
     this.#reserve(17);
@@ -99,15 +100,27 @@ export class RowBinaryWriter {
       this.#buffer[this.#length++] = 45;
       rest = -rest;
     }
+    if (rest < 100_000_000) {
+      this.#smallDigits(rest, 0);
+      return;
+    }
+    const high = Math.floor(rest / 100_000_000);
+    this.#smallDigits(high, 0);
+    this.#smallDigits(rest - high * 100_000_000, 8);
+  }
+
+  /** The digits of `value` (below 10^8), left-padded with zeros to `width`. */
+  #smallDigits(value: number, width: number): void {
     let count = 1;
-    for (let bound = 10; bound <= rest; bound *= 10) count++;
-    const end = this.#length + count;
-    for (let at = end - 1; at >= this.#length; at--) {
-      const next = Math.floor(rest / 10);
-      this.#buffer[at] = 48 + (rest - next * 10);
+    for (let bound = 10; bound <= value; bound *= 10) count++;
+    if (count < width) count = width;
+    let rest = value | 0;
+    for (let at = this.#length + count - 1; at >= this.#length; at--) {
+      const next = (rest / 10) | 0;
+      this.#buffer[at] = 48 + rest - next * 10;
       rest = next;
     }
-    this.#length = end;
+    this.#length += count;
   }
 
   zeros(count: number): void {

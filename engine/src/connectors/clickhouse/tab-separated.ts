@@ -171,6 +171,20 @@ function twoDigits(line: Buffer, at: number): number {
   return tens >>> 0 < 10 && ones >>> 0 < 10 ? tens * 10 + ones : Number.NaN;
 }
 
+// The last date's day number: the rows of a load mostly share their day, and
+// the calendar arithmetic cost as much as the rest of the timestamp.
+let lastDateKey = -1;
+let lastDays = 0;
+
+function daysOf(year: number, month: number, day: number): number {
+  const key = year * 10_000 + month * 100 + day;
+  if (key !== lastDateKey) {
+    lastDays = daysFromCivil(year, month, day);
+    lastDateKey = key;
+  }
+  return lastDays;
+}
+
 /**
  * A common timestamp as PostgreSQL writes it with DateStyle ISO and TimeZone
  * UTC, `YYYY-MM-DD HH:MM:SS[.f…][+00]`: its microseconds since the epoch and
@@ -217,7 +231,7 @@ function commonTimestamp(
   } else if (at !== end) {
     return undefined;
   }
-  const seconds = daysFromCivil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
+  const seconds = daysOf(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
   const micros = seconds * 1_000_000 + fraction;
   return Number.isSafeInteger(micros) ? { micros, year, textLength } : undefined;
 }
