@@ -290,7 +290,8 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
     // Every column has a TabSeparated rule (tab-separated.ts); the nn_ columns
     // are declared NOT NULL here but hold NULLs at the source: the type's zero.
     const pgColumns = `id bigint PRIMARY KEY, i2 smallint, i4 int, amount numeric(12,2), note text,
-      doc json, u uuid, ts timestamptz, lt timestamp, nn_note text, nn_amount numeric(12,2), nn_ts timestamptz`;
+      doc json, u uuid, ts timestamptz, lt timestamp, nn_note text, nn_amount numeric(12,2), nn_ts timestamptz,
+      flag boolean, nn_flag boolean`;
     const columns = [
       column('id', 20, 'bigint', { notNull: true }),
       column('i2', 21, 'smallint'),
@@ -304,6 +305,8 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
       column('nn_note', 25, 'text', { notNull: true }),
       column('nn_amount', 1700, 'numeric(12,2)', { typeModifier: numericModifier(12, 2), notNull: true }),
       column('nn_ts', 1184, 'timestamp with time zone', { notNull: true }),
+      column('flag', 16, 'boolean'),
+      column('nn_flag', 16, 'boolean', { notNull: true }),
     ];
     // Every escape COPY writes, and a backslash before N that is not NULL.
     const note = 'tab\there\nnew\\back\rcr\bbs\ffeed\vvt é 日本 \\N';
@@ -320,15 +323,15 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
         `INSERT INTO items VALUES
         (1, 1, 1, 12.30, $1, $2,
          'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '2024-02-29 23:59:59.123456+00', '2024-02-29 23:59:59.5',
-         'x', 1.5, '2024-01-01 00:00:00+00'),
-        (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
-        (3, -32768, 2147483647, 'NaN', '', '[]', NULL, 'infinity', '-infinity', '', 0, 'infinity'),
+         'x', 1.5, '2024-01-01 00:00:00+00', true, false),
+        (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+        (3, -32768, 2147483647, 'NaN', '', '[]', NULL, 'infinity', '-infinity', '', 0, 'infinity', false, true),
         (4, 32767, -2147483648, -9999999999.99, 'N', 'null', NULL, '1800-01-01 00:00:00+00',
-         '0044-03-15 12:00:00 BC', NULL, -0.01, '1969-12-31 23:59:59.999999+00'),
+         '0044-03-15 12:00:00 BC', NULL, -0.01, '1969-12-31 23:59:59.999999+00', true, NULL),
         (5, 0, 0, 0.5, 'x', '{}', NULL, '2300-06-01 12:00:00.000001+00', '1969-12-31 23:59:59.999999',
-         NULL, NULL, '1901-01-01 00:00:00+00'),
+         NULL, NULL, '1901-01-01 00:00:00+00', NULL, true),
         (9223372036854775807, 0, 0, 0, 'last', '1', NULL, '2255-06-01 00:00:00+00', '2299-12-31 23:59:59.999999',
-         'y', 2, '-infinity')`,
+         'y', 2, '-infinity', false, false)`,
         [note, doc],
       );
       await destination.setupTables([viaTsv, viaRowBinary]);
@@ -382,6 +385,9 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
         engine.modern ? '0' : '0.00',
       ]);
       expect((loaded[2] as Record<string, string | null>).c3).toBeNull();
+      expect([first.c12, first.c13, second.c12, second.c13]).toEqual(
+        engine.modern ? ['true', 'false', null, 'false'] : ['1', '0', null, '0'],
+      );
     } finally {
       lines.mockRestore();
       await reader.close();

@@ -21,6 +21,8 @@ describe('RowBinary encoding of source values', () => {
     expect(encode({ kind: 'int16' }, 'Nullable(Int16)', '1')).toBe('000100');
     expect(encode({ kind: 'float64' }, 'Float64', '1.5')).toBe('000000000000f83f');
     expect(encode({ kind: 'boolean' }, 'Bool', 't')).toBe('01');
+    // A boolean in a wider integer column takes the column's width.
+    expect(encode({ kind: 'boolean' }, 'Int32', 't')).toBe('01000000');
     expect(encode({ kind: 'string' }, 'String', 'é')).toBe('02c3a9');
     expect(encode({ kind: 'string' }, 'String', 'x'.repeat(200)).slice(0, 4)).toBe('c801');
     // NULL in a non-Nullable column: the type's zero value.

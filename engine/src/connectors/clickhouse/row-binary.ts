@@ -537,7 +537,8 @@ function writeValue(
     case 'UInt16':
     case 'UInt32':
     case 'UInt64':
-      if (typeof value === 'boolean') writer.u8(value ? 1 : 0);
+      // A boolean in a wider integer column (a table made by hand) takes the column's width.
+      if (typeof value === 'boolean') writeInteger(writer, type, value ? 1 : 0, context);
       else if (typeof value === 'number' || typeof value === 'bigint')
         writeInteger(writer, type, value, context);
       else throw valueError(context, `not an integer`);

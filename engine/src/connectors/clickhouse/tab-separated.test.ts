@@ -70,7 +70,6 @@ describe('tabSeparatedPlan', () => {
     expect(planOf([[int32, 'UInt64']])).toBeUndefined();
     expect(planOf([[{ kind: 'float64' }, 'Float64']])).toBeUndefined();
     expect(planOf([[{ kind: 'bytes' }, 'String']])).toBeUndefined();
-    expect(planOf([[{ kind: 'boolean' }, 'Bool']])).toBeUndefined();
     expect(planOf([[{ kind: 'date' }, 'Date32']])).toBeUndefined();
     expect(planOf([[timestamptz, 'DateTime64(3)']])).toBeUndefined();
     expect(planOf([[timestamptz, "DateTime64(6, 'Europe/Berlin')"]])).toBeUndefined();
@@ -172,6 +171,18 @@ describe('TabSeparatedRows', () => {
       '2299-12-31 23:59:59.999999\t0\t0',
       '1900-01-01 00:00:00.000000\t0\t0',
     ]);
+  });
+
+  it('writes booleans as 1 and 0 into Bool and integer columns', () => {
+    const boolean = { kind: 'boolean' } as const;
+    const columns = [
+      [boolean, 'Bool'],
+      [boolean, 'Nullable(UInt8)'],
+      [boolean, 'Int32'],
+    ] as const;
+    expect(planOf(columns)?.map((column) => column.rule)).toEqual(['boolean', 'boolean', 'boolean']);
+    expect(convert(columns, ['t\tf\t\\N', 'f\t\\N\tt'])).toEqual(['1\t0\t0\t0\t0', '0\t\\N\t1\t0\t0']);
+    expect(() => convert(columns, ['x\tt\tt'])).toThrow(/boolean/);
   });
 
   it('refuses a row with too few or too many fields', () => {

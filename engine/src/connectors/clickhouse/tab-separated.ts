@@ -6,10 +6,11 @@
 //
 // A table is loaded this way only when every mapped column has a rule below;
 // any other table (floats, whose text rounding differs between releases;
-// dates; booleans; arrays; maps; bytes; time columns of other precisions or
-// time zones) stays on RowBinary. Per column:
+// dates; arrays; maps; bytes; time columns of other precisions or time
+// zones) stays on RowBinary. Per column:
 //   as-is       text kinds into String, uuid into UUID, integers into a signed
 //               integer at least as wide: the field is copied.
+//   boolean     boolean into Bool or an integer: `t` and `f` become 1 and 0.
 //   decimal     numeric into Decimal(P, S): a plain number with at most P − S
 //               integer and S fraction digits is copied.
 //   micros      a timestamp into Int64 (microseconds, servers without
@@ -32,7 +33,7 @@ import { type CellEncoder, floorDivide, RowBinaryReader, RowBinaryWriter } from 
 import type { ServerCapabilities } from './server.ts';
 import type { ChType } from './types.ts';
 
-type FieldRule = 'as-is' | 'decimal' | 'micros' | 'dateTime64';
+type FieldRule = 'as-is' | 'decimal' | 'boolean' | 'micros' | 'dateTime64';
 
 /** How one mapped column's fields are written. */
 export interface ColumnPlan {
@@ -59,6 +60,9 @@ const zero = 48;
 const plus = 43;
 const minus = 45;
 const dot = 46;
+const one = 49;
+const lowerF = 102;
+const lowerT = 116;
 
 const verbatimKinds: ReadonlySet<ValueKind> = new Set(['string', 'json', 'enum', 'xml']);
 const integerWidths: Readonly<Partial<Record<ValueKind, number>>> = { int16: 2, int32: 4, int64: 8 };
@@ -86,9 +90,17 @@ function columnRule(
       return kind === 'uuid'
         ? { rule: 'as-is', zeroText: '00000000-0000-0000-0000-000000000000' }
         : undefined;
+    case 'Bool':
+    case 'Int8':
+    case 'UInt8':
+    case 'UInt16':
+    case 'UInt32':
+    case 'UInt64':
+      return kind === 'boolean' ? { rule: 'boolean', zeroText: '0' } : undefined;
     case 'Int16':
     case 'Int32':
     case 'Int64': {
+      if (kind === 'boolean') return { rule: 'boolean', zeroText: '0' };
       const sourceWidth = integerWidths[kind];
       if (sourceWidth !== undefined && sourceWidth <= (signedIntegerWidths[target.name] ?? 0))
         return { rule: 'as-is', zeroText: '0' };
@@ -345,6 +357,13 @@ export class TabSeparatedRows {
       case 'decimal':
         if (fitsDecimal(line, start, end, column.integerDigits, column.scale)) return false;
         break;
+      case 'boolean': {
+        // `t` and `f`, as PostgreSQL writes them; Bool reads 1 and 0 as UInt8 does.
+        if (end - start !== 1 || (line[start] !== lowerT && line[start] !== lowerF)) break;
+        out.copy(line, run, start);
+        out.u8(line[start] === lowerT ? one : zero);
+        return true;
+      }
       case 'micros': {
         const parsed = commonTimestamp(line, start, end, column.withTimeZone);
         if (!parsed) break;
@@ -371,6 +390,7 @@ export class TabSeparatedRows {
     column.encoder(this.#scratch, line.toString('latin1', start, end));
     const value = new RowBinaryReader(this.#scratch.take()).value(column.type);
     if (value === null) return '\\N';
+    if (typeof value === 'boolean') return value ? '1' : '0';
     if (typeof value !== 'bigint') {
       throw new EngineError(
         'internal',
