@@ -68,9 +68,11 @@ describe('tabSeparatedPlan', () => {
   it('leaves a table with any other column on RowBinary', () => {
     expect(planOf([[int64, 'Int32']])).toBeUndefined();
     expect(planOf([[int32, 'UInt64']])).toBeUndefined();
-    expect(planOf([[{ kind: 'float64' }, 'Float64']])).toBeUndefined();
+    expect(planOf([[{ kind: 'float32' }, 'Float32']])).toBeUndefined();
+    expect(planOf([[{ kind: 'float64' }, 'Float64']], old)).toBeUndefined();
     expect(planOf([[{ kind: 'bytes' }, 'String']])).toBeUndefined();
-    expect(planOf([[{ kind: 'date' }, 'Date32']])).toBeUndefined();
+    expect(planOf([[{ kind: 'date' }, 'Date']])).toBeUndefined();
+    expect(planOf([[{ kind: 'date' }, 'Date32']], serverCapabilities('22.3.1'))).toBeUndefined();
     expect(planOf([[timestamptz, 'DateTime64(3)']])).toBeUndefined();
     expect(planOf([[timestamptz, "DateTime64(6, 'Europe/Berlin')"]])).toBeUndefined();
     // Before 22.8 servers read text times with another range.
@@ -183,6 +185,29 @@ describe('TabSeparatedRows', () => {
     expect(planOf(columns)?.map((column) => column.rule)).toEqual(['boolean', 'boolean', 'boolean']);
     expect(convert(columns, ['t\tf\t\\N', 'f\t\\N\tt'])).toEqual(['1\t0\t0\t0\t0', '0\t\\N\t1\t0\t0']);
     expect(() => convert(columns, ['x\tt\tt'])).toThrow(/boolean/);
+  });
+
+  it('copies floats into Float64, and dates into Date32 inside the range, clamping the rest', () => {
+    const columns = [
+      [{ kind: 'float64' }, 'Float64'],
+      [{ kind: 'float32' }, 'Nullable(Float64)'],
+      [{ kind: 'date' }, 'Nullable(Date32)'],
+      [{ kind: 'date' }, 'Date32'],
+    ] as const;
+    expect(planOf(columns)?.map((column) => column.rule)).toEqual(['as-is', 'as-is', 'date32', 'date32']);
+    expect(
+      convert(columns, [
+        '1.5\t0.1\t2024-02-29\t1901-01-01',
+        'NaN\t-Infinity\t1899-12-31\t2300-01-01',
+        '-0\t\\N\tinfinity\t-infinity',
+        '\\N\t4.9e-324\t0044-03-15 BC\t\\N',
+      ]),
+    ).toEqual([
+      '1.5\t0.1\t2024-02-29\t1901-01-01\t0\t0',
+      'NaN\t-Infinity\t1900-01-01\t2299-12-31\t0\t0',
+      '-0\t\\N\t2299-12-31\t1900-01-01\t0\t0',
+      '0\t4.9e-324\t1900-01-01\t1970-01-01\t0\t0',
+    ]);
   });
 
   it('refuses a row with too few or too many fields', () => {

@@ -5,12 +5,14 @@
 // (which cost the engine several times the CPU of the whole pipe).
 //
 // A table is loaded this way only when every mapped column has a rule below;
-// any other table (floats, whose text rounding differs between releases;
-// dates; arrays; maps; bytes; time columns of other precisions or time
-// zones) stays on RowBinary. Per column:
+// any other table (Float32; floats and dates on servers before 22.8, which
+// read their text otherwise; Date; arrays; maps; bytes; time columns of other
+// precisions or time zones) stays on RowBinary. Per column:
 //   as-is       text kinds into String, uuid into UUID, integers into a signed
 //               integer at least as wide: the field is copied.
 //   boolean     boolean into Bool or an integer: `t` and `f` become 1 and 0.
+//   (as-is)     floats and small integers into Float64, servers from 22.8.
+//   date32      date into Date32, servers from 22.8: copied inside the range.
 //   decimal     numeric into Decimal(P, S): a plain number with at most P − S
 //               integer and S fraction digits is copied.
 //   micros      a timestamp into Int64 (microseconds, servers without
@@ -25,7 +27,7 @@
 // same values with the same errors. NULL goes to a Nullable column as `\N`
 // and to any other as the type's zero, as RowBinary writes it.
 import { EngineError } from '../../errors.ts';
-import { civilFromDays, daysFromCivil } from '../../model/calendar.ts';
+import { civilFromDays, daysFromCivil, formatCivilDate } from '../../model/calendar.ts';
 import type { ValueKind } from '../../model/value-kind.ts';
 import { formatTableName } from '../../resources/mirror.ts';
 import { type CopyTable, copyRowWidthError } from '../copy-text.ts';
@@ -33,7 +35,7 @@ import { type CellEncoder, floorDivide, RowBinaryReader, RowBinaryWriter } from 
 import type { ServerCapabilities } from './server.ts';
 import type { ChType } from './types.ts';
 
-type FieldRule = 'as-is' | 'decimal' | 'boolean' | 'micros' | 'dateTime64';
+type FieldRule = 'as-is' | 'decimal' | 'boolean' | 'date32' | 'micros' | 'dateTime64';
 
 /** How one mapped column's fields are written. */
 export interface ColumnPlan {
@@ -72,10 +74,18 @@ function withoutLowCardinality(type: ChType): ChType {
   return type.name === 'LowCardinality' ? withoutLowCardinality(type.inner) : type;
 }
 
-function atLeast(capabilities: ServerCapabilities, major: number, minor: number): boolean {
+/**
+ * Servers from 22.8 read Date32 and DateTime64 text over their whole range
+ * (older ones with another range), and floats correctly rounded, as
+ * JavaScript's Number does for RowBinary (checked with 26.7: NaN, ±Infinity,
+ * -0, subnormals and the largest double read back bit for bit).
+ */
+function readsTextAsRowBinary(capabilities: ServerCapabilities): boolean {
   const { version } = capabilities;
-  return version.major > major || (version.major === major && version.minor >= minor);
+  return version.major > 22 || (version.major === 22 && version.minor >= 8);
 }
+
+const floatKinds: ReadonlySet<ValueKind> = new Set(['float64', 'float32', 'int16', 'int32']);
 
 /** The rule for a column of source kind `kind` and table type `target`; undefined when it has none. */
 function columnRule(
@@ -110,11 +120,21 @@ function columnRule(
     }
     case 'Decimal':
       return kind === 'numeric' ? { rule: 'decimal', zeroText: '0' } : undefined;
+    case 'Float64':
+      // Not Float32: a float4's text read straight into Float32 can round
+      // otherwise than through a double, as RowBinary does.
+      return floatKinds.has(kind) && readsTextAsRowBinary(capabilities)
+        ? { rule: 'as-is', zeroText: '0' }
+        : undefined;
+    case 'Date32':
+      return kind === 'date' && readsTextAsRowBinary(capabilities)
+        ? { rule: 'date32', zeroText: '1970-01-01' }
+        : undefined;
     case 'DateTime64':
       return (kind === 'timestamp' || kind === 'timestamptz') &&
         target.precision === 6 &&
         target.timezone === 'UTC' &&
-        atLeast(capabilities, 22, 8)
+        readsTextAsRowBinary(capabilities)
         ? { rule: 'dateTime64', zeroText: '1970-01-01 00:00:00.000000' }
         : undefined;
     default:
@@ -364,6 +384,13 @@ export class TabSeparatedRows {
         out.u8(line[start] === lowerT ? one : zero);
         return true;
       }
+      case 'date32': {
+        // `YYYY-MM-DD` with a year strictly inside the server's range.
+        const year =
+          end - start === 10 ? twoDigits(line, start) * 100 + twoDigits(line, start + 2) : Number.NaN;
+        if (year >= this.#minYear && year <= this.#maxYear) return false;
+        break;
+      }
       case 'micros': {
         const parsed = commonTimestamp(line, start, end, column.withTimeZone);
         if (!parsed) break;
@@ -391,6 +418,7 @@ export class TabSeparatedRows {
     const value = new RowBinaryReader(this.#scratch.take()).value(column.type);
     if (value === null) return '\\N';
     if (typeof value === 'boolean') return value ? '1' : '0';
+    if (column.rule === 'date32' && typeof value === 'number') return formatCivilDate(civilFromDays(value));
     if (typeof value !== 'bigint') {
       throw new EngineError(
         'internal',
