@@ -61,7 +61,7 @@ export async function writeSnapshotRows(
 async function writeTabSeparated(
   transport: ClickHouseTransport,
   target: TableWriter,
-  { rows, insertSql }: NonNullable<TableWriter['tabSeparated']>,
+  { rows, insertSql, settings }: NonNullable<TableWriter['tabSeparated']>,
   copyText: Readable,
 ): Promise<number> {
   let rowCount = 0;
@@ -76,6 +76,7 @@ async function writeTabSeparated(
       if (writer.length > 0) yield writer.take();
     },
     `load ${target.shape.label}`,
+    settings,
   );
   return rowCount;
 }

@@ -9,7 +9,7 @@ import { type DestinationTable, keyIndexes, type SourceColumn } from '../records
 import { type CellEncoder, columnEncoder, type EncodableCell, type RowBinaryWriter } from './row-binary.ts';
 import type { ServerCapabilities } from './server.ts';
 import { quoteIdentifier, stringLiteral } from './sql.ts';
-import { TabSeparatedRows, tabSeparatedPlan } from './tab-separated.ts';
+import { TabSeparatedRows, tabSeparatedPlan, tabSeparatedSettings } from './tab-separated.ts';
 import type { ClickHouseTransport } from './transport.ts';
 import {
   type ChType,
@@ -44,7 +44,13 @@ export interface TableWriter {
   readonly softDeleteColumn: string | undefined;
   readonly insertSql: string;
   /** An initial load as TabSeparated (tab-separated.ts), when every mapped column has a rule for it. */
-  readonly tabSeparated: { readonly rows: TabSeparatedRows; readonly insertSql: string } | undefined;
+  readonly tabSeparated:
+    | {
+        readonly rows: TabSeparatedRows;
+        readonly insertSql: string;
+        readonly settings: Record<string, string>;
+      }
+    | undefined;
 }
 
 export interface RowFlags {
@@ -321,6 +327,7 @@ export class TableSchemas {
       tabSeparated: plan && {
         rows: new TabSeparatedRows(table, plan, metadataFields, capabilities),
         insertSql: `${insertInto} FORMAT TabSeparated`,
+        settings: tabSeparatedSettings(capabilities),
       },
     };
   }

@@ -24,6 +24,12 @@ export interface ServerCapabilities {
   readonly bool: boolean;
   /** Map(K, V) without an experimental flag (22.3). */
   readonly map: boolean;
+  /**
+   * Text input formats may take a first row for a header and skip it
+   * (`input_format_tsv_detect_header`, on by default from 23.1): a load must
+   * turn that off, or a row whose values look like the column names is lost.
+   */
+  readonly detectsTextHeader: boolean;
   /** Largest Decimal precision: 76 with Decimal256 (22.3), else 38. */
   readonly maxDecimalPrecision: number;
   /**
@@ -55,6 +61,7 @@ export function serverCapabilities(versionText: string): ServerCapabilities {
     date32: atLeast(version, 21, 9),
     bool: atLeast(version, 21, 12),
     map: atLeast(version, 22, 3),
+    detectsTextHeader: atLeast(version, 23, 1),
     maxDecimalPrecision: atLeast(version, 22, 3) ? 76 : 38,
     extendedDateRange: extended
       ? { minDay: daysFromCivil(1900, 1, 1), maxDay: daysFromCivil(2299, 12, 31) }

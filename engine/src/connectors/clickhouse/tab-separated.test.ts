@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ColumnType } from '../../model/value-kind.ts';
 import { columnEncoder, RowBinaryWriter } from './row-binary.ts';
 import { serverCapabilities } from './server.ts';
-import { TabSeparatedRows, tabSeparatedPlan } from './tab-separated.ts';
+import { TabSeparatedRows, tabSeparatedPlan, tabSeparatedSettings } from './tab-separated.ts';
 import { parseChType } from './types.ts';
 
 const current = serverCapabilities('26.7.2.1');
@@ -217,6 +217,19 @@ describe('TabSeparatedRows', () => {
     ] as const;
     expect(() => convert(columns, ['1'])).toThrow('a COPY row of public.t has 1 fields, not 2');
     expect(() => convert(columns, ['1\ta\tb'])).toThrow('a COPY row of public.t has 3 fields, not 2');
+  });
+});
+
+describe('tabSeparatedSettings', () => {
+  it('turns off skipping rows, and header detection where the server has it (18.16 refuses the setting)', () => {
+    expect(tabSeparatedSettings(old)).toEqual({
+      input_format_allow_errors_num: '0',
+      input_format_allow_errors_ratio: '0',
+    });
+    expect(tabSeparatedSettings(current)).toMatchObject({
+      input_format_tsv_detect_header: '0',
+      input_format_tsv_skip_first_lines: '0',
+    });
   });
 });
 

@@ -142,6 +142,21 @@ function columnRule(
   }
 }
 
+/**
+ * The settings of a TabSeparated load: every row is data, and a row the
+ * server cannot parse fails the insert instead of being skipped, whatever
+ * the server's or the user's profile says.
+ */
+export function tabSeparatedSettings(capabilities: ServerCapabilities): Record<string, string> {
+  return {
+    input_format_allow_errors_num: '0',
+    input_format_allow_errors_ratio: '0',
+    ...(capabilities.detectsTextHeader
+      ? { input_format_tsv_detect_header: '0', input_format_tsv_skip_first_lines: '0' }
+      : {}),
+  };
+}
+
 /** One mapped column of a table: its source kind, its type in the table and its encoder. */
 export interface PlannedColumn {
   readonly kind: ValueKind;

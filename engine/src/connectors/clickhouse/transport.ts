@@ -87,11 +87,17 @@ export class ClickHouseTransport {
   }
 
   /**
-   * Streams `body` as the data of `insert` (… FORMAT RowBinary). A failure of
-   * the body itself (a value that cannot be written) is reported as such, not
-   * as the aborted request it causes.
+   * Streams `body` as the data of `insert` (… FORMAT RowBinary or
+   * TabSeparated), with the request's `settings`. A failure of the body
+   * itself (a value that cannot be written) is reported as such, not as the
+   * aborted request it causes.
    */
-  async insert(insert: string, body: () => AsyncGenerator<Buffer>, what: string): Promise<void> {
+  async insert(
+    insert: string,
+    body: () => AsyncGenerator<Buffer>,
+    what: string,
+    settings: Record<string, string> = {},
+  ): Promise<void> {
     let bodyError: unknown;
     const guarded = async function* () {
       try {
@@ -105,6 +111,7 @@ export class ClickHouseTransport {
       const result = await (await this.#connection()).exec({
         query: insert,
         values: Readable.from(guarded()),
+        clickhouse_settings: settings,
       });
       result.stream.resume();
       await finished(result.stream);
