@@ -291,7 +291,7 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
     // are declared NOT NULL here but hold NULLs at the source: the type's zero.
     const pgColumns = `id bigint PRIMARY KEY, i2 smallint, i4 int, amount numeric(12,2), note text,
       doc json, u uuid, ts timestamptz, lt timestamp, nn_note text, nn_amount numeric(12,2), nn_ts timestamptz,
-      flag boolean, nn_flag boolean, f8 float8, nn_f8 float8, d date, nn_d date`;
+      flag boolean, nn_flag boolean, raw bytea, nn_raw bytea, f8 float8, nn_f8 float8, d date, nn_d date`;
     const columns = [
       column('id', 20, 'bigint', { notNull: true }),
       column('i2', 21, 'smallint'),
@@ -307,6 +307,8 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
       column('nn_ts', 1184, 'timestamp with time zone', { notNull: true }),
       column('flag', 16, 'boolean'),
       column('nn_flag', 16, 'boolean', { notNull: true }),
+      column('raw', 17, 'bytea'),
+      column('nn_raw', 17, 'bytea', { notNull: true }),
       // Floats and dates load as TabSeparated from 22.8 (a table with them stays on RowBinary on 18.16).
       ...(engine.modern
         ? [
@@ -333,18 +335,19 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
         (1, 1, 1, 12.30, $1, $2,
          'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '2024-02-29 23:59:59.123456+00', '2024-02-29 23:59:59.5',
          'x', 1.5, '2024-01-01 00:00:00+00', true, false,
+         (SELECT string_agg(set_byte('\\x00'::bytea, 0, g), '' ORDER BY g) FROM generate_series(0, 255) g), '\\x',
          1.5, 0.1, '2024-02-29', '1901-01-01'),
-        (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
-        (3, -32768, 2147483647, 'NaN', '', '[]', NULL, 'infinity', '-infinity', '', 0, 'infinity', false, true,
+        (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+        (3, -32768, 2147483647, 'NaN', '', '[]', NULL, 'infinity', '-infinity', '', 0, 'infinity', false, true, '\\x5c4e', '\\x09',
          'NaN', '-Infinity', 'infinity', '-infinity'),
         (4, 32767, -2147483648, -9999999999.99, 'N', 'null', NULL, '1800-01-01 00:00:00+00',
-         '0044-03-15 12:00:00 BC', NULL, -0.01, '1969-12-31 23:59:59.999999+00', true, NULL,
+         '0044-03-15 12:00:00 BC', NULL, -0.01, '1969-12-31 23:59:59.999999+00', true, NULL, '\\x', NULL,
          '-0', 3.4e38, '1899-12-31', '0044-03-15 BC'),
         (5, 0, 0, 0.5, 'x', '{}', NULL, '2300-06-01 12:00:00.000001+00', '1969-12-31 23:59:59.999999',
-         NULL, NULL, '1901-01-01 00:00:00+00', NULL, true,
+         NULL, NULL, '1901-01-01 00:00:00+00', NULL, true, NULL, '\\x0a',
          4.9e-324, 1e-45, '2300-01-01', NULL),
         (9223372036854775807, 0, 0, 0, 'last', '1', NULL, '2255-06-01 00:00:00+00', '2299-12-31 23:59:59.999999',
-         'y', 2, '-infinity', false, false,
+         'y', 2, '-infinity', false, false, 'x', 'y',
          1.7976931348623157e308, 123.456, '2298-12-31', '1969-12-31')`,
         [note, doc],
       );
@@ -379,7 +382,9 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
       );
       const select = columns
         .map((each) =>
-          each.name === 'note' || each.name === 'doc' ? `hex(${each.name})` : `toString(${each.name})`,
+          ['note', 'doc', 'raw', 'nn_raw'].includes(each.name)
+            ? `hex(${each.name})`
+            : `toString(${each.name})`,
         )
         .map((expression, index) => `${expression} AS c${index}`)
         .join(', ');
@@ -427,17 +432,23 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
         { id: 'a', note: 'b' },
         { id: 'id', note: 'note' },
       ]);
+      // Every byte value, and a backslash before N that is bytes, not NULL.
+      const allBytes = Buffer.from(Array.from({ length: 256 }, (_, byte) => byte))
+        .toString('hex')
+        .toUpperCase();
+      expect([first.c14, first.c15, second.c14, second.c15]).toEqual([allBytes, '', null, '']);
+      expect((loaded[2] as Record<string, string | null>).c14).toBe('5C4E');
       if (engine.modern) {
-        expect([first.c14, first.c15, first.c16, first.c17]).toEqual([
+        expect([first.c16, first.c17, first.c18, first.c19]).toEqual([
           '1.5',
           '0.1',
           '2024-02-29',
           '1901-01-01',
         ]);
-        expect([second.c15, second.c17]).toEqual(['0', '1970-01-01']);
+        expect([second.c17, second.c19]).toEqual(['0', '1970-01-01']);
         const fourth = loaded[3] as Record<string, string | null>;
         // -0 kept; dates out of Date32's range clamped, as RowBinary clamps them.
-        expect([fourth.c14, fourth.c16, fourth.c17]).toEqual(['-0', '1900-01-01', '1900-01-01']);
+        expect([fourth.c16, fourth.c18, fourth.c19]).toEqual(['-0', '1900-01-01', '1900-01-01']);
       }
     } finally {
       lines.mockRestore();

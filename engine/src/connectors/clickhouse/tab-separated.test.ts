@@ -70,7 +70,6 @@ describe('tabSeparatedPlan', () => {
     expect(planOf([[int32, 'UInt64']])).toBeUndefined();
     expect(planOf([[{ kind: 'float32' }, 'Float32']])).toBeUndefined();
     expect(planOf([[{ kind: 'float64' }, 'Float64']], old)).toBeUndefined();
-    expect(planOf([[{ kind: 'bytes' }, 'String']])).toBeUndefined();
     expect(planOf([[{ kind: 'date' }, 'Date']])).toBeUndefined();
     expect(planOf([[{ kind: 'date' }, 'Date32']], serverCapabilities('22.3.1'))).toBeUndefined();
     expect(planOf([[timestamptz, 'DateTime64(3)']])).toBeUndefined();
@@ -172,6 +171,17 @@ describe('TabSeparatedRows', () => {
       '2299-12-31 23:59:59.999999\t0\t0',
       '2299-12-31 23:59:59.999999\t0\t0',
       '1900-01-01 00:00:00.000000\t0\t0',
+    ]);
+  });
+
+  it("writes bytea's hex text as its bytes, escaped where TabSeparated needs it", () => {
+    const columns = [[{ kind: 'bytes' }, 'Nullable(String)']] as const;
+    expect(planOf(columns)?.map((column) => column.rule)).toEqual(['bytes']);
+    // COPY doubles the backslash of `\x…`.
+    expect(convert(columns, ['\\\\x41005c090a0d08097f', '\\\\x', '\\N'])).toEqual([
+      'A\\0\\\\\\t\\n\\r\\b\\t\x7f\t0\t0',
+      '\t0\t0',
+      '\\N\t0\t0',
     ]);
   });
 

@@ -6,10 +6,11 @@
 //
 // A table is loaded this way only when every mapped column has a rule below;
 // any other table (Float32; floats and dates on servers before 22.8, which
-// read their text otherwise; Date; arrays; maps; bytes; time columns of other
+// read their text otherwise; Date; arrays; maps; time columns of other
 // precisions or time zones) stays on RowBinary. Per column:
 //   as-is       text kinds into String, uuid into UUID, integers into a signed
 //               integer at least as wide: the field is copied.
+//   bytes       bytea into String: its hex text written as the bytes, escaped.
 //   boolean     boolean into Bool or an integer: `t` and `f` become 1 and 0.
 //   (as-is)     floats and small integers into Float64, servers from 22.8.
 //   date32      date into Date32, servers from 22.8: copied inside the range.
@@ -35,7 +36,7 @@ import { type CellEncoder, floorDivide, RowBinaryReader, RowBinaryWriter } from 
 import type { ServerCapabilities } from './server.ts';
 import type { ChType } from './types.ts';
 
-type FieldRule = 'as-is' | 'decimal' | 'boolean' | 'date32' | 'micros' | 'dateTime64';
+type FieldRule = 'as-is' | 'bytes' | 'decimal' | 'boolean' | 'date32' | 'micros' | 'dateTime64';
 
 /** How one mapped column's fields are written. */
 export interface ColumnPlan {
@@ -65,6 +66,47 @@ const dot = 46;
 const one = 49;
 const lowerF = 102;
 const lowerT = 116;
+const lowerX = 120;
+
+/** A hex digit's value, or -1: for bytea's `\\x…` text. */
+const hexValues = new Int8Array(256).fill(-1);
+for (let digit = 0; digit < 16; digit++) {
+  hexValues[digit.toString(16).charCodeAt(0)] = digit;
+  hexValues[digit.toString(16).toUpperCase().charCodeAt(0)] = digit;
+}
+
+/** The TabSeparated escape of a byte, where it needs one (ClickHouse reads these back). */
+const byteEscapes: readonly (string | undefined)[] = Array.from(
+  { length: 256 },
+  (_, byte) =>
+    ({ 0: '\\0', 8: '\\b', 9: '\\t', 10: '\\n', 11: '\\v', 12: '\\f', 13: '\\r', 92: '\\\\' })[byte],
+);
+
+function writeEscapedByte(out: RowBinaryWriter, byte: number): void {
+  const escaped = byteEscapes[byte];
+  if (escaped === undefined) out.u8(byte);
+  else out.ascii(escaped);
+}
+
+/** Writes raw bytes as a TabSeparated String field. */
+function writeEscapedBytes(out: RowBinaryWriter, bytes: Uint8Array): void {
+  for (const byte of bytes) writeEscapedByte(out, byte);
+}
+
+/**
+ * Writes bytea's hex text (`\\x` and pairs of hex digits, as COPY writes it
+ * with its backslash doubled) at [start, end) as the bytes it stands for;
+ * false, having written nothing, when the field is not that.
+ */
+function writeHexBytes(line: Buffer, start: number, end: number, out: RowBinaryWriter): boolean {
+  if (line[start] !== backslash || line[start + 1] !== backslash || line[start + 2] !== lowerX) return false;
+  if ((end - start - 3) % 2 !== 0) return false;
+  for (let at = start + 3; at < end; at++) if ((hexValues[line[at] ?? 0] ?? -1) < 0) return false;
+  for (let at = start + 3; at < end; at += 2) {
+    writeEscapedByte(out, ((hexValues[line[at] ?? 0] ?? 0) << 4) | (hexValues[line[at + 1] ?? 0] ?? 0));
+  }
+  return true;
+}
 
 const verbatimKinds: ReadonlySet<ValueKind> = new Set(['string', 'json', 'enum', 'xml']);
 const integerWidths: Readonly<Partial<Record<ValueKind, number>>> = { int16: 2, int32: 4, int64: 8 };
@@ -95,6 +137,7 @@ function columnRule(
 ): { rule: FieldRule; zeroText: string } | undefined {
   switch (target.name) {
     case 'String':
+      if (kind === 'bytes') return { rule: 'bytes', zeroText: '' };
       return verbatimKinds.has(kind) ? { rule: 'as-is', zeroText: '' } : undefined;
     case 'UUID':
       return kind === 'uuid'
@@ -389,6 +432,14 @@ export class TabSeparatedRows {
     switch (column.rule) {
       case 'as-is':
         return false;
+      case 'bytes': {
+        out.copy(line, run, start);
+        if (writeHexBytes(line, start, end, out)) return true;
+        const bytes = this.#converted(column, line, start, end);
+        if (typeof bytes === 'string') out.ascii(bytes);
+        else writeEscapedBytes(out, bytes);
+        return true;
+      }
       case 'decimal':
         if (fitsDecimal(line, start, end, column.integerDigits, column.scale)) return false;
         break;
@@ -422,16 +473,23 @@ export class TabSeparatedRows {
       }
     }
     out.copy(line, run, start);
-    out.ascii(this.#converted(column, line, start, end));
+    const converted = this.#converted(column, line, start, end);
+    if (typeof converted === 'string') out.ascii(converted);
+    else writeEscapedBytes(out, converted);
     return true;
   }
 
-  /** The field through the column's RowBinary encoder, read back and written as text. */
-  #converted(column: ColumnPlan, line: Buffer, start: number, end: number): string {
-    // Numbers and times: ASCII, without escapes.
-    column.encoder(this.#scratch, line.toString('latin1', start, end));
+  /**
+   * The field through the column's RowBinary encoder, read back: as text, or
+   * as the bytes of a String, to be escaped.
+   */
+  #converted(column: ColumnPlan, line: Buffer, start: number, end: number): string | Buffer {
+    // Numbers, times and bytea's text: ASCII, without escapes but bytea's doubled backslash.
+    const text = line.toString('latin1', start, end);
+    column.encoder(this.#scratch, column.rule === 'bytes' ? text.replaceAll('\\\\', '\\') : text);
     const value = new RowBinaryReader(this.#scratch.take()).value(column.type);
     if (value === null) return '\\N';
+    if (Buffer.isBuffer(value)) return value;
     if (typeof value === 'boolean') return value ? '1' : '0';
     if (column.rule === 'date32' && typeof value === 'number') return formatCivilDate(civilFromDays(value));
     if (typeof value !== 'bigint') {
