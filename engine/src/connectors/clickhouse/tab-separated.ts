@@ -362,7 +362,7 @@ export class TabSeparatedRows {
   readonly #table: CopyTable;
   readonly #rowEnd: Buffer;
   readonly #scratch = new RowBinaryWriter(256);
-  /** Years strictly inside the server's DateTime64 range: their text is stored as it is. */
+  /** Years strictly inside the server's Date32 and DateTime64 range: their text is stored as it is. */
   readonly #minYear: number;
   readonly #maxYear: number;
 
