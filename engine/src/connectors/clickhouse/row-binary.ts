@@ -318,7 +318,7 @@ function mismatch(column: string, source: ColumnType, target: ChType): EngineErr
   );
 }
 
-function unwrapLowCardinality(type: ChType): ChType {
+export function unwrapLowCardinality(type: ChType): ChType {
   return type.name === 'LowCardinality' ? unwrapLowCardinality(type.inner) : type;
 }
 

@@ -38,6 +38,15 @@ export interface ServerCapabilities {
    * Values are days since 1970-01-01.
    */
   readonly extendedDateRange: { readonly minDay: number; readonly maxDay: number };
+  /**
+   * Text input read as RowBinary values would be (22.8): Date32 and
+   * DateTime64 text over their whole range (older releases with another
+   * range), and floats correctly rounded, as JavaScript's Number does
+   * (checked with 26.7: NaN, ±Infinity, -0, subnormals and the largest double
+   * read back bit for bit). An initial load takes such columns as
+   * TabSeparated only then (tab-separated.ts).
+   */
+  readonly readsTextAsRowBinary: boolean;
 }
 
 const versionPattern = /^(\d+)\.(\d+)/;
@@ -66,5 +75,6 @@ export function serverCapabilities(versionText: string): ServerCapabilities {
     extendedDateRange: extended
       ? { minDay: daysFromCivil(1900, 1, 1), maxDay: daysFromCivil(2299, 12, 31) }
       : { minDay: daysFromCivil(1925, 1, 1), maxDay: daysFromCivil(2283, 11, 11) },
+    readsTextAsRowBinary: extended,
   };
 }

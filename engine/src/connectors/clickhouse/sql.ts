@@ -27,14 +27,16 @@ export function stringLiteral(value: Buffer | string): string {
   return `${literal}'`;
 }
 
-function decimalText(raw: bigint, scale: number): string {
+/** A Decimal's stored integer (the value times 10^scale) as text. */
+export function decimalText(raw: bigint, scale: number): string {
   const negative = raw < 0n;
   const digits = (negative ? -raw : raw).toString().padStart(scale + 1, '0');
   const text = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
   return negative ? `-${text}` : text;
 }
 
-function timeText(ticks: bigint, precision: number): string {
+/** DateTime64(precision) ticks since the epoch as text, `YYYY-MM-DD hh:mm:ss.f…`. */
+export function timeText(ticks: bigint, precision: number): string {
   const perSecond = 10n ** BigInt(precision);
   const seconds = floorDivide(ticks, perSecond);
   const fraction = ticks - seconds * perSecond;

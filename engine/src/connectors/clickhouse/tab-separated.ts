@@ -32,8 +32,9 @@ import { civilFromDays, daysFromCivil, formatCivilDate } from '../../model/calen
 import type { ValueKind } from '../../model/value-kind.ts';
 import { formatTableName } from '../../resources/mirror.ts';
 import { type CopyTable, copyRowWidthError } from '../copy-text.ts';
-import { type CellEncoder, floorDivide, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
+import { type CellEncoder, RowBinaryReader, RowBinaryWriter, unwrapLowCardinality } from './row-binary.ts';
 import type { ServerCapabilities } from './server.ts';
+import { decimalText, timeText } from './sql.ts';
 import type { ChType } from './types.ts';
 
 type FieldRule = 'as-is' | 'bytes' | 'decimal' | 'boolean' | 'date32' | 'micros' | 'dateTime64';
@@ -112,21 +113,6 @@ const verbatimKinds: ReadonlySet<ValueKind> = new Set(['string', 'json', 'enum',
 const integerWidths: Readonly<Partial<Record<ValueKind, number>>> = { int16: 2, int32: 4, int64: 8 };
 const signedIntegerWidths: Readonly<Record<string, number>> = { Int16: 2, Int32: 4, Int64: 8 };
 
-function withoutLowCardinality(type: ChType): ChType {
-  return type.name === 'LowCardinality' ? withoutLowCardinality(type.inner) : type;
-}
-
-/**
- * Servers from 22.8 read Date32 and DateTime64 text over their whole range
- * (older ones with another range), and floats correctly rounded, as
- * JavaScript's Number does for RowBinary (checked with 26.7: NaN, ±Infinity,
- * -0, subnormals and the largest double read back bit for bit).
- */
-function readsTextAsRowBinary(capabilities: ServerCapabilities): boolean {
-  const { version } = capabilities;
-  return version.major > 22 || (version.major === 22 && version.minor >= 8);
-}
-
 const floatKinds: ReadonlySet<ValueKind> = new Set(['float64', 'float32', 'int16', 'int32']);
 
 /** The rule for a column of source kind `kind` and table type `target`; undefined when it has none. */
@@ -166,18 +152,18 @@ function columnRule(
     case 'Float64':
       // Not Float32: a float4's text read straight into Float32 can round
       // otherwise than through a double, as RowBinary does.
-      return floatKinds.has(kind) && readsTextAsRowBinary(capabilities)
+      return floatKinds.has(kind) && capabilities.readsTextAsRowBinary
         ? { rule: 'as-is', zeroText: '0' }
         : undefined;
     case 'Date32':
-      return kind === 'date' && readsTextAsRowBinary(capabilities)
+      return kind === 'date' && capabilities.readsTextAsRowBinary
         ? { rule: 'date32', zeroText: '1970-01-01' }
         : undefined;
     case 'DateTime64':
       return (kind === 'timestamp' || kind === 'timestamptz') &&
         target.precision === 6 &&
         target.timezone === 'UTC' &&
-        readsTextAsRowBinary(capabilities)
+        capabilities.readsTextAsRowBinary
         ? { rule: 'dateTime64', zeroText: '1970-01-01 00:00:00.000000' }
         : undefined;
     default:
@@ -214,9 +200,9 @@ export function tabSeparatedPlan(
 ): ColumnPlan[] | undefined {
   const plans: ColumnPlan[] = [];
   for (const column of columns) {
-    const type = withoutLowCardinality(column.type);
+    const type = unwrapLowCardinality(column.type);
     const nullable = type.name === 'Nullable';
-    const inner = nullable ? withoutLowCardinality(type.inner) : type;
+    const inner = nullable ? unwrapLowCardinality(type.inner) : type;
     const found = columnRule(column.kind, inner, capabilities);
     if (!found) return undefined;
     plans.push({
@@ -324,33 +310,6 @@ function commonTimestamp(
   const seconds = daysOf(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
   const micros = seconds * 1_000_000 + fraction;
   return Number.isSafeInteger(micros) ? { micros, year, textLength } : undefined;
-}
-
-const microsPerDay = 86_400_000_000n;
-
-function pad(value: number, width: number): string {
-  return String(value).padStart(width, '0');
-}
-
-/** Microseconds since the epoch as DateTime64(6) text, `YYYY-MM-DD hh:mm:ss.ffffff`. */
-function formatMicros(micros: bigint): string {
-  const days = floorDivide(micros, microsPerDay);
-  const { year, month, day } = civilFromDays(Number(days));
-  const ofDay = Number(micros - days * microsPerDay);
-  const seconds = Math.floor(ofDay / 1_000_000);
-  return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)} ${pad(Math.floor(seconds / 3600), 2)}:${pad(
-    Math.floor(seconds / 60) % 60,
-    2,
-  )}:${pad(seconds % 60, 2)}.${pad(ofDay % 1_000_000, 6)}`;
-}
-
-/** A Decimal's stored integer (the value times 10^scale) as text. */
-function formatScaled(scaled: bigint, scale: number): string {
-  const negative = scaled < 0n;
-  const digits = (negative ? -scaled : scaled).toString().padStart(scale + 1, '0');
-  const integer = scale === 0 ? digits : digits.slice(0, -scale);
-  const text = scale === 0 ? integer : `${integer}.${digits.slice(-scale)}`;
-  return negative ? `-${text}` : text;
 }
 
 /**
@@ -498,8 +457,8 @@ export class TabSeparatedRows {
         `a ${column.rule} field of ${formatTableName(this.#table.source)} read back as ${typeof value}`,
       );
     }
-    if (column.rule === 'decimal') return formatScaled(value, column.scale);
-    if (column.rule === 'dateTime64') return formatMicros(value);
+    if (column.rule === 'decimal') return decimalText(value, column.scale);
+    if (column.rule === 'dateTime64') return timeText(value, 6);
     return value.toString();
   }
 
