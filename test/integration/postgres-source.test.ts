@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyTextRowBatches } from '../../engine/src/connectors/copy-text.ts';
 import { createSource } from '../../engine/src/connectors/registry.ts';
 import type { Source } from '../../engine/src/connectors/source.ts';
-import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
+import { createTestDatabase, type TestDatabase, waitFor } from '../support/databases.ts';
 import { freePort } from '../support/engine-process.ts';
 
 let database: TestDatabase;
@@ -152,6 +152,18 @@ describe('PostgreSQL source', () => {
       }
       return seen;
     };
+    // The walsender of a closed stream ends on its own time: the slot stays active until it has.
+    const released = () =>
+      waitFor(
+        async () =>
+          (
+            await client.query(
+              `SELECT 1 FROM pg_replication_slots WHERE slot_name = 'resumed_slot' AND NOT active`,
+            )
+          ).rowCount === 1,
+        10_000,
+        'resumed_slot to be released',
+      );
     const everything = await read();
     const inserts = everything.filter((event) => event.tag === 'insert');
     expect(inserts).toHaveLength(51);
@@ -159,6 +171,7 @@ describe('PostgreSQL source', () => {
     const cut = inserts[31];
     if (!second?.finalLsn || !cut) throw new Error('the transactions were not read');
 
+    await released();
     const resumed = await read({ commitLsn: second.finalLsn, changeLsn: cut.lsn });
     // The first transaction whole, the second from the change at the cut on.
     expect(resumed.filter((event) => event.tag === 'insert').map((event) => event.id)).toEqual([
@@ -168,6 +181,7 @@ describe('PostgreSQL source', () => {
     expect(resumed.map((event) => event.tag).filter((tag) => tag !== 'insert')).toEqual(
       everything.map((event) => event.tag).filter((tag) => tag !== 'insert'),
     );
+    await released();
     await client.query(`SELECT pg_drop_replication_slot('resumed_slot')`);
   });
 });
