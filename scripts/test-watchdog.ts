@@ -21,6 +21,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
+import { overstayLog } from '../test/support/bounded-child.ts';
 import { leftoverReportVariable } from '../test/support/global-setup.ts';
 import {
   describeProcesses,
@@ -43,6 +44,7 @@ const runId = randomUUID();
 // A report of an earlier run must not start the grace clock.
 rmSync(reportPath, { force: true });
 rmSync(leftoverReportPath, { force: true });
+rmSync(overstayLog, { force: true });
 
 const vitestEntry = join(
   dirname(createRequire(import.meta.url).resolve('vitest/package.json')),

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { restartArguments } from '../../bin/node-flags.js';
 import { nodeIsRecentEnough, nodeTooOldExitCode } from '../../bin/node-version.js';
 import { roles } from '../../bin/tributary.ts';
+import { type ChildOutcome, runBounded } from '../support/bounded-child.ts';
 import { waitFor } from '../support/databases.ts';
 import { freePort } from '../support/engine-process.ts';
 import { repoRoot } from '../support/testenv.ts';
@@ -16,13 +17,30 @@ const packageVersion = (
   JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }
 ).version;
 
-function tributary(entry: 'tributary.js' | 'tributary.ts', args: string[], env: NodeJS.ProcessEnv = {}) {
-  const result = spawnSync(process.execPath, [join(repoRoot, 'bin', entry), ...args], {
-    encoding: 'utf8',
-    env: { ...process.env, ...env },
-    timeout: 30_000,
-  });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+/**
+ * The entry point, run as a user runs it. A child still running after 45 s
+ * (it takes under a second here, a few seconds on a loaded machine) is
+ * described, recorded and run once more (test/support/bounded-child.ts): such
+ * a stall was seen twice in CI and never here, and the record is what can tell
+ * its cause. A second stall fails the test with the description.
+ */
+async function tributary(
+  entry: 'tributary.js' | 'tributary.ts',
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<ChildOutcome> {
+  const label = `bin/${[entry, ...args].join(' ')}`;
+  const run = () =>
+    runBounded(process.execPath, [join(repoRoot, 'bin', entry), ...args], {
+      env: { ...process.env, ...env },
+      boundMs: 45_000,
+      label,
+    });
+  const first = await run();
+  if (first.overstayed === undefined) return first;
+  const second = await run();
+  if (second.overstayed !== undefined) throw new Error(`${first.overstayed}\n\n${second.overstayed}`);
+  return second;
 }
 
 /** A `node` on PATH older than the one required (Debian's Node 20 here), if the machine has one. */
@@ -36,49 +54,55 @@ function findOldNode(): string | undefined {
   return undefined;
 }
 
-describe('tributary entry point', () => {
+// Two bounded runs of a child and their descriptions fit (see tributary above).
+describe('tributary entry point', { timeout: 180_000 }, () => {
   for (const entry of ['tributary.js', 'tributary.ts'] as const) {
-    it(`${entry} --help exits 0 and describes every role in one line`, () => {
-      const { status, stdout } = tributary(entry, ['--help']);
+    it(`${entry} --help exits 0 and describes every role in one line`, async () => {
+      const { status, stdout } = await tributary(entry, ['--help']);
       expect(status).toBe(0);
       for (const role of Object.keys(roles)) expect(stdout).toMatch(new RegExp(`^  ${role} +\\S.+$`, 'm'));
       expect(stdout).toContain('--version');
     });
   }
 
-  it('--version prints the package version and the checkout commit', () => {
+  it('--version prints the package version and the checkout commit', async () => {
     const commit = execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short=12', 'HEAD'], {
       encoding: 'utf8',
     }).trim();
-    const { status, stdout } = tributary('tributary.js', ['--version']);
+    const { status, stdout } = await tributary('tributary.js', ['--version']);
     expect(status).toBe(0);
     expect(stdout.trim()).toBe(`tributary ${packageVersion} (commit ${commit})`);
   });
 
-  it('--version prefers the commit recorded at image build', () => {
-    const { status, stdout } = tributary('tributary.ts', ['--version'], { TRIBUTARY_COMMIT: 'abc123def456' });
+  it('--version prefers the commit recorded at image build', async () => {
+    const { status, stdout } = await tributary('tributary.ts', ['--version'], {
+      TRIBUTARY_COMMIT: 'abc123def456',
+    });
     expect(status).toBe(0);
     expect(stdout.trim()).toBe(`tributary ${packageVersion} (commit abc123def456)`);
   });
 
-  it('--version still answers without git', () => {
+  it('--version still answers without git', async () => {
     // No PATH: git cannot be found (node is started by its absolute path).
-    const { status, stdout } = tributary('tributary.ts', ['--version'], { PATH: '', TRIBUTARY_COMMIT: '' });
+    const { status, stdout } = await tributary('tributary.ts', ['--version'], {
+      PATH: '',
+      TRIBUTARY_COMMIT: '',
+    });
     expect(status).toBe(0);
     expect(stdout.trim()).toBe(`tributary ${packageVersion}`);
   });
 
-  it('refuses a missing or unknown role with exit code 2 and the usage', () => {
-    const missing = tributary('tributary.js', []);
+  it('refuses a missing or unknown role with exit code 2 and the usage', async () => {
+    const missing = await tributary('tributary.js', []);
     expect(missing.status).toBe(2);
     expect(missing.stderr).toContain('usage: tributary <standalone|api-server|operator|engine>');
-    const unknown = tributary('tributary.js', ['stand-alone']);
+    const unknown = await tributary('tributary.js', ['stand-alone']);
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toContain('unknown role "stand-alone"');
   });
 
-  it('passes --help on to a role', () => {
-    const { status, stdout } = tributary('tributary.js', ['standalone', '--help']);
+  it('passes --help on to a role', async () => {
+    const { status, stdout } = await tributary('tributary.js', ['standalone', '--help']);
     expect(status).toBe(0);
     expect(stdout).toContain('usage: tributary standalone');
   });
@@ -116,24 +140,28 @@ describe('tributary entry point', () => {
     expect(stdout).not.toMatch(/^\{"level"/m);
   });
 
-  it('refuses an unknown log format with exit code 2', () => {
-    const flag = tributary('tributary.js', ['standalone', '--log-format', 'xml']);
+  it('refuses an unknown log format with exit code 2', async () => {
+    const flag = await tributary('tributary.js', ['standalone', '--log-format', 'xml']);
     expect(flag.status).toBe(2);
     expect(flag.stderr).toContain('--log-format (or TRIBUTARY_LOG_FORMAT) must be one of auto, json, pretty');
-    const variable = tributary('tributary.js', ['standalone'], { TRIBUTARY_LOG_FORMAT: 'yaml' });
+    const variable = await tributary('tributary.js', ['standalone'], { TRIBUTARY_LOG_FORMAT: 'yaml' });
     expect(variable.status).toBe(2);
   });
 
-  it('refuses to start with an API password shorter than 16 characters, in both modes', () => {
+  it('refuses to start with an API password shorter than 16 characters, in both modes', async () => {
     const short = 'CHANGE-ME-please'.slice(0, 15);
     const message = 'the API password is shorter than 16 characters';
-    const standalone = tributary('tributary.js', ['standalone', '--data-dir', 'memory://', '--port', '0'], {
-      TRIBUTARY_API_PASSWORD: short,
-    });
+    const standalone = await tributary(
+      'tributary.js',
+      ['standalone', '--data-dir', 'memory://', '--port', '0'],
+      {
+        TRIBUTARY_API_PASSWORD: short,
+      },
+    );
     expect(standalone.status).toBe(2);
     expect(standalone.stderr).toContain(message);
     // Refused while reading its configuration, before it looks for the cluster or the catalog.
-    const cluster = tributary('tributary.js', ['api-server'], {
+    const cluster = await tributary('tributary.js', ['api-server'], {
       TRIBUTARY_API_PASSWORD: short,
       TRIBUTARY_NAMESPACE: 'tributary',
       TRIBUTARY_CATALOG_URL: 'postgres://catalog.invalid/tributary',
@@ -143,21 +171,25 @@ describe('tributary entry point', () => {
     for (const output of [standalone, cluster]) expect(output.stderr).not.toContain(short);
   });
 
-  it('refuses to start with half a TLS pair or a certificate file it cannot read, in both modes', () => {
-    const half = tributary('tributary.js', ['standalone', '--data-dir', 'memory://', '--auth-disabled'], {
-      TRIBUTARY_TLS_CERT_FILE: '/nonexistent/tls.crt',
-    });
+  it('refuses to start with half a TLS pair or a certificate file it cannot read, in both modes', async () => {
+    const half = await tributary(
+      'tributary.js',
+      ['standalone', '--data-dir', 'memory://', '--auth-disabled'],
+      {
+        TRIBUTARY_TLS_CERT_FILE: '/nonexistent/tls.crt',
+      },
+    );
     expect(half.status).toBe(2);
     expect(half.stderr).toContain('TLS needs both a certificate file and a key file');
     const tls = ['--tls-cert-file', '/nonexistent/tls.crt', '--tls-key-file', '/nonexistent/tls.key'];
-    const standalone = tributary('tributary.js', [
+    const standalone = await tributary('tributary.js', [
       'standalone',
       '--data-dir',
       'memory://',
       '--auth-disabled',
       ...tls,
     ]);
-    const cluster = tributary('tributary.js', ['api-server', ...tls], {
+    const cluster = await tributary('tributary.js', ['api-server', ...tls], {
       TRIBUTARY_API_PASSWORD: 'a-long-enough-api-password',
       TRIBUTARY_NAMESPACE: 'tributary',
       TRIBUTARY_CATALOG_URL: 'postgres://catalog.invalid/tributary',
@@ -170,7 +202,7 @@ describe('tributary entry point', () => {
     }
   });
 
-  it('starts standalone mode without loading drivers of peers it has not met, nor the Kubernetes client', () => {
+  it('starts standalone mode without loading drivers of peers it has not met, nor the Kubernetes client', async () => {
     // A fresh process: what importing the standalone role loads, by import or
     // require, recorded by a resolve hook.
     const names = [
@@ -187,10 +219,12 @@ describe('tributary entry point', () => {
       registerHooks({ resolve: (specifier, context, next) => { const result = next(specifier, context); resolved.push(result.url); return result; } });
       await import(${JSON.stringify(join(repoRoot, 'api-server', 'src', 'standalone.ts'))});
       console.log(JSON.stringify(${JSON.stringify(names)}.map((name) => resolved.some((url) => url.includes('/node_modules/' + name + '/')))));`;
-    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-      encoding: 'utf8',
-      timeout: 60_000,
+    const result = await runBounded(process.execPath, ['--input-type=module', '-e', script], {
+      env: process.env,
+      boundMs: 45_000,
+      label: 'import of the standalone role',
     });
+    expect(result.overstayed).toBeUndefined();
     expect(result.stderr).toBe('');
     // pg is loaded (every deployment needs it): the check sees loaded packages at all.
     expect(JSON.parse(result.stdout)).toEqual([false, false, false, false, false, false, true]);
