@@ -131,9 +131,30 @@ export async function run(argv: readonly string[]): Promise<void> {
   enableCompileCache();
   const modulePath = join(import.meta.dirname, '..', roles[role]);
   const roleModule = (await import(pathToFileURL(modulePath).href)) as RoleModule;
-  // A role returns once it has shut down cleanly; watches, sockets or timers a
-  // library left open must not keep the process alive after that.
-  process.exit(await roleModule.main(roleArgs));
+  endProcess(await roleModule.main(roleArgs));
+}
+
+/** How long a role's process may take to end by itself after the role returned. */
+export const exitGraceMs = 3_000;
+
+/**
+ * Ends the process with `code` after a role returned: by itself as soon as
+ * nothing is left to do, else (a watch, socket or timer a library left open)
+ * by `process.exit` after `exitGraceMs`.
+ *
+ * Not `process.exit` at once: on Node 24 it can hang for good
+ * (nodejs/node#54918). It stops V8's worker threads while the JavaScript heap
+ * still lives, and a concurrent compile job that is waiting there for a garbage
+ * collection on the main thread then waits forever: `standalone --help` was
+ * caught so in CI, its main thread in WorkerThreadsTaskRunner::Shutdown and a
+ * worker in a baseline compile job in CollectionBarrier::AwaitCollectionBackground
+ * (docs/testing.md). A process that ends by itself disposes of the heap first,
+ * which releases such jobs. By the time the fallback runs, the compile jobs of
+ * start-up are long done.
+ */
+export function endProcess(code: number): void {
+  process.exitCode = code;
+  setTimeout(() => process.exit(code), exitGraceMs).unref();
 }
 
 if (import.meta.main) {
