@@ -100,7 +100,7 @@ function* formatted(target: DestinationTable, rows: readonly RowChange[]) {
   const format = tableFormat(target);
   for (const change of rows) {
     const record = changeRecord(format, change);
-    yield { key: record.key, value: JSON.stringify(record.document) };
+    yield { key: record.key, value: record.json };
   }
 }
 

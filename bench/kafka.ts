@@ -250,7 +250,7 @@ async function main(): Promise<void> {
     let started = performance.now();
     const messages: Message[] = changes.map((change) => {
       const record = changeRecord(format, change);
-      return { key: record.key, value: JSON.stringify(record.document) };
+      return { key: record.key, value: record.json };
     });
     const formatMicros = ((performance.now() - started) * 1000) / changes.length;
     const bare = await baseline(baselineTopic, messages);

@@ -6,6 +6,7 @@ import {
   type Interval,
   isArrayValue,
   isHstore,
+  isVerbatimText,
   parseTextValue,
   type ScalarVisitor,
   timestampInfinity,
@@ -783,5 +784,24 @@ describe('visiting values by kind', () => {
     expect(isHstore(parseTextValue(hstore, '"a"=>NULL'))).toBe(true);
     expect(isHstore(parseTextValue(interval, '1 day'))).toBe(false);
     expect(isHstore(parseTextValue(bytes, '\\x00'))).toBe(false);
+  });
+});
+
+describe('isVerbatimText', () => {
+  it('names exactly the kinds whose parse returns any text unchanged', () => {
+    // Text no type with a syntax of its own accepts.
+    const odd = '\u0001 not {a} value "\\';
+    const named = (kind: ScalarKind): ScalarColumnType =>
+      (kind === 'enum' || kind === 'geometry' ? { kind, name: 't' } : { kind }) as ScalarColumnType;
+    for (const kind of scalarKinds) {
+      let unchanged = false;
+      try {
+        unchanged = parseTextValue(named(kind), odd) === odd;
+      } catch (error) {
+        expect(error).toBeInstanceOf(EngineError);
+      }
+      expect(isVerbatimText(kind), kind).toBe(unchanged);
+    }
+    expect(isVerbatimText('array')).toBe(false);
   });
 });

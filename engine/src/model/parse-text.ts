@@ -240,6 +240,24 @@ function parseScalar(type: ScalarColumnType, text: string, subject: string): Sca
   }
 }
 
+/** The kinds whose value is their text output as it is, unchecked (see the table above). */
+export type VerbatimTextKind = 'string' | 'json' | 'money' | 'xml' | 'geometry' | 'enum' | 'unknown_text';
+
+const verbatimTextKinds: ReadonlySet<ScalarKind> = new Set<VerbatimTextKind>([
+  'string',
+  'json',
+  'money',
+  'xml',
+  'geometry',
+  'enum',
+  'unknown_text',
+]);
+
+/** Whether a value of `kind` is its text output as it is: a consumer may skip the parse. */
+export function isVerbatimText(kind: ColumnType['kind']): kind is VerbatimTextKind {
+  return verbatimTextKinds.has(kind as ScalarKind);
+}
+
 function checkPattern(text: string, pattern: RegExp, reason: string, subject: string): string {
   if (!pattern.test(text)) throw decodeError(subject, reason);
   return text;

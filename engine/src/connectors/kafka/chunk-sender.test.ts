@@ -1,15 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { ChunkSender, maxChunkMessages, type Outgoing } from './chunk-sender.ts';
-import type { BatchAssigner, TopicPartitions } from './partitioners.ts';
-
-const topic: TopicPartitions = { topic: 't', partitions: [] };
+import type { BatchAssigner } from './partitioners.ts';
 
 function outgoing(value: string, bytes: number): Outgoing {
-  return { topic, message: { key: null, value: Buffer.from(value) }, bytes };
+  return { topic: 't', key: null, value: Buffer.from(value), headers: undefined, partition: 0, bytes };
 }
 
 function values(chunk: readonly Outgoing[]): string[] {
-  return chunk.map(({ message }) => String(message.value));
+  return chunk.map((message) => String(message.value));
+}
+
+/** What the destination does for one record: its messages, then a send when the chunk is full. */
+async function add(sender: ChunkSender, messages: readonly Outgoing[]): Promise<void> {
+  for (const message of messages) sender.push(message);
+  await sender.sendIfFull();
 }
 
 /** A send whose acknowledgements the test gives one at a time. */
@@ -42,18 +46,19 @@ function recordingSender(chunkBytes: number) {
 describe('ChunkSender', () => {
   it('sends a chunk once its bytes reach the bound, and the rest on finish', async () => {
     const { sent, sender } = recordingSender(100);
-    await sender.add([outgoing('a', 60)]);
+    sender.push(outgoing('a', 60));
+    expect(sender.sendIfFull()).toBeUndefined();
     expect(sent).toEqual([]);
-    await sender.add([outgoing('b', 40), outgoing('c', 10)]);
+    await add(sender, [outgoing('b', 40), outgoing('c', 10)]);
     expect(sent).toEqual([['a', 'b', 'c']]);
-    await sender.add([outgoing('d', 10)]);
+    await add(sender, [outgoing('d', 10)]);
     await sender.finish();
     expect(sent).toEqual([['a', 'b', 'c'], ['d']]);
   });
 
   it('bounds a chunk by its message count too', async () => {
     const { sent, sender } = recordingSender(Number.MAX_SAFE_INTEGER);
-    for (let index = 0; index < maxChunkMessages; index++) await sender.add([outgoing(String(index), 1)]);
+    for (let index = 0; index < maxChunkMessages; index++) await add(sender, [outgoing(String(index), 1)]);
     expect(sent).toHaveLength(1);
     await sender.finish();
     expect(sent).toHaveLength(1);
@@ -62,9 +67,9 @@ describe('ChunkSender', () => {
   it('sends a chunk only after the one before it was acknowledged', async () => {
     const { sent, acknowledge, send } = heldSends();
     const sender = new ChunkSender({ send, chunkBytes: 1, newAssigner: assigner, assignerPerChunk: false });
-    await sender.add([outgoing('a', 1)]);
+    await add(sender, [outgoing('a', 1)]);
     expect(sent).toEqual([['a']]);
-    const second = sender.add([outgoing('b', 1)]);
+    const second = add(sender, [outgoing('b', 1)]);
     await Promise.resolve();
     expect(sent).toEqual([['a']]);
     acknowledge[0]?.();
@@ -84,7 +89,7 @@ describe('ChunkSender', () => {
       newAssigner: assigner,
       assignerPerChunk: false,
     });
-    await sender.add([outgoing('a', 1)]);
+    await add(sender, [outgoing('a', 1)]);
     await expect(sender.finish()).rejects.toThrow('refused');
   });
 
@@ -97,7 +102,7 @@ describe('ChunkSender', () => {
         assignerPerChunk,
       });
       const first = sender.assigner();
-      await sender.add([outgoing('a', 1)]);
+      await add(sender, [outgoing('a', 1)]);
       expect(sender.assigner() !== first).toBe(assignerPerChunk);
     }
   });

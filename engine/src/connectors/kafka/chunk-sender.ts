@@ -1,6 +1,6 @@
 // Sends a batch's messages in chunks of bounded size, one chunk after the
 // other, so that order per partition holds without holding the whole batch.
-import type { BatchAssigner, TopicPartitions } from './partitioners.ts';
+import type { BatchAssigner } from './partitioners.ts';
 
 // Small requests let the next one be built while the broker handles the
 // previous one. bench/kafka-producers.ts: with kafkajs (which groups a request's
@@ -9,18 +9,17 @@ import type { BatchAssigner, TopicPartitions } from './partitioners.ts';
 // each other (docs/benchmarks.md, "Kafka producers").
 export const maxChunkMessages = 500;
 
-/** A message as the producer writes it: bytes, and headers whose names may repeat. */
-export interface OutgoingMessage {
+/**
+ * A message as the producer takes it (@platformatic/kafka's message shape,
+ * handed over as it is): bytes, headers whose names may repeat, its partition
+ * chosen, and its size as counted against a chunk's bound.
+ */
+export interface Outgoing {
+  readonly topic: string;
   readonly key: Buffer | null;
   readonly value: Buffer | null;
-  readonly headers?: Map<Buffer, Buffer> | undefined;
-  readonly partition?: number | undefined;
-}
-
-/** A message with its topic and its size as counted against a chunk's bound. */
-export interface Outgoing {
-  readonly topic: TopicPartitions;
-  readonly message: OutgoingMessage;
+  readonly headers: Map<Buffer, Buffer> | undefined;
+  readonly partition: number;
   readonly bytes: number;
 }
 
@@ -41,6 +40,9 @@ export interface ChunkSenderOptions {
  * chunk is in flight while the next is built; a chunk is sent only after the
  * one before it was acknowledged, so order per partition holds. `finish`
  * waits for the last acknowledgement.
+ *
+ * Adding is synchronous (`push`), and `sendIfFull` makes a promise only when
+ * a chunk is due: most messages of a batch cost no promise at all.
  */
 export class ChunkSender {
   readonly #send: (chunk: readonly Outgoing[]) => Promise<void>;
@@ -66,14 +68,21 @@ export class ChunkSender {
     return this.#assigner;
   }
 
-  async add(messages: readonly Outgoing[]): Promise<void> {
-    for (const message of messages) {
-      this.#chunk.push(message);
-      this.#bytes += message.bytes;
-    }
-    if (this.#bytes >= this.#chunkBytes || this.#chunk.length >= this.#chunkMessages) {
-      await this.#sendChunk();
-    }
+  /** Adds a message to the chunk being built; call `sendIfFull` after a record's messages. */
+  push(message: Outgoing): void {
+    this.#chunk.push(message);
+    this.#bytes += message.bytes;
+  }
+
+  /**
+   * Sends the chunk when it reached its bound: resolves once the chunk before
+   * it was acknowledged and this one handed to the producer. Undefined when the
+   * chunk is not full.
+   */
+  sendIfFull(): Promise<void> | undefined {
+    if (this.#bytes >= this.#chunkBytes || this.#chunk.length >= this.#chunkMessages)
+      return this.#sendChunk();
+    return undefined;
   }
 
   /** Sends what is left and waits until every chunk is acknowledged. */

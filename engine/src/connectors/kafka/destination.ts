@@ -10,7 +10,7 @@
 // - A failed send fails the batch; the pipeline retries it from the last
 //   checkpoint, so the messages already acknowledged are sent again.
 import type { Readable } from 'node:stream';
-import type { Producer } from '@platformatic/kafka';
+import type { MessageToProduce, Producer } from '@platformatic/kafka';
 import type { Admin, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { LogLevel } from '../../catalog/catalog.ts';
@@ -25,7 +25,7 @@ import { copyTextRowBatches } from '../copy-text.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
 import { checkpointTopicConfig, deleteCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
-import { ChunkSender, type Outgoing, type OutgoingMessage } from './chunk-sender.ts';
+import { ChunkSender, type Outgoing } from './chunk-sender.ts';
 import { createStreamClient, createStreamProducer } from './client.ts';
 import {
   type ChangeRecord,
@@ -60,8 +60,9 @@ export const recordOverheadBytes = 70;
 const requestTimeoutMs = 30_000;
 const checkpointReadTimeoutMs = 60_000;
 
+/** Where a batch's records go, in order; `add` makes a promise only when it must wait. */
 interface RecordSink {
-  add(format: TableFormat, record: ChangeRecord): Promise<void>;
+  add(format: TableFormat, record: ChangeRecord): Promise<void> | undefined;
   flush(): Promise<void>;
 }
 
@@ -160,7 +161,8 @@ export class KafkaDestination implements Destination {
     for await (const rows of copyTextRowBatches(copyText, table)) {
       for (const row of rows) {
         rowCount++;
-        await records.add(format, snapshotRecord(format, row));
+        const adding = records.add(format, snapshotRecord(format, row));
+        if (adding) await adding;
       }
     }
     await records.flush();
@@ -187,7 +189,10 @@ export class KafkaDestination implements Destination {
     const records = this.#recordSink(sender);
     for (const { table, changes } of batch.tables) {
       const format = tableFormat(table);
-      for (const change of changes) await records.add(format, changeRecord(format, change));
+      for (const change of changes) {
+        const adding = records.add(format, changeRecord(format, change));
+        if (adding) await adding;
+      }
     }
     await records.flush();
     await sender.finish();
@@ -244,7 +249,7 @@ export class KafkaDestination implements Destination {
     const script = this.#script;
     if (!script) {
       return {
-        add: async (format, record) => sender.add(await this.#messages(format, record, undefined, sender)),
+        add: (format, record) => this.#add(format, record, undefined, sender),
         flush: async () => {},
       };
     }
@@ -255,29 +260,38 @@ export class KafkaDestination implements Destination {
       waiting = [];
       const wanted = await script.transform(run.map(({ record }) => luaRecord(record)));
       for (const [index, { format, record }] of run.entries()) {
-        await sender.add(await this.#messages(format, record, wanted[index] ?? [], sender));
+        const adding = this.#add(format, record, wanted[index] ?? [], sender);
+        if (adding) await adding;
       }
     };
     return {
-      add: async (format, record) => {
+      add: (format, record) => {
         waiting.push({ format, record });
-        if (waiting.length >= scriptBatchRecords) await flush();
+        return waiting.length >= scriptBatchRecords ? flush() : undefined;
       },
       flush,
     };
   }
 
-  /** The messages one record becomes (the script's `wanted`, else the default one), with their topics resolved. */
-  async #messages(
+  /**
+   * Adds the messages one record becomes (the script's `wanted`, else the
+   * default one) to `sender`. Synchronous unless a topic must be looked up or
+   * a full chunk sent: then it returns the promise to wait for.
+   */
+  #add(
     format: TableFormat,
     record: ChangeRecord,
     wanted: readonly ScriptMessage[] | undefined,
     sender: ChunkSender,
-  ): Promise<Outgoing[]> {
-    const defaultValue = () => JSON.stringify(record.document);
-    wanted ??= [{ key: record.key, value: defaultValue() }];
-    const outgoing: Outgoing[] = [];
-    for (const message of wanted) {
+  ): Promise<void> | undefined {
+    if (wanted === undefined) {
+      const topic = this.#topics.get(format.topic);
+      if (!topic) return this.#unknownTopic(format.topic, () => this.#add(format, record, wanted, sender));
+      this.#push(sender, topic, record, record.key, record.json, undefined, undefined);
+      return sender.sendIfFull();
+    }
+    for (let index = 0; index < wanted.length; index++) {
+      const message = wanted[index] as ScriptMessage;
       const topicName = message.topic ?? format.topic;
       if (message.topic !== undefined) {
         const problem = topicNameProblem(topicName);
@@ -288,46 +302,78 @@ export class KafkaDestination implements Destination {
           );
         }
       }
-      const topic = this.#topics.get(topicName) ?? (await this.#topicOf(topicName));
-      const keyText = message.key === undefined ? record.key : message.key;
-      const valueText = message.value === undefined ? defaultValue() : message.value;
-      // Encoded once here: the partitioner hashes the key's bytes, the chunk bound
-      // counts them, and kafkajs writes Buffers as they are instead of encoding again.
-      const key = keyText === null ? null : Buffer.from(keyText);
-      const value = valueText === null ? null : Buffer.from(valueText);
+      const topic = this.#topics.get(topicName);
+      if (!topic) {
+        // The messages before this one are in the chunk already: go on from this one.
+        const rest = wanted.slice(index);
+        return this.#unknownTopic(topicName, () => this.#add(format, record, rest, sender));
+      }
+      this.#push(
+        sender,
+        topic,
+        record,
+        message.key === undefined ? record.key : message.key,
+        message.value === undefined ? record.json : message.value,
+        message.headers,
+        message.partition,
+      );
+    }
+    return sender.sendIfFull();
+  }
+
+  /** Creates or looks up a topic not yet known, then goes on with `then`. */
+  async #unknownTopic(name: string, then: () => Promise<void> | undefined): Promise<void> {
+    await this.#topicOf(name);
+    await then();
+  }
+
+  /** Encodes one message and puts it in the chunk, once per partition for a key-less truncate. */
+  #push(
+    sender: ChunkSender,
+    topic: TopicPartitions,
+    record: ChangeRecord,
+    keyText: string | null,
+    valueText: string | null,
+    headerTexts: ScriptMessage['headers'],
+    requestedPartition: number | undefined,
+  ): void {
+    // Encoded once here: the partitioner hashes the key's bytes, the chunk bound
+    // counts them, and the producer writes Buffers as they are instead of encoding again.
+    const key = keyText === null ? null : Buffer.from(keyText);
+    const value = valueText === null ? null : Buffer.from(valueText);
+    let headers: Map<Buffer, Buffer> | undefined;
+    let headerBytes = 0;
+    if (headerTexts) {
       // A repeated name is one Buffer key per value: the producer writes every entry.
-      const headers = message.headers ? new Map<Buffer, Buffer>() : undefined;
-      let headerBytes = 0;
-      for (const [name, text] of Object.entries(message.headers ?? {})) {
+      headers = new Map<Buffer, Buffer>();
+      for (const [name, text] of Object.entries(headerTexts)) {
         for (const one of typeof text === 'string' ? [text] : text) {
           const nameBytes = Buffer.from(name);
           const oneBytes = Buffer.from(one);
-          headers?.set(nameBytes, oneBytes);
+          headers.set(nameBytes, oneBytes);
           headerBytes += nameBytes.length + oneBytes.length + 2;
         }
       }
-      const bytes =
-        recordOverheadBytes +
-        (key === null ? 0 : key.length) +
-        (value === null ? 0 : value.length) +
-        headerBytes;
-      const base: OutgoingMessage = headers ? { key, value, headers } : { key, value };
-      // A truncate concerns every key: its key-less messages go to every partition,
-      // so a consumer of any partition sees it in order with that partition's rows.
-      const everywhere =
-        record.document.kind === 'truncate' &&
-        key === null &&
-        !(this.#strategy.name === 'Manual' && message.partition !== undefined);
-      if (everywhere) {
-        for (const partition of topic.partitions) {
-          outgoing.push({ topic, message: { ...base, partition: partition.partitionId }, bytes });
-        }
-      } else {
-        const partition = sender.assigner().assign(topic, key, message.partition);
-        outgoing.push({ topic, message: { ...base, partition }, bytes });
-      }
     }
-    return outgoing;
+    const bytes =
+      recordOverheadBytes +
+      (key === null ? 0 : key.length) +
+      (value === null ? 0 : value.length) +
+      headerBytes;
+    // A truncate concerns every key: its key-less messages go to every partition,
+    // so a consumer of any partition sees it in order with that partition's rows.
+    const everywhere =
+      record.kind === 'truncate' &&
+      key === null &&
+      !(this.#strategy.name === 'Manual' && requestedPartition !== undefined);
+    if (everywhere) {
+      for (const { partitionId } of topic.partitions) {
+        sender.push({ topic: topic.topic, key, value, headers, partition: partitionId, bytes });
+      }
+    } else {
+      const partition = sender.assigner().assign(topic, key, requestedPartition);
+      sender.push({ topic: topic.topic, key, value, headers, partition, bytes });
+    }
   }
 
   /** Sends one chunk and waits for the broker's acknowledgement of all of it. */
@@ -335,14 +381,9 @@ export class KafkaDestination implements Destination {
     try {
       await (await this.#connectedProducer()).send({
         compression: this.#config.compression,
-        // A null key or value is written as Kafka's null (length -1); the types want Buffers.
-        messages: chunk.map(({ topic, message }) => ({
-          topic: topic.topic,
-          key: message.key as Buffer,
-          value: message.value as Buffer,
-          partition: message.partition ?? 0,
-          ...(message.headers ? { headers: message.headers } : {}),
-        })),
+        // Handed over as they are: a null key or value is written as Kafka's null
+        // (length -1), absent headers as none; the types want Buffers and a Map.
+        messages: chunk as unknown as MessageToProduce<Buffer, Buffer, Buffer, Buffer>[],
       });
     } catch (error) {
       // A failed idempotent producer may hold sequence numbers the broker never saw.
@@ -350,7 +391,7 @@ export class KafkaDestination implements Destination {
       this.#topics.clear();
       throw classifyKafkaError(error, what);
     } finally {
-      for (const { topic, message } of chunk) this.#strategy.settled(topic.topic, message.partition ?? 0, 1);
+      for (const message of chunk) this.#strategy.settled(message.topic, message.partition, 1);
     }
   }
 

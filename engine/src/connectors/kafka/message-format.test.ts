@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { EngineError } from '../../errors.ts';
 import { parseTextValue } from '../../model/parse-text.ts';
-import { type DestinationTable, type SourceTransaction, unchangedToast } from '../records.ts';
+import { type DestinationTable, type RowImage, type SourceTransaction, unchangedToast } from '../records.ts';
 import { changeRecord, isoTimestamp, renderText, snapshotRecord, tableFormat } from './message-format.ts';
 
 const column = (name: string, typeOid: number, typeModifier = -1) => ({
@@ -155,5 +156,208 @@ describe('default message format', () => {
   it('leaves keyless tables without a message key', () => {
     const keyless = tableFormat({ ...table, keyColumns: [] });
     expect(snapshotRecord(keyless, ['1', 'eu', '1', null]).key).toBeNull();
+  });
+});
+
+describe('default message JSON', () => {
+  // Every kind the format renders, with values whose JSON is easy to get wrong.
+  const columns = [
+    column('id', 20),
+    column('small', 21),
+    column('count', 23),
+    column('price', 1700, ((12 << 16) | 2) + 4),
+    column('name', 25),
+    column('doc', 3802),
+    column('raw', 114),
+    column('flag', 16),
+    column('bytes', 17),
+    column('ratio', 701),
+    column('single', 700),
+    column('at', 1114),
+    column('at_utc', 1184),
+    column('day', 1082),
+    column('clock', 1083),
+    column('span', 1186),
+    column('uid', 2950),
+    column('counts', 1007),
+    column('labels', 1009),
+    column('mood', 99_999),
+  ];
+  const wide: DestinationTable = {
+    source: { schema: 'public', table: 'every "kind"' },
+    destination: { schema: 'sales', table: 'every_kind' },
+    columns,
+    keyColumns: ['id', 'name'],
+  };
+  const format = tableFormat(wide);
+  const rows: RowImage[] = [
+    [
+      '9223372036854775807',
+      '-32768',
+      '-2147483648',
+      '1234567890.50',
+      'quote " backslash \\ tab \t newline \n bell \u0007 del \u007f',
+      '{"big": 12345678901234567890, "s": "\\u00e9"}',
+      '[1, 2]',
+      't',
+      '\\x00ff22',
+      '-1.5e-300',
+      'NaN',
+      '2024-02-29 23:59:59.999999',
+      '1999-12-31 23:59:59+00',
+      '0044-03-15 BC',
+      '24:00:00',
+      '1 year 2 mons -3 days 04:05:06.000007',
+      'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
+      '{1,NULL,-3}',
+      '{"a \\"b\\"",NULL,"",émoji 🎉}',
+      'happy',
+    ],
+    [
+      '0',
+      '0',
+      '2147483647',
+      'NaN',
+      'lone surrogates \ud800 and \udfff, emoji 🎉, é, \u2028',
+      'null',
+      '"just a string"',
+      'f',
+      '\\x',
+      'Infinity',
+      '-Infinity',
+      'infinity',
+      '-infinity',
+      'infinity',
+      '00:00:00.000001',
+      '00:00:00',
+      'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11',
+      '{}',
+      '{{a,b},{c,d}}',
+      '',
+    ],
+    [
+      '-1',
+      null,
+      null,
+      null,
+      'x',
+      null,
+      null,
+      null,
+      null,
+      null,
+      null,
+      '0001-01-01 00:00:00 BC',
+      '2024-01-01 00:00:00.5+00',
+      null,
+      null,
+      null,
+      null,
+      null,
+      null,
+      null,
+    ],
+  ];
+  const transaction: SourceTransaction = {
+    xid: 4_000_000_000,
+    commitLsn: 0xff_0000_0001n,
+    commitTimeMicros: 0n,
+  };
+
+  it('is exactly JSON.stringify of the document, for every kind of change', () => {
+    const records = rows.flatMap((row, index) => {
+      const other = rows[(index + 1) % rows.length] as RowImage;
+      const keyOnly = row.map((cell, column) => (column === 0 || column === 4 ? cell : null));
+      const toasted = row.map((cell, column) => (column === 5 || column === 18 ? unchangedToast : cell));
+      return [
+        snapshotRecord(format, row as (string | null)[]),
+        changeRecord(format, { kind: 'insert', transaction, newRow: row }),
+        changeRecord(format, { kind: 'update', transaction, oldKey: null, newRow: toasted }),
+        changeRecord(format, { kind: 'update', transaction, oldKey: keyOnly, newRow: other }),
+        changeRecord(format, { kind: 'update', transaction, oldKey: other, newRow: row }),
+        changeRecord(format, { kind: 'delete', transaction, oldKey: keyOnly }),
+        changeRecord(format, { kind: 'delete', transaction, oldKey: row }),
+        changeRecord(format, { kind: 'truncate', transaction }),
+      ];
+    });
+    for (const record of records) {
+      expect(record.json).toBe(JSON.stringify(record.document));
+      // The JSON is valid, and the document reads back from it.
+      expect(JSON.parse(record.json)).toEqual(JSON.parse(JSON.stringify(record.document)));
+    }
+    // A key column that did not change comes from the old image.
+    const keyUnchanged = changeRecord(format, {
+      kind: 'update',
+      transaction,
+      oldKey: rows[0] as RowImage,
+      newRow: (rows[0] as RowImage).map((cell, index) => (index === 4 ? unchangedToast : cell)),
+    });
+    expect(JSON.parse(keyUnchanged.key ?? '')).toEqual({
+      id: '9223372036854775807',
+      name: (keyUnchanged.document.old as Record<string, unknown>).name,
+    });
+    expect(keyUnchanged.key).toBe(
+      JSON.stringify({
+        id: '9223372036854775807',
+        name: (keyUnchanged.document.old as Record<string, unknown>).name,
+      }),
+    );
+  });
+
+  it('writes the values as the document renders them', () => {
+    const document = JSON.parse(snapshotRecord(format, rows[0] as (string | null)[]).json);
+    expect(document.new).toMatchObject({
+      id: '9223372036854775807',
+      small: -32768,
+      count: -2147483648,
+      price: '1234567890.50',
+      flag: true,
+      bytes: 'AP8i',
+      ratio: -1.5e-300,
+      single: 'NaN',
+      at: '2024-02-29T23:59:59.999999',
+      at_utc: '1999-12-31T23:59:59Z',
+      day: '-0043-03-15',
+      span: { months: 14, days: -3, microseconds: '14706000007' },
+      counts: [1, null, -3],
+      mood: 'happy',
+    });
+    expect(document).toMatchObject({ lsn: null, commit_time: null, xid: null, unchanged_columns: [] });
+  });
+
+  it('refuses a binary cell, and integers PostgreSQL would not print, as the document does', () => {
+    const binary = [Buffer.from('1'), ...(rows[0] as RowImage).slice(1)];
+    expect(() => changeRecord(format, { kind: 'insert', transaction, newRow: binary }).json).toThrow(
+      EngineError,
+    );
+    const withSmall = (text: string) =>
+      changeRecord(format, {
+        kind: 'insert',
+        transaction,
+        newRow: (rows[0] as RowImage).map((cell, index) => (index === 1 ? text : cell)),
+      });
+    for (const bad of ['40000', '-32769', '1e3', ' 1', '+1', '']) {
+      expect(() => withSmall(bad).json, bad).toThrow(EngineError);
+      expect(() => withSmall(bad).document, bad).toThrow(EngineError);
+    }
+    // Accepted by the parse though PostgreSQL never prints them: the same number either way.
+    for (const odd of ['01', '-0', '00032767']) {
+      const record = withSmall(odd);
+      expect(record.json, odd).toBe(JSON.stringify(record.document));
+    }
+  });
+
+  it("keeps the table's column order, also for names that read as numbers", () => {
+    const numbered = tableFormat({
+      source: { schema: 'public', table: 'n' },
+      destination: { schema: 'public', table: 'n' },
+      columns: [column('b', 25), column('10', 25), column('2', 25)],
+      keyColumns: ['b', '10'],
+    });
+    const record = snapshotRecord(numbered, ['x', 'y', 'z']);
+    expect(record.json).toContain('"new":{"b":"x","10":"y","2":"z"}');
+    expect(record.key).toBe('{"b":"x","10":"y"}');
+    // An object would put "2" and "10" first: the document has the same members, not the same order.
+    expect(Object.keys(record.document.new ?? {})).toEqual(['2', '10', 'b']);
   });
 });

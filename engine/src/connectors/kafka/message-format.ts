@@ -5,11 +5,20 @@
 // written so that nothing is lost in JSON: 64-bit integers and numerics as
 // strings, bytes as base64, timestamps as ISO 8601 with microseconds, NaN and
 // infinities as strings.
+//
+// The default message is written as JSON text straight from the row's cells
+// (`ChangeRecord.json`): member names and per-transaction fields are rendered
+// once, and the cells whose text already is their JSON (integers, numerics,
+// text kinds, usual timestamps) skip the parse. The document object, which a
+// script reads, is built only when it is read. Both give the same JSON (unit
+// test), except that the text keeps the table's column order where an object
+// would put names that read as array indexes ("10") first.
 
 import { EngineError } from '../../errors.ts';
 import { civilFromDays, formatCivilDate } from '../../model/calendar.ts';
 import { formatLsn } from '../../model/lsn.ts';
 import {
+  isVerbatimText,
   parseTextValue,
   type ScalarVisitor,
   timestampInfinity,
@@ -26,6 +35,7 @@ import {
   type RowChange,
   type RowImage,
   type SourceTransaction,
+  type TupleCell,
 } from '../records.ts';
 import { defaultTopicName } from './topics.ts';
 
@@ -60,6 +70,10 @@ export interface RecordDocument {
 
 /** What one change becomes before a script or the default format decides its message. */
 export interface ChangeRecord {
+  readonly kind: RecordKind;
+  /** The default message value: JSON.stringify(document), written without building the document. */
+  readonly json: string;
+  /** The default message value as an object, built when first read (by a script). */
   readonly document: RecordDocument;
   /** The row's key columns as a JSON object in key order; null when the table has no key or for a truncate. */
   readonly key: string | null;
@@ -75,6 +89,12 @@ export interface TableFormat {
   readonly topic: string;
   readonly types: readonly ColumnType[];
   readonly keyIndexes: readonly number[];
+  /** Per column: whether it is a key column. */
+  readonly isKey: readonly boolean[];
+  /** Per column: its name as a JSON object member's start, `"name":`. */
+  readonly memberNames: readonly string[];
+  /** The document's members after `kind`: `,"source":{…},"target":"…",`. */
+  readonly tableJson: string;
 }
 
 const formats = new WeakMap<DestinationTable, TableFormat>();
@@ -82,13 +102,19 @@ const formats = new WeakMap<DestinationTable, TableFormat>();
 export function tableFormat(table: DestinationTable): TableFormat {
   let format = formats.get(table);
   if (!format) {
+    const source = { schema: table.source.schema, table: table.source.table };
+    const topic = defaultTopicName(table.destination);
+    const indexes = keyIndexes(table);
     format = {
       table,
-      source: { schema: table.source.schema, table: table.source.table },
-      topic: defaultTopicName(table.destination),
+      source,
+      topic,
       // No catalog here: enums, domains and extension types become unknown_text (their text).
       types: table.columns.map((column) => pgColumnType(column.typeOid, column.typeModifier)),
-      keyIndexes: keyIndexes(table),
+      keyIndexes: indexes,
+      isKey: table.columns.map((_, index) => indexes.includes(index)),
+      memberNames: table.columns.map((column) => `${JSON.stringify(column.name)}:`),
+      tableJson: `,"source":${JSON.stringify(source)},"target":${JSON.stringify(topic)},`,
     };
     formats.set(table, format);
   }
@@ -96,134 +122,254 @@ export function tableFormat(table: DestinationTable): TableFormat {
 }
 
 export function snapshotRecord(format: TableFormat, row: readonly (string | null)[]): ChangeRecord {
-  const rendered = renderRow(format, row, 'full');
-  return {
-    document: document(format, 'snapshot', undefined, null, rendered.row, []),
-    key: keyOf(format, rendered.row, null),
-    commitLsn: null,
-  };
+  return new RenderedRecord(format, 'snapshot', undefined, null, row);
 }
 
 export function changeRecord(format: TableFormat, change: RowChange): ChangeRecord {
   const { transaction } = change;
   switch (change.kind) {
-    case 'insert': {
-      const after = renderRow(format, change.newRow, 'full');
-      return {
-        document: document(format, 'insert', transaction, null, after.row, after.unchanged),
-        key: keyOf(format, after.row, null),
-        commitLsn: transaction.commitLsn,
-      };
-    }
-    case 'update': {
-      const before = change.oldKey ? renderRow(format, change.oldKey, 'old').row : null;
-      const after = renderRow(format, change.newRow, 'full');
-      return {
-        document: document(format, 'update', transaction, before, after.row, after.unchanged),
-        key: keyOf(format, after.row, before),
-        commitLsn: transaction.commitLsn,
-      };
-    }
-    case 'delete': {
-      const before = renderRow(format, change.oldKey, 'old').row;
-      return {
-        document: document(format, 'delete', transaction, before, null, []),
-        key: keyOf(format, before, null),
-        commitLsn: transaction.commitLsn,
-      };
-    }
+    case 'insert':
+      return new RenderedRecord(format, 'insert', transaction, null, change.newRow);
+    case 'update':
+      return new RenderedRecord(format, 'update', transaction, change.oldKey, change.newRow);
+    case 'delete':
+      return new RenderedRecord(format, 'delete', transaction, change.oldKey, null);
     case 'truncate':
-      return {
-        document: document(format, 'truncate', transaction, null, null, []),
-        key: null,
-        commitLsn: transaction.commitLsn,
-      };
+      return new RenderedRecord(format, 'truncate', transaction, null, null);
   }
 }
+
+/**
+ * A change and the images it carries: the JSON of its default message and
+ * its key are written from the cells; the document is rendered on first read.
+ */
+class RenderedRecord implements ChangeRecord {
+  readonly kind: RecordKind;
+  readonly key: string | null;
+  readonly commitLsn: bigint | null;
+  readonly #format: TableFormat;
+  readonly #transaction: SourceTransaction | undefined;
+  readonly #before: RowImage | null;
+  readonly #after: RowImage | null;
+  #json: string | undefined;
+  #document: RecordDocument | undefined;
+
+  constructor(
+    format: TableFormat,
+    kind: RecordKind,
+    transaction: SourceTransaction | undefined,
+    before: RowImage | null,
+    after: RowImage | null,
+  ) {
+    this.kind = kind;
+    this.commitLsn = transaction ? transaction.commitLsn : null;
+    this.#format = format;
+    this.#transaction = transaction;
+    this.#before = before;
+    this.#after = after;
+    this.key = kind === 'truncate' ? null : keyJson(format, after ?? before, after ? before : null);
+  }
+
+  get json(): string {
+    this.#json ??= this.#writeJson();
+    return this.#json;
+  }
+
+  get document(): RecordDocument {
+    this.#document ??= this.#renderDocument();
+    return this.#document;
+  }
+
+  #writeJson(): string {
+    const format = this.#format;
+    const before = this.#before;
+    const after = this.#after;
+    const transactionJson = this.#transaction
+      ? transactionFields(this.#transaction).json
+      : snapshotFieldsJson;
+    const old = before ? imageJson(format, before, isKeyOnly(format, before)) : 'null';
+    if (!after) {
+      return `{"kind":"${this.kind}"${format.tableJson}${transactionJson},"old":${old},"new":null,"unchanged_columns":[]}`;
+    }
+    const unchanged: string[] = [];
+    const json = imageJson(format, after, false, unchanged);
+    const unchangedJson = unchanged.length === 0 ? '[]' : JSON.stringify(unchanged);
+    return `{"kind":"${this.kind}"${format.tableJson}${transactionJson},"old":${old},"new":${json},"unchanged_columns":${unchangedJson}}`;
+  }
+
+  #renderDocument(): RecordDocument {
+    const format = this.#format;
+    const transaction = this.#transaction;
+    const rendered = transaction ? transactionFields(transaction) : undefined;
+    const before = this.#before ? renderRow(format, this.#before, 'old').row : null;
+    const after = this.#after ? renderRow(format, this.#after, 'full') : undefined;
+    return {
+      kind: this.kind,
+      source: format.source,
+      target: format.topic,
+      lsn: rendered ? rendered.lsn : null,
+      commit_time: rendered ? rendered.commitTime : null,
+      xid: transaction ? transaction.xid : null,
+      old: before,
+      new: after ? after.row : null,
+      unchanged_columns: after ? after.unchanged : [],
+    };
+  }
+}
+
+const snapshotFieldsJson = '"lsn":null,"commit_time":null,"xid":null';
 
 /**
  * The last transaction's LSN and commit time as the document writes them:
  * every change of a transaction shares them, so they are rendered once per
  * transaction rather than for each of its changes.
  */
-let renderedTransaction: { transaction: SourceTransaction; lsn: string; commitTime: string } | undefined;
+let renderedTransaction:
+  | { transaction: SourceTransaction; lsn: string; commitTime: string; json: string }
+  | undefined;
 
-function transactionFields(transaction: SourceTransaction): { lsn: string; commitTime: string } {
+function transactionFields(transaction: SourceTransaction): {
+  lsn: string;
+  commitTime: string;
+  json: string;
+} {
   if (renderedTransaction?.transaction !== transaction) {
+    const lsn = formatLsn(transaction.commitLsn);
+    const commitTime = isoTimestamp(transaction.commitTimeMicros, 'Z');
     renderedTransaction = {
       transaction,
-      lsn: formatLsn(transaction.commitLsn),
-      commitTime: isoTimestamp(transaction.commitTimeMicros, 'Z'),
+      lsn,
+      commitTime,
+      json: `"lsn":${JSON.stringify(lsn)},"commit_time":${JSON.stringify(commitTime)},"xid":${JSON.stringify(transaction.xid)}`,
     };
   }
   return renderedTransaction;
 }
 
-function document(
-  format: TableFormat,
-  kind: RecordKind,
-  transaction: SourceTransaction | undefined,
-  before: Row | null,
-  after: Row | null,
-  unchanged: readonly string[],
-): RecordDocument {
-  const rendered = transaction ? transactionFields(transaction) : undefined;
-  return {
-    kind,
-    source: format.source,
-    target: format.topic,
-    lsn: rendered ? rendered.lsn : null,
-    commit_time: rendered ? rendered.commitTime : null,
-    xid: transaction ? transaction.xid : null,
-    old: before,
-    new: after,
-    unchanged_columns: unchanged,
-  };
+/**
+ * The key columns as a JSON object, in key order. A key column missing from
+ * `image` (an unchanged TOASTed key, or NULL) is taken from `fallback`, the
+ * change's old image.
+ */
+function keyJson(format: TableFormat, image: RowImage | null, fallback: RowImage | null): string | null {
+  if (format.keyIndexes.length === 0 || !image) return null;
+  let json = '{';
+  for (let position = 0; position < format.keyIndexes.length; position++) {
+    const index = format.keyIndexes[position] as number;
+    let cell = image[index] ?? null;
+    if ((cell === null || isUnchangedToast(cell)) && fallback) cell = fallback[index] ?? null;
+    const value = cell === null || isUnchangedToast(cell) ? 'null' : cellJson(format, index, cell);
+    json += `${position === 0 ? '' : ','}${JSON.stringify(format.table.keyColumns[position])}:${value}`;
+  }
+  return `${json}}`;
 }
 
 /**
- * The key columns as a JSON object, in key order. A key column missing from the
- * row (an unchanged TOASTed key) is taken from the old image.
+ * An old image holds only the key columns unless the source sent the whole
+ * row (REPLICA IDENTITY FULL): pgoutput sends non-key columns of a key-only
+ * image as nulls, so an old image whose non-key columns are all null is
+ * written with its key columns only.
  */
-function keyOf(format: TableFormat, row: Row, fallback: Row | null): string | null {
-  if (format.keyIndexes.length === 0) return null;
-  const key: Record<string, Rendered> = {};
-  for (const name of format.table.keyColumns) key[name] = row[name] ?? fallback?.[name] ?? null;
-  return JSON.stringify(key);
+function isKeyOnly(format: TableFormat, image: RowImage): boolean {
+  if (format.keyIndexes.length === 0) return false;
+  for (let index = 0; index < image.length; index++) {
+    if (!format.isKey[index] && image[index] !== null) return false;
+  }
+  return true;
 }
 
 /**
- * Renders a row image. An old image ('old') holds only the key columns unless
- * the source sent the whole row (REPLICA IDENTITY FULL): pgoutput sends
- * non-key columns of a key-only image as nulls, so an old image whose non-key
- * columns are all null is rendered with its key columns only.
+ * A row image as a JSON object in column order: with `keyOnly`, only the key
+ * columns; unchanged TOASTed columns are left out and named in `unchanged`.
  */
+function imageJson(format: TableFormat, image: RowImage, keyOnly: boolean, unchanged?: string[]): string {
+  const { columns } = format.table;
+  let json = '{';
+  let first = true;
+  for (let index = 0; index < columns.length; index++) {
+    if (keyOnly && !format.isKey[index]) continue;
+    const cell = image[index] ?? null;
+    let value: string;
+    if (cell === null) value = 'null';
+    else if (isUnchangedToast(cell)) {
+      unchanged?.push((columns[index] as DestinationTable['columns'][number]).name);
+      continue;
+    } else value = cellJson(format, index, cell);
+    json += first ? `${format.memberNames[index]}${value}` : `,${format.memberNames[index]}${value}`;
+    first = false;
+  }
+  return `${json}}`;
+}
+
+// PostgreSQL's canonical output of int2 and int4: the JSON number as it is.
+const integerText = /^(?:0|-?[1-9]\d{0,9})$/;
+const integerRange = { int16: 0x7fff, int32: 0x7fff_ffff } as const;
+
+/** One non-NULL cell's rendering as JSON text: what JSON.stringify(renderText(…)) gives. */
+function cellJson(format: TableFormat, index: number, cell: Exclude<TupleCell, null>): string {
+  if (typeof cell !== 'string') throw binaryValue(format);
+  const type = format.types[index] ?? textType;
+  const { kind } = type;
+  if (isVerbatimText(kind)) return stringJson(cell);
+  switch (kind) {
+    case 'int16':
+    case 'int32': {
+      // Out-of-range or malformed text goes through the parse, which names the problem.
+      const limit = integerRange[kind];
+      if (integerText.test(cell) && Math.abs(Number(cell)) <= limit + (cell.startsWith('-') ? 1 : 0))
+        return cell;
+      break;
+    }
+    case 'int64':
+      // Its text is its rendering (renderText), and JSON carries it as a string.
+      return stringJson(cell);
+    case 'numeric':
+      return stringJson(renderText(type, cell) as string);
+    case 'timestamp':
+    case 'timestamptz': {
+      const rendered = usualTimestamp(kind, cell);
+      if (rendered !== undefined) return `"${rendered}"`;
+      break;
+    }
+  }
+  return JSON.stringify(renderText(type, cell));
+}
+
+// Characters JSON.stringify escapes in a string: the quote, the backslash,
+// controls, and UTF-16 surrogates (a lone one is written as \uXXXX).
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what JSON escapes
+const escapedInJson = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+function stringJson(text: string): string {
+  return escapedInJson.test(text) ? JSON.stringify(text) : `"${text}"`;
+}
+
+function binaryValue(format: TableFormat): EngineError {
+  return new EngineError(
+    'decode',
+    `binary tuple value in ${format.table.source.schema}.${format.table.source.table}; text format expected`,
+  );
+}
+
+/** Renders a row image for the document (`which` as in isKeyOnly). */
 function renderRow(
   format: TableFormat,
   image: RowImage,
   which: 'full' | 'old',
 ): { row: Row; unchanged: string[] } {
   const { columns } = format.table;
-  const keyOnly =
-    which === 'old' &&
-    format.keyIndexes.length > 0 &&
-    columns.every((_, index) => format.keyIndexes.includes(index) || image[index] === null);
+  const keyOnly = which === 'old' && isKeyOnly(format, image);
   const row: Record<string, Rendered> = {};
   const unchanged: string[] = [];
   for (let index = 0; index < columns.length; index++) {
     const column = columns[index];
     if (!column) continue;
-    if (keyOnly && !format.keyIndexes.includes(index)) continue;
+    if (keyOnly && !format.isKey[index]) continue;
     const cell = image[index] ?? null;
     if (cell === null) row[column.name] = null;
     else if (isUnchangedToast(cell)) unchanged.push(column.name);
     else if (typeof cell === 'string') row[column.name] = renderText(format.types[index] ?? textType, cell);
-    else {
-      throw new EngineError(
-        'decode',
-        `binary tuple value in ${format.table.source.schema}.${format.table.source.table}; text format expected`,
-      );
-    }
+    else throw binaryValue(format);
   }
   return { row, unchanged };
 }
@@ -235,13 +381,20 @@ const textType: ColumnType = { kind: 'unknown_text' };
 // same result the parse below gives, at a fraction of its cost.
 const plainTimestamp = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(\.\d*[1-9])?0*(\+00)?$/;
 
+/** A usual timestamp's text rewritten to ISO 8601; undefined for any other shape. */
+function usualTimestamp(kind: 'timestamp' | 'timestamptz', text: string): string | undefined {
+  const match = plainTimestamp.exec(text);
+  if (match && (match[4] !== undefined) === (kind === 'timestamptz')) {
+    return `${match[1]}T${match[2]}${match[3] ?? ''}${match[4] ? 'Z' : ''}`;
+  }
+  return undefined;
+}
+
 /** PostgreSQL's text output of one value, rendered for JSON. */
 export function renderText(type: ColumnType, text: string): Rendered {
   if (type.kind === 'timestamptz' || type.kind === 'timestamp') {
-    const match = plainTimestamp.exec(text);
-    if (match && (match[4] !== undefined) === (type.kind === 'timestamptz')) {
-      return `${match[1]}T${match[2]}${match[3] ?? ''}${match[4] ? 'Z' : ''}`;
-    }
+    const rendered = usualTimestamp(type.kind, text);
+    if (rendered !== undefined) return rendered;
   }
   // PostgreSQL prints a bigint canonically, and JSON carries it as a string: its text is its rendering.
   if (type.kind === 'int64') return text;
