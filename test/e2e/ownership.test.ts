@@ -1,12 +1,18 @@
 // A mirror never touches what it did not create: a slot, a publication or a
 // populated destination table that was there before it is refused (unless the
 // spec adopts it or asks for a resync), left as it was, and kept on drop.
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { ReplicationStream } from '../../engine/src/connectors/postgres/replication-stream.ts';
 import { defaultPublicationName, defaultSlotName } from '../../engine/src/connectors/postgres/slot.ts';
-import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
+import {
+  createTestDatabase,
+  droppablePool,
+  randomSuffix,
+  type TestDatabase,
+  waitFor,
+} from '../support/databases.ts';
 import {
   createHarness,
   dropMirror,
@@ -271,7 +277,7 @@ describe('ownership of source and destination objects', () => {
     try {
       second.catalogDatabase = await createTestDatabase('own_cat2');
       second.destination = await createTestDatabase('own_dst2');
-      second.pool = new pg.Pool({ ...second.catalogDatabase.config, max: 2 });
+      second.pool = droppablePool({ ...second.catalogDatabase.config, max: 2 });
       const catalog = new PostgresCatalog(second.pool);
       await catalog.migrate();
       const other: Harness = {

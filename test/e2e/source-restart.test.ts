@@ -4,10 +4,16 @@
 // destination must equal the source row by row: nothing lost, nothing applied
 // twice.
 import type { ChildProcess } from 'node:child_process';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
-import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
+import {
+  createTestDatabase,
+  droppablePool,
+  randomSuffix,
+  type TestDatabase,
+  waitFor,
+} from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import { mapping } from '../support/mirror-harness.ts';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.ts';
@@ -35,7 +41,7 @@ describe('source server crash and restart', () => {
       createTestDatabase('restart_dst', destinationPostgres),
       createTestDatabase('restart_cat'),
     ]);
-    catalogPool = new pg.Pool({ ...catalogDatabase.config, max: 2 });
+    catalogPool = droppablePool({ ...catalogDatabase.config, max: 2 });
     await new PostgresCatalog(catalogPool).migrate();
   });
 

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import pg from 'pg';
+import type pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
@@ -19,7 +19,13 @@ import { group, version } from '../../operator/src/crds/schemas.ts';
 import { EventRecorder } from '../../operator/src/events.ts';
 import { KubeStore, type StoredStatus } from '../../operator/src/kube/kube-store.ts';
 import { LocalProcessEngineRuntime } from '../../operator/src/runtime/local-process-runtime.ts';
-import { createTestDatabase, type TestDatabase, waitFor, waitForSameRows } from '../support/databases.ts';
+import {
+  createTestDatabase,
+  droppablePool,
+  type TestDatabase,
+  waitFor,
+  waitForSameRows,
+} from '../support/databases.ts';
 import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
 import { catalogUrl } from '../support/operator-process.ts';
 import { repoRoot } from '../support/testenv.ts';
@@ -148,7 +154,7 @@ describe('controllers', () => {
     ]);
     await source.client.query(`CREATE TABLE items (id int PRIMARY KEY, v text)`);
     await source.client.query(`INSERT INTO items SELECT g, 'v' || g FROM generate_series(1, 100) g`);
-    pool = new pg.Pool({ ...catalogDatabase.config, max: 2 });
+    pool = droppablePool({ ...catalogDatabase.config, max: 2 });
     catalog = new PostgresCatalog(pool);
     await catalog.migrate();
     store = new KubeStore(config, namespace);

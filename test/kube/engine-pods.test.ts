@@ -15,7 +15,13 @@ import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
 import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
-import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
+import {
+  createTestDatabase,
+  droppablePool,
+  randomSuffix,
+  type TestDatabase,
+  waitFor,
+} from '../support/databases.ts';
 import { freePort } from '../support/engine-process.ts';
 import { basicAuth } from '../support/facade.ts';
 import { adminConfig, createNamespace, installCrds, statusOf } from '../support/kube.ts';
@@ -134,7 +140,7 @@ describe('operator and its engine pods', () => {
         spec: { lang: 'lua', source: 'function onRecord(r) return r end' },
       },
     });
-    pool = new pg.Pool({ ...catalogDatabase.config, max: 2 });
+    pool = droppablePool({ ...catalogDatabase.config, max: 2 });
     const catalog = new PostgresCatalog(pool);
     app = buildApp({
       store: new KubeStore(config, namespace),

@@ -4,7 +4,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
+import type pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api-server/src/http/app.ts';
@@ -14,7 +14,13 @@ import { checkMirrorSource, findMissingTables } from '../../engine/src/connector
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import { kubeObjectName } from '../../operator/src/kube/object-names.ts';
-import { createTestDatabase, type TestDatabase, waitFor, waitForSameRows } from '../support/databases.ts';
+import {
+  createTestDatabase,
+  droppablePool,
+  type TestDatabase,
+  waitFor,
+  waitForSameRows,
+} from '../support/databases.ts';
 import { basicAuth } from '../support/facade.ts';
 import { adminConfig, createNamespace, installCrds, kubectl } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';
@@ -61,7 +67,7 @@ describe('facade in cluster mode', () => {
     await source.client.query(`INSERT INTO things SELECT g, 'v' || g FROM generate_series(1, 200) g`);
     await source.client.query(`CREATE TABLE others (id int PRIMARY KEY)`);
     await source.client.query(`INSERT INTO others SELECT generate_series(1, 30)`);
-    pool = new pg.Pool({ ...catalogDatabase.config, max: 4 });
+    pool = droppablePool({ ...catalogDatabase.config, max: 4 });
     const catalog = new PostgresCatalog(pool);
     await catalog.migrate();
     app = buildApp({

@@ -8,10 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
-import { createTestDatabase, type TestDatabase, waitFor } from '../support/databases.ts';
+import { createTestDatabase, droppablePool, type TestDatabase, waitFor } from '../support/databases.ts';
 import { kubectl, waitUntilCrdsServed } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';
 import { emulatorConfig, SnowflakeAdmin, testPrivateKey, uniqueName } from '../support/snowflake-peer.ts';
@@ -101,7 +100,7 @@ describe('kubectl with the Snowflake examples', () => {
       createTestDatabase('kcsf_src'),
       createTestDatabase('kcsf_cat'),
     ]);
-    const pool = new pg.Pool({ ...catalogDatabase.config, max: 1 });
+    const pool = droppablePool({ ...catalogDatabase.config, max: 1 });
     await new PostgresCatalog(pool).migrate();
     await pool.end();
     await source.client.query(`CREATE TABLE orders (id int PRIMARY KEY, item text)`);

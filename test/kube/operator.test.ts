@@ -2,11 +2,16 @@
 // would, engines as local processes standing in for pods, real PostgreSQL.
 import type { ChildProcess } from 'node:child_process';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
-import { createTestDatabase, type TestDatabase, waitFor, waitForSameRows } from '../support/databases.ts';
+import {
+  createTestDatabase,
+  droppablePool,
+  type TestDatabase,
+  waitFor,
+  waitForSameRows,
+} from '../support/databases.ts';
 import { freePort } from '../support/engine-process.ts';
 import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';
@@ -235,7 +240,7 @@ describe('operator', () => {
   });
 
   it('shows a fault the engine retries as a Degraded condition and a Retrying event, then clears it', async () => {
-    const pool = new pg.Pool({ ...catalogDatabase.config, max: 1 });
+    const pool = droppablePool({ ...catalogDatabase.config, max: 1 });
     const catalog = new PostgresCatalog(pool);
     const fault =
       'destination: sync batch 7 failed (ECONNREFUSED); retrying. check that the peer host and port are reachable from the engine';

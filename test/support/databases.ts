@@ -17,6 +17,24 @@ export function randomSuffix(): string {
   return randomBytes(4).toString('hex');
 }
 
+/**
+ * A pool over a test database that is dropped WITH (FORCE) once the test is
+ * done: that termination (57P01) of a connection still closing is expected,
+ * any other error of an idle or closing connection is not. pg-pool's end()
+ * resolves once its connections are told to end, before their sockets close,
+ * and re-emits an idle connection's error on the pool, where without a
+ * listener it would be an uncaught exception; so both places get one.
+ */
+export function droppablePool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config);
+  const unlessTerminated = (error: Error & { code?: string }) => {
+    if (error.code !== '57P01') throw error;
+  };
+  pool.on('error', unlessTerminated);
+  pool.on('connect', (client) => client.on('error', unlessTerminated));
+  return pool;
+}
+
 function adminClient(server: PostgresServer, database: string): pg.Client {
   return new pg.Client({ host: server.host, port: server.port, database, ...server.superuser });
 }

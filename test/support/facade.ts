@@ -5,7 +5,6 @@
 // `api-cluster` vitest project sets). The same endpoint tests run in both.
 // Peer checks and table lookups are the real ones, against the test servers.
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import pg from 'pg';
 import pino from 'pino';
 import { buildApp } from '../../api-server/src/http/app.ts';
 import type { AuthConfig } from '../../api-server/src/http/auth.ts';
@@ -17,7 +16,7 @@ import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
 import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
 import type { ResourceStore } from '../../engine/src/control/store.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
-import { createTestDatabase } from './databases.ts';
+import { createTestDatabase, droppablePool } from './databases.ts';
 import { adminConfig, createNamespace, installCrds } from './kube.ts';
 
 export const facadeMode: 'standalone' | 'cluster' =
@@ -104,7 +103,7 @@ async function clusterBackend(): Promise<Backend> {
     createNamespace('api', config),
     createTestDatabase('api_cat'),
   ]);
-  const pool = new pg.Pool({ ...database.config, max: 4 });
+  const pool = droppablePool({ ...database.config, max: 4 });
   const catalog = new PostgresCatalog(pool);
   await catalog.migrate();
   return {
