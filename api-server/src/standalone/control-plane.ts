@@ -61,6 +61,7 @@ async function prepareDataDirectory(dataDir: string, startParams: string[], logg
     {
       dataDir,
       durationMs: initdb.durationMs,
+      childEnded: initdb.childEnded,
       ...(initdb.childPeakRssKiB === undefined
         ? {}
         : { initdbPeakRssMiB: Math.round(initdb.childPeakRssKiB / 1024) }),

@@ -17,13 +17,23 @@ export interface InitdbChildReport {
 
 // The parent went away (killed, or stopped while waiting): nobody will use the
 // directory, and the parent's next start removes it. SIGKILL rather than
-// `process.exit`, which was once seen to hang for good here, leaving an orphan.
-process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'));
+// `process.exit`, which can hang for good (nodejs/node#54918, docs/startup.md),
+// leaving an orphan.
+const orphaned = () => process.kill(process.pid, 'SIGKILL');
+process.on('disconnect', orphaned);
 
 const [directory, ...startParams] = process.argv.slice(2);
 if (!directory) throw new Error('usage: initdb-child.ts <directory> [start parameters]');
 const database = await PGlite.create(directory, { startParams });
 await database.close();
 const report: InitdbChildReport = { peakRssKiB: process.resourceUsage().maxRSS };
-// Exits once the report is written: the IPC channel would keep the process alive.
-if (process.send) process.send(report, () => process.exit(0));
+// Ends by itself once the report is written, by closing the IPC channel that
+// would keep it alive (not as an orphan: the parent is there). Not
+// `process.exit`, for the reason above; the parent kills a child still alive
+// 3 s after its report all the same.
+if (process.send) {
+  process.send(report, () => {
+    process.off('disconnect', orphaned);
+    process.disconnect();
+  });
+}

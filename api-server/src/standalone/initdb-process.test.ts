@@ -61,6 +61,8 @@ describe('initialiseDataDirectory', () => {
       const outcome = await initialiseDataDirectory(dataDir, { startParams });
 
       expect(outcome?.childPeakRssKiB).toBeGreaterThan(0);
+      // Not by process.exit, which can hang (docs/startup.md), nor by the parent's kill.
+      expect(outcome?.childEnded).toBe('by itself');
       expect(isInitialised(dataDir)).toBe(true);
       expect(workDirectories(dataDir)).toEqual([]);
       expect(readFileSync(join(dataDir, 'api-password'), 'utf8')).toBe('secret');
@@ -132,6 +134,7 @@ describe('initialiseDataDirectory', () => {
     const outcome = await initialiseDataDirectory(dataDir, { startParams, childModule: stuckChild });
 
     expect(outcome?.childPeakRssKiB).toBe(1234);
+    expect(outcome?.childEnded).toBe('killed after its report');
     expect(isInitialised(dataDir)).toBe(true);
     expect(workDirectories(dataDir)).toEqual([]);
   });

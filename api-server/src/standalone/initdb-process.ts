@@ -58,6 +58,8 @@ export interface InitdbOutcome {
   /** The child's peak resident memory (not part of the service's own peak). */
   readonly childPeakRssKiB: number | undefined;
   readonly durationMs: number;
+  /** Whether the child ended by itself after its report or had to be killed (see runChild). */
+  readonly childEnded: 'by itself' | 'killed after its report';
 }
 
 export function isInitialised(dataDir: string): boolean {
@@ -82,7 +84,7 @@ export async function initialiseDataDirectory(
   const workDirectory = join(dataDir, `${initdbWorkDirectoryPrefix}${process.pid}`);
   const startedAt = performance.now();
   mkdirSync(workDirectory, { mode: 0o700 });
-  const report = await runChild(options.childModule ?? defaultChildModule, [
+  const { report, killedAfterReport } = await runChild(options.childModule ?? defaultChildModule, [
     workDirectory,
     ...options.startParams,
   ]);
@@ -90,7 +92,11 @@ export async function initialiseDataDirectory(
     throw new Error(`initialising the data directory ${dataDir}: the child ended without writing a database`);
   }
   moveIntoPlace(workDirectory, dataDir);
-  return { childPeakRssKiB: report?.peakRssKiB, durationMs: Math.round(performance.now() - startedAt) };
+  return {
+    childPeakRssKiB: report?.peakRssKiB,
+    durationMs: Math.round(performance.now() - startedAt),
+    childEnded: killedAfterReport ? 'killed after its report' : 'by itself',
+  };
 }
 
 function moveIntoPlace(workDirectory: string, dataDir: string): void {
@@ -111,7 +117,10 @@ function moveIntoPlace(workDirectory: string, dataDir: string): void {
  * of initdb too) and resolves with its report once it exits with code 0, or
  * once it is killed for not exiting within `exitAfterReportMs` of its report.
  */
-function runChild(module: string, args: readonly string[]): Promise<InitdbChildReport | undefined> {
+function runChild(
+  module: string,
+  args: readonly string[],
+): Promise<{ report: InitdbChildReport | undefined; killedAfterReport: boolean }> {
   return new Promise((resolve, reject) => {
     const child = fork(module, args, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     let report: InitdbChildReport | undefined;
@@ -136,7 +145,7 @@ function runChild(module: string, args: readonly string[]): Promise<InitdbChildR
     );
     child.on('close', (code, signal) => {
       clearTimeout(exitDeadline);
-      if (code === 0 || (killedAfterReport && report)) return resolve(report);
+      if (code === 0 || (killedAfterReport && report)) return resolve({ report, killedAfterReport });
       const ending = signal ? `was stopped by ${signal}` : `exited with code ${code}`;
       const output = stderrTail.trim();
       reject(
