@@ -347,6 +347,29 @@ describe('default message JSON', () => {
     }
   });
 
+  it('writes a key column that is not replicated as null, as the document does', () => {
+    const partial = tableFormat({
+      source: { schema: 'public', table: 'p' },
+      destination: { schema: 'public', table: 'p' },
+      columns: [column('id', 20), column('note', 25)],
+      keyColumns: ['id', 'region'],
+    });
+    const records = [
+      snapshotRecord(partial, ['7', 'x']),
+      changeRecord(partial, {
+        kind: 'update',
+        transaction,
+        oldKey: ['6', null],
+        newRow: ['7', unchangedToast],
+      }),
+      changeRecord(partial, { kind: 'delete', transaction, oldKey: ['7', null] }),
+    ];
+    for (const record of records) {
+      expect(record.key).toBe('{"id":"7","region":null}');
+      expect(record.json).toBe(JSON.stringify(record.document));
+    }
+  });
+
   it("keeps the table's column order, also for names that read as numbers", () => {
     const numbered = tableFormat({
       source: { schema: 'public', table: 'n' },
