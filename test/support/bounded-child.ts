@@ -4,8 +4,9 @@
 // where gdb is installed. Linux only for the description (it reads /proc); the
 // bound holds everywhere.
 import { execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { readProcFile, statFields } from './leftover-processes.ts';
 
 export interface ChildOutcome {
   readonly status: number | null;
@@ -23,17 +24,14 @@ export interface ChildOutcome {
  */
 export const overstayLog = join(import.meta.dirname, '..', '..', '.testenv', 'overstayed-children.log');
 
-function readProc(path: string): string {
-  try {
-    return readFileSync(path, 'latin1').trim();
-  } catch {
-    return '-';
-  }
+/** A /proc file's text for the description, `-` when it cannot be read. */
+function procText(pid: number, name: string): string {
+  return readProcFile(pid, name)?.trim() ?? '-';
 }
 
 /** One line per thread: id, name, state, kernel wait channel, system call; then gdb's backtraces. */
 export function describeProcess(pid: number): string {
-  const lines = [`process ${pid}: ${readProc(`/proc/${pid}/cmdline`).split('\0').join(' ')}`];
+  const lines = [`process ${pid}: ${procText(pid, 'cmdline').split('\0').join(' ')}`];
   let threads: string[] = [];
   try {
     threads = readdirSync(`/proc/${pid}/task`);
@@ -41,11 +39,10 @@ export function describeProcess(pid: number): string {
     lines.push('  (gone, or /proc cannot be read)');
   }
   for (const thread of threads) {
-    const base = `/proc/${pid}/task/${thread}`;
-    const stat = readProc(`${base}/stat`);
-    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    const task = `task/${thread}`;
+    const state = statFields(procText(pid, `${task}/stat`))[0];
     lines.push(
-      `  thread ${thread} ${readProc(`${base}/comm`)} state=${state} wchan=${readProc(`${base}/wchan`)} syscall=${readProc(`${base}/syscall`)}`,
+      `  thread ${thread} ${procText(pid, `${task}/comm`)} state=${state} wchan=${procText(pid, `${task}/wchan`)} syscall=${procText(pid, `${task}/syscall`)}`,
     );
   }
   try {

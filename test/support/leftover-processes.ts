@@ -21,21 +21,30 @@ export interface LeftoverProcess {
   readonly command: string;
 }
 
-function readProcFile(pid: number, name: string): string | undefined {
+/** `/proc/<pid>/<name>` (a path below it, such as `task/<tid>/stat`), or undefined when it cannot be read. */
+export function readProcFile(pid: number, name: string): string | undefined {
   try {
     return readFileSync(`/proc/${pid}/${name}`, 'latin1');
   } catch {
-    // Gone meanwhile, or not ours to read: either way not a leftover we can stop.
+    // Gone meanwhile, or not ours to read.
     return undefined;
   }
+}
+
+/**
+ * The fields of a `stat` file after the command name, from the state on:
+ * "pid (comm) state ppid pgrp ...", where comm may hold spaces and parentheses,
+ * so the split is after the last ')'.
+ */
+export function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
 /** Parent pid and process group of a live process; undefined when it is gone or a zombie. */
 function statusOf(pid: number): { parentPid: number; groupId: number } | undefined {
   const stat = readProcFile(pid, 'stat');
   if (stat === undefined) return undefined;
-  // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(stat);
   const state = fields[0];
   if (state === 'Z' || state === 'X') return undefined; // a zombie is already dead
   return { parentPid: Number(fields[1]), groupId: Number(fields[2]) };
