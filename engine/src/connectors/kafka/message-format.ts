@@ -91,6 +91,8 @@ export interface TableFormat {
   readonly keyIndexes: readonly number[];
   /** Per column: whether it is a key column. */
   readonly isKey: readonly boolean[];
+  /** Per column: whether its value is its text (isVerbatimText), written as a JSON string as it is. */
+  readonly isVerbatim: readonly boolean[];
   /** Per column: its name as a JSON object member's start, `"name":`. */
   readonly memberNames: readonly string[];
   /** The document's members after `kind`: `,"source":{…},"target":"…",`. */
@@ -105,14 +107,16 @@ export function tableFormat(table: DestinationTable): TableFormat {
     const source = { schema: table.source.schema, table: table.source.table };
     const topic = defaultTopicName(table.destination);
     const indexes = keyIndexes(table);
+    // No catalog here: enums, domains and extension types become unknown_text (their text).
+    const types = table.columns.map((column) => pgColumnType(column.typeOid, column.typeModifier));
     format = {
       table,
       source,
       topic,
-      // No catalog here: enums, domains and extension types become unknown_text (their text).
-      types: table.columns.map((column) => pgColumnType(column.typeOid, column.typeModifier)),
+      types,
       keyIndexes: indexes,
       isKey: table.columns.map((_, index) => indexes.includes(index)),
+      isVerbatim: types.map((type) => isVerbatimText(type.kind)),
       memberNames: table.columns.map((column) => `${JSON.stringify(column.name)}:`),
       tableJson: `,"source":${JSON.stringify(source)},"target":${JSON.stringify(topic)},`,
     };
@@ -308,9 +312,9 @@ const integerRange = { int16: 0x7fff, int32: 0x7fff_ffff } as const;
 /** One non-NULL cell's rendering as JSON text: what JSON.stringify(renderText(…)) gives. */
 function cellJson(format: TableFormat, index: number, cell: Exclude<TupleCell, null>): string {
   if (typeof cell !== 'string') throw binaryValue(format);
+  if (format.isVerbatim[index]) return stringJson(cell);
   const type = format.types[index] ?? textType;
   const { kind } = type;
-  if (isVerbatimText(kind)) return stringJson(cell);
   switch (kind) {
     case 'int16':
     case 'int32': {
