@@ -22,13 +22,13 @@ describe('runBounded', () => {
   });
 
   it('describes, kills and records a child still running at the bound', async () => {
-    // Waits for standard input to end, which never comes: a timer keeps it alive instead.
+    // A child that never ends: a timer keeps it alive.
     const outcome = await runBounded(
       process.execPath,
       ['-e', 'console.log("started"); setInterval(() => {}, 1000)'],
       {
         env: process.env,
-        boundMs: 1_500,
+        boundMs: 5_000, // ample for a child to start and print on a loaded machine
         label: 'idle child',
         log,
       },
@@ -36,7 +36,7 @@ describe('runBounded', () => {
     expect(outcome.signal).toBe('SIGKILL');
     expect(outcome.stdout).toBe('started\n');
     expect(outcome.overstayed).toMatch(
-      /^idle child: still running after 1500 ms\nprocess \d+: .*setInterval/,
+      /^idle child: still running after 5000 ms\nprocess \d+: .*setInterval/,
     );
     // The main thread waits in the event loop's epoll: its state and system call are named.
     expect(outcome.overstayed).toMatch(/thread \d+ MainThread state=S wchan=\S+ syscall=\d+ /);
