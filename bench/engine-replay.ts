@@ -8,7 +8,8 @@
 // the engine does with them: parse and decode (pgoutput.ts), the change
 // applier and its batches (change-applier.ts, into batches of BENCH_BATCH_MIB,
 // default the CDC loop's 32), and the PostgreSQL destination's COPY text
-// (copy-lines.ts, coalesce.ts, copy-chunks.ts). Printed per change: the
+// (copy-rows.ts for new rows, coalesce.ts, copy-lines.ts and copy-chunks.ts
+// for the rest). Printed per change: the
 // process's CPU, and the time V8's garbage collector took within it.
 //
 // BENCH_ROWS defaults to 200,000 and BENCH_REPS to 5; the first repetition
@@ -20,7 +21,8 @@ import { coalesceChanges } from '../engine/src/connectors/coalesce.ts';
 import type { Destination } from '../engine/src/connectors/destination.ts';
 import { connectPostgres } from '../engine/src/connectors/postgres/connect.ts';
 import { copyChunks } from '../engine/src/connectors/postgres/copy-chunks.ts';
-import { insertedRows, rowLines, stageLines } from '../engine/src/connectors/postgres/copy-lines.ts';
+import { stageLines } from '../engine/src/connectors/postgres/copy-lines.ts';
+import { CopyTextRows } from '../engine/src/connectors/postgres/copy-rows.ts';
 import { decodePgoutput } from '../engine/src/connectors/postgres/pgoutput.ts';
 import { parseReplicationMessage } from '../engine/src/connectors/postgres/replication-messages.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/table-info.ts';
@@ -91,23 +93,23 @@ async function replay(payloads: readonly Buffer[], table: DestinationTable): Pro
   const keys = keyIndexes(table);
   let applied = 0;
   const destination = {
+    newRowsBuffer: (table: DestinationTable) => new CopyTextRows(table),
     async syncBatch(batch: ChangeBatch) {
-      for (const { table, changes } of batch.tables) {
-        const newRows = insertedRows(changes);
-        const lines = newRows
-          ? rowLines(table, newRows)
-          : (() => {
-              const { upserts, deletes } = coalesceChanges(changes, keys);
-              return stageLines(table, upserts, deletes);
-            })();
-        for (const chunk of copyChunks(lines)) if (chunk.length === 0) throw new Error('empty chunk');
+      for (const { table, newRows, changes } of batch.tables) {
+        if (newRows instanceof CopyTextRows) {
+          for (const chunk of newRows.chunks()) if (chunk.length === 0) throw new Error('empty chunk');
+        }
+        const { upserts, deletes } = coalesceChanges(changes, keys);
+        for (const chunk of copyChunks(stageLines(table, upserts, deletes))) {
+          if (chunk.length === 0) throw new Error('empty chunk');
+        }
       }
       applied += batch.rowCount;
     },
   };
   const applier = new ChangeApplier({
     mirror: 'replay',
-    // The applier calls syncBatch only (and addColumns on a schema change, which a replay has none of).
+    // The applier calls newRowsBuffer and syncBatch only (and addColumns on a schema change, which a replay has none of).
     destination: destination as unknown as Destination,
     batches: { startBatch: async () => {}, finishBatch: async () => {} },
     acknowledge: () => {},

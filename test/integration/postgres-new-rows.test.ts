@@ -1,38 +1,52 @@
-// The PostgreSQL destination COPYs a table's rows straight into it when the
-// batch only inserts into that table, and falls back to the staged upsert when
-// a key is there already (engine/src/connectors/postgres/destination.ts,
-// #copyNewRows). Both ways leave the same rows and the checkpoint.
+// The PostgreSQL destination holds a table's inserted rows of a batch as COPY
+// text (newRowsBuffer, copy-rows.ts) and COPYs them straight into the table,
+// falling back to a staged upsert when a key is there already
+// (engine/src/connectors/postgres/destination.ts, #writeNewRows). The table's
+// later changes in the batch are applied after those rows. Every way leaves
+// the same rows and the checkpoint.
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
-import type { ChangeBatch, DestinationTable, RowChange } from '../../engine/src/connectors/records.ts';
+import {
+  type ChangeBatch,
+  type DestinationTable,
+  type NewRowsBuffer,
+  type RowChange,
+  unchangedToast,
+} from '../../engine/src/connectors/records.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 import { idTextTable } from '../support/id-text-table.ts';
 
 const mirror = 'new-rows';
 const transaction = { xid: 7, commitLsn: 4096n, commitTimeMicros: 0n };
 
-const insert = (id: number, v: string | null): RowChange => ({
-  kind: 'insert',
-  transaction,
-  newRow: [String(id), v],
-});
+type Row = [id: number, v: string | null];
 
-function batch(target: DestinationTable, batchId: bigint, changes: RowChange[]): ChangeBatch {
-  return {
-    mirror,
-    batchId,
-    endLsn: 4097n + batchId,
-    tables: [{ table: target, changes }],
-    rowCount: changes.length,
-  };
-}
-
-describe('PostgreSQL destination: batches that only insert', () => {
+describe('PostgreSQL destination: rows a batch inserts', () => {
   let database: TestDatabase;
   const logLines: string[] = [];
   let destination: PostgresDestination;
+
+  /** The rows as the pipeline hands them over: in the destination's own buffer. */
+  const held = (target: DestinationTable, rows: readonly Row[]): NewRowsBuffer => {
+    const buffer = destination.newRowsBuffer?.(target);
+    if (!buffer) throw new Error('the destination holds no new rows');
+    for (const [id, v] of rows) buffer.add([String(id), v]);
+    return buffer;
+  };
+  const batch = (
+    target: DestinationTable,
+    batchId: bigint,
+    newRows: readonly Row[],
+    changes: RowChange[] = [],
+  ): ChangeBatch => ({
+    mirror,
+    batchId,
+    endLsn: 4097n + batchId,
+    tables: [{ table: target, newRows: held(target, newRows), changes }],
+    rowCount: newRows.length + changes.length,
+  });
 
   beforeAll(async () => {
     database = await createTestDatabase('new_rows');
@@ -61,7 +75,13 @@ describe('PostgreSQL destination: batches that only insert', () => {
   it('writes new rows into the table, escaped values and nulls included', async () => {
     const target = idTextTable('fresh');
     await destination.setupTables([target]);
-    await destination.syncBatch(batch(target, 1n, [insert(1, 'a'), insert(2, 'tab\there'), insert(3, null)]));
+    await destination.syncBatch(
+      batch(target, 1n, [
+        [1, 'a'],
+        [2, 'tab\there'],
+        [3, null],
+      ]),
+    );
     expect(await rows('fresh')).toEqual([
       { id: '1', v: 'a' },
       { id: '2', v: 'tab\there' },
@@ -75,7 +95,13 @@ describe('PostgreSQL destination: batches that only insert', () => {
     const target = idTextTable('taken');
     await destination.setupTables([target]);
     await database.client.query(`INSERT INTO taken VALUES (2, 'written by someone else')`);
-    await destination.syncBatch(batch(target, 2n, [insert(1, 'a'), insert(2, 'b'), insert(3, 'c')]));
+    await destination.syncBatch(
+      batch(target, 2n, [
+        [1, 'a'],
+        [2, 'b'],
+        [3, 'c'],
+      ]),
+    );
     expect(await rows('taken')).toEqual([
       { id: '1', v: 'a' },
       { id: '2', v: 'b' },
@@ -89,12 +115,48 @@ describe('PostgreSQL destination: batches that only insert', () => {
     const target = idTextTable('twice');
     await destination.setupTables([target]);
     const before = fellBack().length;
-    await destination.syncBatch(batch(target, 3n, [insert(1, 'first'), insert(2, 'b'), insert(1, 'second')]));
+    await destination.syncBatch(
+      batch(target, 3n, [
+        [1, 'first'],
+        [2, 'b'],
+        [1, 'second'],
+        [1, 'third'],
+      ]),
+    );
     expect(await rows('twice')).toEqual([
-      { id: '1', v: 'second' },
+      { id: '1', v: 'third' },
       { id: '2', v: 'b' },
     ]);
     expect(fellBack()).toHaveLength(before + 1);
+  });
+
+  it('applies the table’s later changes after its new rows', async () => {
+    const target = idTextTable('later');
+    await destination.setupTables([target]);
+    await destination.syncBatch(
+      batch(
+        target,
+        4n,
+        [
+          [1, 'a'],
+          [2, 'b'],
+          [3, 'c'],
+        ],
+        [
+          { kind: 'update', transaction, oldKey: null, newRow: ['1', 'a2'] },
+          { kind: 'delete', transaction, oldKey: ['2', null] },
+          // Its TOASTed value did not change: the value just inserted stays.
+          { kind: 'update', transaction, oldKey: null, newRow: ['3', unchangedToast] },
+          { kind: 'insert', transaction, newRow: ['4', 'd'] },
+        ],
+      ),
+    );
+    expect(await rows('later')).toEqual([
+      { id: '1', v: 'a2' },
+      { id: '3', v: 'c' },
+      { id: '4', v: 'd' },
+    ]);
+    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 4n, lsn: 4101n });
   });
 
   it('a batch that fails after the COPY leaves neither its rows nor its checkpoint', async () => {
@@ -103,14 +165,26 @@ describe('PostgreSQL destination: batches that only insert', () => {
     // A second table the batch cannot write: the COPY into the first succeeds, then the batch fails.
     const missing = idTextTable('not_there');
     const failing: ChangeBatch = {
-      ...batch(target, 4n, [insert(1, 'a')]),
+      ...batch(target, 5n, [[1, 'a']]),
       tables: [
-        { table: target, changes: [insert(1, 'a')] },
-        { table: missing, changes: [insert(1, 'x')] },
+        { table: target, newRows: held(target, [[1, 'a']]), changes: [] },
+        { table: missing, newRows: held(missing, [[1, 'x']]), changes: [] },
       ],
     };
     await expect(destination.syncBatch(failing)).rejects.toMatchObject({ kind: 'schema_mismatch' });
     expect(await rows('undone')).toEqual([]);
-    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 3n, lsn: 4100n });
+    expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 4n, lsn: 4101n });
+  });
+
+  it('holds no new rows with a soft-delete or synced-at column: the staged upsert sets those', () => {
+    for (const mirrorColumns of [{ softDeleteColumn: 'gone' }, { syncedAtColumn: 'synced' }]) {
+      const withColumns = new PostgresDestination(database.config, {
+        system: 'PG',
+        mirrorColumns,
+        applicationName: 'tributary:new-rows',
+        logger: pino({ level: 'silent' }),
+      });
+      expect(withColumns.newRowsBuffer).toBeUndefined();
+    }
   });
 });

@@ -15,7 +15,12 @@ const postgresDir = join(connectorsDir, 'postgres');
 /** The PostgreSQL driver's plumbing that the PostgreSQL destination shares with the source. */
 const sharedPostgresModules = new Set(['connect.ts', 'sql.ts']);
 /** The PostgreSQL destination's own modules besides destination.ts, held to the same rule. */
-const postgresDestinationModules = new Set(['destination-checkpoints.ts', 'copy-chunks.ts', 'copy-lines.ts']);
+const postgresDestinationModules = new Set([
+  'destination-checkpoints.ts',
+  'copy-chunks.ts',
+  'copy-lines.ts',
+  'copy-rows.ts',
+]);
 
 /** Every .ts file under `dir`, at any depth. */
 function allSourceFiles(dir: string): string[] {

@@ -2,7 +2,7 @@
 // method keeps. Connectors do I/O only; when and how often to call them is the
 // pipeline's business.
 import type { Readable } from 'node:stream';
-import type { ChangeBatch, Checkpoint, DestinationTable } from './records.ts';
+import type { ChangeBatch, Checkpoint, DestinationTable, NewRowsBuffer } from './records.ts';
 
 export interface Connector {
   /** Connects and checks the peer is usable; returns the server's version. */
@@ -61,6 +61,16 @@ export interface Destination extends Connector {
    * loses the progress a huge transaction made before a restart.
    */
   syncBatch(batch: ChangeBatch): Promise<void>;
+
+  /**
+   * Optional: a buffer for one table's inserted rows of a batch in the form
+   * this destination writes them. While a table's changes in a batch are all
+   * inserts, the pipeline adds them here instead of to `changes`, and hands
+   * the buffer back to syncBatch as `TableChanges.newRows`; its later changes
+   * of any kind follow in `changes`, applied after those rows. A destination
+   * that offers none gets every change in `changes`.
+   */
+  readonly newRowsBuffer?: ((table: DestinationTable) => NewRowsBuffer) | undefined;
 
   /**
    * The last durable checkpoint of the mirror, if any batch was synced, with

@@ -2,10 +2,13 @@
 // or old enough, and remembers the last commit it holds completely: that commit's
 // end LSN is what the slot may be acknowledged to once the batch is durable.
 // A batch cut inside a transaction also carries the position of its last
-// change in it, which the destination stores with the checkpoint.
+// change in it, which the destination stores with the checkpoint. A table's
+// inserts go to the destination's own buffer while they are all the table has
+// in the batch (Destination.newRowsBuffer), when it offers one.
 import type {
   ChangeBatch,
   DestinationTable,
+  NewRowsBuffer,
   RowChange,
   TableChanges,
   TransactionPosition,
@@ -21,9 +24,16 @@ export interface BatchLimits {
 const changeOverheadBytes = 80;
 const cellOverheadBytes = 24;
 
+/** One table's part of the batch: the rows it inserted first, held by the destination, then its other changes. */
+interface TableEntry {
+  newRows: NewRowsBuffer | undefined;
+  readonly changes: RowChange[];
+}
+
 export class BatchBuilder {
   readonly #limits: BatchLimits;
-  #tables = new Map<DestinationTable, RowChange[]>();
+  readonly #newRowsBuffer: ((table: DestinationTable) => NewRowsBuffer) | undefined;
+  #tables = new Map<DestinationTable, TableEntry>();
   #rowCount = 0;
   #byteSize = 0;
   #startedAt: number | null = null;
@@ -35,8 +45,14 @@ export class BatchBuilder {
   /** A lower row limit for the current batch only (limitThisBatch). */
   #rowLimit: number | undefined;
 
-  constructor(limits: BatchLimits, durableLsn: bigint) {
+  /** `newRowsBuffer`: the destination's (Destination.newRowsBuffer), if it offers one. */
+  constructor(
+    limits: BatchLimits,
+    durableLsn: bigint,
+    newRowsBuffer?: (table: DestinationTable) => NewRowsBuffer,
+  ) {
     this.#limits = limits;
+    this.#newRowsBuffer = newRowsBuffer;
     this.#lastCompleteCommitLsn = durableLsn;
   }
 
@@ -98,16 +114,21 @@ export class BatchBuilder {
       this.#startedAt = now;
       this.#startLsn = lsn;
     }
-    let changes = this.#tables.get(table);
-    if (!changes) {
-      changes = [];
-      this.#tables.set(table, changes);
+    let entry = this.#tables.get(table);
+    if (!entry) {
+      entry = { newRows: undefined, changes: [] };
+      this.#tables.set(table, entry);
     }
-    changes.push(change);
+    if (change.kind === 'insert' && entry.changes.length === 0 && this.#newRowsBuffer) {
+      entry.newRows ??= this.#newRowsBuffer(table);
+      this.#byteSize += entry.newRows.add(change.newRow);
+    } else {
+      entry.changes.push(change);
+      this.#byteSize += changeSize(change);
+    }
     if (lsn > this.#lastChangeLsn) this.#lastChangeLsn = lsn;
     this.#openPosition = position;
     if (change.kind !== 'truncate') this.#rowCount++;
-    this.#byteSize += changeSize(change);
     return opened;
   }
 
@@ -123,7 +144,9 @@ export class BatchBuilder {
 
   /** Hands out the batch and starts an empty one. */
   take(mirror: string, batchId: bigint): ChangeBatch {
-    const tables: TableChanges[] = [...this.#tables].map(([table, changes]) => ({ table, changes }));
+    const tables: TableChanges[] = [...this.#tables].map(([table, { newRows, changes }]) =>
+      newRows ? { table, newRows, changes } : { table, changes },
+    );
     const batch: ChangeBatch = {
       mirror,
       batchId,

@@ -96,7 +96,11 @@ export class ChangeApplier {
   constructor(options: ChangeApplierOptions) {
     this.#options = options;
     this.#relations = new RelationTracker(options.tableMappings, options.tables);
-    this.#builder = new BatchBuilder(options.limits, options.checkpoint.lsn);
+    this.#builder = new BatchBuilder(
+      options.limits,
+      options.checkpoint.lsn,
+      options.destination.newRowsBuffer?.bind(options.destination),
+    );
     this.#tableStartLsns = options.tableStartLsns ?? new Map();
     this.#durableLsn = options.checkpoint.lsn;
     this.#lastBatchId = options.checkpoint.batchId;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseCopyTextLine } from '../copy-text.ts';
-import { type DestinationTable, type RowChange, unchangedToast } from '../records.ts';
-import { insertedRows, rowLines, stageLines } from './copy-lines.ts';
+import { type DestinationTable, unchangedToast } from '../records.ts';
+import { rowLine, stageLines } from './copy-lines.ts';
 
 const column = (name: string) => ({ name, typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false });
 const table: DestinationTable = {
@@ -10,37 +10,19 @@ const table: DestinationTable = {
   columns: [column('id'), column('note'), column('big')],
   keyColumns: ['id'],
 };
-const transaction = { xid: 1, commitLsn: 10n, commitTimeMicros: 0n };
-
-describe('insertedRows', () => {
-  it('gives the new rows in order when every change is an insert, else nothing', () => {
-    const inserts: RowChange[] = [
-      { transaction, kind: 'insert', newRow: ['1', 'a', null] },
-      { transaction, kind: 'insert', newRow: ['2', 'b', null] },
-    ];
-    expect(insertedRows(inserts)).toEqual([
-      ['1', 'a', null],
-      ['2', 'b', null],
-    ]);
-    expect(insertedRows([...inserts, { transaction, kind: 'delete', oldKey: ['1', null, null] }])).toBe(
-      undefined,
-    );
-  });
-});
-
-describe('rowLines', () => {
-  it('writes one line per row that COPY reads back as the same cells', () => {
+describe('rowLine', () => {
+  it('writes a line that COPY reads back as the same cells', () => {
     const rows = [
       ['1', 'tab\there, new\nline, back\\slash, cr\r', null],
       ['2', '', 'é ✓'],
     ];
-    const lines = [...rowLines(table, rows)];
+    const lines = rows.map((row) => rowLine(table, row));
     expect(lines.every((line) => line.endsWith('\n'))).toBe(true);
     expect(lines.map((line) => parseCopyTextLine(line.slice(0, -1)))).toEqual(rows);
   });
 
   it('refuses a binary cell: the destination reads text only', () => {
-    expect(() => [...rowLines(table, [['1', Buffer.from('x'), null]])]).toThrow(/binary tuple value/);
+    expect(() => rowLine(table, ['1', Buffer.from('x'), null])).toThrow(/binary tuple value/);
   });
 });
 

@@ -1,25 +1,15 @@
 // The COPY text the PostgreSQL destination writes for a batch: whole rows for
-// a table's new rows (COPY into the table itself), or op-tagged lines for the
-// stage table the upserts and deletes are applied from. Every line of a batch
+// a table's new rows (COPY into the table itself, copy-rows.ts), or op-tagged
+// lines for the stage table the upserts and deletes are applied from. Every line of a batch
 // is built here, so this is hot: strings are concatenated, not joined from arrays.
 import { EngineError } from '../../errors.ts';
 import { formatTableName } from '../../resources/mirror.ts';
 import { copyNull, escapeCopyText, textArrayLiteral } from '../copy-text.ts';
-import { type DestinationTable, isUnchangedToast, type RowChange, type RowImage } from '../records.ts';
+import { type DestinationTable, isUnchangedToast, type RowImage } from '../records.ts';
 
-/** The new rows when every change is an insert (in change order), else undefined. */
-export function insertedRows(changes: readonly RowChange[]): RowImage[] | undefined {
-  const rows: RowImage[] = [];
-  for (const change of changes) {
-    if (change.kind !== 'insert') return undefined;
-    rows.push(change.newRow);
-  }
-  return rows;
-}
-
-/** COPY text lines of whole rows, for the target table itself. */
-export function* rowLines(table: DestinationTable, rows: readonly RowImage[]): Generator<string> {
-  for (const row of rows) yield `${rowFields(table, row)}\n`;
+/** A whole row's COPY text line, for the target table itself. */
+export function rowLine(table: DestinationTable, row: RowImage): string {
+  return `${rowFields(table, row)}\n`;
 }
 
 /** COPY text lines for the stage table: op, unchanged column names, then the row. */

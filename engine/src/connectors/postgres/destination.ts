@@ -18,13 +18,14 @@ import {
   type DestinationTable,
   isUnchangedToast,
   keyIndexes,
-  type RowImage,
+  type NewRowsBuffer,
   type SourceColumn,
   type TableChanges,
 } from '../records.ts';
 import { openPostgresPool, type PgPool } from './connect.ts';
 import { copyChunks } from './copy-chunks.ts';
-import { insertedRows, rowLines, stageLines } from './copy-lines.ts';
+import { stageLines } from './copy-lines.ts';
+import { CopyTextRows } from './copy-rows.ts';
 import {
   checkpointTable,
   createCheckpointTable,
@@ -38,6 +39,8 @@ import { quoteIdent, quoteLiteral, quoteTable } from './sql.ts';
 const firstUserObjectId = 16_384;
 const opColumn = '_tributary_op';
 const unchangedColumn = '_tributary_unchanged';
+/** In the stage of new rows that met a key already there: the order rows arrived in. */
+const arrivalColumn = '_tributary_arrival';
 
 export interface PostgresDestinationOptions {
   readonly system: 'Q' | 'PG';
@@ -63,10 +66,18 @@ export class PostgresDestination implements Destination {
   readonly #config: RelationalConfig;
   readonly #options: PostgresDestinationOptions;
   #pool: PgPool | undefined;
+  /**
+   * New rows are held as their COPY text (copy-rows.ts) and COPYed into the
+   * table itself (#writeNewRows). Not with a soft-delete or synced-at column:
+   * those rows take the staged upsert like any change, which sets them.
+   */
+  readonly newRowsBuffer: ((table: DestinationTable) => NewRowsBuffer) | undefined;
 
   constructor(config: RelationalConfig, options: PostgresDestinationOptions) {
     this.#config = config;
     this.#options = options;
+    const { softDeleteColumn, syncedAtColumn } = options.mirrorColumns;
+    this.newRowsBuffer = softDeleteColumn || syncedAtColumn ? undefined : (table) => new CopyTextRows(table);
   }
 
   async #connection(): Promise<pg.Pool> {
@@ -278,26 +289,31 @@ export class PostgresDestination implements Destination {
   }
 
   /**
-   * A table whose changes in the batch are all inserts: each key was absent
-   * from the source when the batch began, so (the destination holding what the
-   * source held then) absent here too, and the rows can be COPYed into the
-   * table itself, without the stage and the upsert from it (about half the
-   * server's work per row). Should a key be there after all (a row written at
-   * the destination by someone else), the COPY fails on it, is rolled back to
-   * its savepoint, and the batch takes the staged path: returns false then.
+   * A table's rows inserted before its other changes in the batch (held by
+   * newRowsBuffer): each key was absent from the source when the batch began,
+   * so (the destination holding what the source held then) absent here too,
+   * and the rows are COPYed into the table itself, without a stage and an
+   * upsert from it (about half the server's work per row). Should a key be
+   * there after all (a row written at the destination by someone else), the
+   * COPY fails on it and is rolled back to its savepoint, and the rows are
+   * upserted from a stage instead, the last of a key winning.
    */
-  async #copyNewRows(
+  async #writeNewRows(
     client: pg.PoolClient,
     table: DestinationTable,
-    columns: readonly string[],
-    rows: readonly RowImage[],
-  ): Promise<boolean> {
+    rows: CopyTextRows,
+    index: number,
+  ): Promise<void> {
+    const target = quoteTable(table.destination);
+    const columns = table.columns.map((column) => quoteIdent(column.name)).join(', ');
     await client.query(`SAVEPOINT ${newRowsSavepoint}`);
     try {
       await pipeline(
-        Readable.from(copyChunks(rowLines(table, rows))),
-        client.query(copyFrom(`COPY ${quoteTable(table.destination)} (${columns.join(', ')}) FROM STDIN`)),
+        Readable.from(rows.chunks()),
+        client.query(copyFrom(`COPY ${target} (${columns}) FROM STDIN`)),
       );
+      await client.query(`RELEASE SAVEPOINT ${newRowsSavepoint}`);
+      return;
     } catch (error) {
       if ((error as { code?: unknown }).code !== uniqueViolation) throw error;
       await client.query(`ROLLBACK TO SAVEPOINT ${newRowsSavepoint}`);
@@ -305,34 +321,45 @@ export class PostgresDestination implements Destination {
         { table: formatTableName(table.destination) },
         'inserted keys were already at the destination; the batch upserts them instead',
       );
-      return false;
     }
-    await client.query(`RELEASE SAVEPOINT ${newRowsSavepoint}`);
-    return true;
+    const stage = quoteIdent(`_tributary_new_${index}`);
+    await client.query(
+      `CREATE TEMP TABLE ${stage} ON COMMIT DROP AS SELECT ${columns} FROM ${target} WITH NO DATA`,
+    );
+    // Rows of one COPY get their identities in the order they are read.
+    await client.query(
+      `ALTER TABLE ${stage} ADD COLUMN ${arrivalColumn} bigint GENERATED ALWAYS AS IDENTITY`,
+    );
+    await pipeline(
+      Readable.from(rows.chunks()),
+      client.query(copyFrom(`COPY ${stage} (${columns}) FROM STDIN`)),
+    );
+    const keys = table.keyColumns.map(quoteIdent).join(', ');
+    await client.query(
+      `INSERT INTO ${target} (${columns})
+       SELECT DISTINCT ON (${keys}) ${columns} FROM ${stage} ORDER BY ${keys}, ${arrivalColumn} DESC
+       ${onConflict(table, [])}`,
+    );
   }
 
   async #applyTable(client: pg.PoolClient, tableChanges: TableChanges, index: number): Promise<void> {
-    const { table } = tableChanges;
+    const { table, newRows, changes } = tableChanges;
     const keyPositions = keyIndexes(table);
     if (keyPositions.length === 0 || keyPositions.includes(-1)) {
       throw new EngineError('config', `destination table ${quoteTable(table.destination)} has no usable key`);
     }
+    if (newRows && newRows.rowCount > 0) {
+      if (!(newRows instanceof CopyTextRows)) {
+        throw new EngineError('internal', 'new rows held by another destination were handed to PostgreSQL');
+      }
+      await this.#writeNewRows(client, table, newRows, index);
+    }
+    if (changes.length === 0) return;
+
     const target = quoteTable(table.destination);
     const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
     const columns = table.columns.map((column) => quoteIdent(column.name));
-    const newRows = insertedRows(tableChanges.changes);
-    // Nothing to fold for new rows: a key inserted twice (possible only
-    // without a key at the source) fails the COPY and takes the staged path.
-    if (
-      newRows &&
-      !softDeleteColumn &&
-      !syncedAtColumn &&
-      (await this.#copyNewRows(client, table, columns, newRows))
-    ) {
-      return;
-    }
-
-    const { truncated, upserts, deletes } = coalesceChanges(tableChanges.changes, keyPositions);
+    const { truncated, upserts, deletes } = coalesceChanges(changes, keyPositions);
     const syncedAt = syncedAtColumn ? `, ${quoteIdent(syncedAtColumn)} = now()` : '';
     if (truncated) {
       if (softDeleteColumn) {
@@ -377,25 +404,16 @@ export class PostgresDestination implements Destination {
       .filter(Boolean)
       .map((value) => `, ${value}`)
       .join('');
-    const keys = new Set(table.keyColumns);
-    const updatable = [
-      ...table.columns.map((column) => column.name).filter((name) => !keys.has(name)),
-      ...extraNames,
-    ];
-    const onConflict =
-      updatable.length > 0
-        ? `DO UPDATE SET ${updatable.map((name) => `${quoteIdent(name)} = EXCLUDED.${quoteIdent(name)}`).join(', ')}`
-        : 'DO NOTHING';
-    const conflictTarget = table.keyColumns.map(quoteIdent).join(', ');
     await client.query(
       `INSERT INTO ${target} (${insertColumns})
        SELECT ${columns.join(', ')}${extraValues} FROM ${stage}
        WHERE ${opColumn} = 'U' AND ${unchangedColumn} IS NULL
-       ON CONFLICT (${conflictTarget}) ${onConflict}`,
+       ${onConflict(table, extraNames)}`,
     );
 
     if (!upserts.some((row) => row.some(isUnchangedToast))) return;
     // Rows whose TOASTed values did not change: keep the destination's value.
+    const keys = new Set(table.keyColumns);
     const assignments = table.columns
       .filter((column) => !keys.has(column.name))
       .map((column) => {
@@ -412,7 +430,7 @@ export class PostgresDestination implements Destination {
       `INSERT INTO ${target} (${insertColumns})
        SELECT ${columns.join(', ')}${extraValues} FROM ${stage}
        WHERE ${opColumn} = 'U' AND ${unchangedColumn} IS NOT NULL
-       ON CONFLICT (${conflictTarget}) DO NOTHING`,
+       ON CONFLICT (${table.keyColumns.map(quoteIdent).join(', ')}) DO NOTHING`,
     );
     if ((inserted.rowCount ?? 0) > 0) {
       this.#options.logger.warn(
@@ -421,4 +439,22 @@ export class PostgresDestination implements Destination {
       );
     }
   }
+}
+
+/**
+ * The clause that turns an insert of `table`'s rows into an upsert: a key
+ * already there gets the row's other columns, and `extraNames` (the mirror's
+ * own columns, set by the insert's select list).
+ */
+function onConflict(table: DestinationTable, extraNames: readonly string[]): string {
+  const keys = new Set(table.keyColumns);
+  const updatable = [
+    ...table.columns.map((column) => column.name).filter((name) => !keys.has(name)),
+    ...extraNames,
+  ];
+  const action =
+    updatable.length > 0
+      ? `DO UPDATE SET ${updatable.map((name) => `${quoteIdent(name)} = EXCLUDED.${quoteIdent(name)}`).join(', ')}`
+      : 'DO NOTHING';
+  return `ON CONFLICT (${table.keyColumns.map(quoteIdent).join(', ')}) ${action}`;
 }
