@@ -7,9 +7,8 @@
 // CopyData payloads kept; each is then replayed BENCH_REPS times through what
 // the engine does with them: parse and decode (pgoutput.ts), the change
 // applier and its batches (change-applier.ts, into batches of BENCH_BATCH_MIB,
-// default the CDC loop's 32), and the PostgreSQL destination's COPY text
-// (copy-rows.ts for new rows, coalesce.ts, copy-lines.ts and copy-chunks.ts
-// for the rest). Printed per change: the
+// default the CDC loop's 32), and the PostgreSQL destination's change buffer
+// with its COPY text (table-changes.ts). Printed per change: the
 // process's CPU, and the time V8's garbage collector took within it.
 //
 // BENCH_ROWS defaults to 200,000 and BENCH_REPS to 5; the first repetition
@@ -17,16 +16,13 @@
 import { PerformanceObserver } from 'node:perf_hooks';
 import { both as copyBoth } from 'pg-copy-streams';
 import type { StreamEvent } from '../engine/src/connectors/changes.ts';
-import { coalesceChanges } from '../engine/src/connectors/coalesce.ts';
 import type { Destination } from '../engine/src/connectors/destination.ts';
 import { connectPostgres } from '../engine/src/connectors/postgres/connect.ts';
-import { copyChunks } from '../engine/src/connectors/postgres/copy-chunks.ts';
-import { stageLines } from '../engine/src/connectors/postgres/copy-lines.ts';
-import { CopyTextRows } from '../engine/src/connectors/postgres/copy-rows.ts';
 import { decodePgoutput } from '../engine/src/connectors/postgres/pgoutput.ts';
 import { parseReplicationMessage } from '../engine/src/connectors/postgres/replication-messages.ts';
+import { PostgresTableChanges } from '../engine/src/connectors/postgres/table-changes.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/table-info.ts';
-import { type ChangeBatch, type DestinationTable, keyIndexes } from '../engine/src/connectors/records.ts';
+import type { ChangeBatch, DestinationTable } from '../engine/src/connectors/records.ts';
 import { ChangeApplier } from '../engine/src/pipeline/change-applier.ts';
 import { destinationTable } from '../engine/src/pipeline/tables.ts';
 import { tableMappingSchema } from '../engine/src/resources/mirror.ts';
@@ -90,26 +86,21 @@ async function record(source: TestDatabase, phase: Phase): Promise<Buffer[]> {
 
 /** Replays the payloads through decode, the applier and COPY text; returns the changes applied. */
 async function replay(payloads: readonly Buffer[], table: DestinationTable): Promise<number> {
-  const keys = keyIndexes(table);
   let applied = 0;
   const destination = {
-    newRowsBuffer: (table: DestinationTable) => new CopyTextRows(table),
+    changeBuffer: (table: DestinationTable) => new PostgresTableChanges(table, true),
     async syncBatch(batch: ChangeBatch) {
-      for (const { table, newRows, changes } of batch.tables) {
-        if (newRows instanceof CopyTextRows) {
-          for (const chunk of newRows.chunks()) if (chunk.length === 0) throw new Error('empty chunk');
-        }
-        const { upserts, deletes } = coalesceChanges(changes, keys);
-        for (const chunk of copyChunks(stageLines(table, upserts, deletes))) {
-          if (chunk.length === 0) throw new Error('empty chunk');
-        }
+      for (const { held } of batch.tables) {
+        if (!(held instanceof PostgresTableChanges)) throw new Error('changes not held as COPY text');
+        const chunks = [...(held.newRows?.chunks() ?? []), ...(held.staged?.lines() ?? [])];
+        if (chunks.some((chunk) => chunk.length === 0)) throw new Error('empty chunk');
       }
       applied += batch.rowCount;
     },
   };
   const applier = new ChangeApplier({
     mirror: 'replay',
-    // The applier calls newRowsBuffer and syncBatch only (and addColumns on a schema change, which a replay has none of).
+    // The applier calls changeBuffer and syncBatch only (and addColumns on a schema change, which a replay has none of).
     destination: destination as unknown as Destination,
     batches: { startBatch: async () => {}, finishBatch: async () => {} },
     acknowledge: () => {},

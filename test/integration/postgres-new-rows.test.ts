@@ -1,17 +1,17 @@
-// The PostgreSQL destination holds a table's inserted rows of a batch as COPY
-// text (newRowsBuffer, copy-rows.ts) and COPYs them straight into the table,
-// falling back to a staged upsert when a key is there already
-// (engine/src/connectors/postgres/destination.ts, #writeNewRows). The table's
-// later changes in the batch are applied after those rows. Every way leaves
-// the same rows and the checkpoint.
+// The PostgreSQL destination holds a table's changes of a batch as COPY text
+// (changeBuffer, table-changes.ts). The rows inserted before any other change
+// are COPYed straight into the table, falling back to a staged upsert when a
+// key is there already (engine/src/connectors/postgres/destination.ts,
+// #writeNewRows); the table's later changes are applied after them. Every way
+// leaves the same rows and the checkpoint.
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
 import {
   type ChangeBatch,
+  type ChangeBuffer,
   type DestinationTable,
-  type NewRowsBuffer,
   type RowChange,
   unchangedToast,
 } from '../../engine/src/connectors/records.ts';
@@ -28,11 +28,11 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
   const logLines: string[] = [];
   let destination: PostgresDestination;
 
-  /** The rows as the pipeline hands them over: in the destination's own buffer. */
-  const held = (target: DestinationTable, rows: readonly Row[]): NewRowsBuffer => {
-    const buffer = destination.newRowsBuffer?.(target);
-    if (!buffer) throw new Error('the destination holds no new rows');
-    for (const [id, v] of rows) buffer.add([String(id), v]);
+  /** Inserts of `rows`, then `changes`, as the pipeline hands them over: in the destination's own buffer. */
+  const held = (target: DestinationTable, rows: readonly Row[], changes: RowChange[] = []): ChangeBuffer => {
+    const buffer = destination.changeBuffer(target);
+    for (const [id, v] of rows) buffer.add({ kind: 'insert', transaction, newRow: [String(id), v] });
+    for (const change of changes) buffer.add(change);
     return buffer;
   };
   const batch = (
@@ -44,7 +44,7 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
     mirror,
     batchId,
     endLsn: 4097n + batchId,
-    tables: [{ table: target, newRows: held(target, newRows), changes }],
+    tables: [{ table: target, held: held(target, newRows, changes), changes: [] }],
     rowCount: newRows.length + changes.length,
   });
 
@@ -167,8 +167,8 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
     const failing: ChangeBatch = {
       ...batch(target, 5n, [[1, 'a']]),
       tables: [
-        { table: target, newRows: held(target, [[1, 'a']]), changes: [] },
-        { table: missing, newRows: held(missing, [[1, 'x']]), changes: [] },
+        { table: target, held: held(target, [[1, 'a']]), changes: [] },
+        { table: missing, held: held(missing, [[1, 'x']]), changes: [] },
       ],
     };
     await expect(destination.syncBatch(failing)).rejects.toMatchObject({ kind: 'schema_mismatch' });
@@ -176,15 +176,62 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
     expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 4n, lsn: 4101n });
   });
 
-  it('holds no new rows with a soft-delete or synced-at column: the staged upsert sets those', () => {
-    for (const mirrorColumns of [{ softDeleteColumn: 'gone' }, { syncedAtColumn: 'synced' }]) {
-      const withColumns = new PostgresDestination(database.config, {
-        system: 'PG',
-        mirrorColumns,
-        applicationName: 'tributary:new-rows',
-        logger: pino({ level: 'silent' }),
+  it('takes plain changes too, after what its buffer holds', async () => {
+    const target = idTextTable('plain');
+    await destination.setupTables([target]);
+    await destination.syncBatch({
+      mirror,
+      batchId: 6n,
+      endLsn: 4103n,
+      tables: [
+        {
+          table: target,
+          held: held(target, [
+            [1, 'a'],
+            [2, 'b'],
+          ]),
+          changes: [
+            { kind: 'update', transaction, oldKey: null, newRow: ['2', 'b2'] },
+            { kind: 'insert', transaction, newRow: ['3', 'c'] },
+          ],
+        },
+      ],
+      rowCount: 4,
+    });
+    expect(await rows('plain')).toEqual([
+      { id: '1', v: 'a' },
+      { id: '2', v: 'b2' },
+      { id: '3', v: 'c' },
+    ]);
+  });
+
+  it('stages new rows with a soft-delete or synced-at column, which the upsert sets', async () => {
+    const withColumns = new PostgresDestination(database.config, {
+      system: 'PG',
+      mirrorColumns: { softDeleteColumn: 'gone', syncedAtColumn: 'synced' },
+      applicationName: 'tributary:new-rows',
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const target = idTextTable('marked');
+      await withColumns.setupTables([target]);
+      const buffer = withColumns.changeBuffer(target);
+      buffer.add({ kind: 'insert', transaction, newRow: ['1', 'a'] });
+      expect(buffer.newRows).toBeUndefined();
+      expect(buffer.staged?.upsertCount).toBe(1);
+      await withColumns.syncBatch({
+        mirror: 'marked',
+        batchId: 1n,
+        endLsn: 4097n,
+        tables: [{ table: target, held: buffer, changes: [] }],
+        rowCount: 1,
       });
-      expect(withColumns.newRowsBuffer).toBeUndefined();
+      const marked = await database.client.query(
+        `SELECT id::text, v, gone, synced IS NOT NULL AS synced FROM marked`,
+      );
+      expect(marked.rows).toEqual([{ id: '1', v: 'a', gone: false, synced: true }]);
+    } finally {
+      await withColumns.close();
     }
   });
 });

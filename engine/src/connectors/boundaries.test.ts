@@ -20,6 +20,8 @@ const postgresDestinationModules = new Set([
   'copy-chunks.ts',
   'copy-lines.ts',
   'copy-rows.ts',
+  'staged-changes.ts',
+  'table-changes.ts',
 ]);
 
 /** Every .ts file under `dir`, at any depth. */

@@ -1,11 +1,13 @@
 // Folds one table's changes in a batch into the final state per row key, the
 // one algorithm every destination uses: the last change of a key wins, a key
 // change deletes the old key, and unchanged-TOAST cells are filled from an
-// earlier image of the same row in the batch when one exists. Destinations
-// that apply upserts and deletes (PostgreSQL) take `coalesceChanges`; the
-// ClickHouse destination takes `finalStates` itself, for the index of each
-// final change (its row version) and the image a delete removed. Kafka keeps
-// every change and folds nothing.
+// earlier image of the same row in the batch when one exists. `coalesceChanges`
+// gives the upserts and deletes that leaves (the in-memory destination; the
+// PostgreSQL destination folds the same way a change at a time as it holds
+// them, postgres/staged-changes.ts, whose test holds the two to one result);
+// the ClickHouse and Snowflake destinations take `finalStates` itself, for the
+// index of each final change (its row version) and the image a delete removed.
+// Kafka keeps every change and folds nothing.
 import { fillUnchanged, type RowChange, type RowImage } from './records.ts';
 
 /** A row as the batch left it; unchanged cells still in it come from the destination row of `fillKey`. */

@@ -2,7 +2,7 @@
 // method keeps. Connectors do I/O only; when and how often to call them is the
 // pipeline's business.
 import type { Readable } from 'node:stream';
-import type { ChangeBatch, Checkpoint, DestinationTable, NewRowsBuffer } from './records.ts';
+import type { ChangeBatch, ChangeBuffer, Checkpoint, DestinationTable } from './records.ts';
 
 export interface Connector {
   /** Connects and checks the peer is usable; returns the server's version. */
@@ -63,14 +63,13 @@ export interface Destination extends Connector {
   syncBatch(batch: ChangeBatch): Promise<void>;
 
   /**
-   * Optional: a buffer for one table's inserted rows of a batch in the form
-   * this destination writes them. While a table's changes in a batch are all
-   * inserts, the pipeline adds them here instead of to `changes`, and hands
-   * the buffer back to syncBatch as `TableChanges.newRows`; its later changes
-   * of any kind follow in `changes`, applied after those rows. A destination
-   * that offers none gets every change in `changes`.
+   * Optional: a buffer for one table's changes of a batch, in the form this
+   * destination writes them. The pipeline adds each of the table's changes to
+   * it as it is decoded, in order, instead of keeping them in `changes`, and
+   * hands it back to syncBatch as `TableChanges.held`. A destination that
+   * offers none gets every change in `changes`.
    */
-  readonly newRowsBuffer?: ((table: DestinationTable) => NewRowsBuffer) | undefined;
+  readonly changeBuffer?: ((table: DestinationTable) => ChangeBuffer) | undefined;
 
   /**
    * The last durable checkpoint of the mirror, if any batch was synced, with

@@ -89,26 +89,24 @@ export type RowChange = { readonly transaction: SourceTransaction } & (
 );
 
 /**
- * One table's inserted rows of a batch, held in a destination's own form from
- * the moment they are decoded (Destination.newRowsBuffer) instead of as row
- * objects until the write: a batch of tens of megabytes of objects is what
- * V8's young-generation collector copies again at every collection.
+ * One table's changes of a batch, held in a destination's own form from the
+ * moment they are decoded (Destination.changeBuffer) instead of as objects
+ * until the write: a batch of tens of megabytes of objects is what V8's
+ * young-generation collector copies again at every collection.
  */
-export interface NewRowsBuffer {
-  /** Holds one inserted row; returns about how many bytes it now takes for it. */
-  add(row: RowImage): number;
-  readonly rowCount: number;
+export interface ChangeBuffer {
+  /** Holds the table's next change; returns about how many bytes it now takes for it. */
+  add(change: RowChange): number;
 }
 
 /** The changes of one batch for one destination table, in commit order. */
 export interface TableChanges {
   readonly table: DestinationTable;
   /**
-   * The rows inserted before `changes`, held by the destination's own
-   * newRowsBuffer: set only for a destination that offers one, and only while
-   * the table's changes in the batch were all inserts.
+   * The table's changes held by the destination's own changeBuffer, for a
+   * destination that offers one; `changes` then holds none.
    */
-  readonly newRows?: NewRowsBuffer | undefined;
+  readonly held?: ChangeBuffer | undefined;
   readonly changes: readonly RowChange[];
 }
 

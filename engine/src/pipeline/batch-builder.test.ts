@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { DestinationTable, NewRowsBuffer, RowImage } from '../connectors/records.ts';
+import type { ChangeBuffer, DestinationTable, RowChange } from '../connectors/records.ts';
 import { BatchBuilder } from './batch-builder.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
@@ -61,16 +61,13 @@ describe('BatchBuilder', () => {
     expect(builder.isEmpty).toBe(false);
   });
 
-  describe('with a destination that holds new rows (Destination.newRowsBuffer)', () => {
-    /** Holds rows as given; says each takes 10 bytes. */
-    class HeldRows implements NewRowsBuffer {
-      readonly rows: RowImage[] = [];
-      add(row: RowImage): number {
-        this.rows.push(row);
+  describe('with a destination that holds changes (Destination.changeBuffer)', () => {
+    /** Holds changes as given; says each takes 10 bytes. */
+    class HeldChanges implements ChangeBuffer {
+      readonly changes: RowChange[] = [];
+      add(change: RowChange): number {
+        this.changes.push(change);
         return 10;
-      }
-      get rowCount(): number {
-        return this.rows.length;
       }
     }
     const other: DestinationTable = { ...table, destination: { schema: 'public', table: 'other' } };
@@ -78,41 +75,37 @@ describe('BatchBuilder', () => {
       const asked: DestinationTable[] = [];
       const builder = new BatchBuilder({ maxRows: 100, maxBytes }, 0n, (forTable) => {
         asked.push(forTable);
-        return new HeldRows();
+        return new HeldChanges();
       });
       return { builder, asked };
     };
-    const held = (newRows: NewRowsBuffer | undefined) => (newRows as HeldRows | undefined)?.rows;
+    const held = (buffer: ChangeBuffer | undefined) => (buffer as HeldChanges | undefined)?.changes;
 
-    it('gives it each table’s inserts until the table has another change, and keeps the rest in order', () => {
+    it('gives each table’s changes to one buffer of its own per batch, in order, and keeps none itself', () => {
       const { builder, asked } = holding();
-      builder.add(table, { transaction, kind: 'insert', newRow: ['1'] }, 10n, 0);
-      builder.add(other, { transaction, kind: 'insert', newRow: ['a'] }, 11n, 0);
-      builder.add(table, { transaction, kind: 'insert', newRow: ['2'] }, 12n, 0);
-      builder.add(table, { transaction, kind: 'delete', oldKey: ['1'] }, 13n, 0);
-      builder.add(table, { transaction, kind: 'insert', newRow: ['3'] }, 14n, 0);
+      const changes: [DestinationTable, RowChange][] = [
+        [table, { transaction, kind: 'insert', newRow: ['1'] }],
+        [other, { transaction, kind: 'insert', newRow: ['a'] }],
+        [table, { transaction, kind: 'delete', oldKey: ['1'] }],
+        [table, { transaction, kind: 'truncate' }],
+        [table, { transaction, kind: 'insert', newRow: ['3'] }],
+      ];
+      for (const [index, [target, change]] of changes.entries())
+        builder.add(target, change, 10n + BigInt(index), 0);
       const batch = builder.take('m', 1n);
       expect(asked).toEqual([table, other]);
-      expect(batch.rowCount).toBe(5);
+      expect(batch.rowCount).toBe(4);
       const [first, second] = batch.tables;
       expect(first?.table).toBe(table);
-      expect(held(first?.newRows)).toEqual([['1'], ['2']]);
-      expect(first?.changes.map((change) => change.kind)).toEqual(['delete', 'insert']);
+      expect(held(first?.held)).toEqual(
+        changes.filter(([target]) => target === table).map(([, change]) => change),
+      );
+      expect(first?.changes).toEqual([]);
       expect(second?.table).toBe(other);
-      expect(held(second?.newRows)).toEqual([['a']]);
-      expect(second?.changes).toEqual([]);
-    });
-
-    it('keeps inserts after a truncate as changes, and asks for a new buffer in the next batch', () => {
-      const { builder, asked } = holding();
-      builder.add(table, { transaction, kind: 'truncate' }, 10n, 0);
-      builder.add(table, { transaction, kind: 'insert', newRow: ['1'] }, 11n, 0);
-      const truncated = builder.take('m', 1n).tables[0];
-      expect(truncated?.newRows).toBeUndefined();
-      expect(truncated?.changes.map((change) => change.kind)).toEqual(['truncate', 'insert']);
-      builder.add(table, { transaction, kind: 'insert', newRow: ['2'] }, 12n, 0);
-      expect(held(builder.take('m', 2n).tables[0]?.newRows)).toEqual([['2']]);
-      expect(asked).toEqual([table]);
+      expect(held(second?.held)).toEqual([changes[1]?.[1]]);
+      builder.add(table, { transaction, kind: 'insert', newRow: ['4'] }, 20n, 0);
+      expect(held(builder.take('m', 2n).tables[0]?.held)).toHaveLength(1);
+      expect(asked).toEqual([table, other, table]);
     });
 
     it('counts the bytes the buffer reports against the budget', () => {

@@ -3,12 +3,12 @@
 // end LSN is what the slot may be acknowledged to once the batch is durable.
 // A batch cut inside a transaction also carries the position of its last
 // change in it, which the destination stores with the checkpoint. A table's
-// inserts go to the destination's own buffer while they are all the table has
-// in the batch (Destination.newRowsBuffer), when it offers one.
+// changes go to the destination's own buffer (Destination.changeBuffer) when
+// it offers one.
 import type {
   ChangeBatch,
+  ChangeBuffer,
   DestinationTable,
-  NewRowsBuffer,
   RowChange,
   TableChanges,
   TransactionPosition,
@@ -24,15 +24,15 @@ export interface BatchLimits {
 const changeOverheadBytes = 80;
 const cellOverheadBytes = 24;
 
-/** One table's part of the batch: the rows it inserted first, held by the destination, then its other changes. */
+/** One table's part of the batch: held by the destination, or kept here. */
 interface TableEntry {
-  newRows: NewRowsBuffer | undefined;
+  readonly held: ChangeBuffer | undefined;
   readonly changes: RowChange[];
 }
 
 export class BatchBuilder {
   readonly #limits: BatchLimits;
-  readonly #newRowsBuffer: ((table: DestinationTable) => NewRowsBuffer) | undefined;
+  readonly #changeBuffer: ((table: DestinationTable) => ChangeBuffer) | undefined;
   #tables = new Map<DestinationTable, TableEntry>();
   #rowCount = 0;
   #byteSize = 0;
@@ -45,14 +45,14 @@ export class BatchBuilder {
   /** A lower row limit for the current batch only (limitThisBatch). */
   #rowLimit: number | undefined;
 
-  /** `newRowsBuffer`: the destination's (Destination.newRowsBuffer), if it offers one. */
+  /** `changeBuffer`: the destination's (Destination.changeBuffer), if it offers one. */
   constructor(
     limits: BatchLimits,
     durableLsn: bigint,
-    newRowsBuffer?: (table: DestinationTable) => NewRowsBuffer,
+    changeBuffer?: (table: DestinationTable) => ChangeBuffer,
   ) {
     this.#limits = limits;
-    this.#newRowsBuffer = newRowsBuffer;
+    this.#changeBuffer = changeBuffer;
     this.#lastCompleteCommitLsn = durableLsn;
   }
 
@@ -116,12 +116,11 @@ export class BatchBuilder {
     }
     let entry = this.#tables.get(table);
     if (!entry) {
-      entry = { newRows: undefined, changes: [] };
+      entry = { held: this.#changeBuffer?.(table), changes: [] };
       this.#tables.set(table, entry);
     }
-    if (change.kind === 'insert' && entry.changes.length === 0 && this.#newRowsBuffer) {
-      entry.newRows ??= this.#newRowsBuffer(table);
-      this.#byteSize += entry.newRows.add(change.newRow);
+    if (entry.held) {
+      this.#byteSize += entry.held.add(change);
     } else {
       entry.changes.push(change);
       this.#byteSize += changeSize(change);
@@ -144,8 +143,8 @@ export class BatchBuilder {
 
   /** Hands out the batch and starts an empty one. */
   take(mirror: string, batchId: bigint): ChangeBatch {
-    const tables: TableChanges[] = [...this.#tables].map(([table, { newRows, changes }]) =>
-      newRows ? { table, newRows, changes } : { table, changes },
+    const tables: TableChanges[] = [...this.#tables].map(([table, { held, changes }]) =>
+      held ? { table, held, changes } : { table, changes },
     );
     const batch: ChangeBatch = {
       mirror,

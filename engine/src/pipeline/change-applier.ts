@@ -99,7 +99,7 @@ export class ChangeApplier {
     this.#builder = new BatchBuilder(
       options.limits,
       options.checkpoint.lsn,
-      options.destination.newRowsBuffer?.bind(options.destination),
+      options.destination.changeBuffer?.bind(options.destination),
     );
     this.#tableStartLsns = options.tableStartLsns ?? new Map();
     this.#durableLsn = options.checkpoint.lsn;

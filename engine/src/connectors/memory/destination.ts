@@ -4,7 +4,7 @@
 // object, a batch and its checkpoint are stored together (synchronously, so
 // nothing can observe one without the other), and a replayed batch whose id is
 // at or below the checkpoint changes nothing. Rows are the final state per key,
-// folded with the same coalesceChanges a PostgreSQL destination applies;
+// folded with coalesceChanges, the fold a PostgreSQL destination applies;
 // unchanged-TOAST cells keep the stored value. Mirror columns (soft delete,
 // synced-at) are not modelled.
 import type { Readable } from 'node:stream';

@@ -4,7 +4,7 @@
 import type { Readable } from 'node:stream';
 import { EngineError } from '../../errors.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable, NewRowsBuffer } from '../records.ts';
+import type { ChangeBatch, ChangeBuffer, Checkpoint, DestinationTable } from '../records.ts';
 
 export class FaultInjectingDestination implements Destination {
   readonly #inner: Destination;
@@ -13,11 +13,11 @@ export class FaultInjectingDestination implements Destination {
   failedSyncCount = 0;
   syncedBatchIds: bigint[] = [];
   /** The inner destination's, so batches reach it in the form it takes them. */
-  readonly newRowsBuffer: ((table: DestinationTable) => NewRowsBuffer) | undefined;
+  readonly changeBuffer: ((table: DestinationTable) => ChangeBuffer) | undefined;
 
   constructor(inner: Destination) {
     this.#inner = inner;
-    this.newRowsBuffer = inner.newRowsBuffer?.bind(inner);
+    this.changeBuffer = inner.changeBuffer?.bind(inner);
   }
 
   /**

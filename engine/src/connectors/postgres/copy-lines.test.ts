@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseCopyTextLine } from '../copy-text.ts';
-import { type DestinationTable, unchangedToast } from '../records.ts';
-import { rowLine, stageLines } from './copy-lines.ts';
+import type { DestinationTable } from '../records.ts';
+import { rowLine } from './copy-lines.ts';
 
 const column = (name: string) => ({ name, typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false });
 const table: DestinationTable = {
@@ -23,25 +23,5 @@ describe('rowLine', () => {
 
   it('refuses a binary cell: the destination reads text only', () => {
     expect(() => rowLine(table, ['1', Buffer.from('x'), null])).toThrow(/binary tuple value/);
-  });
-});
-
-describe('stageLines', () => {
-  it('writes deletes first, then upserts, each with its op and the names of its unchanged TOAST columns', () => {
-    const lines = [
-      ...stageLines(
-        table,
-        [
-          ['1', 'kept', unchangedToast],
-          ['2', 'new', 'value'],
-        ],
-        [['3', null, null]],
-      ),
-    ].map((line) => parseCopyTextLine(line.slice(0, -1)));
-    expect(lines).toEqual([
-      ['D', null, '3', null, null],
-      ['U', '{"big"}', '1', 'kept', null],
-      ['U', null, '2', 'new', 'value'],
-    ]);
   });
 });

@@ -1,32 +1,27 @@
 // A table's inserted rows of a batch, held as the COPY text the destination
-// writes them in (Destination.newRowsBuffer): each row becomes its line as it
+// writes them in (table-changes.ts): each row becomes its line as it
 // is decoded, and the lines are sealed into UTF-8 chunks of ~64 KiB. A chunk's
 // bytes live outside V8's heap, so a batch of them costs its collector nothing,
 // where the same rows held as objects until the write were copied at every
 // young-generation collection (docs/benchmarks.md, "The engine's CPU per change").
-import type { DestinationTable, NewRowsBuffer, RowImage } from '../records.ts';
+import type { DestinationTable, RowImage } from '../records.ts';
 import { copyChunkBytes } from './copy-chunks.ts';
 import { rowLine } from './copy-lines.ts';
 
-export class CopyTextRows implements NewRowsBuffer {
+export class CopyTextRows {
   readonly #table: DestinationTable;
   readonly #chunks: Buffer[] = [];
   /** Lines not yet sealed into a chunk. */
   #pending = '';
-  #rowCount = 0;
 
   constructor(table: DestinationTable) {
     this.#table = table;
   }
 
-  get rowCount(): number {
-    return this.#rowCount;
-  }
-
+  /** Holds one row; returns the characters its line took. */
   add(row: RowImage): number {
     const line = rowLine(this.#table, row);
     this.#pending += line;
-    this.#rowCount++;
     if (this.#pending.length >= copyChunkBytes) this.#seal();
     return line.length;
   }

@@ -10,22 +10,17 @@ import { EngineError } from '../../errors.ts';
 import { formatTableName } from '../../resources/mirror.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import { classifyPgError } from '../classify/index.ts';
-import { coalesceChanges } from '../coalesce.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
 import {
   type ChangeBatch,
   type Checkpoint,
   type DestinationTable,
-  isUnchangedToast,
   keyIndexes,
-  type NewRowsBuffer,
   type SourceColumn,
   type TableChanges,
 } from '../records.ts';
 import { openPostgresPool, type PgPool } from './connect.ts';
-import { copyChunks } from './copy-chunks.ts';
-import { stageLines } from './copy-lines.ts';
-import { CopyTextRows } from './copy-rows.ts';
+import type { CopyTextRows } from './copy-rows.ts';
 import {
   checkpointTable,
   createCheckpointTable,
@@ -34,6 +29,8 @@ import {
   writeCheckpoint,
 } from './destination-checkpoints.ts';
 import { quoteIdent, quoteLiteral, quoteTable } from './sql.ts';
+import type { StagedChanges } from './staged-changes.ts';
+import { PostgresTableChanges } from './table-changes.ts';
 
 /** OIDs below this are built into every PostgreSQL server. */
 const firstUserObjectId = 16_384;
@@ -67,17 +64,22 @@ export class PostgresDestination implements Destination {
   readonly #options: PostgresDestinationOptions;
   #pool: PgPool | undefined;
   /**
-   * New rows are held as their COPY text (copy-rows.ts) and COPYed into the
-   * table itself (#writeNewRows). Not with a soft-delete or synced-at column:
-   * those rows take the staged upsert like any change, which sets them.
+   * A batch's changes are held as the COPY text they are written in
+   * (table-changes.ts). New rows are COPYed into the table itself
+   * (#writeNewRows), but not with a soft-delete or synced-at column: those
+   * rows take the staged upsert like any change, which sets them.
    */
-  readonly newRowsBuffer: ((table: DestinationTable) => NewRowsBuffer) | undefined;
+  readonly changeBuffer: (table: DestinationTable) => PostgresTableChanges;
 
   constructor(config: RelationalConfig, options: PostgresDestinationOptions) {
     this.#config = config;
     this.#options = options;
-    const { softDeleteColumn, syncedAtColumn } = options.mirrorColumns;
-    this.newRowsBuffer = softDeleteColumn || syncedAtColumn ? undefined : (table) => new CopyTextRows(table);
+    this.changeBuffer = (table) => this.#tableChanges(table);
+  }
+
+  #tableChanges(table: DestinationTable): PostgresTableChanges {
+    const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
+    return new PostgresTableChanges(table, !softDeleteColumn && !syncedAtColumn);
   }
 
   async #connection(): Promise<pg.Pool> {
@@ -342,49 +344,62 @@ export class PostgresDestination implements Destination {
     );
   }
 
+  /** The table's changes as this destination holds them: its own buffer, with any plain changes added. */
+  #heldChanges(tableChanges: TableChanges): PostgresTableChanges {
+    const { table, held, changes } = tableChanges;
+    if (held !== undefined && !(held instanceof PostgresTableChanges)) {
+      throw new EngineError('internal', 'changes held by another destination were handed to PostgreSQL');
+    }
+    const all = held ?? this.#tableChanges(table);
+    for (const change of changes) all.add(change);
+    return all;
+  }
+
   async #applyTable(client: pg.PoolClient, tableChanges: TableChanges, index: number): Promise<void> {
-    const { table, newRows, changes } = tableChanges;
+    const { table } = tableChanges;
     const keyPositions = keyIndexes(table);
     if (keyPositions.length === 0 || keyPositions.includes(-1)) {
       throw new EngineError('config', `destination table ${quoteTable(table.destination)} has no usable key`);
     }
-    if (newRows && newRows.rowCount > 0) {
-      if (!(newRows instanceof CopyTextRows)) {
-        throw new EngineError('internal', 'new rows held by another destination were handed to PostgreSQL');
-      }
-      await this.#writeNewRows(client, table, newRows, index);
-    }
-    if (changes.length === 0) return;
-
-    const target = quoteTable(table.destination);
-    const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
-    const columns = table.columns.map((column) => quoteIdent(column.name));
-    const { truncated, upserts, deletes } = coalesceChanges(changes, keyPositions);
-    const syncedAt = syncedAtColumn ? `, ${quoteIdent(syncedAtColumn)} = now()` : '';
+    const { truncated, newRows, staged } = this.#heldChanges(tableChanges);
     if (truncated) {
+      const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
+      const target = quoteTable(table.destination);
       if (softDeleteColumn) {
+        const syncedAt = syncedAtColumn ? `, ${quoteIdent(syncedAtColumn)} = now()` : '';
         await client.query(`UPDATE ${target} SET ${quoteIdent(softDeleteColumn)} = true${syncedAt}`);
       } else {
         await client.query(`TRUNCATE ${target}`);
       }
     }
-    if (upserts.length === 0 && deletes.length === 0) return;
+    if (newRows) await this.#writeNewRows(client, table, newRows, index);
+    if (staged) await this.#applyStaged(client, table, staged, index);
+  }
 
+  /** A table's upserts and deletes, one per key, through a stage table (staged-changes.ts). */
+  async #applyStaged(
+    client: pg.PoolClient,
+    table: DestinationTable,
+    staged: StagedChanges,
+    index: number,
+  ): Promise<void> {
+    if (staged.upsertCount === 0 && staged.deleteCount === 0) return;
+    const target = quoteTable(table.destination);
+    const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
+    const syncedAt = syncedAtColumn ? `, ${quoteIdent(syncedAtColumn)} = now()` : '';
+    const columns = table.columns.map((column) => quoteIdent(column.name));
     const stage = quoteIdent(`_tributary_stage_${index}`);
     await client.query(
       `CREATE TEMP TABLE ${stage} ON COMMIT DROP AS
        SELECT ''::text AS ${opColumn}, NULL::text[] AS ${unchangedColumn}, ${columns.join(', ')}
        FROM ${target} WITH NO DATA`,
     );
-    await pipeline(
-      Readable.from(copyChunks(stageLines(table, upserts, deletes))),
-      client.query(copyFrom(`COPY ${stage} FROM STDIN`)),
-    );
+    await pipeline(Readable.from(staged.lines()), client.query(copyFrom(`COPY ${stage} FROM STDIN`)));
 
     const keyMatch = table.keyColumns
       .map((name) => `t.${quoteIdent(name)} = s.${quoteIdent(name)}`)
       .join(' AND ');
-    if (deletes.length > 0) {
+    if (staged.deleteCount > 0) {
       if (softDeleteColumn) {
         await client.query(
           `UPDATE ${target} t SET ${quoteIdent(softDeleteColumn)} = true${syncedAt}
@@ -396,7 +411,7 @@ export class PostgresDestination implements Destination {
         );
       }
     }
-    if (upserts.length === 0) return;
+    if (staged.upsertCount === 0) return;
 
     const extraNames = [softDeleteColumn, syncedAtColumn].filter((name): name is string => Boolean(name));
     const insertColumns = [...columns, ...extraNames.map(quoteIdent)].join(', ');
@@ -411,7 +426,7 @@ export class PostgresDestination implements Destination {
        ${onConflict(table, extraNames)}`,
     );
 
-    if (!upserts.some((row) => row.some(isUnchangedToast))) return;
+    if (!staged.mayKeepUnchanged) return;
     // Rows whose TOASTed values did not change: keep the destination's value.
     const keys = new Set(table.keyColumns);
     const assignments = table.columns

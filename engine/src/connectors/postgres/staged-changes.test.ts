@@ -1,0 +1,187 @@
+import { describe, expect, it } from 'vitest';
+import { coalesceChanges } from '../coalesce.ts';
+import { parseCopyTextLine } from '../copy-text.ts';
+import {
+  type DestinationTable,
+  type RowChange,
+  type RowImage,
+  type TupleCell,
+  unchangedToast,
+} from '../records.ts';
+import { copyChunkBytes } from './copy-chunks.ts';
+import { StagedChanges } from './staged-changes.ts';
+
+const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
+const column = (name: string) => ({ name, typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false });
+const table: DestinationTable = {
+  source: { schema: 'public', table: 't' },
+  destination: { schema: 'public', table: 't' },
+  columns: [column('id'), column('big'), column('note')],
+  keyColumns: ['id'],
+};
+type RowOrKeyChange = Exclude<RowChange, { kind: 'truncate' }>;
+
+interface StageRow {
+  readonly op: string;
+  readonly unchanged: string | null;
+  readonly row: (string | null)[];
+}
+
+/** The stage rows COPY would read from the lines. */
+function stageRows(staged: StagedChanges): StageRow[] {
+  const text = Buffer.concat(staged.lines()).toString('utf8');
+  return text
+    .split('\n')
+    .slice(0, -1)
+    .map((line) => {
+      const [op, unchanged, ...row] = parseCopyTextLine(line);
+      return { op: op ?? '', unchanged: unchanged ?? null, row };
+    });
+}
+
+function staged(changes: readonly RowOrKeyChange[], onTable = table): StagedChanges {
+  const held = new StagedChanges(onTable);
+  for (const change of changes) held.add(change);
+  return held;
+}
+
+/** What coalesceChanges makes of the same changes, as the stage rows a destination would write. */
+function expectedRows(changes: readonly RowOrKeyChange[], onTable = table): StageRow[] {
+  const { upserts, deletes } = coalesceChanges(changes, [0]);
+  const cells = (row: RowImage) => row.map((cell) => (typeof cell === 'string' ? cell : null));
+  const unchangedNames = (row: RowImage) => {
+    const names = onTable.columns
+      .filter((_, index) => row[index] === unchangedToast)
+      .map((c) => `"${c.name}"`);
+    return names.length > 0 ? `{${names.join(',')}}` : null;
+  };
+  return [
+    ...deletes.map((row) => ({ op: 'D', unchanged: null, row: cells(row) })),
+    ...upserts.map((row) => ({ op: 'U', unchanged: unchangedNames(row), row: cells(row) })),
+  ];
+}
+
+const byKeyAndOp = (rows: StageRow[]) =>
+  [...rows].sort((a, b) => `${a.row[0]}${a.op}`.localeCompare(`${b.row[0]}${b.op}`));
+
+describe('StagedChanges', () => {
+  it('keeps the last change of each key, and counts what the stage upserts and deletes', () => {
+    const held = staged([
+      { transaction, kind: 'insert', newRow: ['1', 'a', 'x'] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['1', 'b', 'y'] },
+      { transaction, kind: 'insert', newRow: ['2', 'c', null] },
+      { transaction, kind: 'delete', oldKey: ['2', null, null] },
+      { transaction, kind: 'delete', oldKey: ['3', null, null] },
+    ]);
+    expect(stageRows(held)).toEqual([
+      { op: 'U', unchanged: null, row: ['1', 'b', 'y'] },
+      { op: 'D', unchanged: null, row: ['2', null, null] },
+      { op: 'D', unchanged: null, row: ['3', null, null] },
+    ]);
+    expect([held.upsertCount, held.deleteCount]).toEqual([1, 2]);
+  });
+
+  it('deletes the old key of a key change, and fills the new row from the old key’s image', () => {
+    const held = staged([
+      { transaction, kind: 'insert', newRow: ['1', 'big value', 'a'] },
+      { transaction, kind: 'update', oldKey: ['1', null, null], newRow: ['5', unchangedToast, 'moved'] },
+    ]);
+    expect(stageRows(held)).toEqual([
+      { op: 'U', unchanged: null, row: ['5', 'big value', 'moved'] },
+      { op: 'D', unchanged: null, row: ['1', null, null] },
+    ]);
+    expect(held.mayKeepUnchanged).toBe(false);
+  });
+
+  it('names the unchanged TOAST columns no earlier image of the batch fills, for the destination to keep', () => {
+    const held = staged([
+      { transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'a'] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'b'] },
+    ]);
+    expect(stageRows(held)).toEqual([{ op: 'U', unchanged: '{"big"}', row: ['1', null, 'b'] }]);
+    expect(held.mayKeepUnchanged).toBe(true);
+    // Superseded by a change that sends the value: nothing is left to keep.
+    held.add({ transaction, kind: 'update', oldKey: null, newRow: ['1', 'sent', 'c'] });
+    expect(held.mayKeepUnchanged).toBe(false);
+  });
+
+  it('fills from an earlier image in a sealed chunk, with values that need escapes', () => {
+    const held = new StagedChanges(table);
+    held.add({ transaction, kind: 'insert', newRow: ['1', 'tab\tnew\nline back\\slash é', null] });
+    // Enough other rows to seal the first line into a chunk of its own.
+    const filler = 'x'.repeat(200);
+    const fillers = Math.ceil(copyChunkBytes / 200) + 10;
+    for (let id = 2; id < 2 + fillers; id++) {
+      held.add({ transaction, kind: 'insert', newRow: [String(id), filler, null] });
+    }
+    held.add({ transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'later'] });
+    const rows = stageRows(held);
+    expect(rows).toHaveLength(1 + fillers);
+    expect(rows.find((row) => row.row[0] === '1')).toEqual({
+      op: 'U',
+      unchanged: null,
+      row: ['1', 'tab\tnew\nline back\\slash é', 'later'],
+    });
+  });
+
+  it('holds one line per key in chunks that end on line ends, superseded lines left out', () => {
+    const held = new StagedChanges(table);
+    const ids = 3_000;
+    for (let round = 0; round < 2; round++) {
+      for (let id = 0; id < ids; id++) {
+        held.add({
+          transaction,
+          kind: 'update',
+          oldKey: null,
+          newRow: [String(id), `round ${round} ü`, null],
+        });
+      }
+    }
+    const chunks = held.lines();
+    expect(chunks.length).toBeGreaterThan(1);
+    for (const chunk of chunks) expect(chunk.at(-1)).toBe(0x0a);
+    const rows = stageRows(held);
+    expect(rows).toHaveLength(ids);
+    expect(rows.every((row) => row.row[1] === 'round 1 ü')).toBe(true);
+  });
+
+  it('folds to what coalesceChanges folds to, over random changes of a few keys', () => {
+    // A small deterministic generator (mulberry32): the same cases every run.
+    let seed = 7;
+    const next = (below: number) => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let mixed = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
+      return ((mixed ^ (mixed >>> 14)) >>> 0) % below;
+    };
+    const present = new Map<string, RowImage>();
+    for (let run = 0; run < 200; run++) {
+      present.clear();
+      const changes: RowOrKeyChange[] = [];
+      for (let step = 0; step < 30; step++) {
+        const key = String(next(6));
+        const value = (): TupleCell => (next(4) === 0 ? unchangedToast : `v${run}.${step}`);
+        const moved = String(Number(key) + 10);
+        const pick = next(8);
+        if (!present.has(key)) {
+          const inserted = [key, `big ${step}`, next(3) === 0 ? null : `n${step}`];
+          changes.push({ transaction, kind: 'insert', newRow: inserted });
+          present.set(key, inserted);
+        } else if (pick < 2) {
+          changes.push({ transaction, kind: 'delete', oldKey: [key, null, null] });
+          present.delete(key);
+        } else if (pick < 4 && !present.has(moved)) {
+          const newRow: RowImage = [moved, value(), `moved ${step}`];
+          changes.push({ transaction, kind: 'update', oldKey: [key, null, null], newRow });
+          present.delete(key);
+          present.set(moved, newRow);
+        } else {
+          const newRow: RowImage = [key, value(), `u${step}`];
+          changes.push({ transaction, kind: 'update', oldKey: null, newRow });
+          present.set(key, newRow);
+        }
+      }
+      expect(byKeyAndOp(stageRows(staged(changes)))).toEqual(byKeyAndOp(expectedRows(changes)));
+    }
+  });
+});

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import type { DestinationTable, RowChange } from '../records.ts';
+import { PostgresTableChanges } from './table-changes.ts';
+
+const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
+const column = (name: string) => ({ name, typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false });
+const table: DestinationTable = {
+  source: { schema: 'public', table: 't' },
+  destination: { schema: 'public', table: 't' },
+  columns: [column('id'), column('v')],
+  keyColumns: ['id'],
+};
+const insert = (id: string): RowChange => ({ transaction, kind: 'insert', newRow: [id, 'v'] });
+
+/** The rows held as new rows, by key. */
+const newKeys = (held: PostgresTableChanges) =>
+  Buffer.concat(held.newRows?.chunks() ?? [])
+    .toString('utf8')
+    .split('\n')
+    .slice(0, -1)
+    .map((line) => line.split('\t')[0]);
+
+describe('PostgresTableChanges', () => {
+  it('holds the inserts before any other change as new rows, and stages everything after', () => {
+    const held = new PostgresTableChanges(table, true);
+    for (const change of [insert('1'), insert('2')]) held.add(change);
+    expect(held.staged).toBeUndefined();
+    held.add({ transaction, kind: 'delete', oldKey: ['1', null] });
+    held.add(insert('3'));
+    expect(newKeys(held)).toEqual(['1', '2']);
+    expect([held.staged?.upsertCount, held.staged?.deleteCount]).toEqual([1, 1]);
+    expect(held.truncated).toBe(false);
+  });
+
+  it('drops what came before a truncate, and holds new rows again after it', () => {
+    const held = new PostgresTableChanges(table, true);
+    held.add(insert('1'));
+    held.add({ transaction, kind: 'delete', oldKey: ['1', null] });
+    held.add({ transaction, kind: 'truncate' });
+    held.add(insert('2'));
+    expect(held.truncated).toBe(true);
+    expect(newKeys(held)).toEqual(['2']);
+    expect(held.staged).toBeUndefined();
+  });
+
+  it('stages inserts too when new rows may not be COPYed into the table', () => {
+    const held = new PostgresTableChanges(table, false);
+    held.add(insert('1'));
+    expect(held.newRows).toBeUndefined();
+    expect(held.staged?.upsertCount).toBe(1);
+  });
+});
