@@ -92,7 +92,7 @@ async function replay(payloads: readonly Buffer[], table: DestinationTable): Pro
     async syncBatch(batch: ChangeBatch) {
       for (const { held } of batch.tables) {
         if (!(held instanceof PostgresTableChanges)) throw new Error('changes not held as COPY text');
-        const chunks = [...(held.newRows?.chunks() ?? []), ...(held.staged?.lines() ?? [])];
+        const chunks = [...(held.newRows?.chunks() ?? []), ...(held.staged?.fold().chunks ?? [])];
         if (chunks.some((chunk) => chunk.length === 0)) throw new Error('empty chunk');
       }
       applied += batch.rowCount;

@@ -218,7 +218,7 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
       const buffer = withColumns.changeBuffer(target);
       buffer.add({ kind: 'insert', transaction, newRow: ['1', 'a'] });
       expect(buffer.newRows).toBeUndefined();
-      expect(buffer.staged?.upsertCount).toBe(1);
+      expect(buffer.staged?.fold().upsertCount).toBe(1);
       await withColumns.syncBatch({
         mirror: 'marked',
         batchId: 1n,

@@ -383,7 +383,8 @@ export class PostgresDestination implements Destination {
     staged: StagedChanges,
     index: number,
   ): Promise<void> {
-    if (staged.upsertCount === 0 && staged.deleteCount === 0) return;
+    const { chunks, upsertCount, deleteCount, mayKeepUnchanged } = staged.fold();
+    if (upsertCount === 0 && deleteCount === 0) return;
     const target = quoteTable(table.destination);
     const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
     const syncedAt = syncedAtColumn ? `, ${quoteIdent(syncedAtColumn)} = now()` : '';
@@ -394,12 +395,12 @@ export class PostgresDestination implements Destination {
        SELECT ''::text AS ${opColumn}, NULL::text[] AS ${unchangedColumn}, ${columns.join(', ')}
        FROM ${target} WITH NO DATA`,
     );
-    await pipeline(Readable.from(staged.lines()), client.query(copyFrom(`COPY ${stage} FROM STDIN`)));
+    await pipeline(Readable.from(chunks), client.query(copyFrom(`COPY ${stage} FROM STDIN`)));
 
     const keyMatch = table.keyColumns
       .map((name) => `t.${quoteIdent(name)} = s.${quoteIdent(name)}`)
       .join(' AND ');
-    if (staged.deleteCount > 0) {
+    if (deleteCount > 0) {
       if (softDeleteColumn) {
         await client.query(
           `UPDATE ${target} t SET ${quoteIdent(softDeleteColumn)} = true${syncedAt}
@@ -411,7 +412,7 @@ export class PostgresDestination implements Destination {
         );
       }
     }
-    if (staged.upsertCount === 0) return;
+    if (upsertCount === 0) return;
 
     const extraNames = [softDeleteColumn, syncedAtColumn].filter((name): name is string => Boolean(name));
     const insertColumns = [...columns, ...extraNames.map(quoteIdent)].join(', ');
@@ -426,7 +427,7 @@ export class PostgresDestination implements Destination {
        ${onConflict(table, extraNames)}`,
     );
 
-    if (!staged.mayKeepUnchanged) return;
+    if (!mayKeepUnchanged) return;
     // Rows whose TOASTed values did not change: keep the destination's value.
     const keys = new Set(table.keyColumns);
     const assignments = table.columns

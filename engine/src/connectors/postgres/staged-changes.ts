@@ -1,16 +1,14 @@
-// A table's upserts and deletes of a batch, folded to the final state per row
-// key as they arrive and held as the COPY text of the stage table they are
-// applied from (destination.ts, #applyStaged): op, unchanged column names,
-// then the row. It is coalesce.ts's fold (the last change of a key wins, a key
-// change deletes the old key, unchanged-TOAST cells are filled from an earlier
-// image of the row in the batch) done a change at a time, so that what the
-// batch holds is text sealed into ~64 KiB chunks outside V8's heap rather
-// than the changes as objects (copy-rows.ts says why). The test holds the two
-// to the same result.
+// A table's upserts and deletes of a batch, held from the moment they are
+// decoded as the COPY text of the stage table they are applied from
+// (destination.ts, #applyStaged): op, unchanged column names, then the row.
+// The lines are sealed into ~64 KiB chunks outside V8's heap, so the batch
+// costs its collector nothing to keep (copy-rows.ts says why); what stays in
+// the heap is each line's key.
 //
-// A key met again supersedes its earlier line, which is left out when the
-// lines are read; the map of keys to their latest line is what stays in the
-// heap, one entry per key.
+// `fold` then does coalesce.ts's fold over the lines: the last change of a key
+// wins (a key met again drops its earlier line), a key change deletes the old
+// key, and unchanged-TOAST cells are filled from an earlier line of the row in
+// the batch. The test holds the two to the same result.
 
 import { rowKey } from '../coalesce.ts';
 import { copyNull, escapeCopyText, parseCopyTextLine, textArrayLiteral } from '../copy-text.ts';
@@ -23,50 +21,44 @@ import { rowFields } from './copy-lines.ts';
 const upsertOp = 'U';
 const deleteOp = 'D';
 
+/** A table's stage lines, folded: one line per key. */
+export interface StageLines {
+  /** The stage's COPY text, each chunk ending on a line end. */
+  readonly chunks: readonly Buffer[];
+  readonly upsertCount: number;
+  readonly deleteCount: number;
+  /** Some upsert keeps a destination value its change did not send (unchanged TOAST). */
+  readonly mayKeepUnchanged: boolean;
+}
+
+/** An upsert line written with unchanged-TOAST cells, which an earlier line of the batch may fill. */
+interface UnfilledUpsert {
+  readonly image: RowImage;
+  /** The key whose state the row follows: its own, or its old key after a key change. */
+  readonly fromKey: string;
+}
+
 export class StagedChanges {
   readonly #table: DestinationTable;
   readonly #keyIndexes: readonly number[];
   readonly #chunks: Buffer[] = [];
   /** The number of the first line of each sealed chunk. */
   readonly #chunkFirstLines: number[] = [];
-  /** Lines not yet sealed into a chunk; the first of them is line #lineCount - (lines in it). */
+  /** Lines not yet sealed into a chunk, from line #pendingFirstLine on. */
   #pending = '';
   #pendingFirstLine = 0;
-  #lineCount = 0;
-  /** Per key, its latest line: the line number times two, plus one for an upsert. */
-  readonly #latest = new Map<string, number>();
-  /** Lines a later change of their key replaced. */
-  readonly #superseded: number[] = [];
-  /**
-   * The images of upsert lines that still hold unchanged-TOAST cells (their
-   * line has those cells as null): the rare case an earlier image is read back
-   * from a line could not otherwise tell.
-   */
-  readonly #unchangedImages = new Map<number, RowImage>();
-  #upserts = 0;
-  #deletes = 0;
+  /** Per line, its row's key and whether it is an upsert (1) or a delete (0). */
+  readonly #keys: string[] = [];
+  readonly #upserts: number[] = [];
+  readonly #unfilled = new Map<number, UnfilledUpsert>();
+  #folded: StageLines | undefined;
 
   constructor(table: DestinationTable) {
     this.#table = table;
     this.#keyIndexes = keyIndexes(table);
   }
 
-  /** Rows the stage upserts, one per key. */
-  get upsertCount(): number {
-    return this.#upserts;
-  }
-
-  /** Rows the stage deletes, one per key. */
-  get deleteCount(): number {
-    return this.#deletes;
-  }
-
-  /** Some upsert may keep a destination value its change did not send (unchanged TOAST). */
-  get mayKeepUnchanged(): boolean {
-    return this.#unchangedImages.size > 0;
-  }
-
-  /** Folds one insert, update or delete in; returns the characters its line took. */
+  /** Holds one insert, update or delete as its stage line(s); returns the characters they took. */
   add(change: Exclude<RowChange, { kind: 'truncate' }>): number {
     switch (change.kind) {
       case 'insert': {
@@ -79,25 +71,142 @@ export class StagedChanges {
         if (!change.oldKey || oldKey === newKey) return this.#upsert(change.newRow, newKey, newKey);
         // The new row follows the old key's state; then the old key goes.
         const size = this.#upsert(change.newRow, newKey, oldKey);
-        return size + this.#delete(change.oldKey, oldKey);
+        return size + this.#append(deleteLine(this.#table, change.oldKey), oldKey, 0);
       }
       case 'delete':
-        return this.#delete(change.oldKey, rowKey(change.oldKey, this.#keyIndexes));
+        return this.#append(
+          deleteLine(this.#table, change.oldKey),
+          rowKey(change.oldKey, this.#keyIndexes),
+          0,
+        );
     }
   }
 
-  /** The stage's COPY text, one line per key, each chunk ending on a line end. */
-  lines(): Buffer[] {
+  /**
+   * Folds the lines to the last of each key, filling unchanged-TOAST cells
+   * from the earlier line of the row, in one pass: a hash lookup per line done
+   * together costs a fraction of the same lookups spread between decoding.
+   * Adding after this is a mistake; calling it again returns the same.
+   */
+  fold(): StageLines {
+    if (this.#folded) return this.#folded;
     this.#seal();
-    if (this.#superseded.length === 0) return this.#chunks;
-    const dropped = new Uint8Array(this.#lineCount);
-    for (const line of this.#superseded) dropped[line] = 1;
+    const lineCount = this.#keys.length;
+    const latest = new Map<string, number>();
+    const dropped = new Uint8Array(lineCount);
+    let droppedAny = false;
+    /** Lines whose text a fill changed, and the images of lines written with unchanged cells. */
+    const replaced = new Map<number, string>();
+    const images = new Map<number, RowImage>();
+    const chunkLines = new ChunkLines(this.#chunks, this.#chunkFirstLines);
+    for (let line = 0; line < lineCount; line++) {
+      const key = this.#keys[line] as string;
+      const unfilled = this.#unfilled.size > 0 ? this.#unfilled.get(line) : undefined;
+      if (unfilled) {
+        const from = latest.get(unfilled.fromKey);
+        let image = unfilled.image;
+        if (from !== undefined && this.#upserts[from] === 1) {
+          image = fillUnchanged(image, images.get(from) ?? chunkLines.upsertImage(from));
+          replaced.set(line, upsertLine(this.#table, image));
+        }
+        images.set(line, image);
+      }
+      const previous = latest.get(key);
+      if (previous !== undefined) {
+        dropped[previous] = 1;
+        droppedAny = true;
+      }
+      latest.set(key, line);
+    }
+    let upsertCount = 0;
+    let mayKeepUnchanged = false;
+    for (const line of latest.values()) {
+      if (this.#upserts[line] !== 1) continue;
+      upsertCount++;
+      const image = images.get(line);
+      if (image && hasUnchanged(image)) mayKeepUnchanged = true;
+    }
+    this.#folded = {
+      chunks: droppedAny || replaced.size > 0 ? chunkLines.rewritten(dropped, replaced) : this.#chunks,
+      upsertCount,
+      deleteCount: latest.size - upsertCount,
+      mayKeepUnchanged,
+    };
+    return this.#folded;
+  }
+
+  #upsert(row: RowImage, key: string, fromKey: string): number {
+    if (hasUnchanged(row)) this.#unfilled.set(this.#keys.length, { image: row, fromKey });
+    return this.#append(upsertLine(this.#table, row), key, 1);
+  }
+
+  #append(lineText: string, key: string, upsert: 0 | 1): number {
+    this.#keys.push(key);
+    this.#upserts.push(upsert);
+    this.#pending += `${lineText}\n`;
+    if (this.#pending.length >= copyChunkBytes) this.#seal();
+    return lineText.length + 1;
+  }
+
+  #seal(): void {
+    if (this.#pending.length === 0) return;
+    this.#chunks.push(Buffer.from(this.#pending, 'utf8'));
+    this.#chunkFirstLines.push(this.#pendingFirstLine);
+    this.#pending = '';
+    this.#pendingFirstLine = this.#keys.length;
+  }
+}
+
+/** An upsert's stage line without its line end: the names of its unchanged-TOAST columns, then the row. */
+function upsertLine(table: DestinationTable, image: RowImage): string {
+  let unchangedField = copyNull;
+  if (hasUnchanged(image)) {
+    const names = table.columns.filter((_, index) => image[index] === unchangedToast);
+    unchangedField = escapeCopyText(textArrayLiteral(names.map((column) => column.name)));
+  }
+  return `${upsertOp}\t${unchangedField}\t${rowFields(table, image)}`;
+}
+
+function deleteLine(table: DestinationTable, keyImage: RowImage): string {
+  return `${deleteOp}\t${copyNull}\t${rowFields(table, keyImage)}`;
+}
+
+/** Sealed chunks read back as lines, for the rare fold that must look into them. */
+class ChunkLines {
+  readonly #chunks: readonly Buffer[];
+  readonly #firstLines: readonly number[];
+  /** The last chunk read, as lines. */
+  #cached: { index: number; lines: string[] } | undefined;
+
+  constructor(chunks: readonly Buffer[], firstLines: readonly number[]) {
+    this.#chunks = chunks;
+    this.#firstLines = firstLines;
+  }
+
+  /** The row of an upsert line written without unchanged cells. */
+  upsertImage(line: number): RowImage {
+    // The last chunk that starts at or before the line.
+    let low = 0;
+    let high = this.#firstLines.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if ((this.#firstLines[middle] ?? 0) <= line) low = middle;
+      else high = middle - 1;
+    }
+    const lineText = this.#linesOf(low)[line - (this.#firstLines[low] ?? 0)] ?? '';
+    // Skip the op and the unchanged names.
+    return parseCopyTextLine(lineText).slice(2);
+  }
+
+  /** The chunks again without the dropped lines, replaced lines in their new text. */
+  rewritten(dropped: Uint8Array, replaced: ReadonlyMap<number, string>): Buffer[] {
     const kept: Buffer[] = [];
     let text = '';
-    for (const [index, chunk] of this.#chunks.entries()) {
-      let line = this.#chunkFirstLines[index] ?? 0;
-      for (const lineText of linesOf(chunk)) {
-        if (dropped[line++] === 0) text += `${lineText}\n`;
+    for (let index = 0; index < this.#chunks.length; index++) {
+      let line = this.#firstLines[index] ?? 0;
+      for (const lineText of this.#linesOf(index)) {
+        if (dropped[line] === 0) text += `${replaced.get(line) ?? lineText}\n`;
+        line++;
         if (text.length >= copyChunkBytes) {
           kept.push(Buffer.from(text, 'utf8'));
           text = '';
@@ -108,94 +217,17 @@ export class StagedChanges {
     return kept;
   }
 
-  /** `row` (key `key`) follows the row at `fromKey`: its own key, or its old key after a key change. */
-  #upsert(row: RowImage, key: string, fromKey: string): number {
-    let image = row;
-    if (hasUnchanged(row)) {
-      const from = this.#latest.get(fromKey);
-      if (from !== undefined && from % 2 === 1) image = fillUnchanged(row, this.#imageOf(from >> 1));
+  #linesOf(index: number): string[] {
+    if (this.#cached?.index !== index) {
+      const lines = (this.#chunks[index] as Buffer).toString('utf8').split('\n');
+      lines.pop();
+      this.#cached = { index, lines };
     }
-    const line = this.#lineCount;
-    this.#supersede(key);
-    this.#latest.set(key, line * 2 + 1);
-    this.#upserts++;
-    let unchangedField = copyNull;
-    if (hasUnchanged(image)) {
-      this.#unchangedImages.set(line, image);
-      const names = this.#table.columns.filter((_, index) => image[index] === unchangedToast);
-      unchangedField = escapeCopyText(textArrayLiteral(names.map((column) => column.name)));
-    }
-    return this.#append(`${upsertOp}\t${unchangedField}\t${rowFields(this.#table, image)}\n`);
-  }
-
-  #delete(keyImage: RowImage, key: string): number {
-    const line = this.#lineCount;
-    this.#supersede(key);
-    this.#latest.set(key, line * 2);
-    this.#deletes++;
-    return this.#append(`${deleteOp}\t${copyNull}\t${rowFields(this.#table, keyImage)}\n`);
-  }
-
-  #supersede(key: string): void {
-    const latest = this.#latest.get(key);
-    if (latest === undefined) return;
-    const line = latest >> 1;
-    this.#superseded.push(line);
-    this.#unchangedImages.delete(line);
-    if (latest % 2 === 1) this.#upserts--;
-    else this.#deletes--;
-  }
-
-  #append(line: string): number {
-    this.#pending += line;
-    this.#lineCount++;
-    if (this.#pending.length >= copyChunkBytes) this.#seal();
-    return line.length;
-  }
-
-  #seal(): void {
-    if (this.#pending.length === 0) return;
-    this.#chunks.push(Buffer.from(this.#pending, 'utf8'));
-    this.#chunkFirstLines.push(this.#pendingFirstLine);
-    this.#pending = '';
-    this.#pendingFirstLine = this.#lineCount;
-  }
-
-  /** The row image an upsert line holds, read back from its text. */
-  #imageOf(line: number): RowImage {
-    const kept = this.#unchangedImages.get(line);
-    if (kept) return kept;
-    let text: string;
-    let firstLine: number;
-    if (line >= this.#pendingFirstLine) {
-      text = this.#pending;
-      firstLine = this.#pendingFirstLine;
-    } else {
-      // The last chunk that starts at or before the line.
-      let low = 0;
-      let high = this.#chunkFirstLines.length - 1;
-      while (low < high) {
-        const middle = (low + high + 1) >> 1;
-        if ((this.#chunkFirstLines[middle] ?? 0) <= line) low = middle;
-        else high = middle - 1;
-      }
-      text = (this.#chunks[low] as Buffer).toString('utf8');
-      firstLine = this.#chunkFirstLines[low] ?? 0;
-    }
-    const lineText = text.split('\n')[line - firstLine] ?? '';
-    // Skip the op and the unchanged names: the line has none (#unchangedImages holds those).
-    return parseCopyTextLine(lineText).slice(2);
+    return this.#cached.lines;
   }
 }
 
 function hasUnchanged(row: RowImage): boolean {
   for (const cell of row) if (cell === unchangedToast) return true;
   return false;
-}
-
-/** The lines of a sealed chunk, without their line ends. */
-function linesOf(chunk: Buffer): string[] {
-  const lines = chunk.toString('utf8').split('\n');
-  lines.pop();
-  return lines;
 }
