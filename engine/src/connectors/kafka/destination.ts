@@ -23,10 +23,11 @@ import { RecordScript, type ScriptMessage, scriptBatchRecords } from '../../scri
 import { classifyKafkaError } from '../classify/index.ts';
 import { copyTextRowBatches } from '../copy-text.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
+import type { ChangeBatch, ChangeBuffer, Checkpoint, DestinationTable } from '../records.ts';
 import { checkpointTopicConfig, deleteCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { ChunkSender, type Outgoing } from './chunk-sender.ts';
 import { createStreamClient, createStreamProducer } from './client.ts';
+import { HeldMessages } from './held-messages.ts';
 import {
   type ChangeRecord,
   changeRecord,
@@ -79,6 +80,12 @@ export class KafkaDestination implements Destination {
   #producer: Promise<Producer<Buffer, Buffer, Buffer, Buffer>> | undefined;
   /** The last checkpoint read or written: undefined until known, null when there is none. */
   #checkpoint: Checkpoint | null | undefined;
+  /**
+   * Without a script, a batch holds each change as its default message's
+   * bytes from the moment it is decoded (held-messages.ts). A script reads
+   * records as objects, so with one the changes stay objects until the send.
+   */
+  readonly changeBuffer: ((table: DestinationTable) => HeldMessages) | undefined;
 
   constructor(config: StreamConfig, options: KafkaDestinationOptions) {
     this.#options = options;
@@ -93,6 +100,7 @@ export class KafkaDestination implements Destination {
       : undefined;
     this.#chunkBytes = options.chunkBytes ?? defaultChunkBytes;
     this.#config = config;
+    this.changeBuffer = this.#script ? undefined : (table) => new HeldMessages(tableFormat(table));
   }
 
   async check(): Promise<{ version: string }> {
@@ -187,7 +195,8 @@ export class KafkaDestination implements Destination {
       assignerPerChunk: false,
     });
     const records = this.#recordSink(sender);
-    for (const { table, changes } of batch.tables) {
+    for (const { table, held, changes } of batch.tables) {
+      if (held !== undefined) await this.#addHeld(held, sender);
       const format = tableFormat(table);
       for (const change of changes) {
         const adding = records.add(format, changeRecord(format, change));
@@ -327,7 +336,20 @@ export class KafkaDestination implements Destination {
     await then();
   }
 
-  /** Encodes one message and puts it in the chunk, once per partition for a key-less truncate. */
+  /** The messages a table's changes became as they were decoded (held-messages.ts), in order. */
+  async #addHeld(held: ChangeBuffer, sender: ChunkSender): Promise<void> {
+    if (!(held instanceof HeldMessages)) {
+      throw new EngineError('internal', 'changes held by another destination were handed to Kafka');
+    }
+    const topic = this.#topics.get(held.format.topic) ?? (await this.#topicOf(held.format.topic));
+    for (const message of held.messages()) {
+      this.#pushBytes(sender, topic, message.truncate, message.key, message.value, undefined, 0, undefined);
+      const sending = sender.sendIfFull();
+      if (sending) await sending;
+    }
+  }
+
+  /** Encodes one message and puts it in the chunk (#pushBytes). */
   #push(
     sender: ChunkSender,
     topic: TopicPartitions,
@@ -355,6 +377,29 @@ export class KafkaDestination implements Destination {
         }
       }
     }
+    this.#pushBytes(
+      sender,
+      topic,
+      record.kind === 'truncate',
+      key,
+      value,
+      headers,
+      headerBytes,
+      requestedPartition,
+    );
+  }
+
+  /** Puts one message in the chunk, once per partition for a key-less truncate. */
+  #pushBytes(
+    sender: ChunkSender,
+    topic: TopicPartitions,
+    truncate: boolean,
+    key: Buffer | null,
+    value: Buffer | null,
+    headers: Map<Buffer, Buffer> | undefined,
+    headerBytes: number,
+    requestedPartition: number | undefined,
+  ): void {
     const bytes =
       recordOverheadBytes +
       (key === null ? 0 : key.length) +
@@ -363,9 +408,7 @@ export class KafkaDestination implements Destination {
     // A truncate concerns every key: its key-less messages go to every partition,
     // so a consumer of any partition sees it in order with that partition's rows.
     const everywhere =
-      record.kind === 'truncate' &&
-      key === null &&
-      !(this.#strategy.name === 'Manual' && requestedPartition !== undefined);
+      truncate && key === null && !(this.#strategy.name === 'Manual' && requestedPartition !== undefined);
     if (everywhere) {
       for (const { partitionId } of topic.partitions) {
         sender.push({ topic: topic.topic, key, value, headers, partition: partitionId, bytes });

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import type { DestinationTable, RowChange, SourceTransaction } from '../records.ts';
+import { HeldMessages } from './held-messages.ts';
+import { changeRecord, tableFormat } from './message-format.ts';
+
+const column = (name: string, typeOid: number) => ({
+  name,
+  typeOid,
+  typeModifier: -1,
+  typeName: String(typeOid),
+  notNull: false,
+});
+const table: DestinationTable = {
+  source: { schema: 'public', table: 'orders' },
+  destination: { schema: 'sales', table: 'orders' },
+  columns: [column('id', 20), column('note', 25)],
+  keyColumns: ['id'],
+};
+const transaction: SourceTransaction = { xid: 7, commitLsn: 0x10n, commitTimeMicros: 1_700_000_000_000_000n };
+
+/** What the destination sends for a change without holding it: its default message. */
+function expected(change: RowChange) {
+  const record = changeRecord(tableFormat(table), change);
+  return {
+    key: record.key === null ? null : Buffer.from(record.key),
+    value: Buffer.from(record.json),
+    truncate: change.kind === 'truncate',
+  };
+}
+
+describe('HeldMessages', () => {
+  it('holds each change as the bytes of its default message, in order', () => {
+    const changes: RowChange[] = [
+      { transaction, kind: 'insert', newRow: ['1', 'plain'] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['1', 'é ✓ 𝄞 "quoted" \\ and\nnewline'] },
+      { transaction, kind: 'delete', oldKey: ['1', null] },
+      { transaction, kind: 'truncate' },
+      { transaction, kind: 'insert', newRow: ['2', null] },
+    ];
+    const held = new HeldMessages(tableFormat(table));
+    for (const change of changes) held.add(change);
+    expect(held.messageCount).toBe(5);
+    expect([...held.messages()]).toEqual(changes.map(expected));
+  });
+
+  it('moves on to new chunks, and gives a message larger than a chunk one of its own', () => {
+    const held = new HeldMessages(tableFormat(table));
+    const changes: RowChange[] = [];
+    for (let id = 0; id < 3_000; id++) {
+      changes.push({ transaction, kind: 'insert', newRow: [String(id), `ü${'x'.repeat(200)}`] });
+    }
+    changes.push({ transaction, kind: 'insert', newRow: ['999999', '✓'.repeat(400_000)] });
+    changes.push({ transaction, kind: 'insert', newRow: ['1000000', 'small'] });
+    let bytes = 0;
+    for (const change of changes) bytes += held.add(change);
+    const messages = [...held.messages()];
+    expect(messages).toEqual(changes.map(expected));
+    // The budget is told at least the bytes held.
+    const heldBytes = messages.reduce((sum, { key, value }) => sum + (key?.length ?? 0) + value.length, 0);
+    expect(bytes).toBeGreaterThanOrEqual(heldBytes);
+  });
+});

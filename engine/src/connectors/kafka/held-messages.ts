@@ -1,0 +1,88 @@
+// One table's changes of a batch held as the bytes of their default messages
+// (Destination.changeBuffer, for a mirror without a script): each change's key
+// and value JSON are written into large byte chunks as it is decoded, instead
+// of the change staying a set of objects until the batch is sent. The chunks
+// live outside V8's heap, so a batch costs its young-generation collector
+// nothing to keep (docs/benchmarks.md, "The engine's CPU per change"), and the
+// producer gets views of them at send time.
+import type { ChangeBuffer, RowChange } from '../records.ts';
+import { changeRecord, type TableFormat } from './message-format.ts';
+
+/** Bytes of one chunk; a larger message gets a chunk of its own size. */
+const chunkBytes = 256 * 1024;
+/** Per message in the index: chunk number times two plus one for a truncate, start, key length (-1: null), value length. */
+const indexFields = 4;
+/** What a message's place in the index costs. */
+const indexBytes = indexFields * 4;
+
+/** A held message as the producer takes it. */
+export interface HeldMessage {
+  readonly key: Buffer | null;
+  readonly value: Buffer;
+  /** A truncate's key-less message, which goes to every partition. */
+  readonly truncate: boolean;
+}
+
+export class HeldMessages implements ChangeBuffer {
+  readonly format: TableFormat;
+  readonly #chunks: Buffer[] = [];
+  /** Where the next message is written in the last chunk. */
+  #offset = 0;
+  #index = new Int32Array(1024 * indexFields);
+  #count = 0;
+
+  constructor(format: TableFormat) {
+    this.format = format;
+  }
+
+  add(change: RowChange): number {
+    const record = changeRecord(this.format, change);
+    const { key, json } = record;
+    // UTF-8 takes at most three bytes per UTF-16 code unit.
+    const most = 3 * ((key?.length ?? 0) + json.length);
+    let chunk = this.#chunks.at(-1);
+    if (!chunk || chunk.length - this.#offset < most) {
+      chunk = Buffer.allocUnsafe(Math.max(chunkBytes, most));
+      this.#chunks.push(chunk);
+      this.#offset = 0;
+    }
+    const start = this.#offset;
+    const keyLength = key === null ? -1 : chunk.write(key, start);
+    const valueStart = start + Math.max(keyLength, 0);
+    const valueLength = chunk.write(json, valueStart);
+    this.#offset = valueStart + valueLength;
+    if ((this.#count + 1) * indexFields > this.#index.length) {
+      const grown = new Int32Array(this.#index.length * 2);
+      grown.set(this.#index);
+      this.#index = grown;
+    }
+    const at = this.#count * indexFields;
+    this.#index[at] = (this.#chunks.length - 1) * 2 + (record.kind === 'truncate' ? 1 : 0);
+    this.#index[at + 1] = start;
+    this.#index[at + 2] = keyLength;
+    this.#index[at + 3] = valueLength;
+    this.#count++;
+    return valueStart - start + valueLength + indexBytes;
+  }
+
+  get messageCount(): number {
+    return this.#count;
+  }
+
+  /** The messages in the order their changes came, as views of the held bytes. */
+  *messages(): Generator<HeldMessage> {
+    const index = this.#index;
+    for (let at = 0; at < this.#count * indexFields; at += indexFields) {
+      const place = index[at] as number;
+      const chunk = this.#chunks[place >> 1] as Buffer;
+      const start = index[at + 1] as number;
+      const keyLength = index[at + 2] as number;
+      const valueStart = start + Math.max(keyLength, 0);
+      yield {
+        key: keyLength < 0 ? null : chunk.subarray(start, valueStart),
+        value: chunk.subarray(valueStart, valueStart + (index[at + 3] as number)),
+        truncate: (place & 1) === 1,
+      };
+    }
+  }
+}
