@@ -58,9 +58,12 @@ class Counting implements Destination {
   readonly inner: Destination;
   readonly #stop: AbortController;
   changes = 0;
+  /** The inner destination's, so batches reach it in the form it takes them. */
+  readonly changeBuffer: Destination['changeBuffer'];
   constructor(inner: Destination, stop: AbortController) {
     this.inner = inner;
     this.#stop = stop;
+    this.changeBuffer = inner.changeBuffer?.bind(inner);
   }
   check() {
     return this.inner.check();
