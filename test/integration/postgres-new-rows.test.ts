@@ -176,32 +176,27 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
     expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 4n, lsn: 4101n });
   });
 
-  it('takes plain changes too, after what its buffer holds', async () => {
+  it('takes plain changes as well, and refuses a batch that has both for one table', async () => {
     const target = idTextTable('plain');
     await destination.setupTables([target]);
-    await destination.syncBatch({
+    const plain: RowChange[] = [
+      { kind: 'insert', transaction, newRow: ['1', 'a'] },
+      { kind: 'insert', transaction, newRow: ['2', 'b'] },
+      { kind: 'update', transaction, oldKey: null, newRow: ['2', 'b2'] },
+    ];
+    const both: ChangeBatch = {
       mirror,
       batchId: 6n,
       endLsn: 4103n,
-      tables: [
-        {
-          table: target,
-          held: held(target, [
-            [1, 'a'],
-            [2, 'b'],
-          ]),
-          changes: [
-            { kind: 'update', transaction, oldKey: null, newRow: ['2', 'b2'] },
-            { kind: 'insert', transaction, newRow: ['3', 'c'] },
-          ],
-        },
-      ],
+      tables: [{ table: target, held: held(target, [[3, 'c']]), changes: plain }],
       rowCount: 4,
-    });
+    };
+    await expect(destination.syncBatch(both)).rejects.toMatchObject({ kind: 'internal' });
+    expect(await rows('plain')).toEqual([]);
+    await destination.syncBatch({ ...both, tables: [{ table: target, changes: plain }], rowCount: 3 });
     expect(await rows('plain')).toEqual([
       { id: '1', v: 'a' },
       { id: '2', v: 'b2' },
-      { id: '3', v: 'c' },
     ]);
   });
 

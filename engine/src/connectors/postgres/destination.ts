@@ -291,8 +291,8 @@ export class PostgresDestination implements Destination {
   }
 
   /**
-   * A table's rows inserted before its other changes in the batch (held by
-   * newRowsBuffer): each key was absent from the source when the batch began,
+   * A table's rows inserted before its other changes in the batch (held as
+   * COPY lines, table-changes.ts): each key was absent from the source when the batch began,
    * so (the destination holding what the source held then) absent here too,
    * and the rows are COPYed into the table itself, without a stage and an
    * upsert from it (about half the server's work per row). Should a key be
@@ -344,15 +344,21 @@ export class PostgresDestination implements Destination {
     );
   }
 
-  /** The table's changes as this destination holds them: its own buffer, with any plain changes added. */
+  /** The table's changes as this destination holds them: its own buffer, or one made of plain changes. */
   #heldChanges(tableChanges: TableChanges): PostgresTableChanges {
     const { table, held, changes } = tableChanges;
-    if (held !== undefined && !(held instanceof PostgresTableChanges)) {
-      throw new EngineError('internal', 'changes held by another destination were handed to PostgreSQL');
+    if (held === undefined) {
+      const made = this.#tableChanges(table);
+      for (const change of changes) made.add(change);
+      return made;
     }
-    const all = held ?? this.#tableChanges(table);
-    for (const change of changes) all.add(change);
-    return all;
+    if (!(held instanceof PostgresTableChanges) || changes.length > 0) {
+      throw new EngineError(
+        'internal',
+        `the changes of ${formatTableName(table.destination)} were handed over in a form this destination does not hold`,
+      );
+    }
+    return held;
   }
 
   async #applyTable(client: pg.PoolClient, tableChanges: TableChanges, index: number): Promise<void> {

@@ -149,6 +149,15 @@ describe('StagedChanges', () => {
     expect(rows.every((row) => row.row[1] === 'round 1 ü')).toBe(true);
   });
 
+  it('takes nothing more once folded', () => {
+    const held = staged([{ transaction, kind: 'insert', newRow: ['1', 'a', null] }]);
+    const folded = held.fold();
+    expect(() => held.add({ transaction, kind: 'delete', oldKey: ['1', null, null] })).toThrow(
+      /already folded/,
+    );
+    expect(held.fold()).toBe(folded);
+  });
+
   it('folds to what coalesceChanges folds to, over random changes of a few keys', () => {
     // A small deterministic generator (mulberry32): the same cases every run.
     let seed = 7;

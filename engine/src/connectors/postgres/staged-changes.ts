@@ -10,6 +10,7 @@
 // key, and unchanged-TOAST cells are filled from an earlier line of the row in
 // the batch. The test holds the two to the same result.
 
+import { EngineError } from '../../errors.ts';
 import { rowKey } from '../coalesce.ts';
 import { copyNull, escapeCopyText, parseCopyTextLine, textArrayLiteral } from '../copy-text.ts';
 import type { DestinationTable } from '../records.ts';
@@ -67,6 +68,7 @@ export class StagedChanges {
 
   /** Holds one insert, update or delete as its stage line(s); returns about the bytes they took. */
   add(change: Exclude<RowChange, { kind: 'truncate' }>): number {
+    if (this.#folded) throw new EngineError('internal', 'a change was added to stage lines already folded');
     switch (change.kind) {
       case 'insert': {
         const key = rowKey(change.newRow, this.#keyIndexes);
@@ -93,7 +95,7 @@ export class StagedChanges {
    * Folds the lines to the last of each key, filling unchanged-TOAST cells
    * from the earlier line of the row, in one pass: a hash lookup per line done
    * together costs a fraction of the same lookups spread between decoding.
-   * Adding after this is a mistake; calling it again returns the same.
+   * Nothing may be added after it; calling it again returns the same.
    */
   fold(): StageLines {
     if (this.#folded) return this.#folded;
