@@ -1,6 +1,6 @@
 // One table's changes of a batch held as the bytes of their default messages
 // (Destination.changeBuffer, for a mirror without a script): each change's key
-// and value JSON are written into large byte chunks as it is decoded, instead
+// and value JSON are written into byte chunks as it is decoded, instead
 // of the change staying a set of objects until the batch is sent. The chunks
 // live outside V8's heap, so a batch costs its young-generation collector
 // nothing to keep (docs/benchmarks.md, "The engine's CPU per change"), and the
@@ -8,8 +8,13 @@
 import type { ChangeBuffer, RowChange } from '../records.ts';
 import { changeRecord, type TableFormat } from './message-format.ts';
 
-/** Bytes of one chunk; a larger message gets a chunk of its own size. */
-const chunkBytes = 256 * 1024;
+/**
+ * Bytes of a table's first chunk in a batch, doubling for each next one up to
+ * the largest: a batch of a few rows (`streaming` at a low rate) takes little,
+ * a large one few chunks. A larger message gets a chunk of its own size.
+ */
+const firstChunkBytes = 16 * 1024;
+const largestChunkBytes = 256 * 1024;
 /** Per message in the index: chunk number times two plus one for a truncate, start, key length (-1: null), value length. */
 const indexFields = 4;
 /** What a message's place in the index costs. */
@@ -28,6 +33,7 @@ export class HeldMessages implements ChangeBuffer {
   readonly #chunks: Buffer[] = [];
   /** Where the next message is written in the last chunk. */
   #offset = 0;
+  #nextChunkBytes = firstChunkBytes;
   #index = new Int32Array(1024 * indexFields);
   #count = 0;
 
@@ -42,7 +48,8 @@ export class HeldMessages implements ChangeBuffer {
     const most = 3 * ((key?.length ?? 0) + json.length);
     let chunk = this.#chunks.at(-1);
     if (!chunk || chunk.length - this.#offset < most) {
-      chunk = Buffer.allocUnsafe(Math.max(chunkBytes, most));
+      chunk = Buffer.allocUnsafe(Math.max(this.#nextChunkBytes, most));
+      this.#nextChunkBytes = Math.min(largestChunkBytes, this.#nextChunkBytes * 2);
       this.#chunks.push(chunk);
       this.#offset = 0;
     }
