@@ -1,18 +1,26 @@
 import { describe, expect, it } from 'vitest';
-import { copyChunks } from './copy-chunks.ts';
+import { CopyTextChunks } from './copy-chunks.ts';
 
 const lines = (count: number) =>
   Array.from({ length: count }, (_, index) => `${index}\tnote ${'x'.repeat(index % 7)}\n`);
 
-describe('copyChunks', () => {
+function chunked(input: readonly string[], chunkBytes: number): CopyTextChunks {
+  const text = new CopyTextChunks(chunkBytes);
+  for (const line of input) text.add(line);
+  return text;
+}
+
+describe('CopyTextChunks', () => {
   it('keeps every line, in order, byte for byte', () => {
     const input = lines(10_000);
-    const chunks = [...copyChunks(input, 1024)];
+    const chunks = chunked(input, 1024).chunks();
     expect(Buffer.concat(chunks).toString('utf8')).toBe(input.join(''));
   });
 
   it('cuts only at line ends, each chunk at least the size asked for but the last', () => {
-    const chunks = [...copyChunks(lines(10_000), 1024)].map((chunk) => chunk.toString('utf8'));
+    const chunks = chunked(lines(10_000), 1024)
+      .chunks()
+      .map((chunk) => chunk.toString('utf8'));
     expect(chunks.length).toBeGreaterThan(1);
     for (const chunk of chunks) expect(chunk.endsWith('\n')).toBe(true);
     for (const chunk of chunks.slice(0, -1)) {
@@ -24,23 +32,25 @@ describe('copyChunks', () => {
 
   it('counts characters, and encodes what is beyond ASCII as UTF-8', () => {
     const input = ['é\t☃\n', '𝄞\n'];
-    expect(Buffer.concat([...copyChunks(input, 1)]).toString('utf8')).toBe(input.join(''));
+    expect(Buffer.concat(chunked(input, 1).chunks()).toString('utf8')).toBe(input.join(''));
   });
 
-  it('yields nothing for no lines', () => {
-    expect([...copyChunks([])]).toEqual([]);
+  it('holds nothing for no lines', () => {
+    expect(chunked([], 1024).chunks()).toEqual([]);
   });
 
-  it('pulls lines lazily, one chunk ahead at most', () => {
-    let pulled = 0;
-    function* counted() {
-      for (const line of lines(1_000)) {
-        pulled++;
-        yield line;
-      }
+  it('numbers the first line of each chunk, and seals the lines added since when read again', () => {
+    const input = lines(1_000);
+    const text = chunked(input, 1024);
+    const chunks = text.chunks();
+    expect(text.firstLines).toHaveLength(chunks.length);
+    let line = 0;
+    for (const [index, chunk] of chunks.entries()) {
+      expect(text.firstLines[index]).toBe(line);
+      line += chunk.toString('utf8').split('\n').length - 1;
     }
-    const iterator = copyChunks(counted(), 100);
-    iterator.next();
-    expect(pulled).toBeLessThan(20);
+    text.add('late\n');
+    expect(text.chunks().at(-1)?.toString('utf8')).toBe('late\n');
+    expect(text.firstLines.at(-1)).toBe(1_000);
   });
 });

@@ -5,14 +5,12 @@
 // where the same rows held as objects until the write were copied at every
 // young-generation collection (docs/benchmarks.md, "The engine's CPU per change").
 import type { DestinationTable, RowImage } from '../records.ts';
-import { copyChunkBytes } from './copy-chunks.ts';
+import { CopyTextChunks } from './copy-chunks.ts';
 import { rowLine } from './copy-lines.ts';
 
 export class CopyTextRows {
   readonly #table: DestinationTable;
-  readonly #chunks: Buffer[] = [];
-  /** Lines not yet sealed into a chunk. */
-  #pending = '';
+  readonly #text = new CopyTextChunks();
 
   constructor(table: DestinationTable) {
     this.#table = table;
@@ -21,20 +19,12 @@ export class CopyTextRows {
   /** Holds one row; returns the characters its line took. */
   add(row: RowImage): number {
     const line = rowLine(this.#table, row);
-    this.#pending += line;
-    if (this.#pending.length >= copyChunkBytes) this.#seal();
+    this.#text.add(line);
     return line.length;
   }
 
   /** The COPY text of every row held, in order, each chunk ending on a line end; may be read again. */
   chunks(): readonly Buffer[] {
-    this.#seal();
-    return this.#chunks;
-  }
-
-  #seal(): void {
-    if (this.#pending.length === 0) return;
-    this.#chunks.push(Buffer.from(this.#pending, 'utf8'));
-    this.#pending = '';
+    return this.#text.chunks();
   }
 }

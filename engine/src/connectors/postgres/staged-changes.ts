@@ -14,8 +14,15 @@ import { EngineError } from '../../errors.ts';
 import { rowKey } from '../coalesce.ts';
 import { copyNull, escapeCopyText, parseCopyTextLine, textArrayLiteral } from '../copy-text.ts';
 import type { DestinationTable } from '../records.ts';
-import { fillUnchanged, keyIndexes, type RowChange, type RowImage, unchangedToast } from '../records.ts';
-import { copyChunkBytes } from './copy-chunks.ts';
+import {
+  fillUnchanged,
+  isUnchangedToast,
+  keyIndexes,
+  type RowChange,
+  type RowImage,
+  unchangedToast,
+} from '../records.ts';
+import { CopyTextChunks } from './copy-chunks.ts';
 import { rowFields } from './copy-lines.ts';
 
 /**
@@ -49,12 +56,7 @@ interface UnfilledUpsert {
 export class StagedChanges {
   readonly #table: DestinationTable;
   readonly #keyIndexes: readonly number[];
-  readonly #chunks: Buffer[] = [];
-  /** The number of the first line of each sealed chunk. */
-  readonly #chunkFirstLines: number[] = [];
-  /** Lines not yet sealed into a chunk, from line #pendingFirstLine on. */
-  #pending = '';
-  #pendingFirstLine = 0;
+  readonly #text = new CopyTextChunks();
   /** Per line, its row's key and whether it is an upsert (1) or a delete (0). */
   readonly #keys: string[] = [];
   readonly #upserts: number[] = [];
@@ -99,7 +101,7 @@ export class StagedChanges {
    */
   fold(): StageLines {
     if (this.#folded) return this.#folded;
-    this.#seal();
+    const chunks = this.#text.chunks();
     const lineCount = this.#keys.length;
     const latest = new Map<string, number>();
     const dropped = new Uint8Array(lineCount);
@@ -107,7 +109,7 @@ export class StagedChanges {
     /** Lines whose text a fill changed, and the images of lines written with unchanged cells. */
     const replaced = new Map<number, string>();
     const images = new Map<number, RowImage>();
-    const chunkLines = new ChunkLines(this.#chunks, this.#chunkFirstLines);
+    const chunkLines = new ChunkLines(chunks, this.#text.firstLines);
     for (let line = 0; line < lineCount; line++) {
       const key = this.#keys[line] as string;
       const unfilled = this.#unfilled.size > 0 ? this.#unfilled.get(line) : undefined;
@@ -133,10 +135,10 @@ export class StagedChanges {
       if (this.#upserts[line] !== 1) continue;
       upsertCount++;
       const image = images.get(line);
-      if (image && hasUnchanged(image)) mayKeepUnchanged = true;
+      if (image?.some(isUnchangedToast)) mayKeepUnchanged = true;
     }
     this.#folded = {
-      chunks: droppedAny || replaced.size > 0 ? chunkLines.rewritten(dropped, replaced) : this.#chunks,
+      chunks: droppedAny || replaced.size > 0 ? chunkLines.rewritten(dropped, replaced) : chunks,
       upsertCount,
       deleteCount: latest.size - upsertCount,
       mayKeepUnchanged,
@@ -145,31 +147,22 @@ export class StagedChanges {
   }
 
   #upsert(row: RowImage, key: string, fromKey: string): number {
-    if (hasUnchanged(row)) this.#unfilled.set(this.#keys.length, { image: row, fromKey });
+    if (row.some(isUnchangedToast)) this.#unfilled.set(this.#keys.length, { image: row, fromKey });
     return this.#append(upsertLine(this.#table, row), key, 1);
   }
 
   #append(lineText: string, key: string, upsert: 0 | 1): number {
     this.#keys.push(key);
     this.#upserts.push(upsert);
-    this.#pending += `${lineText}\n`;
-    if (this.#pending.length >= copyChunkBytes) this.#seal();
+    this.#text.add(`${lineText}\n`);
     return lineText.length + 1 + keyOverheadBytes + key.length;
-  }
-
-  #seal(): void {
-    if (this.#pending.length === 0) return;
-    this.#chunks.push(Buffer.from(this.#pending, 'utf8'));
-    this.#chunkFirstLines.push(this.#pendingFirstLine);
-    this.#pending = '';
-    this.#pendingFirstLine = this.#keys.length;
   }
 }
 
 /** An upsert's stage line without its line end: the names of its unchanged-TOAST columns, then the row. */
 function upsertLine(table: DestinationTable, image: RowImage): string {
   let unchangedField = copyNull;
-  if (hasUnchanged(image)) {
+  if (image.some(isUnchangedToast)) {
     const names = table.columns.filter((_, index) => image[index] === unchangedToast);
     unchangedField = escapeCopyText(textArrayLiteral(names.map((column) => column.name)));
   }
@@ -208,22 +201,16 @@ class ChunkLines {
   }
 
   /** The chunks again without the dropped lines, replaced lines in their new text. */
-  rewritten(dropped: Uint8Array, replaced: ReadonlyMap<number, string>): Buffer[] {
-    const kept: Buffer[] = [];
-    let text = '';
+  rewritten(dropped: Uint8Array, replaced: ReadonlyMap<number, string>): readonly Buffer[] {
+    const kept = new CopyTextChunks();
     for (let index = 0; index < this.#chunks.length; index++) {
       let line = this.#firstLines[index] ?? 0;
       for (const lineText of this.#linesOf(index)) {
-        if (dropped[line] === 0) text += `${replaced.get(line) ?? lineText}\n`;
+        if (dropped[line] === 0) kept.add(`${replaced.get(line) ?? lineText}\n`);
         line++;
-        if (text.length >= copyChunkBytes) {
-          kept.push(Buffer.from(text, 'utf8'));
-          text = '';
-        }
       }
     }
-    if (text.length > 0) kept.push(Buffer.from(text, 'utf8'));
-    return kept;
+    return kept.chunks();
   }
 
   #linesOf(index: number): string[] {
@@ -234,9 +221,4 @@ class ChunkLines {
     }
     return this.#cached.lines;
   }
-}
-
-function hasUnchanged(row: RowImage): boolean {
-  for (const cell of row) if (cell === unchangedToast) return true;
-  return false;
 }
