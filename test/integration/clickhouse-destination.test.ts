@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { checkAnalyticsPeer } from '../../engine/src/connectors/clickhouse/check.ts';
 import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/destination.ts';
 import { TabSeparatedRows } from '../../engine/src/connectors/clickhouse/tab-separated.ts';
+import { ClickHouseTransport } from '../../engine/src/connectors/clickhouse/transport.ts';
 import { copyTextRowBatches } from '../../engine/src/connectors/copy-text.ts';
 import {
   type ChangeBatch,
@@ -56,6 +57,25 @@ function batch(mirror: string, batchId: bigint, target: DestinationTable, change
     batchId,
     endLsn: batchId * 1000n,
     tables: [{ table: target, changes }],
+    rowCount: changes.length,
+  };
+}
+
+/** A batch whose changes went through the destination's own buffer, as the pipeline hands them over. */
+function heldBatch(
+  destination: ClickHouseDestination,
+  mirror: string,
+  batchId: bigint,
+  target: DestinationTable,
+  changes: RowChange[],
+): ChangeBatch {
+  const held = destination.changeBuffer(target);
+  for (const change of changes) held.add(change);
+  return {
+    mirror,
+    batchId,
+    endLsn: batchId * 1000n,
+    tables: [{ table: target, held, changes: [] }],
     rowCount: changes.length,
   };
 }
@@ -509,6 +529,109 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
         format: 'JSONEachRow',
       });
       expect(await all.json()).toEqual([{ n: '1' }]);
+    } finally {
+      await destination.close();
+    }
+  });
+
+  it("writes a batch's leading inserts as TabSeparated, at the versions their final states would have", async () => {
+    // The same changes into two tables of the same columns: `held_fast` loads
+    // as TabSeparated; `held_slow` has a non-key sorting column, so its new
+    // rows take the final states' way (their stored rows are looked up).
+    const columns = [
+      column('id', 23, 'integer', { notNull: true }),
+      column('category', 25, 'text'),
+      column('note', 25, 'text'),
+      column('amount', 1700, 'numeric(12,2)', { typeModifier: numericModifier(12, 2) }),
+      column('at', 1184, 'timestamp with time zone'),
+    ];
+    const fast = table('held_fast', columns);
+    const slow = table('held_slow', columns);
+    const mappings: TableMapping[] = [
+      {
+        source: slow.source,
+        destination: slow.destination,
+        exclude: [],
+        columns: [{ sourceName: 'category', ordering: 1 }],
+      },
+    ];
+    const long = `${'y'.repeat(20_000)}z`;
+    const changes = [
+      insert('1', 'a', 'tab\there\nnew line \\ back é', '12.50', '2024-02-29 23:59:59.123456+00'),
+      insert('2', 'a', long, '-0.01', null),
+      insert('3', null, null, null, '1999-12-31 23:59:59.5+02'),
+      // After the new rows: the TOASTed note comes from the row just inserted.
+      update(['2', 'b', unchangedToast, '7.00', null]),
+      remove('3', null, null, null, null),
+      insert('4', 'c', '', '1000.5', '2024-01-01 00:00:00+00'),
+    ];
+    const destination = newDestination({ mappings });
+    const inserted = vi.spyOn(ClickHouseTransport.prototype, 'insert');
+    try {
+      await destination.setupTables([fast, slow]);
+      await destination.syncBatch(
+        heldBatch(destination, `fast-${randomBytes(3).toString('hex')}`, 1n, fast, changes),
+      );
+      await destination.syncBatch(
+        heldBatch(destination, `slow-${randomBytes(3).toString('hex')}`, 1n, slow, changes),
+      );
+      const formats = inserted.mock.calls.map(
+        ([sql]) => `${/held_\w+/.exec(sql)?.[0]} ${/FORMAT \w+/.exec(sql)?.[0]}`,
+      );
+      expect(formats).toEqual([
+        'held_fast FORMAT TabSeparated',
+        'held_fast FORMAT RowBinary',
+        'held_slow FORMAT RowBinary',
+      ]);
+      const select =
+        "id, category, toString(length(note)) AS size, replaceAll(note, 'y', '') AS tail, toString(amount) AS amount, toString(at) AS at, toString(_tributary_version) AS version";
+      const base = 1n << 27n;
+      const expected = await rows('held_slow', select);
+      expect(expected.map((row) => [row.id, row.version])).toEqual([
+        [1, String(base)],
+        [2, String(base + 3n)],
+        [4, String(base + 5n)],
+      ]);
+      expect(expected[1]).toMatchObject({ category: 'b', tail: 'z', size: String(long.length) });
+      expect(await rows('held_fast', select)).toEqual(expected);
+    } finally {
+      inserted.mockRestore();
+      await destination.close();
+    }
+  });
+
+  it("drops a batch's new rows before a truncate, even with soft delete, and refuses another destination's buffer", async () => {
+    const destination = newDestination({ softDeleteColumn: '_deleted' });
+    const notes = table('held_truncated', [
+      column('id', 23, 'integer', { notNull: true }),
+      column('v', 25, 'text'),
+    ]);
+    const mirror = `truncated-${randomBytes(3).toString('hex')}`;
+    try {
+      await destination.setupTables([notes]);
+      await destination.syncBatch(heldBatch(destination, mirror, 1n, notes, [insert('1', 'kept')]));
+      await destination.syncBatch(
+        heldBatch(destination, mirror, 2n, notes, [
+          insert('2', 'gone'),
+          { transaction, kind: 'truncate' },
+          insert('3', 'new'),
+        ]),
+      );
+      const flag = engine.modern ? 'toUInt8(_deleted)' : '_deleted';
+      expect(await rows('held_truncated', `id, v, ${flag} AS deleted`)).toEqual([
+        { id: 1, v: 'kept', deleted: 1 },
+        { id: 3, v: 'new', deleted: 0 },
+      ]);
+      const foreign = { add: () => 0 };
+      await expect(
+        destination.syncBatch({
+          mirror,
+          batchId: 3n,
+          endLsn: 3000n,
+          tables: [{ table: notes, held: foreign, changes: [] }],
+          rowCount: 0,
+        }),
+      ).rejects.toMatchObject({ kind: 'internal' });
     } finally {
       await destination.close();
     }

@@ -17,9 +17,6 @@ const sharedPostgresModules = new Set(['connect.ts', 'sql.ts']);
 /** The PostgreSQL destination's own modules besides destination.ts, held to the same rule. */
 const postgresDestinationModules = new Set([
   'destination-checkpoints.ts',
-  'copy-chunks.ts',
-  'copy-lines.ts',
-  'copy-rows.ts',
   'staged-changes.ts',
   'table-changes.ts',
 ]);

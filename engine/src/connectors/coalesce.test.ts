@@ -164,11 +164,7 @@ describe('finalStates', () => {
 
   it('drops what came before the last truncate and reports its index', () => {
     const plan = finalStates(
-      [
-        { transaction, kind: 'insert', newRow: ['1', 'a'] },
-        { transaction, kind: 'truncate' },
-        { transaction, kind: 'insert', newRow: ['2', 'b'] },
-      ],
+      [{ kind: 'insert', newRow: ['1', 'a'] }, { kind: 'truncate' }, { kind: 'insert', newRow: ['2', 'b'] }],
       key,
     );
     expect(plan.truncateIndex).toBe(1);

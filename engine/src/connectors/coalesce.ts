@@ -8,7 +8,7 @@
 // the ClickHouse and Snowflake destinations take `finalStates` itself, for the
 // index of each final change (its row version) and the image a delete removed.
 // Kafka keeps every change and folds nothing.
-import { fillUnchanged, type RowChange, type RowImage } from './records.ts';
+import { fillUnchanged, type RowChange, type RowChangeImages, type RowImage } from './records.ts';
 
 /** A row as the batch left it; unchanged cells still in it come from the destination row of `fillKey`. */
 export interface RowState {
@@ -65,7 +65,10 @@ export function rowKey(row: RowImage, keyIndexes: readonly number[]): string {
 }
 
 /** `index` in each final state is the position of the change that produced it in `changes`. */
-export function finalStates(changes: readonly RowChange[], keyIndexes: readonly number[]): TableFinalStates {
+export function finalStates(
+  changes: readonly RowChangeImages[],
+  keyIndexes: readonly number[],
+): TableFinalStates {
   let truncateIndex: number | undefined;
   const finals = new Map<string, FinalState>();
   const stateOf = (key: string): RowState | undefined => {
@@ -94,7 +97,7 @@ export function finalStates(changes: readonly RowChange[], keyIndexes: readonly 
   };
 
   for (let index = 0; index < changes.length; index++) {
-    const change = changes[index] as RowChange;
+    const change = changes[index] as RowChangeImages;
     switch (change.kind) {
       case 'truncate':
         truncateIndex = index;

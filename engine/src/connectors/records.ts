@@ -2,7 +2,8 @@
 // destination reads. It belongs to no source or destination; connectors import
 // it, never each other (boundaries.test.ts keeps destinations off the source's
 // folder).
-import type { TableName } from '../resources/mirror.ts';
+import { EngineError } from '../errors.ts';
+import { formatTableName, type TableName } from '../resources/mirror.ts';
 
 /** A TOASTed value the change did not modify; the source does not resend it. */
 export const unchangedToast: unique symbol = Symbol('unchangedToast');
@@ -80,13 +81,44 @@ export interface SourceTransaction {
   readonly commitTimeMicros: bigint;
 }
 
-export type RowChange = { readonly transaction: SourceTransaction } & (
+/** What a change does to a table's rows, without the transaction it came in. */
+export type RowChangeImages =
   | { readonly kind: 'insert'; readonly newRow: RowImage }
   /** `oldKey` is the old key (key changed) or the whole old row (REPLICA IDENTITY FULL). */
   | { readonly kind: 'update'; readonly oldKey: RowImage | null; readonly newRow: RowImage }
   | { readonly kind: 'delete'; readonly oldKey: RowImage }
-  | { readonly kind: 'truncate' }
-);
+  | { readonly kind: 'truncate' };
+
+export type RowChange = { readonly transaction: SourceTransaction } & RowChangeImages;
+
+// Measured on V8 (Node 24): a change object with its row array costs about 80
+// bytes and each string cell about 24 bytes on top of its text.
+const changeOverheadBytes = 80;
+const cellOverheadBytes = 24;
+
+/** About the heap bytes a change held as an object takes: what a batch's byte budget counts for it. */
+export function changeHeapBytes(change: RowChange): number {
+  switch (change.kind) {
+    case 'truncate':
+      return changeOverheadBytes;
+    case 'insert':
+      return changeOverheadBytes + imageHeapBytes(change.newRow);
+    case 'update':
+      return (
+        changeOverheadBytes +
+        imageHeapBytes(change.newRow) +
+        (change.oldKey ? imageHeapBytes(change.oldKey) : 0)
+      );
+    case 'delete':
+      return changeOverheadBytes + imageHeapBytes(change.oldKey);
+  }
+}
+
+function imageHeapBytes(row: readonly unknown[]): number {
+  let size = 0;
+  for (const cell of row) size += cellOverheadBytes + (typeof cell === 'string' ? cell.length : 0);
+  return size;
+}
 
 /**
  * One table's changes of a batch, held in a destination's own form from the
@@ -97,6 +129,31 @@ export type RowChange = { readonly transaction: SourceTransaction } & (
 export interface ChangeBuffer {
   /** Holds the table's next change; returns about how many bytes it now takes for it. */
   add(change: RowChange): number;
+}
+
+/**
+ * A table's changes in a destination's own held form: the buffer its
+ * changeBuffer made (`Held`), or one made now by `make` of plain changes (a
+ * batch built without the buffer). A foreign buffer, or held and plain changes
+ * together, is an internal error.
+ */
+export function heldAs<Held extends ChangeBuffer>(
+  { table, held, changes }: TableChanges,
+  kind: abstract new (...args: never[]) => Held,
+  make: (table: DestinationTable) => Held,
+): Held {
+  if (held === undefined) {
+    const made = make(table);
+    for (const change of changes) made.add(change);
+    return made;
+  }
+  if (!(held instanceof kind) || changes.length > 0) {
+    throw new EngineError(
+      'internal',
+      `the changes of ${formatTableName(table.destination)} were handed over in a form this destination does not hold`,
+    );
+  }
+  return held;
 }
 
 /** The changes of one batch for one destination table, in commit order. */

@@ -5,24 +5,20 @@
 // change in it, which the destination stores with the checkpoint. A table's
 // changes go to the destination's own buffer (Destination.changeBuffer) when
 // it offers one.
-import type {
-  ChangeBatch,
-  ChangeBuffer,
-  DestinationTable,
-  RowChange,
-  TableChanges,
-  TransactionPosition,
+import {
+  type ChangeBatch,
+  type ChangeBuffer,
+  changeHeapBytes,
+  type DestinationTable,
+  type RowChange,
+  type TableChanges,
+  type TransactionPosition,
 } from '../connectors/records.ts';
 
 export interface BatchLimits {
   readonly maxRows: number;
   readonly maxBytes: number;
 }
-
-// Measured on V8 (Node 24): a change object with its row array costs about 80
-// bytes and each string cell about 24 bytes on top of its text.
-const changeOverheadBytes = 80;
-const cellOverheadBytes = 24;
 
 /** One table's part of the batch: held by the destination, or kept here. */
 interface TableEntry {
@@ -123,7 +119,7 @@ export class BatchBuilder {
       this.#byteSize += entry.held.add(change);
     } else {
       entry.changes.push(change);
-      this.#byteSize += changeSize(change);
+      this.#byteSize += changeHeapBytes(change);
     }
     if (lsn > this.#lastChangeLsn) this.#lastChangeLsn = lsn;
     this.#openPosition = position;
@@ -163,23 +159,4 @@ export class BatchBuilder {
     this.#rowLimit = undefined;
     return batch;
   }
-}
-
-function changeSize(change: RowChange): number {
-  switch (change.kind) {
-    case 'truncate':
-      return changeOverheadBytes;
-    case 'insert':
-      return changeOverheadBytes + imageSize(change.newRow);
-    case 'update':
-      return changeOverheadBytes + imageSize(change.newRow) + (change.oldKey ? imageSize(change.oldKey) : 0);
-    case 'delete':
-      return changeOverheadBytes + imageSize(change.oldKey);
-  }
-}
-
-function imageSize(row: readonly unknown[]): number {
-  let size = 0;
-  for (const cell of row) size += cellOverheadBytes + (typeof cell === 'string' ? cell.length : 0);
-  return size;
 }

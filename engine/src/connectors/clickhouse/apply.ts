@@ -1,18 +1,21 @@
 // Writing rows into a ClickHouse target table: snapshot partitions, and a
 // batch's changes to one table. A batch is applied by inserting rows only:
-// each key's final state (coalesce.ts) at the version of the change that left
-// it, deletes as rows flagged deleted, unchanged TOAST values taken from the
-// destination's current row (docs/clickhouse.md).
+// its leading inserts each at the version of its change, then each key's
+// final state of the later changes (coalesce.ts) at the version of the change
+// that left it, deletes as rows flagged deleted, unchanged TOAST values taken
+// from the destination's current row (docs/clickhouse.md).
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
 import { type FinalState, finalStates, type TableFinalStates } from '../coalesce.ts';
-import { copyTextLineBlocks, copyTextRowBatches } from '../copy-text.ts';
-import { type DestinationTable, isUnchangedToast, type RowChange, type RowImage } from '../records.ts';
+import type { CopyTextRows } from '../copy-rows.ts';
+import { copyTextLineBlocks, copyTextRowBatches, parseCopyTextLine } from '../copy-text.ts';
+import { type DestinationTable, isUnchangedToast, type RowChangeImages, type RowImage } from '../records.ts';
 import { type EncodableCell, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
 import { rowVersion } from './row-version.ts';
 import { isDeletedColumn, type TableWriter, versionColumn, writeRow } from './schema.ts';
 import { quoteIdentifier, sqlLiteral } from './sql.ts';
+import type { ClickHouseTableChanges } from './table-changes.ts';
 import type { ClickHouseTransport } from './transport.ts';
 import type { ChType } from './types.ts';
 
@@ -142,20 +145,24 @@ function keysToRead(
 class BatchRows {
   readonly #target: TableWriter;
   readonly #batchId: bigint;
+  readonly #firstIndex: number;
   readonly #stored: ReadonlyMap<string, readonly StoredRow[]>;
   readonly #bytes: RowBytes;
   readonly #moves: boolean;
   /** Rows whose unchanged TOAST values had no stored row to come from (written as null). */
   missingToastRows = 0;
 
+  /** `firstIndex`: the index among the table's changes in the batch of the first change the final states come from. */
   constructor(
     target: TableWriter,
     batchId: bigint,
+    firstIndex: number,
     stored: ReadonlyMap<string, readonly StoredRow[]>,
     bytes: RowBytes,
   ) {
     this.#target = target;
     this.#batchId = batchId;
+    this.#firstIndex = firstIndex;
     this.#stored = stored;
     this.#bytes = bytes;
     this.#moves = target.extraSortingIndexes.length > 0;
@@ -206,7 +213,7 @@ class BatchRows {
 
   #write(writer: RowBinaryWriter, state: FinalState): void {
     const target = this.#target;
-    const version = rowVersion(this.#batchId, state.index);
+    const version = rowVersion(this.#batchId, this.#firstIndex + state.index);
     if (state.op === 'upsert') {
       const cells = this.#resolve(state.row, state.fillKey);
       this.#hideMoved(writer, state.row, cells, version);
@@ -237,22 +244,86 @@ class BatchRows {
   }
 }
 
-/** Applies one table's changes of a batch. `batchId` is the version's batch part: the mirror's version base plus the batch id. */
+/**
+ * Applies one table's changes of a batch, as held (table-changes.ts): the
+ * leading inserts, then the changes after them. `batchId` is the version's
+ * batch part: the mirror's version base plus the batch id.
+ */
 export async function applyTableChanges(
   transport: ClickHouseTransport,
   target: TableWriter,
   batchId: bigint,
-  changes: readonly RowChange[],
+  held: ClickHouseTableChanges,
+  logger: Logger,
+): Promise<void> {
+  const { newRows } = held;
+  let later: { readonly changes: readonly RowChangeImages[]; readonly firstIndex: number } | undefined =
+    held.later;
+  if (newRows) {
+    // New rows need no stored row unless the sorting key holds non-key
+    // columns (a row may have to be hidden where it sat before): those, and
+    // tables that do not load as TabSeparated, take the records' way.
+    if (target.tabSeparated && target.extraSortingIndexes.length === 0) {
+      await writeNewRows(transport, target, target.tabSeparated, rowVersion(batchId, 0), newRows.rows);
+    } else {
+      const inserts: RowChangeImages[] = newRows.rows
+        .chunks()
+        .flatMap((chunk) => copyTextLines(chunk).map((newRow) => ({ kind: 'insert' as const, newRow })));
+      later = { changes: [...inserts, ...(later?.changes ?? [])], firstIndex: 0 };
+    }
+  }
+  if (later) await applyLaterChanges(transport, target, batchId, later.changes, later.firstIndex, logger);
+}
+
+/** The rows of whole COPY text lines. */
+function copyTextLines(block: Buffer): RowImage[] {
+  return block
+    .toString('utf8', 0, block.length - 1)
+    .split('\n')
+    .map(parseCopyTextLine);
+}
+
+/** A batch's new rows as TabSeparated, each at its own version from `firstVersion` on. */
+async function writeNewRows(
+  transport: ClickHouseTransport,
+  target: TableWriter,
+  { rows, insertSql, settings }: NonNullable<TableWriter['tabSeparated']>,
+  firstVersion: bigint,
+  newRows: CopyTextRows,
+): Promise<void> {
+  await transport.insert(
+    insertSql,
+    async function* () {
+      const writer = chunkWriter();
+      let version = firstVersion;
+      for (const block of newRows.chunks()) {
+        version += BigInt(rows.writeLines(block, writer, version));
+        if (writer.length >= chunkBytes) yield writer.take();
+      }
+      if (writer.length > 0) yield writer.take();
+    },
+    `write new rows to ${target.shape.label}`,
+    settings,
+  );
+}
+
+/** Applies changes as final states; `firstIndex` is the first one's index among the table's changes in the batch. */
+async function applyLaterChanges(
+  transport: ClickHouseTransport,
+  target: TableWriter,
+  batchId: bigint,
+  changes: readonly RowChangeImages[],
+  firstIndex: number,
   logger: Logger,
 ): Promise<void> {
   const plan: TableFinalStates = finalStates(changes, target.keyIndexes);
   if (plan.truncateIndex !== undefined)
-    await truncateInBatch(transport, target, rowVersion(batchId, plan.truncateIndex));
+    await truncateInBatch(transport, target, rowVersion(batchId, firstIndex + plan.truncateIndex));
   if (plan.finals.size === 0) return;
 
   const bytes = new RowBytes(target);
   const stored = await readStoredRows(transport, target, keysToRead(plan.finals.values(), target, bytes));
-  const rows = new BatchRows(target, batchId, stored, bytes);
+  const rows = new BatchRows(target, batchId, firstIndex, stored, bytes);
   await transport.insert(
     target.insertSql,
     () => rows.chunks(plan.finals.values()),

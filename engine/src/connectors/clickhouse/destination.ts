@@ -7,18 +7,26 @@
 //
 // transport.ts: the HTTP client and error classification; schema.ts: target
 // tables and their cached shapes; checkpoints.ts: the checkpoint table;
-// apply.ts: snapshot rows and batches.
+// table-changes.ts: a batch's changes as held; apply.ts: snapshot rows and
+// batches.
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
 import type { TableMapping } from '../../resources/mirror.ts';
 import type { AnalyticsConfig } from '../../resources/peer.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable, SourceColumn } from '../records.ts';
+import {
+  type ChangeBatch,
+  type Checkpoint,
+  type DestinationTable,
+  heldAs,
+  type SourceColumn,
+} from '../records.ts';
 import { applyTableChanges, writeSnapshotRows } from './apply.ts';
 import { CheckpointStore } from './checkpoints.ts';
 import { maxChangesPerBatch } from './row-version.ts';
 import { TableSchemas } from './schema.ts';
+import { ClickHouseTableChanges } from './table-changes.ts';
 import { ClickHouseTransport } from './transport.ts';
 
 export interface ClickHouseDestinationOptions {
@@ -30,6 +38,9 @@ export interface ClickHouseDestinationOptions {
 }
 
 export class ClickHouseDestination implements Destination {
+  /** A batch's inserts are held as COPY text, the rest as records (table-changes.ts). */
+  readonly changeBuffer = (table: DestinationTable): ClickHouseTableChanges =>
+    new ClickHouseTableChanges(table);
   readonly #config: AnalyticsConfig;
   readonly #options: ClickHouseDestinationOptions;
   readonly #transport: ClickHouseTransport;
@@ -111,9 +122,10 @@ export class ClickHouseDestination implements Destination {
       return;
     }
     const versionBatch = stored.versionBase + batch.batchId;
-    for (const { table, changes } of batch.tables) {
-      const target = await this.#schemas.writer(table);
-      await applyTableChanges(this.#transport, target, versionBatch, changes, this.#options.logger);
+    for (const tableChanges of batch.tables) {
+      const target = await this.#schemas.writer(tableChanges.table);
+      const held = heldAs(tableChanges, ClickHouseTableChanges, (table) => new ClickHouseTableChanges(table));
+      await applyTableChanges(this.#transport, target, versionBatch, held, this.#options.logger);
     }
     await this.#checkpoints.write(
       batch.mirror,

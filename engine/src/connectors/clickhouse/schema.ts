@@ -314,8 +314,8 @@ export class TableSchemas {
       })),
       capabilities,
     );
-    // Not soft-deleted, not deleted, version 0 (Bool reads 0 as false).
-    const metadataFields = insertColumns.slice(table.columns.length).map(() => '0');
+    // Not soft-deleted, not deleted (Bool reads 0 as false); the version is last.
+    const flagFields = insertColumns.slice(table.columns.length, -1).map(() => '0');
     return {
       shape,
       columnNames: table.columns.map((column) => column.name),
@@ -325,7 +325,7 @@ export class TableSchemas {
       softDeleteColumn,
       insertSql: `${insertInto} FORMAT RowBinary`,
       tabSeparated: plan && {
-        rows: new TabSeparatedRows(table, plan, metadataFields, capabilities),
+        rows: new TabSeparatedRows(table, plan, flagFields, capabilities),
         insertSql: `${insertInto} FORMAT TabSeparated`,
         settings: tabSeparatedSettings(capabilities),
       },

@@ -21,23 +21,24 @@ function planOf(columns: readonly (readonly [ColumnType, string])[], capabilitie
   );
 }
 
-/** The TabSeparated text the lines of COPY text become, with two metadata fields. */
+/** The TabSeparated text the lines of COPY text become, with a flag field and the version. */
 function convert(
   columns: readonly (readonly [ColumnType, string])[],
   lines: readonly string[],
   capabilities = current,
+  firstVersion?: bigint,
 ): string[] {
   const plan = planOf(columns, capabilities);
   if (!plan) throw new Error('no plan');
   const rows = new TabSeparatedRows(
     { source: { schema: 'public', table: 't' }, columns: plan },
     plan,
-    ['0', '0'],
+    ['0'],
     capabilities,
   );
   const out = new RowBinaryWriter(16);
   const block = Buffer.from(lines.map((line) => `${line}\n`).join(''));
-  expect(rows.writeLines(block, out)).toBe(lines.length);
+  expect(rows.writeLines(block, out, firstVersion)).toBe(lines.length);
   return out.take().toString('utf8').split('\n').slice(0, -1);
 }
 
@@ -93,6 +94,16 @@ describe('TabSeparatedRows', () => {
         [line],
       ),
     ).toEqual([`${line}\t0\t0`]);
+  });
+
+  it("gives a batch's rows consecutive versions from the first, past 2^53", () => {
+    const first = (123_456_789n << 27n) + 5n;
+    expect(first > BigInt(Number.MAX_SAFE_INTEGER)).toBe(true);
+    expect(convert([[int64, 'Int64']], ['1', '2', '3'], current, first)).toEqual([
+      `1\t0\t${first}`,
+      `2\t0\t${first + 1n}`,
+      `3\t0\t${first + 2n}`,
+    ]);
   });
 
   it('writes NULL as \\N into a Nullable column and as the zero of the type into any other', () => {

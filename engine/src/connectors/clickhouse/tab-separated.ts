@@ -314,38 +314,56 @@ function commonTimestamp(
 
 /**
  * Writes the rows of a table's COPY text as TabSeparated, each followed by
- * the metadata columns' fixed values (not deleted, version 0).
+ * the metadata columns: not soft-deleted, not deleted, and a version (0 for
+ * an initial load; for a batch's new rows, each row its own).
  */
 export class TabSeparatedRows {
   readonly #columns: readonly ColumnPlan[];
   readonly #table: CopyTable;
-  readonly #rowEnd: Buffer;
+  /** The flags' fields and version 0, with the line end. */
+  readonly #loadRowEnd: Buffer;
+  /** The flags' fields and the tab before the version. */
+  readonly #flagFields: Buffer;
   readonly #scratch = new RowBinaryWriter(256);
   /** Years strictly inside the server's Date32 and DateTime64 range: their text is stored as it is. */
   readonly #minYear: number;
   readonly #maxYear: number;
 
+  /** `flagFields`: the text of the flag columns between the mapped ones and the version, in order. */
   constructor(
     table: CopyTable,
     columns: readonly ColumnPlan[],
-    metadataFields: readonly string[],
+    flagFields: readonly string[],
     capabilities: ServerCapabilities,
   ) {
     this.#table = table;
     this.#columns = columns;
-    this.#rowEnd = Buffer.from(`${metadataFields.map((field) => `\t${field}`).join('')}\n`);
+    const flags = flagFields.map((field) => `\t${field}`).join('');
+    this.#loadRowEnd = Buffer.from(`${flags}\t0\n`);
+    this.#flagFields = Buffer.from(`${flags}\t`);
     const { minDay, maxDay } = capabilities.extendedDateRange;
     this.#minYear = civilFromDays(minDay).year + 1;
     this.#maxYear = civilFromDays(maxDay).year - 1;
   }
 
-  /** Writes every line of `block` (whole lines, each ending with a newline); returns the row count. */
-  writeLines(block: Buffer, out: RowBinaryWriter): number {
+  /**
+   * Writes every line of `block` (whole lines, each ending with a newline);
+   * returns the row count. Rows get version 0, or, given `firstVersion`, that
+   * version and each next row the next one.
+   */
+  writeLines(block: Buffer, out: RowBinaryWriter, firstVersion?: bigint): number {
     let rowCount = 0;
     let lineStart = 0;
     while (lineStart < block.length) {
       const lineEnd = block.indexOf(newline, lineStart);
       this.#writeLine(block, lineStart, lineEnd, out);
+      if (firstVersion === undefined) {
+        out.bytes(this.#loadRowEnd);
+      } else {
+        out.bytes(this.#flagFields);
+        out.ascii((firstVersion + BigInt(rowCount)).toString());
+        out.u8(newline);
+      }
       rowCount++;
       lineStart = lineEnd + 1;
     }
@@ -367,7 +385,6 @@ export class TabSeparatedRows {
       fieldStart = fieldEnd + 1;
     }
     out.copy(line, run, end);
-    out.bytes(this.#rowEnd);
   }
 
   /**

@@ -10,17 +10,18 @@ import { EngineError } from '../../errors.ts';
 import { formatTableName } from '../../resources/mirror.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import { classifyPgError } from '../classify/index.ts';
+import type { CopyTextRows } from '../copy-rows.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
 import {
   type ChangeBatch,
   type Checkpoint,
   type DestinationTable,
+  heldAs,
   keyIndexes,
   type SourceColumn,
   type TableChanges,
 } from '../records.ts';
 import { openPostgresPool, type PgPool } from './connect.ts';
-import type { CopyTextRows } from './copy-rows.ts';
 import {
   checkpointTable,
   createCheckpointTable,
@@ -344,30 +345,15 @@ export class PostgresDestination implements Destination {
     );
   }
 
-  /** The table's changes as this destination holds them: its own buffer, or one made of plain changes. */
-  #heldChanges(tableChanges: TableChanges): PostgresTableChanges {
-    const { table, held, changes } = tableChanges;
-    if (held === undefined) {
-      const made = this.#tableChanges(table);
-      for (const change of changes) made.add(change);
-      return made;
-    }
-    if (!(held instanceof PostgresTableChanges) || changes.length > 0) {
-      throw new EngineError(
-        'internal',
-        `the changes of ${formatTableName(table.destination)} were handed over in a form this destination does not hold`,
-      );
-    }
-    return held;
-  }
-
   async #applyTable(client: pg.PoolClient, tableChanges: TableChanges, index: number): Promise<void> {
     const { table } = tableChanges;
     const keyPositions = keyIndexes(table);
     if (keyPositions.length === 0 || keyPositions.includes(-1)) {
       throw new EngineError('config', `destination table ${quoteTable(table.destination)} has no usable key`);
     }
-    const { truncated, newRows, staged } = this.#heldChanges(tableChanges);
+    const { truncated, newRows, staged } = heldAs(tableChanges, PostgresTableChanges, (table) =>
+      this.#tableChanges(table),
+    );
     if (truncated) {
       const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
       const target = quoteTable(table.destination);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { coalesceChanges } from '../coalesce.ts';
+import { copyChunkBytes } from '../copy-chunks.ts';
 import { parseCopyTextLine } from '../copy-text.ts';
 import {
   type DestinationTable,
@@ -8,7 +9,6 @@ import {
   type TupleCell,
   unchangedToast,
 } from '../records.ts';
-import { copyChunkBytes } from './copy-chunks.ts';
 import { StagedChanges } from './staged-changes.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };

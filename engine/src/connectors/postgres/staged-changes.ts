@@ -12,6 +12,8 @@
 
 import { EngineError } from '../../errors.ts';
 import { rowKey } from '../coalesce.ts';
+import { CopyTextChunks } from '../copy-chunks.ts';
+import { rowFields } from '../copy-lines.ts';
 import { copyNull, escapeCopyText, parseCopyTextLine, textArrayLiteral } from '../copy-text.ts';
 import type { DestinationTable } from '../records.ts';
 import {
@@ -22,8 +24,6 @@ import {
   type RowImage,
   unchangedToast,
 } from '../records.ts';
-import { CopyTextChunks } from './copy-chunks.ts';
-import { rowFields } from './copy-lines.ts';
 
 /**
  * What a line's key costs in the heap besides its characters: the string's

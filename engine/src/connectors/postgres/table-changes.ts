@@ -11,8 +11,9 @@
 // Applying the parts one after the other leaves what applying every change in
 // order would: part 3 meets the rows of part 2 at the destination, where an
 // update that did not resend a TOASTed value keeps the value just inserted.
+
+import { CopyTextRows } from '../copy-rows.ts';
 import type { ChangeBuffer, DestinationTable, RowChange } from '../records.ts';
-import { CopyTextRows } from './copy-rows.ts';
 import { StagedChanges } from './staged-changes.ts';
 
 export class PostgresTableChanges implements ChangeBuffer {

@@ -1,12 +1,13 @@
 // A row as COPY text, the form the PostgreSQL destination writes every row of
 // a batch in: whole lines for new rows COPYed into the table itself
 // (copy-rows.ts), and the row part of the stage lines upserts and deletes are
-// applied from (staged-changes.ts). This is hot: strings are concatenated, not
-// joined from arrays.
-import { EngineError } from '../../errors.ts';
-import { formatTableName } from '../../resources/mirror.ts';
-import { copyNull, escapeCopyText } from '../copy-text.ts';
-import { type DestinationTable, isUnchangedToast, type RowImage } from '../records.ts';
+// applied from (postgres/staged-changes.ts). The ClickHouse destination holds
+// new rows this way too and sends them on as TabSeparated. This is hot:
+// strings are concatenated, not joined from arrays.
+import { EngineError } from '../errors.ts';
+import { formatTableName } from '../resources/mirror.ts';
+import { copyNull, escapeCopyText } from './copy-text.ts';
+import { type DestinationTable, isUnchangedToast, type RowImage } from './records.ts';
 
 /** A whole row's COPY text line, for the target table itself. */
 export function rowLine(table: DestinationTable, row: RowImage): string {

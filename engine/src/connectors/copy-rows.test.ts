@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { parseCopyTextLine } from '../copy-text.ts';
-import type { DestinationTable } from '../records.ts';
 import { copyChunkBytes } from './copy-chunks.ts';
 import { rowLine } from './copy-lines.ts';
 import { CopyTextRows } from './copy-rows.ts';
+import { parseCopyTextLine } from './copy-text.ts';
+import type { DestinationTable } from './records.ts';
 
 const column = (name: string) => ({ name, typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false });
 const table: DestinationTable = {
