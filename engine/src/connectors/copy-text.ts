@@ -118,11 +118,16 @@ export async function* copyTextRowBatches(
 ): AsyncGenerator<(string | null)[][]> {
   const width = table.columns.length;
   for await (const block of copyTextLineBlocks(stream)) {
-    const rows = block
-      .toString('utf8', 0, block.length - 1)
-      .split('\n')
-      .map(parseCopyTextLine);
+    const rows = parseCopyTextLines(block);
     for (const row of rows) if (row.length !== width) throw copyRowWidthError(table, row.length);
     yield rows;
   }
+}
+
+/** The rows of a block of whole COPY text lines, each ending with a newline: one UTF-8 decode for the block. */
+export function parseCopyTextLines(block: Buffer): (string | null)[][] {
+  return block
+    .toString('utf8', 0, block.length - 1)
+    .split('\n')
+    .map(parseCopyTextLine);
 }

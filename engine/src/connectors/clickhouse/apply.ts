@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
 import { type FinalState, finalStates, type TableFinalStates } from '../coalesce.ts';
 import type { CopyTextRows } from '../copy-rows.ts';
-import { copyTextLineBlocks, copyTextRowBatches, parseCopyTextLine } from '../copy-text.ts';
+import { copyTextLineBlocks, copyTextRowBatches, parseCopyTextLines } from '../copy-text.ts';
 import { type DestinationTable, isUnchangedToast, type RowChangeImages, type RowImage } from '../records.ts';
 import { type EncodableCell, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
 import { rowVersion } from './row-version.ts';
@@ -268,19 +268,11 @@ export async function applyTableChanges(
     } else {
       const inserts: RowChangeImages[] = newRows.rows
         .chunks()
-        .flatMap((chunk) => copyTextLines(chunk).map((newRow) => ({ kind: 'insert' as const, newRow })));
+        .flatMap((chunk) => parseCopyTextLines(chunk).map((newRow) => ({ kind: 'insert' as const, newRow })));
       later = { changes: [...inserts, ...(later?.changes ?? [])], firstIndex: 0 };
     }
   }
   if (later) await applyLaterChanges(transport, target, batchId, later.changes, later.firstIndex, logger);
-}
-
-/** The rows of whole COPY text lines. */
-function copyTextLines(block: Buffer): RowImage[] {
-  return block
-    .toString('utf8', 0, block.length - 1)
-    .split('\n')
-    .map(parseCopyTextLine);
 }
 
 /** A batch's new rows as TabSeparated, each at its own version from `firstVersion` on. */
