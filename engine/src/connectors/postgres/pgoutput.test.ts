@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom as random } from '../../../../test/support/seeded-random.ts';
 import { isUnchangedToast, type TupleCell, unchangedToast } from '../records.ts';
 import { decodePgoutput, PgoutputDecodeError, type PgoutputMessage } from './pgoutput.ts';
 import { postgresEpochUnixMicros } from './replication-messages.ts';
@@ -454,17 +455,6 @@ describe('decodePgoutput on malformed input', () => {
 });
 
 describe('decodePgoutput on random input', () => {
-  // mulberry32: a small seeded generator so failures reproduce.
-  function random(seed: number): () => number {
-    let state = seed;
-    return () => {
-      state = (state + 0x6d2b79f5) | 0;
-      let t = Math.imul(state ^ (state >>> 15), 1 | state);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-    };
-  }
-
   const tags = new Set<PgoutputMessage['tag']>([
     'begin',
     'commit',

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { seededIntegers } from '../../../../test/support/seeded-random.ts';
 import { coalesceChanges } from '../coalesce.ts';
 import { copyChunkBytes } from '../copy-chunks.ts';
 import { parseCopyTextLine } from '../copy-text.ts';
@@ -159,14 +160,7 @@ describe('StagedChanges', () => {
   });
 
   it('folds to what coalesceChanges folds to, over random changes of a few keys', () => {
-    // A small deterministic generator (mulberry32): the same cases every run.
-    let seed = 7;
-    const next = (below: number) => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let mixed = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
-      return ((mixed ^ (mixed >>> 14)) >>> 0) % below;
-    };
+    const next = seededIntegers(7);
     const present = new Map<string, RowImage>();
     for (let run = 0; run < 200; run++) {
       present.clear();
