@@ -1,15 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { textTable } from '../../../test/support/text-table.ts';
 import { rowLine } from './copy-lines.ts';
 import { parseCopyTextLine } from './copy-text.ts';
-import type { DestinationTable } from './records.ts';
 
-const column = (name: string) => ({ name, typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false });
-const table: DestinationTable = {
-  source: { schema: 'public', table: 't' },
-  destination: { schema: 'public', table: 't' },
-  columns: [column('id'), column('note'), column('big')],
-  keyColumns: ['id'],
-};
+const table = textTable(['id', 'note', 'big']);
 describe('rowLine', () => {
   it('writes a line that COPY reads back as the same cells', () => {
     const rows = [

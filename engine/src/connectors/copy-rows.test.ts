@@ -1,17 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { textTable } from '../../../test/support/text-table.ts';
 import { copyChunkBytes } from './copy-chunks.ts';
 import { rowLine } from './copy-lines.ts';
 import { CopyTextRows } from './copy-rows.ts';
 import { parseCopyTextLine } from './copy-text.ts';
-import type { DestinationTable } from './records.ts';
 
-const column = (name: string) => ({ name, typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false });
-const table: DestinationTable = {
-  source: { schema: 'public', table: 't' },
-  destination: { schema: 'public', table: 't' },
-  columns: [column('id'), column('note')],
-  keyColumns: ['id'],
-};
+const table = textTable(['id', 'note']);
 
 /** The rows COPY would read from `chunks`, in order. */
 function readBack(chunks: readonly Buffer[]): (string | null)[][] {

@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { textTable } from '../../../test/support/text-table.ts';
 import type { RelationMessage } from '../connectors/changes.ts';
-import type { DestinationTable } from '../connectors/records.ts';
 import { project, RelationTracker } from './relations.ts';
 
-const column = (name: string) => ({ name, typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false });
-
-const table: DestinationTable = {
-  source: { schema: 'public', table: 't' },
-  destination: { schema: 'public', table: 't' },
-  columns: [column('id'), column('a'), column('b')],
-  keyColumns: ['id'],
-};
+const table = textTable(['id', 'a', 'b']);
 
 const relation = (names: readonly string[]): RelationMessage => ({
   tag: 'relation',

@@ -1,25 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { seededIntegers } from '../../../../test/support/seeded-random.ts';
+import { textTable } from '../../../../test/support/text-table.ts';
 import { coalesceChanges } from '../coalesce.ts';
 import { copyChunkBytes } from '../copy-chunks.ts';
 import { parseCopyTextLine } from '../copy-text.ts';
-import {
-  type DestinationTable,
-  type RowChange,
-  type RowImage,
-  type TupleCell,
-  unchangedToast,
-} from '../records.ts';
+import { type RowChange, type RowImage, type TupleCell, unchangedToast } from '../records.ts';
 import { StagedChanges } from './staged-changes.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
-const column = (name: string) => ({ name, typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false });
-const table: DestinationTable = {
-  source: { schema: 'public', table: 't' },
-  destination: { schema: 'public', table: 't' },
-  columns: [column('id'), column('big'), column('note')],
-  keyColumns: ['id'],
-};
+const table = textTable(['id', 'big', 'note']);
 type RowOrKeyChange = Exclude<RowChange, { kind: 'truncate' }>;
 
 interface StageRow {

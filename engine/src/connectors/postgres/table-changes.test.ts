@@ -1,15 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { DestinationTable, RowChange } from '../records.ts';
+import { textTable } from '../../../../test/support/text-table.ts';
+import type { RowChange } from '../records.ts';
 import { PostgresTableChanges } from './table-changes.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
-const column = (name: string) => ({ name, typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false });
-const table: DestinationTable = {
-  source: { schema: 'public', table: 't' },
-  destination: { schema: 'public', table: 't' },
-  columns: [column('id'), column('v')],
-  keyColumns: ['id'],
-};
+const table = textTable(['id', 'v']);
 const insert = (id: string): RowChange => ({ transaction, kind: 'insert', newRow: [id, 'v'] });
 
 /** The rows held as new rows, by key. */
