@@ -3,9 +3,10 @@
 // change deletes the old key, and unchanged-TOAST cells are filled from an
 // earlier image of the same row in the batch when one exists. `coalesceChanges`
 // gives the upserts and deletes that leaves (the in-memory destination; the
-// PostgreSQL destination folds the same way a change at a time as it holds
-// them, postgres/staged-changes.ts, whose test holds the two to one result);
-// the ClickHouse and Snowflake destinations take `finalStates` itself, for the
+// PostgreSQL destination folds the same way over the stage lines it holds, at
+// the write, postgres/staged-changes.ts, whose test holds the two to one result);
+// the ClickHouse (for the changes after a batch's new rows) and Snowflake
+// destinations take `finalStates` itself, for the
 // index of each final change (its row version) and the image a delete removed.
 // Kafka keeps every change and folds nothing.
 import { fillUnchanged, type RowChange, type RowChangeImages, type RowImage } from './records.ts';
