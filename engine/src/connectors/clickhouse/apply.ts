@@ -264,9 +264,9 @@ export async function applyTableChanges(
     // columns (a row may have to be hidden where it sat before): those, and
     // tables that do not load as TabSeparated, take the records' way.
     if (target.tabSeparated && target.extraSortingIndexes.length === 0) {
-      await writeNewRows(transport, target, target.tabSeparated, rowVersion(batchId, 0), newRows.rows);
+      await writeNewRows(transport, target, target.tabSeparated, rowVersion(batchId, 0), newRows);
     } else {
-      const inserts: RowChangeImages[] = newRows.rows
+      const inserts: RowChangeImages[] = newRows
         .chunks()
         .flatMap((chunk) => parseCopyTextLines(chunk).map((newRow) => ({ kind: 'insert' as const, newRow })));
       later = { changes: [...inserts, ...(later?.changes ?? [])], firstIndex: 0 };

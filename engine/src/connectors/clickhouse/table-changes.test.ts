@@ -33,7 +33,7 @@ function held(changes: readonly RowChange[]): ClickHouseTableChanges {
 }
 
 function newRowsOf(buffer: ClickHouseTableChanges): (string | null)[][] {
-  const text = Buffer.concat(buffer.newRows?.rows.chunks() ?? []).toString();
+  const text = Buffer.concat(buffer.newRows?.chunks() ?? []).toString();
   return text.split('\n').slice(0, -1).map(parseCopyTextLine);
 }
 
@@ -41,7 +41,6 @@ describe('ClickHouseTableChanges', () => {
   it('holds the leading inserts as COPY text and every change after them as records, indexed in order', () => {
     const later = [update('1', 'b'), insert('3', 'c')];
     const buffer = held([insert('1', 'a\tb'), insert('2', null), ...later]);
-    expect(buffer.newRows?.count).toBe(2);
     expect(newRowsOf(buffer)).toEqual([
       ['1', 'a\tb'],
       ['2', null],

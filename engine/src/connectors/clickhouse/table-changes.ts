@@ -22,7 +22,6 @@ export class ClickHouseTableChanges implements ChangeBuffer {
   readonly #table: DestinationTable;
   #changeCount = 0;
   #newRows: CopyTextRows | undefined;
-  #newRowCount = 0;
   #later: RowChange[] | undefined;
   #laterFirstIndex = 0;
 
@@ -34,12 +33,10 @@ export class ClickHouseTableChanges implements ChangeBuffer {
     const index = this.#changeCount++;
     if (change.kind === 'insert' && this.#later === undefined) {
       this.#newRows ??= new CopyTextRows(this.#table);
-      this.#newRowCount++;
       return this.#newRows.add(change.newRow);
     }
     if (change.kind === 'truncate') {
       this.#newRows = undefined;
-      this.#newRowCount = 0;
       this.#later = undefined;
     }
     if (this.#later === undefined) {
@@ -51,8 +48,8 @@ export class ClickHouseTableChanges implements ChangeBuffer {
   }
 
   /** The leading inserts as COPY text, the first at index 0; undefined when there are none. */
-  get newRows(): { readonly rows: CopyTextRows; readonly count: number } | undefined {
-    return this.#newRows && { rows: this.#newRows, count: this.#newRowCount };
+  get newRows(): CopyTextRows | undefined {
+    return this.#newRows;
   }
 
   /** The changes after the leading inserts, and the index of the first among the table's changes. */
