@@ -85,7 +85,7 @@ describe('StreamWait', () => {
   it('keeps no read alive while one write outlives many waits', () => {
     // In a process of its own: under the test runner the reads stayed alive whatever
     // the implementation; there only the script holds them.
-    const script = fileURLToPath(new URL('./stream-wait.retention.ts', import.meta.url));
+    const script = fileURLToPath(new URL('../../../test/support/stream-wait-retention.ts', import.meta.url));
     const output = execFileSync(process.execPath, ['--expose-gc', script], { encoding: 'utf8' });
     const alive = JSON.parse(output) as boolean[];
     expect(alive).toHaveLength(20);

@@ -1,8 +1,8 @@
-// Run by stream-wait.test.ts in a process of its own (`node --expose-gc`),
+// Run by engine/src/pipeline/stream-wait.test.ts in a process of its own (`node --expose-gc`),
 // where nothing but this script holds promises: which of the reads taken
 // while one write stayed pending are still alive after a collection. Prints a
 // JSON array of booleans, oldest read first.
-import { StreamWait } from './stream-wait.ts';
+import { StreamWait } from '../../engine/src/pipeline/stream-wait.ts';
 
 const collect = (globalThis as { gc?: () => void }).gc;
 if (!collect) throw new Error('run with --expose-gc');
