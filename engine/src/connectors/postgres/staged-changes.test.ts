@@ -148,6 +148,63 @@ describe('StagedChanges', () => {
     expect(held.fold()).toBe(folded);
   });
 
+  it('leaves lines whose keys ascend as written, counted', () => {
+    // 9 → 10 crosses a digit: ascending by length first, then by characters.
+    const changes: RowOrKeyChange[] = [
+      { transaction, kind: 'insert', newRow: ['8', 'a', null] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['9', 'b', 'x'] },
+      { transaction, kind: 'delete', oldKey: ['10', null, null] },
+      // A key change writes the new key's line, then the old key's.
+      { transaction, kind: 'update', oldKey: ['13', null, null], newRow: ['12', 'c', null] },
+    ];
+    const held = staged(changes);
+    expect(stageRows(held)).toEqual([
+      { op: 'U', unchanged: null, row: ['8', 'a', null] },
+      { op: 'U', unchanged: null, row: ['9', 'b', 'x'] },
+      { op: 'D', unchanged: null, row: ['10', null, null] },
+      { op: 'U', unchanged: null, row: ['12', 'c', null] },
+      { op: 'D', unchanged: null, row: ['13', null, null] },
+    ]);
+    expect(stageRows(held)).toEqual(
+      expectedRows(changes).sort((a, b) => Number(a.row[0]) - Number(b.row[0])),
+    );
+    const { upsertCount, deleteCount } = held.fold();
+    expect([upsertCount, deleteCount]).toEqual([3, 2]);
+  });
+
+  it('folds once a key comes out of order, even after ascending keys', () => {
+    const held = staged([
+      { transaction, kind: 'insert', newRow: ['9', 'a', null] },
+      { transaction, kind: 'insert', newRow: ['10', 'b', null] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['9', 'changed', null] },
+    ]);
+    expect(stageRows(held)).toEqual([
+      { op: 'U', unchanged: null, row: ['10', 'b', null] },
+      { op: 'U', unchanged: null, row: ['9', 'changed', null] },
+    ]);
+    const { upsertCount, deleteCount } = held.fold();
+    expect([upsertCount, deleteCount]).toEqual([2, 0]);
+  });
+
+  it('folds to what coalesceChanges folds to, over changes of mostly ascending keys', () => {
+    const next = seededIntegers(11);
+    for (let run = 0; run < 200; run++) {
+      const changes: RowOrKeyChange[] = [];
+      let key = next(3);
+      for (let step = 0; step < 20; step++) {
+        // Mostly the next keys, now and then the same key again or an earlier one.
+        const pick = next(10);
+        key = pick === 0 ? key : pick === 1 ? Math.max(0, key - 1 - next(3)) : key + 1 + next(12);
+        const newRow = [String(key), `v${run}.${step}`, null];
+        if (next(4) === 0) changes.push({ transaction, kind: 'delete', oldKey: [String(key), null, null] });
+        else if (next(6) === 0)
+          changes.push({ transaction, kind: 'update', oldKey: [String(key + 1000), null, null], newRow });
+        else changes.push({ transaction, kind: 'update', oldKey: null, newRow });
+      }
+      expect(byKeyAndOp(stageRows(staged(changes)))).toEqual(byKeyAndOp(expectedRows(changes)));
+    }
+  });
+
   it('folds to what coalesceChanges folds to, over random changes of a few keys', () => {
     const next = seededIntegers(7);
     const present = new Map<string, RowImage>();
