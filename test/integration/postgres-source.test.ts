@@ -3,6 +3,7 @@
 // partition copy, type lookup) leave it classified.
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tupleCells } from '../../engine/src/connectors/changes.ts';
 import { copyTextRowBatches } from '../../engine/src/connectors/copy-text.ts';
 import { createSource } from '../../engine/src/connectors/registry.ts';
 import type { Source } from '../../engine/src/connectors/source.ts';
@@ -34,6 +35,21 @@ afterAll(async () => {
   await source?.close();
   await database?.drop();
 });
+
+/** The walsender of a closed stream ends on its own time: its slot stays active until it has. */
+function slotReleased(slotName: string): Promise<void> {
+  return waitFor(
+    async () =>
+      (
+        await database.client.query(
+          `SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`,
+          [slotName],
+        )
+      ).rowCount === 1,
+    10_000,
+    `${slotName} to be released`,
+  );
+}
 
 describe('PostgreSQL source', () => {
   it('plans partitions and copies each under one reader', async () => {
@@ -140,7 +156,7 @@ describe('PostgreSQL source', () => {
             seen.push({
               tag: message.tag,
               lsn: event.walStart,
-              ...(message.tag === 'insert' ? { id: message.newTuple[0] } : {}),
+              ...(message.tag === 'insert' ? { id: tupleCells(message.newTuple)[0] } : {}),
               ...(message.tag === 'begin' ? { finalLsn: message.finalLsn } : {}),
             });
             if (message.tag === 'commit') commits++;
@@ -152,18 +168,7 @@ describe('PostgreSQL source', () => {
       }
       return seen;
     };
-    // The walsender of a closed stream ends on its own time: the slot stays active until it has.
-    const released = () =>
-      waitFor(
-        async () =>
-          (
-            await client.query(
-              `SELECT 1 FROM pg_replication_slots WHERE slot_name = 'resumed_slot' AND NOT active`,
-            )
-          ).rowCount === 1,
-        10_000,
-        'resumed_slot to be released',
-      );
+    const released = () => slotReleased('resumed_slot');
     const everything = await read();
     const inserts = everything.filter((event) => event.tag === 'insert');
     expect(inserts).toHaveLength(51);
@@ -183,5 +188,63 @@ describe('PostgreSQL source', () => {
     );
     await released();
     await client.query(`SELECT pg_drop_replication_slot('resumed_slot')`);
+  });
+
+  it('streams a backlog larger than what it holds unread to a slow reader, whole and in order', async () => {
+    const { client } = database;
+    await client.query(`CREATE TABLE backlog (id int PRIMARY KEY, note text)`);
+    await client.query(`CREATE PUBLICATION backlog_pub FOR TABLE backlog`);
+    await client.query(`SELECT pg_create_logical_replication_slot('backlog_slot', 'pgoutput')`);
+    // Five times the 4,096 events the stream holds before it pauses the socket.
+    const rowCount = 20_000;
+    await client.query(
+      `INSERT INTO backlog SELECT g, 'row ' || g || E'\\t' || repeat('x', g % 50) FROM generate_series(1, $1) g`,
+      [rowCount],
+    );
+    const stream = await source.openStream({
+      slotName: 'backlog_slot',
+      publicationName: 'backlog_pub',
+      startLsn: 0n,
+    });
+    const ids: number[] = [];
+    let notesRight = true;
+    try {
+      for await (const events of stream.events()) {
+        for (const event of events) {
+          if (event.tag !== 'change' || event.message.tag !== 'insert') continue;
+          const [id, note] = tupleCells(event.message.newTuple).map(String);
+          ids.push(Number(id));
+          notesRight &&= note === `row ${id}\t${'x'.repeat(Number(id) % 50)}`;
+        }
+        if (ids.length === rowCount) break;
+        // A reader slower than the server: the socket pauses while events wait.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      await stream.close();
+    }
+    expect(ids).toEqual(Array.from({ length: rowCount }, (_, index) => index + 1));
+    expect(notesRight).toBe(true);
+    await slotReleased('backlog_slot');
+    await client.query(`SELECT pg_drop_replication_slot('backlog_slot')`);
+  });
+
+  it("ends the stream with the server's error of START_REPLICATION, classified", async () => {
+    const stream = await source.openStream({
+      slotName: 'no_such_slot',
+      publicationName: 'no_such_pub',
+      startLsn: 0n,
+    });
+    try {
+      const reading = (async () => {
+        for await (const _events of stream.events()) {
+          // Nothing can arrive from a slot that does not exist.
+        }
+      })();
+      // The server's error (42704, the slot does not exist) reaches the reader classified.
+      await expect(reading).rejects.toMatchObject({ name: 'EngineError', kind: 'slot_invalidated' });
+    } finally {
+      await stream.close();
+    }
   });
 });

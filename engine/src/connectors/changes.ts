@@ -8,6 +8,32 @@ import type { TupleCell } from './records.ts';
 /** One column of a tuple as the decoder returns it (records.ts describes the cells). */
 export type Tuple = readonly TupleCell[];
 
+/**
+ * A row's cells as the source sent them, not yet decoded: pgoutput's
+ * TupleData, in a buffer of its own (an Int16 cell count, then per cell a kind
+ * byte: `n` null, `u` unchanged TOAST, or `t` text and `b` binary, each of
+ * these two followed by an Int32 length and the value's bytes).
+ * https://www.postgresql.org/docs/current/protocol-logicalrep-message-formats.html
+ * Decoding it costs a string per cell; a destination that holds rows as COPY
+ * text copies the text bytes instead (copy-text.ts, writeCopyTextRow).
+ */
+export interface WireTuple {
+  /** The TupleData, from its cell count on, already checked to be well formed. */
+  readonly bytes: Buffer;
+  readonly cellCount: number;
+  /** The cells, decoded (once). */
+  cells(): Tuple;
+}
+
+export function isWireTuple(tuple: Tuple | WireTuple): tuple is WireTuple {
+  return !Array.isArray(tuple);
+}
+
+/** A tuple's cells, decoding a wire tuple. */
+export function tupleCells(tuple: Tuple | WireTuple): Tuple {
+  return isWireTuple(tuple) ? tuple.cells() : tuple;
+}
+
 export interface BeginMessage {
   readonly tag: 'begin';
   readonly finalLsn: bigint;
@@ -61,7 +87,8 @@ export interface TypeMessage {
 export interface InsertMessage {
   readonly tag: 'insert';
   readonly relationId: number;
-  readonly newTuple: Tuple;
+  /** Undecoded from pgoutput: most inserts reach a destination that can take the bytes. */
+  readonly newTuple: Tuple | WireTuple;
 }
 
 export interface UpdateMessage {
@@ -89,7 +116,7 @@ export interface TruncateMessage {
   readonly restartIdentity: boolean;
 }
 
-/** A pg_logical_emit_message() record. `content` aliases the decoded input. */
+/** A pg_logical_emit_message() record. */
 export interface LogicalDecodingMessage {
   readonly tag: 'message';
   readonly transactional: boolean;

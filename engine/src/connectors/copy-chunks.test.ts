@@ -53,4 +53,47 @@ describe('CopyTextChunks', () => {
     expect(text.chunks().at(-1)?.toString('utf8')).toBe('late\n');
     expect(text.firstLines.at(-1)).toBe(1_000);
   });
+
+  describe('lines written as bytes (addWritten)', () => {
+    const write = (line: string) => (target: Buffer, offset: number) =>
+      offset + target.write(line, offset, 'utf8');
+
+    it('keeps them in order with lines added as strings, each chunk ending on a line end', () => {
+      const text = new CopyTextChunks(64);
+      const input = lines(300).map((line, index) => (index % 3 === 0 ? `é${line}` : line));
+      for (const [index, line] of input.entries()) {
+        if (index % 7 < 4)
+          expect(text.addWritten(Buffer.byteLength(line), write(line))).toBe(Buffer.byteLength(line));
+        else text.add(line);
+      }
+      const chunks = text.chunks();
+      expect(Buffer.concat(chunks).toString('utf8')).toBe(input.join(''));
+      for (const chunk of chunks) expect(chunk.toString('utf8').endsWith('\n')).toBe(true);
+      let line = 0;
+      for (const [index, chunk] of chunks.entries()) {
+        expect(text.firstLines[index]).toBe(line);
+        line += chunk.toString('utf8').split('\n').length - 1;
+      }
+      expect(line).toBe(300);
+    });
+
+    it('gives a line longer than a chunk a chunk of its own, and fills chunks up to their size', () => {
+      const text = new CopyTextChunks(16);
+      const long = `${'x'.repeat(40)}\n`;
+      text.addWritten(5, write('abcd\n'));
+      text.addWritten(41, write(long));
+      for (let index = 0; index < 8; index++) text.addWritten(5, write('wxyz\n'));
+      const chunks = text.chunks().map((chunk) => chunk.toString('utf8'));
+      expect(chunks[0]).toBe('abcd\n');
+      expect(chunks[1]).toBe(long);
+      expect(chunks.slice(2)).toEqual(['wxyz\n'.repeat(3), 'wxyz\n'.repeat(3), 'wxyz\n'.repeat(2)]);
+    });
+
+    it('asks no more room than a line may take: the bytes written are those returned', () => {
+      const text = new CopyTextChunks(1024);
+      // Room for 10 bytes, 4 written.
+      expect(text.addWritten(10, write('abc\n'))).toBe(4);
+      expect(Buffer.concat(text.chunks()).toString('utf8')).toBe('abc\n');
+    });
+  });
 });

@@ -14,17 +14,23 @@
 export const copyChunkBytes = 64 * 1024;
 
 /**
- * Lines joined in order into UTF-8 chunks of at least `chunkBytes` characters
- * (the last may be shorter); a chunk ends on a line end, so no line is split.
- * A chunk is sealed as soon as it is full: only the one being filled is a string.
+ * Lines joined in order into UTF-8 chunks of at least `chunkBytes` bytes (the
+ * last may be shorter; so may one that a line written as bytes did not fit,
+ * below); a chunk ends on a line end, so no line is split. Lines come as
+ * strings (`add`) or are written as bytes straight into the chunk being filled
+ * (`addWritten`). A chunk is sealed as soon as it is full: only the one being
+ * filled is a string or a buffer with room left.
  */
 export class CopyTextChunks {
   readonly #chunkBytes: number;
   readonly #chunks: Buffer[] = [];
   /** The number of the first line of each sealed chunk. */
   readonly #firstLines: number[] = [];
-  /** Lines not yet sealed, from line #pendingFirstLine on. */
+  /** Lines added as strings, not yet sealed, from line #pendingFirstLine on. */
   #pending = '';
+  /** Lines written as bytes, not yet sealed: the first #writtenLength bytes of #written. */
+  #written: Buffer | undefined;
+  #writtenLength = 0;
   #pendingFirstLine = 0;
   #lineCount = 0;
 
@@ -34,9 +40,29 @@ export class CopyTextChunks {
 
   /** Appends one line, its line end included. */
   add(line: string): void {
+    if (this.#writtenLength > 0) this.#seal();
     this.#pending += line;
     this.#lineCount++;
     if (this.#pending.length >= this.#chunkBytes) this.#seal();
+  }
+
+  /**
+   * Appends one line that `write` writes, its line end included, into
+   * `target` from `offset` on, in at most `maxBytes` bytes; `write` returns
+   * where the line ends. Returns the bytes the line took. A line that might
+   * not fit in the chunk being filled starts the next one.
+   */
+  addWritten(maxBytes: number, write: (target: Buffer, offset: number) => number): number {
+    if (this.#pending.length > 0) this.#seal();
+    if (this.#written === undefined || this.#writtenLength + maxBytes > this.#written.length) {
+      this.#seal();
+      this.#written = Buffer.allocUnsafe(Math.max(this.#chunkBytes, maxBytes));
+    }
+    const start = this.#writtenLength;
+    this.#writtenLength = write(this.#written, start);
+    this.#lineCount++;
+    if (this.#writtenLength >= this.#chunkBytes) this.#seal();
+    return this.#writtenLength - start;
   }
 
   /** Every line added so far, in chunks; may be read again. */
@@ -51,10 +77,19 @@ export class CopyTextChunks {
   }
 
   #seal(): void {
-    if (this.#pending.length === 0) return;
-    this.#chunks.push(Buffer.from(this.#pending, 'utf8'));
+    if (this.#pending.length > 0) {
+      this.#chunks.push(Buffer.from(this.#pending, 'utf8'));
+      this.#pending = '';
+    } else if (this.#writtenLength > 0 && this.#written) {
+      this.#chunks.push(this.#written.subarray(0, this.#writtenLength));
+      // What is left of the buffer goes with the sealed chunk: a line that
+      // did not fit is at most a row long.
+      this.#written = undefined;
+      this.#writtenLength = 0;
+    } else {
+      return;
+    }
     this.#firstLines.push(this.#pendingFirstLine);
-    this.#pending = '';
     this.#pendingFirstLine = this.#lineCount;
   }
 }

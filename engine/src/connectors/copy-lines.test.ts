@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom } from '../../../test/support/seeded-random.ts';
 import { textTable } from '../../../test/support/text-table.ts';
-import { rowLine } from './copy-lines.ts';
+import { wireTuple } from '../../../test/support/wire-tuple.ts';
+import { rowLine, tupleLineMaxBytes, writeTupleLine } from './copy-lines.ts';
 import { parseCopyTextLine } from './copy-text.ts';
+import { type RowImage, type TupleCell, unchangedToast } from './records.ts';
 
 const table = textTable(['id', 'note', 'big']);
 describe('rowLine', () => {
@@ -17,5 +20,59 @@ describe('rowLine', () => {
 
   it('refuses a binary cell: the destination reads text only', () => {
     expect(() => rowLine(table, ['1', Buffer.from('x'), null])).toThrow(/binary tuple value/);
+  });
+});
+
+/** writeTupleLine's line for `cells`, written into a buffer of exactly the bound it gives. */
+function tupleLine(cells: readonly TupleCell[]): string {
+  const tuple = wireTuple(cells);
+  const target = Buffer.alloc(tupleLineMaxBytes(tuple) + 4, 0xff);
+  const end = writeTupleLine(
+    textTable(cells.map((_, index) => (index === 0 ? 'id' : `c${index}`))),
+    tuple,
+    target,
+    4,
+  );
+  expect(end).toBeLessThanOrEqual(target.length);
+  return target.toString('utf8', 4, end);
+}
+
+describe('writeTupleLine', () => {
+  it('writes the line rowLine makes of the decoded cells, escapes and UTF-8 included', () => {
+    const rows: RowImage[] = [
+      ['1', 'tab\there, new\nline, back\\slash, cr\r', null],
+      ['2', '', 'é ✓ 日本語'],
+      ['\\\\', '\n\n', '\t'],
+      ['3', 'a value long enough to hold every escape \\ \t \n \r and then some', null],
+    ];
+    for (const row of rows) expect(tupleLine(row)).toBe(rowLine(textTable(['id', 'c1', 'c2']), row));
+  });
+
+  it('writes an unchanged TOAST value as null, as rowLine does, and nothing for no cells', () => {
+    expect(tupleLine(['1', unchangedToast])).toBe('1\t\\N\n');
+    expect(tupleLine([])).toBe('\n');
+  });
+
+  it('stays within its bound for any text, and matches rowLine (seeded random rows)', () => {
+    const random = seededRandom(16);
+    const alphabet = ['a', 'Z', '0', ' ', '\\', '\t', '\n', '\r', 'é', '✓', '𝄞', '\u000b'];
+    for (let round = 0; round < 500; round++) {
+      const row: TupleCell[] = Array.from({ length: 1 + Math.floor(random() * 6) }, () => {
+        if (random() < 0.15) return null;
+        return Array.from(
+          { length: Math.floor(random() * 20) },
+          () => alphabet[Math.floor(random() * alphabet.length)],
+        ).join('');
+      });
+      const table = textTable(row.map((_, index) => (index === 0 ? 'id' : `c${index}`)));
+      expect(tupleLine(row)).toBe(rowLine(table, row));
+    }
+  });
+
+  it('refuses a binary cell, as rowLine does', () => {
+    const tuple = wireTuple(['1', Buffer.from('x')]);
+    expect(() => writeTupleLine(textTable(['id', 'b']), tuple, Buffer.alloc(64), 0)).toThrow(
+      /binary tuple value/,
+    );
   });
 });

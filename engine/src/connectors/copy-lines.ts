@@ -6,12 +6,97 @@
 // strings are concatenated, not joined from arrays.
 import { EngineError } from '../errors.ts';
 import { formatTableName } from '../resources/mirror.ts';
+import type { WireTuple } from './changes.ts';
 import { copyNull, escapeCopyText } from './copy-text.ts';
 import { type DestinationTable, isUnchangedToast, type RowImage } from './records.ts';
 
 /** A whole row's COPY text line, for the target table itself. */
 export function rowLine(table: DestinationTable, row: RowImage): string {
   return `${rowFields(table, row)}\n`;
+}
+
+/**
+ * The most bytes `writeTupleLine` takes for `tuple`: a text value's bytes at
+ * most double when escaped, and its 5-byte header in the tuple pays for its
+ * tab; a null's 1 byte in the tuple becomes `\N` and a tab.
+ */
+export function tupleLineMaxBytes(tuple: WireTuple): number {
+  return 2 * tuple.bytes.length + tuple.cellCount + 1;
+}
+
+const tab = 0x09;
+const newline = 0x0a;
+const carriageReturn = 0x0d;
+const backslash = 0x5c;
+const cellNull = 0x6e; // 'n'
+const cellUnchangedToast = 0x75; // 'u'
+const cellText = 0x74; // 't'
+
+/**
+ * Writes a wire tuple's row as a whole COPY text line at `offset` of `target`
+ * (at least `tupleLineMaxBytes` free); returns where the line ends. Text values
+ * are PostgreSQL's text output, which COPY text reads back unchanged once its
+ * four escapes are applied; they are ASCII bytes, never part of a multi-byte
+ * UTF-8 character, so the bytes are escaped as they are, with no string made.
+ * The same line as `rowLine` of the decoded cells.
+ */
+export function writeTupleLine(
+  table: DestinationTable,
+  tuple: WireTuple,
+  target: Buffer,
+  offset: number,
+): number {
+  const source = tuple.bytes;
+  let read = 2; // past the cell count
+  let write = offset;
+  for (let cell = 0; cell < tuple.cellCount; cell++) {
+    if (cell > 0) target[write++] = tab;
+    const kind = source[read++];
+    if (kind === cellText) {
+      const length =
+        (((source[read] as number) << 24) |
+          ((source[read + 1] as number) << 16) |
+          ((source[read + 2] as number) << 8) |
+          (source[read + 3] as number)) >>>
+        0;
+      read += 4;
+      const end = read + length;
+      for (; read < end; read++) {
+        const byte = source[read] as number;
+        if (byte > backslash || (byte !== backslash && byte > carriageReturn) || byte < tab) {
+          target[write++] = byte;
+        } else if (byte === backslash) {
+          target[write++] = backslash;
+          target[write++] = backslash;
+        } else if (byte === newline) {
+          target[write++] = backslash;
+          target[write++] = 0x6e; // n
+        } else if (byte === carriageReturn) {
+          target[write++] = backslash;
+          target[write++] = 0x72; // r
+        } else if (byte === tab) {
+          target[write++] = backslash;
+          target[write++] = 0x74; // t
+        } else {
+          target[write++] = byte;
+        }
+      }
+    } else if (kind === cellNull || kind === cellUnchangedToast) {
+      target[write++] = backslash;
+      target[write++] = 0x4e; // N
+    } else {
+      throw binaryValueError(table);
+    }
+  }
+  target[write++] = newline;
+  return write;
+}
+
+function binaryValueError(table: DestinationTable): EngineError {
+  return new EngineError(
+    'decode',
+    `binary tuple value in ${formatTableName(table.destination)}; text format expected`,
+  );
 }
 
 /** A row's fields in COPY text, tab-separated (built by concatenation: this runs for every row). */
@@ -22,11 +107,7 @@ export function rowFields(table: DestinationTable, row: RowImage): string {
     let field: string;
     if (typeof cell === 'string') field = escapeCopyText(cell);
     else if (cell === null || cell === undefined || isUnchangedToast(cell)) field = copyNull;
-    else
-      throw new EngineError(
-        'decode',
-        `binary tuple value in ${formatTableName(table.destination)}; text format expected`,
-      );
+    else throw binaryValueError(table);
     line = index === 0 ? field : `${line}\t${field}`;
   }
   return line;

@@ -4,6 +4,7 @@
 // folder).
 import { EngineError } from '../errors.ts';
 import { formatTableName, type TableName } from '../resources/mirror.ts';
+import type { WireTuple } from './changes.ts';
 
 /** A TOASTed value the change did not modify; the source does not resend it. */
 export const unchangedToast: unique symbol = Symbol('unchangedToast');
@@ -11,8 +12,7 @@ export type UnchangedToast = typeof unchangedToast;
 
 /**
  * One cell of a row image: `null` for SQL NULL, `unchangedToast`, a string for
- * text format or a Buffer for binary format. A Buffer from the replication
- * decoder is a subarray aliasing its input: copy it if it must outlive that buffer.
+ * text format or a Buffer for binary format (a copy of the message's bytes).
  */
 export type TupleCell = string | Buffer | null | UnchangedToast;
 
@@ -129,6 +129,13 @@ function imageHeapBytes(row: readonly unknown[]): number {
 export interface ChangeBuffer {
   /** Holds the table's next change; returns about how many bytes it now takes for it. */
   add(change: RowChange): number;
+  /**
+   * Holds the table's next change, an insert whose new row is given undecoded
+   * with its cells in the table's column order, when this buffer can keep the
+   * row without decoding it; returns about the bytes it took, or undefined
+   * when it holds nothing and the insert must come decoded, through `add`.
+   */
+  addInsertTuple?(tuple: WireTuple): number | undefined;
 }
 
 /**

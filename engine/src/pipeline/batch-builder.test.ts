@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { wireTuple } from '../../../test/support/wire-tuple.ts';
+import type { WireTuple } from '../connectors/changes.ts';
 import type { ChangeBuffer, DestinationTable, RowChange } from '../connectors/records.ts';
 import { BatchBuilder } from './batch-builder.ts';
 
@@ -114,6 +116,58 @@ describe('BatchBuilder', () => {
       builder.add(table, { transaction, kind: 'insert', newRow: ['x'.repeat(500)] }, 11n, 0);
       expect(builder.isFull).toBe(false);
       builder.add(table, { transaction, kind: 'insert', newRow: ['3'] }, 12n, 0);
+      expect(builder.isFull).toBe(true);
+    });
+
+    it('hands an insert given undecoded to a buffer that holds it so, and decoded to any other', () => {
+      /** Takes undecoded inserts until it has `room` of them, then declines. */
+      class TupleHolder extends HeldChanges {
+        readonly tuples: WireTuple[] = [];
+        readonly room: number;
+        constructor(room: number) {
+          super();
+          this.room = room;
+        }
+        addInsertTuple(tuple: WireTuple): number | undefined {
+          if (this.tuples.length === this.room) return undefined;
+          this.tuples.push(tuple);
+          return 7;
+        }
+      }
+      const buffers: TupleHolder[] = [];
+      const builder = new BatchBuilder({ maxRows: 100, maxBytes: 1e9 }, 0n, () => {
+        const buffer = new TupleHolder(1);
+        buffers.push(buffer);
+        return buffer;
+      });
+      const first = wireTuple(['1']);
+      const position = { commitLsn: 200n, changeLsn: 11n, changeRank: 1 };
+      expect(builder.addInsertTuple(table, transaction, first, 10n, 1_000)).toBe(true);
+      expect(builder.addInsertTuple(table, transaction, wireTuple(['2']), 11n, 2_000, position)).toBe(false);
+      expect(builder.rowCount).toBe(2);
+      expect(builder.ageMs(5_000)).toBe(4_000);
+      expect(buffers[0]?.tuples).toEqual([first]);
+      expect(buffers[0]?.changes).toEqual([{ transaction, kind: 'insert', newRow: ['2'] }]);
+      expect(builder.take('m', 1n)).toMatchObject({ rowCount: 2, transactionPosition: position });
+
+      // Without a buffer of the destination's, the builder keeps the decoded change.
+      const plain = new BatchBuilder({ maxRows: 100, maxBytes: 1e9 }, 0n);
+      expect(plain.addInsertTuple(table, transaction, wireTuple(['3']), 10n, 0)).toBe(true);
+      expect(plain.take('m', 1n).tables[0]?.changes).toEqual([
+        { transaction, kind: 'insert', newRow: ['3'] },
+      ]);
+    });
+
+    it('counts the bytes a buffer reports for an undecoded insert against the budget', () => {
+      class TupleBytes extends HeldChanges {
+        addInsertTuple(tuple: WireTuple): number {
+          return tuple.bytes.length;
+        }
+      }
+      const builder = new BatchBuilder({ maxRows: 100, maxBytes: 30 }, 0n, () => new TupleBytes());
+      builder.addInsertTuple(table, transaction, wireTuple(['x'.repeat(10)]), 10n, 0);
+      expect(builder.isFull).toBe(false);
+      builder.addInsertTuple(table, transaction, wireTuple(['x'.repeat(10)]), 11n, 0);
       expect(builder.isFull).toBe(true);
     });
   });

@@ -5,12 +5,14 @@
 // change in it, which the destination stores with the checkpoint. A table's
 // changes go to the destination's own buffer (Destination.changeBuffer) when
 // it offers one.
+import type { WireTuple } from '../connectors/changes.ts';
 import {
   type ChangeBatch,
   type ChangeBuffer,
   changeHeapBytes,
   type DestinationTable,
   type RowChange,
+  type SourceTransaction,
   type TableChanges,
   type TransactionPosition,
 } from '../connectors/records.ts';
@@ -105,26 +107,64 @@ export class BatchBuilder {
     now: number,
     position?: TransactionPosition,
   ): boolean {
-    const opened = this.isEmpty;
-    if (opened) {
-      this.#startedAt = now;
-      this.#startLsn = lsn;
-    }
-    let entry = this.#tables.get(table);
-    if (!entry) {
-      entry = { held: this.#changeBuffer?.(table), changes: [] };
-      this.#tables.set(table, entry);
-    }
+    const opened = this.#startIfEmpty(lsn, now);
+    this.#hold(this.#entry(table), change);
+    this.#added(lsn, position, change.kind !== 'truncate');
+    return opened;
+  }
+
+  /**
+   * `add` of an insert whose new row comes undecoded, its cells in the
+   * table's column order: a destination buffer that can hold it so
+   * (ChangeBuffer.addInsertTuple) gets the bytes, any other its decoded cells.
+   */
+  addInsertTuple(
+    table: DestinationTable,
+    transaction: SourceTransaction,
+    tuple: WireTuple,
+    lsn: bigint,
+    now: number,
+    position?: TransactionPosition,
+  ): boolean {
+    const opened = this.#startIfEmpty(lsn, now);
+    const entry = this.#entry(table);
+    const heldBytes = entry.held?.addInsertTuple?.(tuple);
+    if (heldBytes === undefined) this.#hold(entry, { kind: 'insert', transaction, newRow: tuple.cells() });
+    else this.#byteSize += heldBytes;
+    this.#added(lsn, position, true);
+    return opened;
+  }
+
+  /** Starts the batch at its first change; true when this change opens it. */
+  #startIfEmpty(lsn: bigint, now: number): boolean {
+    if (!this.isEmpty) return false;
+    this.#startedAt = now;
+    this.#startLsn = lsn;
+    return true;
+  }
+
+  #hold(entry: TableEntry, change: RowChange): void {
     if (entry.held) {
       this.#byteSize += entry.held.add(change);
     } else {
       entry.changes.push(change);
       this.#byteSize += changeHeapBytes(change);
     }
+  }
+
+  #entry(table: DestinationTable): TableEntry {
+    let entry = this.#tables.get(table);
+    if (!entry) {
+      entry = { held: this.#changeBuffer?.(table), changes: [] };
+      this.#tables.set(table, entry);
+    }
+    return entry;
+  }
+
+  #added(lsn: bigint, position: TransactionPosition | undefined, isRow: boolean): void {
     if (lsn > this.#lastChangeLsn) this.#lastChangeLsn = lsn;
     this.#openPosition = position;
-    if (change.kind !== 'truncate') this.#rowCount++;
-    return opened;
+    if (isRow) this.#rowCount++;
   }
 
   /** A commit whose changes are all in this batch (or were in earlier ones). */

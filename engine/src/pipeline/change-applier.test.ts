@@ -1,9 +1,10 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { RelationMessage, SourceMessage, StreamEvent } from '../connectors/changes.ts';
+import { wireTuple } from '../../../test/support/wire-tuple.ts';
+import type { RelationMessage, SourceMessage, StreamEvent, WireTuple } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
 import { MemoryDestination } from '../connectors/memory/destination.ts';
 import { FaultInjectingDestination } from '../connectors/memory/fault-injecting.ts';
-import type { ChangeBatch, DestinationTable } from '../connectors/records.ts';
+import type { ChangeBatch, ChangeBuffer, DestinationTable, RowChange } from '../connectors/records.ts';
 import { type ChangeApplier as Applier, ChangeApplier, resumeStepRows } from './change-applier.ts';
 
 const mirror = 'm';
@@ -515,6 +516,94 @@ describe('ChangeApplier', () => {
       ['1', 'a', null],
       ['2', 'b', '7'],
     ]);
+  });
+});
+
+/**
+ * A MemoryDestination whose tables' changes go through a buffer of its own
+ * that takes inserts undecoded (ChangeBuffer.addInsertTuple): it records how
+ * each insert came, and writes them all as the memory destination does.
+ */
+class TupleTakingDestination extends MemoryDestination {
+  readonly arrivals: ('tuple' | 'decoded')[] = [];
+
+  readonly changeBuffer = (): ChangeBuffer => {
+    const changes: RowChange[] = [];
+    const transaction = { xid: 0, commitLsn: 0n, commitTimeMicros: 0n };
+    return Object.assign(
+      {
+        add: (change: RowChange) => {
+          this.arrivals.push('decoded');
+          changes.push(change);
+          return 1;
+        },
+        addInsertTuple: (tuple: WireTuple) => {
+          this.arrivals.push('tuple');
+          changes.push({ kind: 'insert', transaction, newRow: tuple.cells() });
+          return 1;
+        },
+      },
+      { changes },
+    );
+  };
+
+  override async syncBatch(batch: ChangeBatch): Promise<void> {
+    await super.syncBatch({
+      ...batch,
+      tables: batch.tables.map(({ table, held }) => ({
+        table,
+        changes: (held as unknown as { changes: RowChange[] }).changes,
+      })),
+    });
+  }
+}
+
+describe('ChangeApplier with inserts that come undecoded', () => {
+  const inserts = (rows: readonly (readonly string[])[]) => [
+    change(900n, { tag: 'begin', finalLsn: 1000n, commitTimeMicros: 0n, xid: 1 }),
+    ...rows.map((row, index) =>
+      change(950n + BigInt(index), { tag: 'insert', relationId: 1, newTuple: wireTuple(row) }),
+    ),
+    change(1000n, { tag: 'commit', flags: 0, commitLsn: 1000n, endLsn: 1001n, commitTimeMicros: 0n }),
+  ];
+
+  it('hands them to a buffer that takes them so, undecoded, when their cells are the table’s columns in order', async () => {
+    const destination = new TupleTakingDestination();
+    await destination.setupTables([table]);
+    const { applier } = await applierOver(destination);
+    await applier.apply([
+      change(10n, relation()),
+      ...inserts([
+        ['1', 'a'],
+        ['2', 'b\tc'],
+      ]),
+    ]);
+    await applier.flush();
+    expect(destination.arrivals).toEqual(['tuple', 'tuple']);
+    expect(destination.rows('public.t')).toEqual([
+      ['1', 'a'],
+      ['2', 'b\tc'],
+    ]);
+  });
+
+  it('decodes and reorders them when the source has columns the destination does not, in another order', async () => {
+    const destination = new TupleTakingDestination();
+    await destination.setupTables([table]);
+    const { applier } = await applierOver(destination);
+    const reordered: RelationMessage = {
+      ...relation(),
+      columns: [
+        { name: 'extra', typeOid: text, typeModifier: -1, isKey: false },
+        { name: 'v', typeOid: text, typeModifier: -1, isKey: false },
+        { name: 'id', typeOid: int4, typeModifier: -1, isKey: true },
+      ],
+    };
+    // `extra` is new to the destination, which adds it last: the tuple's order is not the table's.
+    await applier.apply([change(10n, reordered)]);
+    await applier.apply(inserts([['x', 'a', '1']]));
+    await applier.flush();
+    expect(destination.arrivals).toEqual(['decoded']);
+    expect(destination.rows('public.t')).toEqual([['1', 'a', 'x']]);
   });
 });
 

@@ -9,7 +9,7 @@
 // its initial load are skipped. runCdc (cdc.ts) feeds it and decides when to
 // cut an idle batch; this class waits only for the batch in flight.
 import type { Catalog, LogLevel } from '../catalog/catalog.ts';
-import type { SourceMessage, StreamEvent } from '../connectors/changes.ts';
+import { isWireTuple, type SourceMessage, type StreamEvent, tupleCells } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
 import type {
   ChangeBatch,
@@ -227,6 +227,10 @@ export class ChangeApplier {
   /** Buffers a change; returns a promise only when the batch opened (recorded in the catalog) or is full (cut). */
   #addChange(table: DestinationTable, change: RowChange, lsn: bigint): Promise<void> | undefined {
     const opened = this.#builder.add(table, change, lsn, Date.now(), this.#cursor.position);
+    return this.#afterAddIfNeeded(opened, lsn);
+  }
+
+  #afterAddIfNeeded(opened: boolean, lsn: bigint): Promise<void> | undefined {
     if (!opened && !this.#builder.isFull) return undefined;
     return this.#afterAdd(opened, lsn);
   }
@@ -326,9 +330,23 @@ export class ChangeApplier {
         if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
+        const tuple = message.newTuple;
+        // A tuple whose cells are the table's columns in order may reach the
+        // destination undecoded; any other is decoded and reordered.
+        if (isWireTuple(tuple) && tracked.keepsTupleOrder && tuple.cellCount === tracked.projection.length) {
+          const opened = this.#builder.addInsertTuple(
+            tracked.table,
+            transaction,
+            tuple,
+            lsn,
+            Date.now(),
+            this.#cursor.position,
+          );
+          return this.#afterAddIfNeeded(opened, lsn);
+        }
         return this.#addChange(
           tracked.table,
-          { kind: 'insert', transaction, newRow: project(message.newTuple, tracked) },
+          { kind: 'insert', transaction, newRow: project(tupleCells(tuple), tracked) },
           lsn,
         );
       }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { wireTuple } from '../../../../test/support/wire-tuple.ts';
 import { parseCopyTextLine } from '../copy-text.ts';
 import type { DestinationTable, RowChange } from '../records.ts';
 import { ClickHouseTableChanges } from './table-changes.ts';
@@ -65,5 +66,20 @@ describe('ClickHouseTableChanges', () => {
     const buffer = new ClickHouseTableChanges(table);
     expect(buffer.add(insert('1', 'abc'))).toBe('1\tabc\n'.length);
     expect(buffer.add(update('1', 'abcd'))).toBeGreaterThan(80);
+  });
+
+  it('holds leading inserts given undecoded as new rows, counting each in the changes’ order', () => {
+    const buffer = new ClickHouseTableChanges(table);
+    expect(buffer.addInsertTuple(wireTuple(['1', 'a\tb']))).toBe('1\ta\\tb\n'.length);
+    buffer.add(insert('2', null));
+    buffer.add(update('1', 'b'));
+    // After a later change: the insert must come decoded, through add.
+    expect(buffer.addInsertTuple(wireTuple(['3', 'c']))).toBeUndefined();
+    buffer.add(insert('3', 'c'));
+    expect(newRowsOf(buffer)).toEqual([
+      ['1', 'a\tb'],
+      ['2', null],
+    ]);
+    expect(buffer.later).toEqual({ changes: [update('1', 'b'), insert('3', 'c')], firstIndex: 2 });
   });
 });

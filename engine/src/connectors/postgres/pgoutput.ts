@@ -23,6 +23,7 @@ import type {
   Tuple,
   TypeMessage,
   UpdateMessage,
+  WireTuple,
 } from '../changes.ts';
 import { type TupleCell, unchangedToast } from '../records.ts';
 import { postgresEpochUnixMicros } from './replication-messages.ts';
@@ -74,8 +75,9 @@ const unsupportedTags = new Map([
 
 /**
  * Decodes the pgoutput message that fills `data` from byte `start` on (an
- * XLogData payload is decoded in place, without a copy or a view of it);
- * throws PgoutputDecodeError on malformed input, with offsets counted from `start`.
+ * XLogData payload is decoded in place, without a copy or a view of it). The
+ * result holds no view of `data`: every string and Buffer in it is a copy.
+ * Throws PgoutputDecodeError on malformed input, with offsets counted from `start`.
  */
 export function decodePgoutput(data: Buffer, start = 0): PgoutputMessage {
   const tagByte = data[start];
@@ -182,7 +184,7 @@ const markerOld = 0x4f; // 'O'
 function decodeInsert(c: Cursor): InsertMessage {
   const relationId = c.uint32();
   c.expectMarker(markerNew);
-  const newTuple = c.tuple();
+  const newTuple = c.wireTuple();
   c.end();
   return { tag: 'insert', relationId, newTuple };
 }
@@ -264,11 +266,12 @@ class Cursor {
    */
   #latin1: string | undefined;
 
-  constructor(data: Buffer, start: number, messageType: string) {
+  /** `offset`: where reading begins, past the message's tag byte unless said otherwise. */
+  constructor(data: Buffer, start: number, messageType: string, offset = start + 1) {
     this.#data = data;
     this.#start = start;
     this.#messageType = messageType;
-    this.offset = start + 1; // past the tag byte
+    this.offset = offset;
   }
 
   fail(offset: number, problem: string): PgoutputDecodeError {
@@ -326,9 +329,10 @@ class Cursor {
     return this.#data.toString('utf8', start, nul);
   }
 
+  /** A copy: the message's buffer may be reused once it is decoded (replication-copy.ts). */
   bytes(byteCount: number): Buffer {
     const start = this.#take(byteCount);
-    return this.#data.subarray(start, start + byteCount);
+    return Buffer.from(this.#data.subarray(start, start + byteCount));
   }
 
   expectMarker(marker: number): void {
@@ -350,6 +354,24 @@ class Cursor {
     if (end - start >= shortestSubstringView) return data.toString('latin1', start, end);
     this.#latin1 ??= data.toString('latin1', this.#start);
     return this.#latin1.substring(start - this.#start, end - this.#start);
+  }
+
+  /**
+   * TupleData checked and copied out undecoded: its cells are read only when
+   * asked for (a destination holding COPY text copies their bytes instead).
+   */
+  wireTuple(): WireTuple {
+    const start = this.offset;
+    const columnCount = this.uint16();
+    for (let i = 0; i < columnCount; i++) {
+      const kindOffset = this.offset;
+      const kind = this.uint8();
+      if (kind === cellText || kind === cellBinary) this.#take(this.length());
+      else if (kind !== cellNull && kind !== cellUnchangedToast) {
+        throw this.fail(kindOffset, `unknown tuple column kind 0x${kind.toString(16).padStart(2, '0')}`);
+      }
+    }
+    return new PgoutputWireTuple(Buffer.from(this.#data.subarray(start, this.offset)), columnCount);
   }
 
   /** TupleData: an Int16 column count, then per column a kind byte and maybe a value. */
@@ -378,5 +400,23 @@ class Cursor {
   /** Every message has a fixed end; bytes past it mean a framing or version mismatch. */
   end(): void {
     if (this.offset !== this.#data.length) throw this.fail(this.offset, 'trailing bytes');
+  }
+}
+
+/** A TupleData copied out of its message, decoded on first use (changes.ts, WireTuple). */
+class PgoutputWireTuple implements WireTuple {
+  readonly bytes: Buffer;
+  readonly cellCount: number;
+  #cells: Tuple | undefined;
+
+  constructor(bytes: Buffer, cellCount: number) {
+    this.bytes = bytes;
+    this.cellCount = cellCount;
+  }
+
+  cells(): Tuple {
+    // Checked when it was copied out: decoding it again cannot fail.
+    this.#cells ??= new Cursor(this.bytes, 0, 'Insert', 0).tuple();
+    return this.#cells;
   }
 }

@@ -4,8 +4,6 @@
 // on a timer so the server's wal_sender_timeout never fires while a batch syncs.
 // After a restart inside a transaction larger than a batch, the changes the
 // destination holds of it are dropped here, before their rows are decoded.
-import type { Duplex } from 'node:stream';
-import { both as copyBoth } from 'pg-copy-streams';
 import { formatLsn } from '../../model/lsn.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
 import type { StreamEvent } from '../changes.ts';
@@ -13,33 +11,16 @@ import { classifyPgError } from '../classify.ts';
 import type { ChangeStream } from '../source.ts';
 import { connectPostgres, type PgConnection } from './connect.ts';
 import { decodePgoutput } from './pgoutput.ts';
+import { ReplicationCopy } from './replication-copy.ts';
 import { encodeStandbyStatus, parseReplicationMessage } from './replication-messages.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
 
 const maxEventsPerRead = 4096;
-/** CopyData messages the stream may hold unread: enough to decode in bulk. */
-const bufferedMessages = 1024;
-
-/** Resolves when `stream` has data to read or has ended; rejects on error. */
-function readableOrEnd(stream: Duplex): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = () => {
-      stream.off('readable', done);
-      stream.off('end', done);
-      stream.off('close', done);
-      stream.off('error', failed);
-      resolve();
-    };
-    const failed = (error: Error) => {
-      done();
-      reject(error);
-    };
-    stream.on('readable', done);
-    stream.on('end', done);
-    stream.on('close', done);
-    stream.on('error', failed);
-  });
-}
+/**
+ * Decoded events held unread before the socket is paused (the server then
+ * waits): enough to hand over in bulk, few enough to bound the memory.
+ */
+const bufferedEvents = 4096;
 
 export type { StreamEvent } from '../changes.ts';
 
@@ -60,32 +41,36 @@ const commitTag = 0x43;
 
 export class ReplicationStream implements ChangeStream {
   readonly #connection: PgConnection;
-  readonly #copy: Duplex;
+  readonly #copy: ReplicationCopy;
   readonly #timer: NodeJS.Timeout;
   #flushedLsn: bigint;
   #serverWalEnd = 0n;
   #closed = false;
-  /** The stream's error, kept until `events()` can throw it. */
-  #failure: Error | undefined;
+  /** Decoded as the messages arrive, taken by `events()`. */
+  #buffered: StreamEvent[] = [];
+  #paused = false;
+  /** Wakes `events()` waiting for the next message or the copy's end. */
+  #wake: (() => void) | undefined;
   /** Until the transaction it names has been read past. */
   #skipBefore: ReplicationStreamOptions['skipBefore'];
   /** Inside that transaction now. */
   #skipping = false;
 
-  private constructor(
-    connection: PgConnection,
-    copy: Duplex,
-    options: ReplicationStreamOptions,
-    statusIntervalMs: number,
-  ) {
+  private constructor(connection: PgConnection, options: ReplicationStreamOptions, statusIntervalMs: number) {
     this.#connection = connection;
-    this.#copy = copy;
     this.#flushedLsn = options.startLsn;
     this.#skipBefore = options.skipBefore;
-    // Always listening: an error between reads must not go unhandled.
-    copy.on('error', (error: Error) => {
-      this.#failure ??= error;
+    // Protocol 1 without streaming: the server hands over each transaction at
+    // commit, so a batch never sees changes that might still abort.
+    const publications = quoteLiteral(quoteIdent(options.publicationName));
+    const command =
+      `START_REPLICATION SLOT ${quoteIdent(options.slotName)} LOGICAL ${formatLsn(options.startLsn)} ` +
+      `(proto_version '1', publication_names ${publications})`;
+    this.#copy = new ReplicationCopy(command, {
+      onMessage: (payload) => this.#receive(payload),
+      onStop: () => this.#wakeReader(),
     });
+    connection.client.query(this.#copy);
     // Asking for a reply makes the server answer with a keepalive carrying its
     // sent position, which an idle pipeline uses to let the slot follow.
     this.#timer = setInterval(() => this.#sendStatus(true), statusIntervalMs);
@@ -100,52 +85,67 @@ export class ReplicationStream implements ChangeStream {
       replication: 'database',
       applicationName: options.applicationName,
     });
-    // Protocol 1 without streaming: the server hands over each transaction at
-    // commit, so a batch never sees changes that might still abort. Object mode
-    // keeps one chunk per CopyData message; a byte stream would merge them.
-    const publications = quoteLiteral(quoteIdent(options.publicationName));
-    const command =
-      `START_REPLICATION SLOT ${quoteIdent(options.slotName)} LOGICAL ${formatLsn(options.startLsn)} ` +
-      `(proto_version '1', publication_names ${publications})`;
-    const copy = connection.client.query(
-      copyBoth(command, {
-        alignOnCopyDataFrame: true,
-        readableObjectMode: true,
-        readableHighWaterMark: bufferedMessages,
-      }),
-    );
-    return new ReplicationStream(connection, copy, options, options.statusIntervalMs ?? 10_000);
+    return new ReplicationStream(connection, options, options.statusIntervalMs ?? 10_000);
   }
 
   /**
    * Decoded events in WAL order, in arrays of whatever had arrived (at most
    * `maxEventsPerRead`): one await per socket read rather than per message.
-   * Not reading pauses the socket, so a slow consumer holds the server back
-   * instead of filling memory.
+   * Events not taken pause the socket once `bufferedEvents` are held, so a
+   * slow consumer holds the server back instead of filling memory.
    */
   async *events(): AsyncGenerator<readonly StreamEvent[]> {
     const copy = this.#copy;
     try {
       for (;;) {
-        const events: StreamEvent[] = [];
-        while (events.length < maxEventsPerRead) {
-          const chunk: Buffer | null = copy.read();
-          if (chunk === null) break;
-          const event = this.#decode(chunk);
-          if (event) events.push(event);
-        }
-        if (events.length > 0) {
-          yield events;
+        if (this.#buffered.length > 0) {
+          yield this.#take();
           continue;
         }
-        if (this.#failure) throw this.#failure;
-        if (copy.readableEnded || copy.destroyed) return;
-        await readableOrEnd(copy);
+        if (copy.failure) throw copy.failure;
+        if (copy.stopped || this.#closed) return;
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+        });
       }
     } catch (error) {
       if (this.#closed) return;
       throw classifyPgError(error, 'source: replication stream', 'connection');
     }
+  }
+
+  #take(): StreamEvent[] {
+    let taken = this.#buffered;
+    if (taken.length > maxEventsPerRead) {
+      this.#buffered = taken.slice(maxEventsPerRead);
+      taken = taken.slice(0, maxEventsPerRead);
+    } else {
+      this.#buffered = [];
+    }
+    if (this.#paused && this.#buffered.length < bufferedEvents) {
+      this.#paused = false;
+      this.#copy.resume();
+    }
+    return taken;
+  }
+
+  /** One CopyData message, decoded while pg's parse buffer holds it. */
+  #receive(payload: Buffer): void {
+    const event = this.#decode(payload);
+    if (event === undefined) return;
+    const buffered = this.#buffered;
+    buffered.push(event);
+    if (buffered.length === 1) this.#wakeReader();
+    if (!this.#paused && buffered.length >= bufferedEvents) {
+      this.#paused = true;
+      this.#copy.pause();
+    }
+  }
+
+  #wakeReader(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
   }
 
   /** The event of one CopyData message; undefined for a row change left out (skipBefore). */
@@ -194,9 +194,9 @@ export class ReplicationStream implements ChangeStream {
   }
 
   #sendStatus(replyRequested: boolean): void {
-    if (this.#closed || !this.#copy.writable) return;
+    if (this.#closed) return;
     const lsn = this.#flushedLsn;
-    this.#copy.write(
+    this.#copy.send(
       encodeStandbyStatus({ writtenLsn: lsn, flushedLsn: lsn, appliedLsn: lsn, replyRequested }),
     );
   }
@@ -205,7 +205,7 @@ export class ReplicationStream implements ChangeStream {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#timer);
-    this.#copy.destroy();
+    this.#wakeReader();
     await this.#connection.close().catch(() => {});
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { textTable } from '../../../../test/support/text-table.ts';
+import { wireTuple } from '../../../../test/support/wire-tuple.ts';
 import type { RowChange } from '../records.ts';
 import { PostgresTableChanges } from './table-changes.ts';
 
@@ -44,5 +45,18 @@ describe('PostgresTableChanges', () => {
     held.add(insert('1'));
     expect(held.newRows).toBeUndefined();
     expect(held.staged?.fold().upsertCount).toBe(1);
+  });
+
+  it('holds inserts given undecoded as new rows while it may, and declines them after another change', () => {
+    const held = new PostgresTableChanges(table, true);
+    expect(held.addInsertTuple(wireTuple(['1', 'v']))).toBe('1\tv\n'.length);
+    held.add(insert('2'));
+    expect(held.addInsertTuple(wireTuple(['3', 'a\tb']))).toBe('3\ta\\tb\n'.length);
+    expect(newKeys(held)).toEqual(['1', '2', '3']);
+    held.add({ transaction, kind: 'delete', oldKey: ['1', null] });
+    // Staged from here on: the insert must come decoded, through add.
+    expect(held.addInsertTuple(wireTuple(['4', 'v']))).toBeUndefined();
+    expect(newKeys(held)).toEqual(['1', '2', '3']);
+    expect(new PostgresTableChanges(table, false).addInsertTuple(wireTuple(['1', 'v']))).toBeUndefined();
   });
 });

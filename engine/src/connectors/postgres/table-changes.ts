@@ -12,6 +12,7 @@
 // order would: part 3 meets the rows of part 2 at the destination, where an
 // update that did not resend a TOASTed value keeps the value just inserted.
 
+import type { WireTuple } from '../changes.ts';
 import { CopyTextRows } from '../copy-rows.ts';
 import type { ChangeBuffer, DestinationTable, RowChange } from '../records.ts';
 import { StagedChanges } from './staged-changes.ts';
@@ -27,6 +28,12 @@ export class PostgresTableChanges implements ChangeBuffer {
   constructor(table: DestinationTable, copiesNewRows: boolean) {
     this.#table = table;
     this.#copiesNewRows = copiesNewRows;
+  }
+
+  addInsertTuple(tuple: WireTuple): number | undefined {
+    if (!this.#copiesNewRows || this.#staged) return undefined;
+    this.#newRows ??= new CopyTextRows(this.#table);
+    return this.#newRows.addTuple(tuple);
   }
 
   add(change: RowChange): number {

@@ -1,0 +1,132 @@
+// The COPY BOTH phase that START_REPLICATION opens, run as a pg Submittable
+// (the interface pg-cursor and pg-query-stream use), so pg's own protocol
+// parser frames the server's messages: each CopyData payload reaches
+// `onMessage` as the parser reaches it, with nothing in between. Framing the
+// messages apart from pg and handing each through a Readable in object mode,
+// as pg-copy-streams' `both` does, took about a fifth of the engine's CPU a
+// change (docs/benchmarks.md, "Reading the replication stream").
+// https://www.postgresql.org/docs/current/protocol-flow.html#PROTOCOL-COPY
+// https://www.postgresql.org/docs/current/protocol-replication.html
+import type { Duplex } from 'node:stream';
+import type pg from 'pg';
+
+/** What this uses of pg's Connection beyond its published type (pg/lib/connection.js). */
+interface CopyConnection extends pg.Connection {
+  readonly stream: Duplex;
+  sendCopyFromChunk(payload: Buffer): void;
+}
+
+export interface ReplicationCopyHandlers {
+  /**
+   * One CopyData payload from the server. The buffer is pg's parse buffer,
+   * valid only during the call: read it, or copy what must outlive it. A
+   * throw stops the copy; it is reported by `failure`, never to pg's parser.
+   */
+  readonly onMessage: (payload: Buffer) => void;
+  /** The copy failed (`failure` says why) or ended; nothing more arrives. */
+  readonly onStop: () => void;
+}
+
+/**
+ * The client's end of START_REPLICATION's COPY BOTH. Contract:
+ * - Submit it with `client.query(copy)` on a replication connection; messages
+ *   arrive through `onMessage`, in order, on pg's socket callbacks.
+ * - `pause()` stops reading the socket (the server then waits on a full
+ *   socket: the way to hold it back); `resume()` reads on.
+ * - `send` frames a payload as CopyData; before the server has answered with
+ *   CopyBothResponse nothing may be sent, and `send` returns false.
+ * - After `onStop`, `failure` holds the error that stopped it, if any.
+ */
+export class ReplicationCopy implements pg.Submittable {
+  readonly #command: string;
+  readonly #handlers: ReplicationCopyHandlers;
+  #connection: CopyConnection | undefined;
+  #started = false;
+  #stopped = false;
+  #failure: Error | undefined;
+
+  constructor(command: string, handlers: ReplicationCopyHandlers) {
+    this.#command = command;
+    this.#handlers = handlers;
+  }
+
+  /** The error that stopped the copy: the server's, the connection's, or one thrown by `onMessage`. */
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  submit(connection: pg.Connection): void {
+    const copyConnection = connection as CopyConnection;
+    this.#connection = copyConnection;
+    // pg parses CopyBothResponse but has no handler of its own for it.
+    copyConnection.once('replicationStart', () => {
+      this.#started = true;
+    });
+    copyConnection.query(this.#command);
+  }
+
+  pause(): void {
+    this.#connection?.stream.pause();
+  }
+
+  resume(): void {
+    this.#connection?.stream.resume();
+  }
+
+  /** Sends one CopyData payload; false when the copy has not started, has stopped, or the socket is closed. */
+  send(payload: Buffer): boolean {
+    const connection = this.#connection;
+    if (!connection || !this.#started || this.#stopped || !connection.stream.writable) return false;
+    connection.sendCopyFromChunk(payload);
+    return true;
+  }
+
+  handleCopyData(message: { readonly chunk: Buffer }): void {
+    if (this.#stopped) return;
+    try {
+      this.#handlers.onMessage(message.chunk);
+    } catch (error) {
+      this.#stop(error instanceof Error ? error : new Error(String(error)));
+      // The server goes on sending: stop reading, the owner closes the connection.
+      this.pause();
+    }
+  }
+
+  handleError(error: Error): void {
+    this.#stop(error);
+  }
+
+  /** The server ended the copy (CopyDone, then CommandComplete). */
+  handleCommandComplete(): void {
+    this.#stop(undefined);
+  }
+
+  handleReadyForQuery(): void {
+    this.#stop(undefined);
+  }
+
+  handleEmptyQuery(): void {
+    this.#stop(new Error('START_REPLICATION was answered as an empty query'));
+  }
+
+  handleRowDescription(): void {}
+
+  handleDataRow(): void {}
+
+  handlePortalSuspended(): void {}
+
+  handleCopyInResponse(): void {
+    this.#stop(new Error('START_REPLICATION was answered with CopyInResponse, not CopyBothResponse'));
+  }
+
+  #stop(failure: Error | undefined): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#failure = failure;
+    this.#handlers.onStop();
+  }
+}
