@@ -7,8 +7,9 @@ import type { AnalyticsConfig } from '../../engine/src/resources/peer.ts';
 import { clickhouseEngines } from '../../test/support/clickhouse-engines.ts';
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
+import { loadAverage } from '../lib/machine.ts';
 import { sourceDatabase, uniqueName } from '../lib/servers.ts';
-import { alternate, describe, type Figure, figure, timed } from '../lib/stats.ts';
+import { alternate, describe, figure, summarize, timed, until } from '../lib/stats.ts';
 import {
   type Catalog,
   cdcUntil,
@@ -20,6 +21,7 @@ import {
 } from '../lib/tributary.ts';
 import { insertRows, tableColumns } from '../lib/workload.ts';
 import { clickhouseQuery, copyToClickHouse, floorTableColumns } from '../systems/clickhouse-floor.ts';
+import { drainDecodeOnly } from '../systems/source-ceiling.ts';
 
 const { rows, rounds } = benchConfig;
 const engine = clickhouseEngines.find((candidate) => !candidate.modern);
@@ -85,15 +87,19 @@ function destination(config: AnalyticsConfig, moves: readonly TableMove[]) {
   });
 }
 
-export async function runClickHouseGroup(catalog: Catalog): Promise<Record<string, Figure>> {
+export async function runClickHouseGroup(catalog: Catalog): Promise<Record<string, unknown>> {
   const source = await sourceDatabase('bench_ch_src');
   // cdc: the interface's default batching (the last batch waits up to the
   // idle timeout); streaming: a batch also closes when the stream is drained.
-  const runs: Record<'floor' | 'snapshot' | 'cdc' | 'streaming', number[]> = {
+  // ceiling, ceiling-rest: the same backlog read from a slot by a consumer
+  // that only decodes it, at once or resting between reads (source-ceiling.ts).
+  const runs: Record<'floor' | 'snapshot' | 'cdc' | 'streaming' | 'ceiling' | 'ceiling-rest', number[]> = {
     floor: [],
     snapshot: [],
     cdc: [],
     streaming: [],
+    ceiling: [],
+    'ceiling-rest': [],
   };
   try {
     await source.client.query(`CREATE TABLE chsnap (${tableColumns})`);
@@ -101,7 +107,18 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
     await source.client.query('VACUUM ANALYZE chsnap');
     const expected = await sourceSums(source, 'chsnap');
     for (let round = 0; round < rounds; round++) {
-      for (const system of alternate(['floor', 'snapshot', 'cdc', 'streaming'] as const, round)) {
+      for (const system of alternate(
+        ['floor', 'snapshot', 'cdc', 'streaming', 'ceiling', 'ceiling-rest'] as const,
+        round,
+      )) {
+        if (system === 'ceiling' || system === 'ceiling-rest') {
+          const seconds = await drainBacklog(source, `chceil_${round}`, system === 'ceiling' ? 0 : 5);
+          runs[system].push(rows / seconds);
+          console.log(
+            `  clickhouse round ${round + 1} source ${system}: ${Math.round(rows / seconds)} rows/s`,
+          );
+          continue;
+        }
         const seconds = await withDatabase(async (config) => {
           if (system === 'floor') {
             await clickhouseQuery(
@@ -174,11 +191,66 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
   } finally {
     await source.drop();
   }
+  // Per round, the faster of the two ways of reading: the most the source gives.
+  const ceiling = runs.ceiling.map((rate, index) => Math.max(rate, runs['ceiling-rest'][index] ?? 0));
   const figures = {
     ch_snapshot_vs_floor: figure('rows/s', runs.snapshot, 'COPY → INSERT FORMAT CSV', runs.floor),
     ch_cdc_vs_floor: figure('rows/s', runs.cdc, 'COPY → INSERT FORMAT CSV', runs.floor),
     ch_cdc_streaming_vs_floor: figure('rows/s', runs.streaming, 'COPY → INSERT FORMAT CSV', runs.floor),
+    ch_cdc_streaming_vs_source_ceiling: figure(
+      'rows/s',
+      runs.streaming,
+      'source ceiling (the slot read and decoded, nothing written)',
+      ceiling,
+    ),
   };
   for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));
-  return figures;
+  const ceilingSummary = summarize(ceiling);
+  const floorSummary = summarize(runs.floor);
+  const sourceCeiling = {
+    unit: 'rows/s',
+    ceiling: ceilingSummary,
+    atOnce: summarize(runs.ceiling),
+    resting: summarize(runs['ceiling-rest']),
+    floor: floorSummary,
+    ratioToFloor: Math.round((ceilingSummary.median / floorSummary.median) * 1000) / 1000,
+    loadAverage: loadAverage(),
+  };
+  console.log(
+    `ch_source_ceiling                ${ceilingSummary.median} (${ceilingSummary.min}–${ceilingSummary.max}) rows/s, ${sourceCeiling.ratioToFloor} of the floor: no CDC system reads this source faster here`,
+  );
+  return { ...figures, ch_source_ceiling: sourceCeiling };
+}
+
+/**
+ * Seconds to read a backlog of BENCH_ROWS inserts from a new slot by a
+ * consumer that only decodes them (source-ceiling.ts), resting `restMs` after
+ * each short read.
+ */
+async function drainBacklog(source: TestDatabase, table: string, restMs: number): Promise<number> {
+  const publication = `${table}_pub`;
+  const slotName = uniqueName('bench_ch_ceiling');
+  await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
+  await source.client.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}`);
+  await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slotName]);
+  try {
+    await insertRows(source.client, table, rows);
+    return await drainDecodeOnly(source, slotName, publication, rows, restMs);
+  } finally {
+    // The walsender of the closed stream ends on its own time; the slot is busy until it has.
+    await until(
+      `${slotName} released`,
+      async () =>
+        (
+          await source.client.query(
+            'SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND NOT active',
+            [slotName],
+          )
+        ).rowCount === 1,
+      60_000,
+    );
+    await source.client.query(`SELECT pg_drop_replication_slot($1)`, [slotName]);
+    await source.client.query(`DROP PUBLICATION ${publication}`);
+    await source.client.query(`DROP TABLE ${table}`);
+  }
 }
