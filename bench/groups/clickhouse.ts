@@ -91,15 +91,13 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
   const source = await sourceDatabase('bench_ch_src');
   // cdc: the interface's default batching (the last batch waits up to the
   // idle timeout); streaming: a batch also closes when the stream is drained.
-  // ceiling, ceiling-rest: the same backlog read from a slot by a consumer
-  // that only decodes it, at once or resting between reads (source-ceiling.ts).
-  const runs: Record<'floor' | 'snapshot' | 'cdc' | 'streaming' | 'ceiling' | 'ceiling-rest', number[]> = {
+  // ceiling: the same backlog read from a slot by a consumer that only decodes it (source-ceiling.ts).
+  const runs: Record<'floor' | 'snapshot' | 'cdc' | 'streaming' | 'ceiling', number[]> = {
     floor: [],
     snapshot: [],
     cdc: [],
     streaming: [],
     ceiling: [],
-    'ceiling-rest': [],
   };
   try {
     await source.client.query(`CREATE TABLE chsnap (${tableColumns})`);
@@ -107,16 +105,11 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
     await source.client.query('VACUUM ANALYZE chsnap');
     const expected = await sourceSums(source, 'chsnap');
     for (let round = 0; round < rounds; round++) {
-      for (const system of alternate(
-        ['floor', 'snapshot', 'cdc', 'streaming', 'ceiling', 'ceiling-rest'] as const,
-        round,
-      )) {
-        if (system === 'ceiling' || system === 'ceiling-rest') {
-          const seconds = await drainBacklog(source, `chceil_${round}`, system === 'ceiling' ? 0 : 5);
-          runs[system].push(rows / seconds);
-          console.log(
-            `  clickhouse round ${round + 1} source ${system}: ${Math.round(rows / seconds)} rows/s`,
-          );
+      for (const system of alternate(['floor', 'snapshot', 'cdc', 'streaming', 'ceiling'] as const, round)) {
+        if (system === 'ceiling') {
+          const seconds = await drainBacklog(source, `chceil_${round}`);
+          runs.ceiling.push(rows / seconds);
+          console.log(`  clickhouse round ${round + 1} source ceiling: ${Math.round(rows / seconds)} rows/s`);
           continue;
         }
         const seconds = await withDatabase(async (config) => {
@@ -191,8 +184,7 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
   } finally {
     await source.drop();
   }
-  // Per round, the faster of the two ways of reading: the most the source gives.
-  const ceiling = runs.ceiling.map((rate, index) => Math.max(rate, runs['ceiling-rest'][index] ?? 0));
+  const ceiling = runs.ceiling;
   const figures = {
     ch_snapshot_vs_floor: figure('rows/s', runs.snapshot, 'COPY → INSERT FORMAT CSV', runs.floor),
     ch_cdc_vs_floor: figure('rows/s', runs.cdc, 'COPY → INSERT FORMAT CSV', runs.floor),
@@ -210,8 +202,6 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
   const sourceCeiling = {
     unit: 'rows/s',
     ceiling: ceilingSummary,
-    atOnce: summarize(runs.ceiling),
-    resting: summarize(runs['ceiling-rest']),
     floor: floorSummary,
     ratioToFloor: Math.round((ceilingSummary.median / floorSummary.median) * 1000) / 1000,
     loadAverage: loadAverage(),
@@ -222,12 +212,8 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
   return { ...figures, ch_source_ceiling: sourceCeiling };
 }
 
-/**
- * Seconds to read a backlog of BENCH_ROWS inserts from a new slot by a
- * consumer that only decodes them (source-ceiling.ts), resting `restMs` after
- * each short read.
- */
-async function drainBacklog(source: TestDatabase, table: string, restMs: number): Promise<number> {
+/** Seconds to read a backlog of BENCH_ROWS inserts from a new slot by a consumer that only decodes them (source-ceiling.ts). */
+async function drainBacklog(source: TestDatabase, table: string): Promise<number> {
   const publication = `${table}_pub`;
   const slotName = uniqueName('bench_ch_ceiling');
   await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
@@ -235,7 +221,7 @@ async function drainBacklog(source: TestDatabase, table: string, restMs: number)
   await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slotName]);
   try {
     await insertRows(source.client, table, rows);
-    return await drainDecodeOnly(source, slotName, publication, rows, restMs);
+    return await drainDecodeOnly(source, slotName, publication, rows);
   } finally {
     // The walsender of the closed stream ends on its own time; the slot is busy until it has.
     await until(

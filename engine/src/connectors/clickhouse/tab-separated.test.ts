@@ -96,6 +96,22 @@ describe('TabSeparatedRows', () => {
     ).toEqual([`${line}\t0\t0`]);
   });
 
+  it("gives a batch's rows consecutive versions from the first, below 2^53 and across it", () => {
+    const small = (7n << 27n) + 5n;
+    expect(convert([[int64, 'Int64']], ['1', '2'], current, small)).toEqual([
+      `1\t0\t${small}`,
+      `2\t0\t${small + 1n}`,
+    ]);
+    // The last version of the block past 2^53: every row's is counted exactly.
+    const edge = BigInt(Number.MAX_SAFE_INTEGER) - 1n;
+    expect(convert([[int64, 'Int64']], ['1', '2', '3', '4'], current, edge)).toEqual([
+      `1\t0\t${edge}`,
+      `2\t0\t${edge + 1n}`,
+      `3\t0\t${edge + 2n}`,
+      `4\t0\t${edge + 3n}`,
+    ]);
+  });
+
   it("gives a batch's rows consecutive versions from the first, past 2^53", () => {
     const first = (123_456_789n << 27n) + 5n;
     expect(first > BigInt(Number.MAX_SAFE_INTEGER)).toBe(true);

@@ -312,6 +312,8 @@ function commonTimestamp(
   return Number.isSafeInteger(micros) ? { micros, year, textLength } : undefined;
 }
 
+const maxSafeVersion = BigInt(Number.MAX_SAFE_INTEGER);
+
 /**
  * Writes the rows of a table's COPY text as TabSeparated, each followed by
  * the metadata columns: not soft-deleted, not deleted, and a version (0 for
@@ -352,6 +354,12 @@ export class TabSeparatedRows {
    * version and each next row the next one.
    */
   writeLines(block: Buffer, out: RowBinaryWriter, firstVersion?: bigint): number {
+    // A block holds at most a row a byte: when its last version is a safe
+    // integer, versions are counted as numbers, without a BigInt per row.
+    const firstSafeVersion =
+      firstVersion !== undefined && firstVersion + BigInt(block.length) <= maxSafeVersion
+        ? Number(firstVersion)
+        : undefined;
     let rowCount = 0;
     let lineStart = 0;
     while (lineStart < block.length) {
@@ -361,7 +369,11 @@ export class TabSeparatedRows {
         out.bytes(this.#loadRowEnd);
       } else {
         out.bytes(this.#flagFields);
-        out.ascii((firstVersion + BigInt(rowCount)).toString());
+        out.ascii(
+          firstSafeVersion === undefined
+            ? (firstVersion + BigInt(rowCount)).toString()
+            : String(firstSafeVersion + rowCount),
+        );
         out.u8(newline);
       }
       rowCount++;

@@ -32,7 +32,8 @@ export interface ReplicationCopyHandlers {
  * - Submit it with `client.query(copy)` on a replication connection; messages
  *   arrive through `onMessage`, in order, on pg's socket callbacks.
  * - `pause()` stops reading the socket (the server then waits on a full
- *   socket: the way to hold it back); `resume()` reads on.
+ *   socket: the way to hold it back); `resume()` reads on. `lastReadBytes`
+ *   tells whether the last read emptied the socket.
  * - `send` frames a payload as CopyData; before the server has answered with
  *   CopyBothResponse nothing may be sent, and `send` returns false.
  * - After `onStop`, `failure` holds the error that stopped it, if any.
@@ -44,6 +45,10 @@ export class ReplicationCopy implements pg.Submittable {
   #started = false;
   #stopped = false;
   #failure: Error | undefined;
+  #lastReadBytes = 0;
+  readonly #countRead = (chunk: Buffer) => {
+    this.#lastReadBytes = chunk.length;
+  };
 
   constructor(command: string, handlers: ReplicationCopyHandlers) {
     this.#command = command;
@@ -59,6 +64,14 @@ export class ReplicationCopy implements pg.Submittable {
     return this.#stopped;
   }
 
+  /**
+   * The size of the socket's last read. A read shorter than the socket read
+   * size means the socket had no more: the server has sent all it had so far.
+   */
+  get lastReadBytes(): number {
+    return this.#lastReadBytes;
+  }
+
   submit(connection: pg.Connection): void {
     const copyConnection = connection as CopyConnection;
     this.#connection = copyConnection;
@@ -66,6 +79,7 @@ export class ReplicationCopy implements pg.Submittable {
     copyConnection.once('replicationStart', () => {
       this.#started = true;
     });
+    copyConnection.stream.on('data', this.#countRead);
     copyConnection.query(this.#command);
   }
 
@@ -127,6 +141,7 @@ export class ReplicationCopy implements pg.Submittable {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#failure = failure;
+    this.#connection?.stream.off('data', this.#countRead);
     this.#handlers.onStop();
   }
 }
