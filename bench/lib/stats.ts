@@ -33,6 +33,13 @@ export interface Figure {
   readonly tributary: Summary;
   readonly other: Summary & { readonly system: string };
   readonly ratio: number;
+  /**
+   * The median of the rounds' own ratios, when both systems ran once a round
+   * (runs in round order): the two runs of a round are minutes apart, so a
+   * machine that speeds up or slows down between rounds moves it less than
+   * `ratio`.
+   */
+  readonly pairedRatio?: number;
   readonly loadAverage: readonly number[];
 }
 
@@ -44,12 +51,19 @@ export function figure(
 ): Figure {
   const tributary = summarize(tributaryRuns);
   const other = summarize(otherRuns);
-  const ratio = unit === 'ms' ? other.median / tributary.median : tributary.median / other.median;
+  const ratioOf = (ours: number, theirs: number) => (unit === 'ms' ? theirs / ours : ours / theirs);
+  const rounded = (value: number) => Math.round(value * 1000) / 1000;
+  const paired =
+    tributaryRuns.length === otherRuns.length
+      ? summarize(tributaryRuns.map((ours, round) => ratioOf(ours, otherRuns[round] ?? Number.NaN) * 1000))
+          .median / 1000
+      : undefined;
   return {
     unit,
     tributary,
     other: { system: otherSystem, ...other },
-    ratio: Math.round(ratio * 1000) / 1000,
+    ratio: rounded(ratioOf(tributary.median, other.median)),
+    ...(paired === undefined ? {} : { pairedRatio: rounded(paired) }),
     loadAverage: loadAverage(),
   };
 }
@@ -77,7 +91,8 @@ export function latencyFigures(
 
 export function describe(name: string, value: Figure): string {
   const spread = (summary: Summary) => `${summary.median} (${summary.min}–${summary.max})`;
-  return `${name.padEnd(32)} tributary ${spread(value.tributary)} ${value.unit}, ${value.other.system} ${spread(value.other)} ${value.unit}, ratio ${value.ratio}, load ${value.loadAverage.join(' ')}`;
+  const paired = value.pairedRatio === undefined ? '' : ` (by round ${value.pairedRatio})`;
+  return `${name.padEnd(32)} tributary ${spread(value.tributary)} ${value.unit}, ${value.other.system} ${spread(value.other)} ${value.unit}, ratio ${value.ratio}${paired}, load ${value.loadAverage.join(' ')}`;
 }
 
 export async function timed<T>(work: () => Promise<T>): Promise<[number, T]> {

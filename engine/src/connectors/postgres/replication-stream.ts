@@ -132,12 +132,13 @@ export class ReplicationStream implements ChangeStream {
 
   /**
    * Stops reading the socket for `restAfterDrainMs` once everything read has
-   * been taken and the last read emptied the socket. The server's messages then gather in the socket and its own
-   * buffer and go out in large writes, instead of one write (and one wake-up
-   * of this process) per message while the reader keeps up: the walsender
-   * spends a third less CPU a row (docs/benchmarks.md, "The walsender's CPU
-   * follows how its stream is read"), CPU the destination and the engine
-   * share with it on a small machine. A change waits at most that long more.
+   * been taken and the last read emptied the socket. The server's messages
+   * then gather in the socket and in its own buffer and go out in large
+   * writes, instead of one write (and one wake-up of this process) each while
+   * the reader keeps up: a caught-up mirror's walsender spent 15–20% less CPU
+   * a row (docs/benchmarks.md, "Reading the replication stream through pg's
+   * parser"), CPU it shares with the engine and the destination on a small
+   * machine. A change waits at most that long more.
    */
   async #rest(): Promise<void> {
     this.#copy.pause();
