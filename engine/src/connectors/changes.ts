@@ -15,7 +15,7 @@ export type Tuple = readonly TupleCell[];
  * these two followed by an Int32 length and the value's bytes).
  * https://www.postgresql.org/docs/current/protocol-logicalrep-message-formats.html
  * Decoding it costs a string per cell; a destination that holds rows as COPY
- * text copies the text bytes instead (copy-text.ts, writeCopyTextRow).
+ * text copies the text bytes instead (copy-lines.ts, writeTupleLine).
  */
 export interface WireTuple {
   /** The TupleData, from its cell count on, already checked to be well formed. */
