@@ -184,7 +184,6 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
   } finally {
     await source.drop();
   }
-  const ceiling = runs.ceiling;
   const figures = {
     ch_snapshot_vs_floor: figure('rows/s', runs.snapshot, 'COPY → INSERT FORMAT CSV', runs.floor),
     ch_cdc_vs_floor: figure('rows/s', runs.cdc, 'COPY → INSERT FORMAT CSV', runs.floor),
@@ -193,11 +192,11 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
       'rows/s',
       runs.streaming,
       'source ceiling (the slot read and decoded, nothing written)',
-      ceiling,
+      runs.ceiling,
     ),
   };
   for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));
-  const ceilingSummary = summarize(ceiling);
+  const ceilingSummary = summarize(runs.ceiling);
   const floorSummary = summarize(runs.floor);
   const sourceCeiling = {
     unit: 'rows/s',

@@ -25,6 +25,14 @@ export interface WireTuple {
   cells(): Tuple;
 }
 
+/** The kind byte of each cell of a WireTuple (TupleData). */
+export const tupleCellKind = {
+  null: 0x6e, // 'n'
+  unchangedToast: 0x75, // 'u'
+  text: 0x74, // 't'
+  binary: 0x62, // 'b'
+} as const;
+
 export function isWireTuple(tuple: Tuple | WireTuple): tuple is WireTuple {
   return !Array.isArray(tuple);
 }

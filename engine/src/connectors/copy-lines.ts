@@ -6,8 +6,8 @@
 // strings are concatenated, not joined from arrays.
 import { EngineError } from '../errors.ts';
 import { formatTableName } from '../resources/mirror.ts';
-import type { WireTuple } from './changes.ts';
-import { copyNull, escapeCopyText } from './copy-text.ts';
+import { tupleCellKind, type WireTuple } from './changes.ts';
+import { copyEscapeLetters, copyNull, escapeCopyText } from './copy-text.ts';
 import { type DestinationTable, isUnchangedToast, type RowImage } from './records.ts';
 
 /** A whole row's COPY text line, for the target table itself. */
@@ -26,12 +26,8 @@ export function tupleLineMaxBytes(tuple: WireTuple): number {
 
 const tab = 0x09;
 const newline = 0x0a;
-const carriageReturn = 0x0d;
 const backslash = 0x5c;
-const cellNull = 0x6e; // 'n'
-const cellUnchangedToast = 0x75; // 'u'
-const cellText = 0x74; // 't'
-
+const capitalN = 0x4e;
 /**
  * Writes a wire tuple's row as a whole COPY text line at `offset` of `target`
  * (at least `tupleLineMaxBytes` free); returns where the line ends. Text values
@@ -52,38 +48,23 @@ export function writeTupleLine(
   for (let cell = 0; cell < tuple.cellCount; cell++) {
     if (cell > 0) target[write++] = tab;
     const kind = source[read++];
-    if (kind === cellText) {
-      const length =
-        (((source[read] as number) << 24) |
-          ((source[read + 1] as number) << 16) |
-          ((source[read + 2] as number) << 8) |
-          (source[read + 3] as number)) >>>
-        0;
+    if (kind === tupleCellKind.text) {
+      const length = source.readUInt32BE(read);
       read += 4;
       const end = read + length;
       for (; read < end; read++) {
         const byte = source[read] as number;
-        if (byte > backslash || (byte !== backslash && byte > carriageReturn) || byte < tab) {
+        const escapeLetter = copyEscapeLetters[byte] as number;
+        if (escapeLetter === 0) {
           target[write++] = byte;
-        } else if (byte === backslash) {
-          target[write++] = backslash;
-          target[write++] = backslash;
-        } else if (byte === newline) {
-          target[write++] = backslash;
-          target[write++] = 0x6e; // n
-        } else if (byte === carriageReturn) {
-          target[write++] = backslash;
-          target[write++] = 0x72; // r
-        } else if (byte === tab) {
-          target[write++] = backslash;
-          target[write++] = 0x74; // t
         } else {
-          target[write++] = byte;
+          target[write++] = backslash;
+          target[write++] = escapeLetter;
         }
       }
-    } else if (kind === cellNull || kind === cellUnchangedToast) {
+    } else if (kind === tupleCellKind.null || kind === tupleCellKind.unchangedToast) {
       target[write++] = backslash;
-      target[write++] = 0x4e; // N
+      target[write++] = capitalN;
     } else {
       throw binaryValueError(table);
     }

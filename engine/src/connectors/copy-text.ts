@@ -19,6 +19,17 @@ export function escapeCopyText(value: string): string {
   return escaped;
 }
 
+/**
+ * The same four escapes by byte: the letter after the backslash, or 0 for a
+ * byte written as it is. Bytes, since none of the four occurs inside a
+ * multi-byte UTF-8 character.
+ */
+export const copyEscapeLetters = new Uint8Array(256);
+copyEscapeLetters[0x5c] = 0x5c; // \\
+copyEscapeLetters[0x0a] = 0x6e; // \n
+copyEscapeLetters[0x0d] = 0x72; // \r
+copyEscapeLetters[0x09] = 0x74; // \t
+
 export const copyNull = '\\N';
 
 /** A text[] literal of plain names, for COPY: `{"a","b"}` with quotes and backslashes escaped. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { seededRandom as random } from '../../../../test/support/seeded-random.ts';
+import { tupleData } from '../../../../test/support/wire-tuple.ts';
 import { isWireTuple, tupleCells } from '../changes.ts';
 import { isUnchangedToast, type TupleCell, unchangedToast } from '../records.ts';
 import { decodePgoutput, PgoutputDecodeError, type PgoutputMessage } from './pgoutput.ts';
@@ -45,14 +46,7 @@ class Encoder {
     return this;
   }
   tuple(cells: readonly TupleCell[]): this {
-    this.int16(cells.length);
-    for (const cell of cells) {
-      if (cell === null) this.char('n');
-      else if (cell === unchangedToast) this.char('u');
-      else if (typeof cell === 'string') this.char('t').int32(Buffer.byteLength(cell)).raw(Buffer.from(cell));
-      else this.char('b').int32(cell.length).raw(cell);
-    }
-    return this;
+    return this.raw(tupleData(cells));
   }
   build(): Buffer {
     return Buffer.concat(this.#parts);

@@ -25,6 +25,7 @@ import type {
   UpdateMessage,
   WireTuple,
 } from '../changes.ts';
+import { tupleCellKind } from '../changes.ts';
 import { type TupleCell, unchangedToast } from '../records.ts';
 import { postgresEpochUnixMicros } from './replication-messages.ts';
 
@@ -243,10 +244,12 @@ function decodeLogicalMessage(c: Cursor): LogicalDecodingMessage {
 /** From this length on, a V8 substring is a view of its parent string (SlicedString::kMinLength); shorter ones are copies. */
 const shortestSubstringView = 13;
 
-const cellNull = 0x6e; // 'n'
-const cellUnchangedToast = 0x75; // 'u'
-const cellText = 0x74; // 't'
-const cellBinary = 0x62; // 'b'
+const {
+  null: cellNull,
+  unchangedToast: cellUnchangedToast,
+  text: cellText,
+  binary: cellBinary,
+} = tupleCellKind;
 
 /**
  * Reads big-endian fields, checking every length before Buffer reads so that a
