@@ -99,6 +99,8 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
     streaming: [],
     ceiling: [],
   };
+  // Microseconds of this process's CPU (the engine runs in it) during each CDC drain.
+  const engineCpuMicros: Record<'cdc' | 'streaming', number[]> = { cdc: [], streaming: [] };
   try {
     await source.client.query(`CREATE TABLE chsnap (${tableColumns})`);
     await insertRows(source.client, 'chsnap', rows);
@@ -160,6 +162,7 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
               idleTimeoutSeconds: 1,
               streaming: system === 'streaming',
             });
+            const cpuBefore = process.cpuUsage();
             const elapsed = await cdcUntil(
               source,
               catalog,
@@ -168,6 +171,8 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
               { slotName, publicationName: publication, tables },
               async () => (await clickhouseCount(config, table)) >= rows,
             );
+            const cpu = process.cpuUsage(cpuBefore);
+            engineCpuMicros[system].push(cpu.user + cpu.system);
             await expectSameInClickHouse('clickhouse cdc', config, table, await sourceSums(source, table));
             return elapsed;
           } finally {
@@ -208,7 +213,22 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
   console.log(
     `ch_source_ceiling                ${ceilingSummary.median} (${ceilingSummary.min}–${ceilingSummary.max}) rows/s, ${sourceCeiling.ratioToFloor} of the floor: no CDC system reads this source faster here`,
   );
-  return { ...figures, ch_source_ceiling: sourceCeiling };
+  const engineCpu = Object.fromEntries(
+    (['cdc', 'streaming'] as const).map((system) => [
+      system,
+      summarize(engineCpuMicros[system].map((micros) => (micros * 1000) / rows)),
+    ]),
+  );
+  console.log(
+    `ch_cdc_engine_cpu_ns_per_row     ${Object.entries(engineCpu)
+      .map(([system, summary]) => `${system} ${summary.median} (${summary.min}–${summary.max})`)
+      .join(', ')} ns of the engine process's CPU a row`,
+  );
+  return {
+    ...figures,
+    ch_source_ceiling: sourceCeiling,
+    ch_cdc_engine_cpu_ns_per_row: engineCpu,
+  };
 }
 
 /** Seconds to read a backlog of BENCH_ROWS inserts from a new slot by a consumer that only decodes them (source-ceiling.ts). */

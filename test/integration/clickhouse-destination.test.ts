@@ -306,7 +306,7 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
     }
   });
 
-  it("loads PostgreSQL's real COPY output as TabSeparated into the same values as RowBinary", async () => {
+  it("loads PostgreSQL's real output as TabSeparated, from COPY and from TupleData, into the same values as RowBinary", async () => {
     // Every column has a TabSeparated rule (tab-separated.ts); the nn_ columns
     // are declared NOT NULL here but hold NULLs at the source: the type's zero.
     const pgColumns = `id bigint PRIMARY KEY, i2 smallint, i4 int, amount numeric(12,2), note text,
@@ -344,10 +344,24 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
     const doc = '{"a": "x\\ty"}';
     const source = await createTestDatabase('chtsv');
     const reader = createSource({ kind: 'relational', config: source.config }, { mirror: 'tsv' });
-    const destination = newDestination();
+    // via_tsv: the snapshot's COPY text; via_tuples: a batch's new rows, held
+    // as the TupleData pgoutput sends; via_rowbinary: the same batch into a
+    // table sorted by a non-key column, whose new rows are encoded as RowBinary.
     const viaTsv = table('via_tsv', columns);
+    const viaTuples = table('via_tuples', columns);
     const viaRowBinary = table('via_rowbinary', columns);
+    const destination = newDestination({
+      mappings: [
+        {
+          source: viaRowBinary.source,
+          destination: viaRowBinary.destination,
+          exclude: [],
+          columns: [{ sourceName: 'nn_note', ordering: 1 }],
+        },
+      ],
+    });
     const lines = vi.spyOn(TabSeparatedRows.prototype, 'writeLines');
+    const tuples = vi.spyOn(TabSeparatedRows.prototype, 'writeTuples');
     try {
       await source.client.query(`CREATE TABLE items (${pgColumns})`);
       await source.client.query(
@@ -371,7 +385,7 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
          1.7976931348623157e308, 123.456, '2298-12-31', '1969-12-31')`,
         [note, doc],
       );
-      await destination.setupTables([viaTsv, viaRowBinary]);
+      await destination.setupTables([viaTsv, viaTuples, viaRowBinary]);
       const snapshot = await reader.openSnapshotReader(null);
       const copyRows: (string | null)[][] = [];
       try {
@@ -391,15 +405,18 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
         await snapshot.close();
       }
       expect(lines).toHaveBeenCalled();
-      // The same rows through the RowBinary encoders: a change batch.
-      await destination.syncBatch(
-        batch(
-          `tsv-${randomBytes(3).toString('hex')}`,
-          1n,
-          viaRowBinary,
-          copyRows.map((row) => insert(...row)),
-        ),
-      );
+      // The same rows as a change batch's inserts, into each of the other tables.
+      for (const target of [viaTuples, viaRowBinary]) {
+        await destination.syncBatch(
+          batch(
+            `tsv-${randomBytes(3).toString('hex')}`,
+            1n,
+            target,
+            copyRows.map((row) => insert(...row)),
+          ),
+        );
+        expect(tuples).toHaveBeenCalledTimes(1);
+      }
       const select = columns
         .map((each) =>
           ['note', 'doc', 'raw', 'nn_raw'].includes(each.name)
@@ -409,7 +426,8 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
         .map((expression, index) => `${expression} AS c${index}`)
         .join(', ');
       const loaded = await rows('via_tsv', select, 'id');
-      expect(loaded).toEqual(await rows('via_rowbinary', select, 'id'));
+      expect(await rows('via_tuples', select, 'id')).toEqual(loaded);
+      expect(await rows('via_rowbinary', select, 'id')).toEqual(loaded);
       // And what the values are, so that both formats cannot be wrong alike.
       const first = loaded[0] as Record<string, string>;
       expect(Buffer.from(first.c4 ?? '', 'hex').toString()).toBe(note);
@@ -472,6 +490,7 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
       }
     } finally {
       lines.mockRestore();
+      tuples.mockRestore();
       await reader.close();
       await destination.close();
       await source.drop();

@@ -5,9 +5,9 @@
 // new rows this way too and sends them on as TabSeparated. This is hot:
 // strings are concatenated, not joined from arrays.
 import { EngineError } from '../errors.ts';
-import { formatTableName } from '../resources/mirror.ts';
+import { formatTableName, type TableName } from '../resources/mirror.ts';
 import { tupleCellKind, type WireTuple } from './changes.ts';
-import { copyEscapeLetters, copyNull, escapeCopyText } from './copy-text.ts';
+import { copyNull, escapeCopyText, writeCopyEscaped } from './copy-text.ts';
 import { type DestinationTable, isUnchangedToast, type RowImage } from './records.ts';
 
 /** A whole row's COPY text line, for the target table itself. */
@@ -49,35 +49,23 @@ export function writeTupleLine(
     if (cell > 0) target[write++] = tab;
     const kind = source[read++];
     if (kind === tupleCellKind.text) {
-      const length = source.readUInt32BE(read);
-      read += 4;
-      const end = read + length;
-      for (; read < end; read++) {
-        const byte = source[read] as number;
-        const escapeLetter = copyEscapeLetters[byte] as number;
-        if (escapeLetter === 0) {
-          target[write++] = byte;
-        } else {
-          target[write++] = backslash;
-          target[write++] = escapeLetter;
-        }
-      }
+      const start = read + 4;
+      read = start + source.readUInt32BE(read);
+      write = writeCopyEscaped(source, start, read, target, write);
     } else if (kind === tupleCellKind.null || kind === tupleCellKind.unchangedToast) {
       target[write++] = backslash;
       target[write++] = capitalN;
     } else {
-      throw binaryValueError(table);
+      throw binaryValueError(table.destination);
     }
   }
   target[write++] = newline;
   return write;
 }
 
-function binaryValueError(table: DestinationTable): EngineError {
-  return new EngineError(
-    'decode',
-    `binary tuple value in ${formatTableName(table.destination)}; text format expected`,
-  );
+/** A binary cell where text was asked for: the source streams text only. */
+export function binaryValueError(table: TableName): EngineError {
+  return new EngineError('decode', `binary tuple value in ${formatTableName(table)}; text format expected`);
 }
 
 /** A row's fields in COPY text, tab-separated (built by concatenation: this runs for every row). */
@@ -88,7 +76,7 @@ export function rowFields(table: DestinationTable, row: RowImage): string {
     let field: string;
     if (typeof cell === 'string') field = escapeCopyText(cell);
     else if (cell === null || cell === undefined || isUnchangedToast(cell)) field = copyNull;
-    else throw binaryValueError(table);
+    else throw binaryValueError(table.destination);
     line = index === 0 ? field : `${line}\t${field}`;
   }
   return line;

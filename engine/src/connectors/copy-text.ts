@@ -30,6 +30,31 @@ copyEscapeLetters[0x0a] = 0x6e; // \n
 copyEscapeLetters[0x0d] = 0x72; // \r
 copyEscapeLetters[0x09] = 0x74; // \t
 
+/**
+ * Writes bytes [start, end) of `source` with those four escapes at `offset`
+ * of `target` (at least twice their length free); returns where they end.
+ */
+export function writeCopyEscaped(
+  source: Buffer,
+  start: number,
+  end: number,
+  target: Buffer,
+  offset: number,
+): number {
+  let write = offset;
+  for (let read = start; read < end; read++) {
+    const byte = source[read] as number;
+    const escapeLetter = copyEscapeLetters[byte] as number;
+    if (escapeLetter === 0) {
+      target[write++] = byte;
+    } else {
+      target[write++] = 0x5c; // a backslash
+      target[write++] = escapeLetter;
+    }
+  }
+  return write;
+}
+
 export const copyNull = '\\N';
 
 /** A text[] literal of plain names, for COPY: `{"a","b"}` with quotes and backslashes escaped. */

@@ -8,9 +8,9 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
 import { type FinalState, finalStates, type TableFinalStates } from '../coalesce.ts';
-import type { CopyTextRows } from '../copy-rows.ts';
-import { copyTextLineBlocks, copyTextRowBatches, parseCopyTextLines } from '../copy-text.ts';
+import { copyTextLineBlocks, copyTextRowBatches } from '../copy-text.ts';
 import { type DestinationTable, isUnchangedToast, type RowChangeImages, type RowImage } from '../records.ts';
+import type { TupleDataRows } from '../tuple-rows.ts';
 import { type EncodableCell, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
 import { rowVersion } from './row-version.ts';
 import { isDeletedColumn, type TableWriter, versionColumn, writeRow } from './schema.ts';
@@ -267,8 +267,8 @@ export async function applyTableChanges(
       await writeNewRows(transport, target, target.tabSeparated, rowVersion(batchId, 0), newRows);
     } else {
       const inserts: RowChangeImages[] = newRows
-        .chunks()
-        .flatMap((chunk) => parseCopyTextLines(chunk).map((newRow) => ({ kind: 'insert' as const, newRow })));
+        .rows()
+        .map((newRow) => ({ kind: 'insert' as const, newRow }));
       later = { changes: [...inserts, ...(later?.changes ?? [])], firstIndex: 0 };
     }
   }
@@ -281,7 +281,7 @@ async function writeNewRows(
   target: TableWriter,
   { rows, insertSql, settings }: NonNullable<TableWriter['tabSeparated']>,
   firstVersion: bigint,
-  newRows: CopyTextRows,
+  newRows: TupleDataRows,
 ): Promise<void> {
   await transport.insert(
     insertSql,
@@ -289,7 +289,7 @@ async function writeNewRows(
       const writer = chunkWriter();
       let version = firstVersion;
       for (const block of newRows.chunks()) {
-        version += BigInt(rows.writeLines(block, writer, version));
+        version += BigInt(rows.writeTuples(block, writer, version));
         if (writer.length >= chunkBytes) yield writer.take();
       }
       if (writer.length > 0) yield writer.take();

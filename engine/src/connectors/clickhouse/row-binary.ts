@@ -29,6 +29,7 @@ import {
   type ScalarValue,
 } from '../../model/parse-text.ts';
 import { type ColumnType, describeColumnType } from '../../model/value-kind.ts';
+import { writeCopyEscaped } from '../copy-text.ts';
 import { type ChType, formatChType } from './types.ts';
 
 /** A growable byte buffer; `take` hands out what was written and starts over. */
@@ -80,6 +81,12 @@ export class RowBinaryWriter {
     if (end <= start) return;
     this.#reserve(end - start);
     this.#length += source.copy(this.#buffer, this.#length, start, end);
+  }
+
+  /** Bytes [start, end) of `source` with COPY text's escapes, which TabSeparated reads too. */
+  copyEscaped(source: Buffer, start: number, end: number): void {
+    this.#reserve(2 * (end - start));
+    this.#length = writeCopyEscaped(source, start, end, this.#buffer, this.#length);
   }
 
   /** Text of one-byte characters (digits, signs, separators), without a length. */

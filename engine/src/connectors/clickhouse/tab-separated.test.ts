@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { tupleData } from '../../../../test/support/wire-tuple.ts';
 import type { ColumnType } from '../../model/value-kind.ts';
+import { parseCopyTextLine } from '../copy-text.ts';
+import { unchangedToast } from '../records.ts';
 import { columnEncoder, RowBinaryWriter } from './row-binary.ts';
 import { serverCapabilities } from './server.ts';
 import { TabSeparatedRows, tabSeparatedPlan, tabSeparatedSettings } from './tab-separated.ts';
@@ -21,7 +24,11 @@ function planOf(columns: readonly (readonly [ColumnType, string])[], capabilitie
   );
 }
 
-/** The TabSeparated text the lines of COPY text become, with a flag field and the version. */
+/**
+ * The TabSeparated text the lines of COPY text become, with a flag field and
+ * the version; the same rows given as TupleData (a batch's new rows) must
+ * become the same text.
+ */
 function convert(
   columns: readonly (readonly [ColumnType, string])[],
   lines: readonly string[],
@@ -36,10 +43,15 @@ function convert(
     ['0'],
     capabilities,
   );
-  const out = new RowBinaryWriter(16);
+  const fromLines = new RowBinaryWriter(16);
   const block = Buffer.from(lines.map((line) => `${line}\n`).join(''));
-  expect(rows.writeLines(block, out, firstVersion)).toBe(lines.length);
-  return out.take().toString('utf8').split('\n').slice(0, -1);
+  expect(rows.writeLines(block, fromLines, firstVersion)).toBe(lines.length);
+  const fromTuples = new RowBinaryWriter(16);
+  const records = Buffer.concat(lines.map((line) => tupleData(parseCopyTextLine(line))));
+  expect(rows.writeTuples(records, fromTuples, firstVersion)).toBe(lines.length);
+  const text = fromLines.take().toString('utf8');
+  expect(fromTuples.take().toString('utf8')).toBe(text);
+  return text.split('\n').slice(0, -1);
 }
 
 const int64 = { kind: 'int64' } as const;
@@ -254,6 +266,31 @@ describe('TabSeparatedRows', () => {
     ] as const;
     expect(() => convert(columns, ['1'])).toThrow('a COPY row of public.t has 1 fields, not 2');
     expect(() => convert(columns, ['1\ta\tb'])).toThrow('a COPY row of public.t has 3 fields, not 2');
+  });
+
+  it('writes TupleData: a text of backslash-N escaped, an unchanged TOAST cell as NULL; refuses binary cells and a wrong count', () => {
+    const columns = [
+      [int64, 'Int64'],
+      [text, 'Nullable(String)'],
+    ] as const;
+    const plan = planOf(columns);
+    if (!plan) throw new Error('no plan');
+    const rows = new TabSeparatedRows(
+      { source: { schema: 'public', table: 't' }, columns: plan },
+      plan,
+      [],
+      current,
+    );
+    const out = new RowBinaryWriter(16);
+    const records = Buffer.concat([tupleData(['1', '\\N']), tupleData(['2', unchangedToast])]);
+    expect(rows.writeTuples(records, out, 5n)).toBe(2);
+    expect(out.take().toString()).toBe('1\t\\\\N\t5\n2\t\\N\t6\n');
+    expect(() => rows.writeTuples(tupleData(['1', Buffer.from('x')]), out)).toThrow(
+      'binary tuple value in public.t; text format expected',
+    );
+    expect(() => rows.writeTuples(tupleData(['1']), out)).toThrow(
+      'a COPY row of public.t has 1 fields, not 2',
+    );
   });
 });
 

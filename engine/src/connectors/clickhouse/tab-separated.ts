@@ -2,7 +2,10 @@
 // TabSeparated share their framing (a row per line, tab between fields, `\N`
 // for NULL) and their backslash escapes, so most fields can go to the server
 // as the source wrote them, without being parsed and encoded as RowBinary
-// (which cost the engine several times the CPU of the whole pipe).
+// (which cost the engine several times the CPU of the whole pipe). A batch's
+// new rows are written the same way from the text of the source's TupleData
+// (tuple-rows.ts): there the fields come unescaped, each with its length, and
+// are escaped as they are copied.
 //
 // A table is loaded this way only when every mapped column has a rule below;
 // any other table (Float32; floats and dates on servers before 22.8, which
@@ -31,7 +34,9 @@ import { EngineError } from '../../errors.ts';
 import { civilFromDays, daysFromCivil, formatCivilDate } from '../../model/calendar.ts';
 import type { ValueKind } from '../../model/value-kind.ts';
 import { formatTableName } from '../../resources/mirror.ts';
-import { type CopyTable, copyRowWidthError } from '../copy-text.ts';
+import { tupleCellKind } from '../changes.ts';
+import { binaryValueError } from '../copy-lines.ts';
+import { type CopyTable, copyNull, copyRowWidthError } from '../copy-text.ts';
 import { type CellEncoder, RowBinaryReader, RowBinaryWriter, unwrapLowCardinality } from './row-binary.ts';
 import type { ServerCapabilities } from './server.ts';
 import { decimalText, timeText } from './sql.ts';
@@ -95,15 +100,23 @@ function writeEscapedBytes(out: RowBinaryWriter, bytes: Uint8Array): void {
 }
 
 /**
- * Writes bytea's hex text (`\\x` and pairs of hex digits, as COPY writes it
- * with its backslash doubled) at [start, end) as the bytes it stands for;
- * false, having written nothing, when the field is not that.
+ * Writes bytea's hex text (`\x` and pairs of hex digits; as COPY writes it,
+ * `escaped`, its backslash is doubled) at [start, end) as the bytes it stands
+ * for; false, having written nothing, when the field is not that.
  */
-function writeHexBytes(line: Buffer, start: number, end: number, out: RowBinaryWriter): boolean {
-  if (line[start] !== backslash || line[start + 1] !== backslash || line[start + 2] !== lowerX) return false;
-  if ((end - start - 3) % 2 !== 0) return false;
-  for (let at = start + 3; at < end; at++) if ((hexValues[line[at] ?? 0] ?? -1) < 0) return false;
-  for (let at = start + 3; at < end; at += 2) {
+function writeHexBytes(
+  line: Buffer,
+  start: number,
+  end: number,
+  out: RowBinaryWriter,
+  escaped: boolean,
+): boolean {
+  const digitsStart = escaped ? start + 3 : start + 2;
+  if (line[start] !== backslash || line[digitsStart - 1] !== lowerX) return false;
+  if (escaped && line[start + 1] !== backslash) return false;
+  if ((end - digitsStart) % 2 !== 0) return false;
+  for (let at = digitsStart; at < end; at++) if ((hexValues[line[at] ?? 0] ?? -1) < 0) return false;
+  for (let at = digitsStart; at < end; at += 2) {
     writeEscapedByte(out, ((hexValues[line[at] ?? 0] ?? 0) << 4) | (hexValues[line[at + 1] ?? 0] ?? 0));
   }
   return true;
@@ -315,7 +328,24 @@ function commonTimestamp(
 const maxSafeVersion = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
- * Writes the rows of a table's COPY text as TabSeparated, each followed by
+ * The versions of a block's rows: none (an initial load), or `first` and each
+ * next row the next one. A block holds at most a row a byte: when its last
+ * version is a safe integer, versions are counted as numbers (`firstSafe`),
+ * without a BigInt per row.
+ */
+class RowVersions {
+  readonly first: bigint | undefined;
+  readonly firstSafe: number | undefined;
+
+  constructor(block: Buffer, first: bigint | undefined) {
+    this.first = first;
+    this.firstSafe =
+      first !== undefined && first + BigInt(block.length) <= maxSafeVersion ? Number(first) : undefined;
+  }
+}
+
+/**
+ * Writes the rows of a table's COPY text, or of its TupleData, as TabSeparated, each followed by
  * the metadata columns: not soft-deleted, not deleted, and a version (0 for
  * an initial load; for a batch's new rows, each row its own).
  */
@@ -354,32 +384,43 @@ export class TabSeparatedRows {
    * version and each next row the next one.
    */
   writeLines(block: Buffer, out: RowBinaryWriter, firstVersion?: bigint): number {
-    // A block holds at most a row a byte: when its last version is a safe
-    // integer, versions are counted as numbers, without a BigInt per row.
-    const firstSafeVersion =
-      firstVersion !== undefined && firstVersion + BigInt(block.length) <= maxSafeVersion
-        ? Number(firstVersion)
-        : undefined;
+    const versions = new RowVersions(block, firstVersion);
     let rowCount = 0;
     let lineStart = 0;
     while (lineStart < block.length) {
       const lineEnd = block.indexOf(newline, lineStart);
       this.#writeLine(block, lineStart, lineEnd, out);
-      if (firstVersion === undefined) {
-        out.bytes(this.#loadRowEnd);
-      } else {
-        out.bytes(this.#flagFields);
-        out.ascii(
-          firstSafeVersion === undefined
-            ? (firstVersion + BigInt(rowCount)).toString()
-            : String(firstSafeVersion + rowCount),
-        );
-        out.u8(newline);
-      }
-      rowCount++;
+      this.#writeRowEnd(out, versions, rowCount++);
       lineStart = lineEnd + 1;
     }
     return rowCount;
+  }
+
+  /**
+   * Writes every row of `block`, pgoutput's TupleData records back to back
+   * (tuple-rows.ts), each cell's text as PostgreSQL's output wrote it, not
+   * escaped; returns the row count. Versions as `writeLines` gives them.
+   */
+  writeTuples(block: Buffer, out: RowBinaryWriter, firstVersion?: bigint): number {
+    const versions = new RowVersions(block, firstVersion);
+    let rowCount = 0;
+    let recordStart = 0;
+    while (recordStart < block.length) {
+      recordStart = this.#writeTuple(block, recordStart, out);
+      this.#writeRowEnd(out, versions, rowCount++);
+    }
+    return rowCount;
+  }
+
+  #writeRowEnd(out: RowBinaryWriter, versions: RowVersions, rowIndex: number): void {
+    if (versions.first === undefined) {
+      out.bytes(this.#loadRowEnd);
+      return;
+    }
+    out.bytes(this.#flagFields);
+    if (versions.firstSafe === undefined) out.ascii((versions.first + BigInt(rowIndex)).toString());
+    else out.digits(versions.firstSafe + rowIndex);
+    out.u8(newline);
   }
 
   #writeLine(line: Buffer, start: number, end: number, out: RowBinaryWriter): void {
@@ -392,16 +433,56 @@ export class TabSeparatedRows {
       let fieldEnd = fieldStart;
       while (fieldEnd < end && line[fieldEnd] !== tab) fieldEnd++;
       if ((fieldEnd === end) !== (index === last)) throw this.#widthError(line, start, end);
-      if (this.#writeField(columns[index] as ColumnPlan, line, fieldStart, fieldEnd, out, run))
+      const column = columns[index] as ColumnPlan;
+      if (
+        fieldEnd - fieldStart === 2 &&
+        line[fieldStart] === backslash &&
+        line[fieldStart + 1] === capitalN
+      ) {
+        if (!column.nullable) {
+          out.copy(line, run, fieldStart);
+          out.ascii(column.zeroText);
+          run = fieldEnd;
+        }
+      } else if (this.#writeField(column, line, fieldStart, fieldEnd, out, run, true)) {
         run = fieldEnd;
+      }
       fieldStart = fieldEnd + 1;
     }
     out.copy(line, run, end);
   }
 
+  /** Writes the TupleData record at `start` of `block` as a row's fields; returns where the record ends. */
+  #writeTuple(block: Buffer, start: number, out: RowBinaryWriter): number {
+    const columns = this.#columns;
+    const cellCount = block.readUInt16BE(start);
+    if (cellCount !== columns.length) throw copyRowWidthError(this.#table, cellCount);
+    let read = start + 2;
+    for (let index = 0; index < cellCount; index++) {
+      if (index > 0) out.u8(tab);
+      const column = columns[index] as ColumnPlan;
+      const kind = block[read++];
+      if (kind === tupleCellKind.text) {
+        const fieldStart = read + 4;
+        read = fieldStart + block.readUInt32BE(read);
+        if (!this.#writeField(column, block, fieldStart, read, out, fieldStart, false)) {
+          out.copyEscaped(block, fieldStart, read);
+        }
+      } else if (kind === tupleCellKind.null || kind === tupleCellKind.unchangedToast) {
+        out.ascii(column.nullable ? copyNull : column.zeroText);
+      } else {
+        throw binaryValueError(this.#table.source);
+      }
+    }
+    return read;
+  }
+
   /**
-   * Leaves the field [start, end) in the run of unchanged bytes (false), or
-   * writes the run up to it, then what the field becomes (true).
+   * Leaves the field [start, end), not NULL, as it is (false): in the run of
+   * unchanged bytes that starts at `run`, or for the caller to write. Or
+   * writes the run up to it, then what the field becomes (true). `escaped`:
+   * the field is COPY text, with its escapes; else as PostgreSQL's output
+   * wrote it.
    */
   #writeField(
     column: ColumnPlan,
@@ -410,20 +491,15 @@ export class TabSeparatedRows {
     end: number,
     out: RowBinaryWriter,
     run: number,
+    escaped: boolean,
   ): boolean {
-    if (end - start === 2 && line[start] === backslash && line[start + 1] === capitalN) {
-      if (column.nullable) return false;
-      out.copy(line, run, start);
-      out.ascii(column.zeroText);
-      return true;
-    }
     switch (column.rule) {
       case 'as-is':
         return false;
       case 'bytes': {
         out.copy(line, run, start);
-        if (writeHexBytes(line, start, end, out)) return true;
-        const bytes = this.#converted(column, line, start, end);
+        if (writeHexBytes(line, start, end, out, escaped)) return true;
+        const bytes = this.#converted(column, line, start, end, escaped);
         if (typeof bytes === 'string') out.ascii(bytes);
         else writeEscapedBytes(out, bytes);
         return true;
@@ -461,7 +537,7 @@ export class TabSeparatedRows {
       }
     }
     out.copy(line, run, start);
-    const converted = this.#converted(column, line, start, end);
+    const converted = this.#converted(column, line, start, end, escaped);
     if (typeof converted === 'string') out.ascii(converted);
     else writeEscapedBytes(out, converted);
     return true;
@@ -471,10 +547,16 @@ export class TabSeparatedRows {
    * The field through the column's RowBinary encoder, read back: as text, or
    * as the bytes of a String, to be escaped.
    */
-  #converted(column: ColumnPlan, line: Buffer, start: number, end: number): string | Buffer {
-    // Numbers, times and bytea's text: ASCII, without escapes but bytea's doubled backslash.
+  #converted(
+    column: ColumnPlan,
+    line: Buffer,
+    start: number,
+    end: number,
+    escaped: boolean,
+  ): string | Buffer {
+    // Numbers, times and bytea's text: ASCII, without escapes but bytea's doubled backslash in COPY text.
     const text = line.toString('latin1', start, end);
-    column.encoder(this.#scratch, column.rule === 'bytes' ? text.replaceAll('\\\\', '\\') : text);
+    column.encoder(this.#scratch, escaped && column.rule === 'bytes' ? text.replaceAll('\\\\', '\\') : text);
     const value = new RowBinaryReader(this.#scratch.take()).value(column.type);
     if (value === null) return '\\N';
     if (Buffer.isBuffer(value)) return value;

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { wireTuple } from '../../../../test/support/wire-tuple.ts';
-import { parseCopyTextLine } from '../copy-text.ts';
-import type { DestinationTable, RowChange } from '../records.ts';
+import type { DestinationTable, RowChange, RowImage } from '../records.ts';
 import { ClickHouseTableChanges } from './table-changes.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
@@ -33,13 +32,12 @@ function held(changes: readonly RowChange[]): ClickHouseTableChanges {
   return buffer;
 }
 
-function newRowsOf(buffer: ClickHouseTableChanges): (string | null)[][] {
-  const text = Buffer.concat(buffer.newRows?.chunks() ?? []).toString();
-  return text.split('\n').slice(0, -1).map(parseCopyTextLine);
+function newRowsOf(buffer: ClickHouseTableChanges): RowImage[] | undefined {
+  return buffer.newRows?.rows();
 }
 
 describe('ClickHouseTableChanges', () => {
-  it('holds the leading inserts as COPY text and every change after them as records, indexed in order', () => {
+  it('holds the leading inserts as TupleData and every change after them as records, indexed in order', () => {
     const later = [update('1', 'b'), insert('3', 'c')];
     const buffer = held([insert('1', 'a\tb'), insert('2', null), ...later]);
     expect(newRowsOf(buffer)).toEqual([
@@ -62,15 +60,16 @@ describe('ClickHouseTableChanges', () => {
     expect(held([insert('1', 'a')]).later).toBeUndefined();
   });
 
-  it('counts the bytes of a line for a new row and of the record for a later change', () => {
+  it('counts the bytes of the TupleData of a new row and of the record of a later change', () => {
     const buffer = new ClickHouseTableChanges(table);
-    expect(buffer.add(insert('1', 'abc'))).toBe('1\tabc\n'.length);
+    // The cell count, then a kind and a length before each value.
+    expect(buffer.add(insert('1', 'abc'))).toBe(2 + 5 + 1 + 5 + 3);
     expect(buffer.add(update('1', 'abcd'))).toBeGreaterThan(80);
   });
 
   it('holds leading inserts given undecoded as new rows, counting each in the changes’ order', () => {
     const buffer = new ClickHouseTableChanges(table);
-    expect(buffer.addInsertTuple(wireTuple(['1', 'a\tb']))).toBe('1\ta\\tb\n'.length);
+    expect(buffer.addInsertTuple(wireTuple(['1', 'a\tb']))).toBe(2 + 5 + 1 + 5 + 3);
     buffer.add(insert('2', null));
     buffer.add(update('1', 'b'));
     // After a later change: the insert must come decoded, through add.

@@ -2,10 +2,10 @@
 // the moment they are decoded (Destination.changeBuffer), in two parts that
 // apply.ts writes in order:
 //
-// 1. the rows inserted before any other change, as COPY text lines
-//    (copy-rows.ts): a table that loads as TabSeparated gets them as they are,
-//    each at the version of its own change, with no final state made and no
-//    RowBinary encoded;
+// 1. the rows inserted before any other change, as the source's TupleData
+//    (tuple-rows.ts): a table that loads as TabSeparated gets them written
+//    from those bytes, each at the version of its own change, with no final
+//    state made and no RowBinary encoded;
 // 2. every change after those, as records, folded into final states at the
 //    write (coalesce.ts).
 //
@@ -16,13 +16,13 @@
 // reads the value just inserted. A truncate drops part 1, as applying it in
 // order would have.
 import type { WireTuple } from '../changes.ts';
-import { CopyTextRows } from '../copy-rows.ts';
 import { type ChangeBuffer, changeHeapBytes, type DestinationTable, type RowChange } from '../records.ts';
+import { TupleDataRows } from '../tuple-rows.ts';
 
 export class ClickHouseTableChanges implements ChangeBuffer {
   readonly #table: DestinationTable;
   #changeCount = 0;
-  #newRows: CopyTextRows | undefined;
+  #newRows: TupleDataRows | undefined;
   #later: RowChange[] | undefined;
   #laterFirstIndex = 0;
 
@@ -33,14 +33,14 @@ export class ClickHouseTableChanges implements ChangeBuffer {
   addInsertTuple(tuple: WireTuple): number | undefined {
     if (this.#later !== undefined) return undefined;
     this.#changeCount++;
-    this.#newRows ??= new CopyTextRows(this.#table);
+    this.#newRows ??= new TupleDataRows(this.#table);
     return this.#newRows.addTuple(tuple);
   }
 
   add(change: RowChange): number {
     const index = this.#changeCount++;
     if (change.kind === 'insert' && this.#later === undefined) {
-      this.#newRows ??= new CopyTextRows(this.#table);
+      this.#newRows ??= new TupleDataRows(this.#table);
       return this.#newRows.add(change.newRow);
     }
     if (change.kind === 'truncate') {
@@ -55,8 +55,8 @@ export class ClickHouseTableChanges implements ChangeBuffer {
     return changeHeapBytes(change);
   }
 
-  /** The leading inserts as COPY text, the first at index 0; undefined when there are none. */
-  get newRows(): CopyTextRows | undefined {
+  /** The leading inserts as TupleData, the first at index 0; undefined when there are none. */
+  get newRows(): TupleDataRows | undefined {
     return this.#newRows;
   }
 

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { tupleData, wireTuple } from '../../../test/support/wire-tuple.ts';
+import type { DestinationTable, RowImage } from './records.ts';
+import { unchangedToast } from './records.ts';
+import { TupleDataRows } from './tuple-rows.ts';
+
+const table: DestinationTable = {
+  source: { schema: 'public', table: 't' },
+  destination: { schema: 'public', table: 'd' },
+  columns: [
+    { name: 'id', typeOid: 23, typeModifier: -1, typeName: 'integer', notNull: true },
+    { name: 'v', typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false },
+  ],
+  keyColumns: ['id'],
+};
+
+describe('TupleDataRows', () => {
+  it('holds decoded rows as the TupleData pgoutput sends for them, and undecoded ones as their bytes', () => {
+    const rows = new TupleDataRows(table);
+    const decoded: RowImage = ['1', 'tab\there, é and 😀'];
+    expect(rows.add(decoded)).toBe(tupleData(decoded).length);
+    expect(rows.addTuple(wireTuple(['2', null]))).toBe(tupleData(['2', null]).length);
+    rows.add(['3', unchangedToast]);
+    expect(Buffer.concat(rows.chunks())).toEqual(
+      Buffer.concat([tupleData(decoded), tupleData(['2', null]), tupleData(['3', unchangedToast])]),
+    );
+    expect(rows.rows()).toEqual([decoded, ['2', null], ['3', unchangedToast]]);
+  });
+
+  it('seals chunks on whole records, which read back in order', () => {
+    const rows = new TupleDataRows(table);
+    const expected: RowImage[] = [];
+    for (let id = 0; id < 5000; id++) {
+      const row = [String(id), 'x'.repeat(id % 97)];
+      expected.push(row);
+      if (id % 2 === 0) rows.add(row);
+      else rows.addTuple(wireTuple(row));
+    }
+    expect(rows.chunks().length).toBeGreaterThan(2);
+    expect(rows.rows()).toEqual(expected);
+  });
+
+  it('refuses a binary cell, which the source does not send', () => {
+    expect(() => new TupleDataRows(table).add(['1', Buffer.from('x')])).toThrow(
+      'binary tuple value in public.d; text format expected',
+    );
+    const rows = new TupleDataRows(table);
+    rows.addTuple(wireTuple(['1', Buffer.from('x')]));
+    expect(() => rows.rows()).toThrow('binary tuple value in public.d');
+  });
+});
