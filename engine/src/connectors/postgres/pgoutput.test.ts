@@ -268,6 +268,26 @@ describe('decodePgoutput', () => {
     expect(tuple.cells()).toBe(tuple.cells());
   });
 
+  it('keeps every tuple its own bytes when the messages come in one reused buffer, small and large', () => {
+    // Tuples share slabs of copies: enough rows to fill several, and one larger than a slab's share.
+    const rows = Array.from({ length: 3000 }, (_, id) => [
+      String(id),
+      id === 1500 ? 'x'.repeat(20_000) : `v${id}`,
+    ]);
+    const reused = Buffer.alloc(32 * 1024);
+    const tuples = rows.map((cells) => {
+      const data = encode().char('I').uint32(1).char('N').tuple(cells).build();
+      data.copy(reused);
+      const message = decodePgoutput(reused.subarray(0, data.length));
+      reused.fill(0);
+      if (message.tag !== 'insert' || !isWireTuple(message.newTuple))
+        throw new Error('expected a wire tuple');
+      expect(message.newTuple.bytes).toEqual(data.subarray(6));
+      return message.newTuple;
+    });
+    expect(tuples.map((tuple) => tuple.cells())).toEqual(rows);
+  });
+
   it('decodes ASCII and multi-byte text cells of one tuple alike, each its own value', () => {
     const cells = ['plain', 'héllo ✓', 'a much longer plain ascii value of the row', '', '日本語', 'x'];
     const data = encode().char('I').uint32(1).char('N').tuple(cells).build();

@@ -374,7 +374,7 @@ class Cursor {
         throw this.fail(kindOffset, `unknown tuple column kind 0x${kind.toString(16).padStart(2, '0')}`);
       }
     }
-    return new PgoutputWireTuple(Buffer.from(this.#data.subarray(start, this.offset)), columnCount);
+    return new PgoutputWireTuple(copyOut(this.#data, start, this.offset), columnCount);
   }
 
   /** TupleData: an Int16 column count, then per column a kind byte and maybe a value. */
@@ -404,6 +404,30 @@ class Cursor {
   end(): void {
     if (this.offset !== this.#data.length) throw this.fail(this.offset, 'trailing bytes');
   }
+}
+
+// Inserts' tuples are copied out of the message (pg's parse buffer, which it
+// reuses) into shared slabs: a view of a slab costs less than half a Buffer of
+// its own, which took ~5% of the engine's CPU in a ClickHouse CDC profile
+// (docs/benchmarks.md). A slab lives while any of its views does: a tuple is
+// held from decoding until a destination copied or decoded it, and a slab is
+// small, so a view kept longer pins little.
+const tupleSlabBytes = 64 * 1024;
+let tupleSlab = Buffer.allocUnsafe(tupleSlabBytes);
+let tupleSlabUsed = 0;
+
+/** Bytes [start, end) of `data`, copied into a slab (a large tuple into a buffer of its own). */
+function copyOut(data: Buffer, start: number, end: number): Buffer {
+  const length = end - start;
+  if (length > tupleSlabBytes / 8) return Buffer.from(data.subarray(start, end));
+  if (tupleSlabUsed + length > tupleSlabBytes) {
+    tupleSlab = Buffer.allocUnsafe(tupleSlabBytes);
+    tupleSlabUsed = 0;
+  }
+  data.copy(tupleSlab, tupleSlabUsed, start, end);
+  const copied = tupleSlab.subarray(tupleSlabUsed, tupleSlabUsed + length);
+  tupleSlabUsed += length;
+  return copied;
 }
 
 /** A TupleData copied out of its message, decoded on first use (changes.ts, WireTuple). */
