@@ -8,6 +8,7 @@ import { clickhouseEngines } from '../../test/support/clickhouse-engines.ts';
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { loadAverage } from '../lib/machine.ts';
+import { ServerCpu } from '../lib/server-cpu.ts';
 import { sourceDatabase, uniqueName } from '../lib/servers.ts';
 import { alternate, describe, figure, summarize, timed, until } from '../lib/stats.ts';
 import {
@@ -99,8 +100,16 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
     streaming: [],
     ceiling: [],
   };
-  // Microseconds of this process's CPU (the engine runs in it) during each CDC drain.
+  // Microseconds of this process's CPU (the engine runs in it) during each CDC
+  // drain, and seconds of the source server's (its walsender, mostly) during
+  // each drain, the ceiling's too.
   const engineCpuMicros: Record<'cdc' | 'streaming', number[]> = { cdc: [], streaming: [] };
+  const sourceCpuSeconds: Record<'cdc' | 'streaming' | 'ceiling', number[]> = {
+    cdc: [],
+    streaming: [],
+    ceiling: [],
+  };
+  const sourceCpu = await ServerCpu.of(source.client);
   try {
     await source.client.query(`CREATE TABLE chsnap (${tableColumns})`);
     await insertRows(source.client, 'chsnap', rows);
@@ -109,8 +118,9 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
     for (let round = 0; round < rounds; round++) {
       for (const system of alternate(['floor', 'snapshot', 'cdc', 'streaming', 'ceiling'] as const, round)) {
         if (system === 'ceiling') {
-          const seconds = await drainBacklog(source, `chceil_${round}`);
+          const { seconds, sourceSeconds } = await drainBacklog(source, `chceil_${round}`, sourceCpu);
           runs.ceiling.push(rows / seconds);
+          sourceCpuSeconds.ceiling.push(sourceSeconds);
           console.log(`  clickhouse round ${round + 1} source ceiling: ${Math.round(rows / seconds)} rows/s`);
           continue;
         }
@@ -163,6 +173,7 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
               streaming: system === 'streaming',
             });
             const cpuBefore = process.cpuUsage();
+            const sourceCpuBefore = sourceCpu.seconds();
             const elapsed = await cdcUntil(
               source,
               catalog,
@@ -173,6 +184,7 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
             );
             const cpu = process.cpuUsage(cpuBefore);
             engineCpuMicros[system].push(cpu.user + cpu.system);
+            sourceCpuSeconds[system].push(sourceCpu.seconds() - sourceCpuBefore);
             await expectSameInClickHouse('clickhouse cdc', config, table, await sourceSums(source, table));
             return elapsed;
           } finally {
@@ -224,15 +236,35 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
       .map(([system, summary]) => `${system} ${summary.median} (${summary.min}–${summary.max})`)
       .join(', ')} ns of the engine process's CPU a row`,
   );
+  const sourceServerCpu = Object.fromEntries(
+    (['cdc', 'streaming', 'ceiling'] as const).map((system) => [
+      system,
+      summarize(sourceCpuSeconds[system].map((seconds) => (seconds * 1e9) / rows)),
+    ]),
+  );
+  console.log(
+    `ch_cdc_source_cpu_ns_per_row     ${Object.entries(sourceServerCpu)
+      .map(([system, summary]) => `${system} ${summary.median} (${summary.min}–${summary.max})`)
+      .join(', ')} ns of the source server's CPU a row`,
+  );
   return {
     ...figures,
     ch_source_ceiling: sourceCeiling,
     ch_cdc_engine_cpu_ns_per_row: engineCpu,
+    ch_cdc_source_cpu_ns_per_row: sourceServerCpu,
   };
 }
 
-/** Seconds to read a backlog of BENCH_ROWS inserts from a new slot by a consumer that only decodes them (source-ceiling.ts). */
-async function drainBacklog(source: TestDatabase, table: string): Promise<number> {
+/**
+ * Seconds to read a backlog of BENCH_ROWS inserts from a new slot by a
+ * consumer that only decodes them (source-ceiling.ts), and the source
+ * server's CPU seconds during the read.
+ */
+async function drainBacklog(
+  source: TestDatabase,
+  table: string,
+  sourceCpu: ServerCpu,
+): Promise<{ seconds: number; sourceSeconds: number }> {
   const publication = `${table}_pub`;
   const slotName = uniqueName('bench_ch_ceiling');
   await source.client.query(`CREATE TABLE ${table} (${tableColumns})`);
@@ -240,7 +272,9 @@ async function drainBacklog(source: TestDatabase, table: string): Promise<number
   await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slotName]);
   try {
     await insertRows(source.client, table, rows);
-    return await drainDecodeOnly(source, slotName, publication, rows);
+    const sourceCpuBefore = sourceCpu.seconds();
+    const seconds = await drainDecodeOnly(source, slotName, publication, rows);
+    return { seconds, sourceSeconds: sourceCpu.seconds() - sourceCpuBefore };
   } finally {
     // The walsender of the closed stream ends on its own time; the slot is busy until it has.
     await until(
