@@ -173,6 +173,53 @@ describe('Kafka destination', () => {
     },
   );
 
+  it('keeps no admin client connected between its uses', async () => {
+    // A connected kafkajs client re-arms a timer every millisecond per broker
+    // connection: the destination connects one for each admin task and closes it.
+    const topic = randomTopic('dest-admin');
+    topics.push(topic);
+    const table = ordersTable(topic);
+    const client = kafkaClient('PLAINTEXT');
+    const connected = new Set<object>();
+    let connects = 0;
+    const makeAdmin = client.admin.bind(client);
+    client.admin = (...args) => {
+      const made = makeAdmin(...args);
+      const connect = made.connect.bind(made);
+      const disconnect = made.disconnect.bind(made);
+      made.connect = async () => {
+        await connect();
+        connected.add(made);
+        connects++;
+      };
+      made.disconnect = async () => {
+        connected.delete(made);
+        await disconnect();
+      };
+      return made;
+    };
+    const mirror = `mirror-${topic}`;
+    const target = new KafkaDestination(streamConfig('PLAINTEXT'), { mirror, logger, client });
+    try {
+      await target.check();
+      expect(connected.size).toBe(0);
+      await target.setupTables([table]);
+      expect(await target.readCheckpoint(mirror)).toBeUndefined();
+      expect(connected.size).toBe(0);
+      const insert: RowChange = {
+        kind: 'insert',
+        transaction: transaction(1),
+        newRow: ['1', '2', null, null],
+      };
+      await target.syncBatch({ ...batch(table, 1n, [insert]), mirror });
+      expect(await target.readCheckpoint(mirror)).toEqual({ batchId: 1n, lsn: 0x2001n });
+      expect(connected.size).toBe(0);
+      expect(connects).toBeGreaterThanOrEqual(3);
+    } finally {
+      await target.close();
+    }
+  });
+
   describe('partitioners on a 4-partition topic', () => {
     const partitionCount = 4;
     const batches = 3;
