@@ -9,7 +9,7 @@ import { kafkaClient, streamConfig } from '../../test/integration/kafka-support.
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { sourceDatabase, uniqueName } from '../lib/servers.ts';
-import { alternate, describe, figure, timed, until } from '../lib/stats.ts';
+import { alternate, describe, figure, summarize, timed, until } from '../lib/stats.ts';
 import {
   type Catalog,
   cdcUntil,
@@ -44,6 +44,9 @@ interface Run {
   readonly wallSeconds: number;
 }
 
+/** A Tributary run, with the CPU the engine (this process) spent a row. */
+type TributaryRun = Run & { readonly engineCpuNsPerRow: number };
+
 /** Checks the topic and takes the rate over its messages' timestamps. */
 async function measure(what: string, topic: string, wallSeconds: number): Promise<Run> {
   const contents = await readTopic(topic, rows, false);
@@ -57,7 +60,7 @@ async function tributaryRun(
   catalog: Catalog,
   table: string,
   mode: 'snapshot' | { slotName: string; publicationName: string; streaming: boolean },
-): Promise<Run> {
+): Promise<TributaryRun> {
   const topic = uniqueName(`bench-tributary-${table}`).replace(/_/g, '-');
   await createTopic(topic);
   const name = uniqueName('bench-kafka').replace(/_/g, '-');
@@ -67,6 +70,8 @@ async function tributaryRun(
     const tables = await destinationTables(source, moves);
     await destination.setupTables(tables);
     let wallSeconds: number;
+    // The engine runs in this process: its CPU during the run, a row.
+    const cpuBefore = process.cpuUsage();
     if (mode === 'snapshot') {
       const spec = mirrorSpec({
         name,
@@ -92,7 +97,9 @@ async function tributaryRun(
         async () => (await messageCount(topic)) >= rows,
       );
     }
-    return await measure(`kafka ${table} tributary`, topic, wallSeconds);
+    const cpu = process.cpuUsage(cpuBefore);
+    const engineCpuNsPerRow = Math.round(((cpu.user + cpu.system) * 1000) / rows);
+    return { ...(await measure(`kafka ${table} tributary`, topic, wallSeconds)), engineCpuNsPerRow };
   } finally {
     await destination.close();
     await deleteTopic(topic);
@@ -146,10 +153,10 @@ export async function runKafkaGroup(catalog: Catalog): Promise<Record<string, un
   const install = installDebezium();
   const source = await sourceDatabase('bench_kafka_src');
   const runs = {
-    snapshot: { tributary: [] as Run[], debezium: [] as Run[] },
+    snapshot: { tributary: [] as TributaryRun[], debezium: [] as Run[] },
     // streaming: Tributary with the `streaming` option (the default's last
     // batch waits up to the idle timeout before it is sent).
-    cdc: { tributary: [] as Run[], streaming: [] as Run[], debezium: [] as Run[] },
+    cdc: { tributary: [] as TributaryRun[], streaming: [] as TributaryRun[], debezium: [] as Run[] },
   };
   const debeziumPeakRssMiB: number[] = [];
   try {
@@ -252,5 +259,16 @@ export async function runKafkaGroup(catalog: Catalog): Promise<Record<string, un
     ),
   };
   for (const [name, value] of Object.entries(figures)) console.log(describe(name, value));
-  return { ...figures, debezium_peak_rss_mib: debeziumPeakRssMiB };
+  const cpu = (list: TributaryRun[]) => summarize(list.map((run) => run.engineCpuNsPerRow));
+  const engineCpu = {
+    snapshot: cpu(runs.snapshot.tributary),
+    cdc: cpu(runs.cdc.tributary),
+    streaming: cpu(runs.cdc.streaming),
+  };
+  console.log(
+    `kafka_engine_cpu_ns_per_row      ${Object.entries(engineCpu)
+      .map(([system, summary]) => `${system} ${summary.median} (${summary.min}–${summary.max})`)
+      .join(', ')} ns of the engine process's CPU a row`,
+  );
+  return { ...figures, kafka_engine_cpu_ns_per_row: engineCpu, debezium_peak_rss_mib: debeziumPeakRssMiB };
 }
