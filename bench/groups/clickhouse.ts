@@ -10,7 +10,7 @@ import { benchConfig } from '../lib/config.ts';
 import { loadAverage } from '../lib/machine.ts';
 import { ServerCpu } from '../lib/server-cpu.ts';
 import { sourceDatabase, uniqueName } from '../lib/servers.ts';
-import { alternate, describe, figure, summarize, timed, until } from '../lib/stats.ts';
+import { alternate, describe, describeEach, figure, summarize, timed, until } from '../lib/stats.ts';
 import {
   type Catalog,
   cdcUntil,
@@ -100,11 +100,11 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
     streaming: [],
     ceiling: [],
   };
-  // Microseconds of this process's CPU (the engine runs in it) during each CDC
-  // drain, and seconds of the source server's (its walsender, mostly) during
+  // Nanoseconds a row of this process's CPU (the engine runs in it) during
+  // each CDC drain, and of the source server's (its walsender, mostly) during
   // each drain, the ceiling's too.
-  const engineCpuMicros: Record<'cdc' | 'streaming', number[]> = { cdc: [], streaming: [] };
-  const sourceCpuSeconds: Record<'cdc' | 'streaming' | 'ceiling', number[]> = {
+  const engineCpuNsPerRow: Record<'cdc' | 'streaming', number[]> = { cdc: [], streaming: [] };
+  const sourceCpuNsPerRow: Record<'cdc' | 'streaming' | 'ceiling', number[]> = {
     cdc: [],
     streaming: [],
     ceiling: [],
@@ -120,7 +120,7 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
         if (system === 'ceiling') {
           const { seconds, sourceSeconds } = await drainBacklog(source, `chceil_${round}`, sourceCpu);
           runs.ceiling.push(rows / seconds);
-          sourceCpuSeconds.ceiling.push(sourceSeconds);
+          sourceCpuNsPerRow.ceiling.push((sourceSeconds * 1e9) / rows);
           console.log(`  clickhouse round ${round + 1} source ceiling: ${Math.round(rows / seconds)} rows/s`);
           continue;
         }
@@ -183,8 +183,8 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
               async () => (await clickhouseCount(config, table)) >= rows,
             );
             const cpu = process.cpuUsage(cpuBefore);
-            engineCpuMicros[system].push(cpu.user + cpu.system);
-            sourceCpuSeconds[system].push(sourceCpu.seconds() - sourceCpuBefore);
+            engineCpuNsPerRow[system].push(((cpu.user + cpu.system) * 1000) / rows);
+            sourceCpuNsPerRow[system].push(((sourceCpu.seconds() - sourceCpuBefore) * 1e9) / rows);
             await expectSameInClickHouse('clickhouse cdc', config, table, await sourceSums(source, table));
             return elapsed;
           } finally {
@@ -225,27 +225,20 @@ export async function runClickHouseGroup(catalog: Catalog): Promise<Record<strin
   console.log(
     `ch_source_ceiling                ${ceilingSummary.median} (${ceilingSummary.min}–${ceilingSummary.max}) rows/s, ${sourceCeiling.ratioToFloor} of the floor: no CDC system reads this source faster here`,
   );
-  const engineCpu = Object.fromEntries(
-    (['cdc', 'streaming'] as const).map((system) => [
-      system,
-      summarize(engineCpuMicros[system].map((micros) => (micros * 1000) / rows)),
-    ]),
-  );
+  const engineCpu = {
+    cdc: summarize(engineCpuNsPerRow.cdc),
+    streaming: summarize(engineCpuNsPerRow.streaming),
+  };
   console.log(
-    `ch_cdc_engine_cpu_ns_per_row     ${Object.entries(engineCpu)
-      .map(([system, summary]) => `${system} ${summary.median} (${summary.min}–${summary.max})`)
-      .join(', ')} ns of the engine process's CPU a row`,
+    describeEach('ch_cdc_engine_cpu_ns_per_row', engineCpu, "ns of the engine process's CPU a row"),
   );
-  const sourceServerCpu = Object.fromEntries(
-    (['cdc', 'streaming', 'ceiling'] as const).map((system) => [
-      system,
-      summarize(sourceCpuSeconds[system].map((seconds) => (seconds * 1e9) / rows)),
-    ]),
-  );
+  const sourceServerCpu = {
+    cdc: summarize(sourceCpuNsPerRow.cdc),
+    streaming: summarize(sourceCpuNsPerRow.streaming),
+    ceiling: summarize(sourceCpuNsPerRow.ceiling),
+  };
   console.log(
-    `ch_cdc_source_cpu_ns_per_row     ${Object.entries(sourceServerCpu)
-      .map(([system, summary]) => `${system} ${summary.median} (${summary.min}–${summary.max})`)
-      .join(', ')} ns of the source server's CPU a row`,
+    describeEach('ch_cdc_source_cpu_ns_per_row', sourceServerCpu, "ns of the source server's CPU a row"),
   );
   return {
     ...figures,

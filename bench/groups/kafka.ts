@@ -9,7 +9,7 @@ import { kafkaClient, streamConfig } from '../../test/integration/kafka-support.
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { sourceDatabase, uniqueName } from '../lib/servers.ts';
-import { alternate, describe, figure, summarize, timed, until } from '../lib/stats.ts';
+import { alternate, describe, describeEach, figure, summarize, timed, until } from '../lib/stats.ts';
 import {
   type Catalog,
   cdcUntil,
@@ -265,10 +265,6 @@ export async function runKafkaGroup(catalog: Catalog): Promise<Record<string, un
     cdc: cpu(runs.cdc.tributary),
     streaming: cpu(runs.cdc.streaming),
   };
-  console.log(
-    `kafka_engine_cpu_ns_per_row      ${Object.entries(engineCpu)
-      .map(([system, summary]) => `${system} ${summary.median} (${summary.min}–${summary.max})`)
-      .join(', ')} ns of the engine process's CPU a row`,
-  );
+  console.log(describeEach('kafka_engine_cpu_ns_per_row', engineCpu, "ns of the engine process's CPU a row"));
   return { ...figures, kafka_engine_cpu_ns_per_row: engineCpu, debezium_peak_rss_mib: debeziumPeakRssMiB };
 }

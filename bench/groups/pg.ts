@@ -8,7 +8,16 @@ import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { ServerCpu } from '../lib/server-cpu.ts';
 import { sourceDatabase, targetDatabase, uniqueName } from '../lib/servers.ts';
-import { alternate, describe, type Figure, figure, summarize, timed, until } from '../lib/stats.ts';
+import {
+  alternate,
+  describe,
+  describeEach,
+  type Figure,
+  figure,
+  summarize,
+  timed,
+  until,
+} from '../lib/stats.ts';
 import {
   type Catalog,
   cdcUntil,
@@ -294,9 +303,7 @@ export async function runPostgresCdcGroup(catalog: Catalog): Promise<Record<stri
       ]),
     );
     console.log(
-      `pg_cdc_engine_cpu_ns_per_row     ${Object.entries(engineCpu)
-        .map(([phase, summary]) => `${phase} ${summary.median} (${summary.min}–${summary.max})`)
-        .join(', ')} ns of the engine process's CPU a row`,
+      describeEach('pg_cdc_engine_cpu_ns_per_row', engineCpu, "ns of the engine process's CPU a row"),
     );
     const serverCpu = Object.fromEntries(
       (['insert', 'update', 'delete'] as const).map((phase) => [

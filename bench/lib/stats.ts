@@ -89,8 +89,18 @@ export function latencyFigures(
   );
 }
 
+/** A summary as its median and, in parentheses, its range. */
+function spread(summary: Summary): string {
+  return `${summary.median} (${summary.min}–${summary.max})`;
+}
+
+/** One line of a figure taken apart by system or phase (e.g. CPU a row): each one's median and range. */
+export function describeEach(name: string, each: Readonly<Record<string, Summary>>, what: string): string {
+  const parts = Object.entries(each).map(([part, summary]) => `${part} ${spread(summary)}`);
+  return `${name.padEnd(32)} ${parts.join(', ')} ${what}`;
+}
+
 export function describe(name: string, value: Figure): string {
-  const spread = (summary: Summary) => `${summary.median} (${summary.min}–${summary.max})`;
   const paired = value.pairedRatio === undefined ? '' : ` (by round ${value.pairedRatio})`;
   return `${name.padEnd(32)} tributary ${spread(value.tributary)} ${value.unit}, ${value.other.system} ${spread(value.other)} ${value.unit}, ratio ${value.ratio}${paired}, load ${value.loadAverage.join(' ')}`;
 }
