@@ -135,7 +135,7 @@ export interface ChangeBuffer {
    * row without decoding it; returns about the bytes it took, or undefined
    * when it holds nothing and the insert must come decoded, through `add`.
    */
-  addInsertTuple?(tuple: WireTuple): number | undefined;
+  addInsertTuple?(tuple: WireTuple, transaction: SourceTransaction): number | undefined;
 }
 
 /**

@@ -128,7 +128,7 @@ export class BatchBuilder {
   ): boolean {
     const opened = this.#startIfEmpty(lsn, now);
     const entry = this.#entry(table);
-    const heldBytes = entry.held?.addInsertTuple?.(tuple);
+    const heldBytes = entry.held?.addInsertTuple?.(tuple, transaction);
     if (heldBytes === undefined) this.#hold(entry, { kind: 'insert', transaction, newRow: tuple.cells() });
     else this.#byteSize += heldBytes;
     this.#added(lsn, position, true);

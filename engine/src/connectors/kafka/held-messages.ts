@@ -1,12 +1,15 @@
 // One table's changes of a batch held as the bytes of their default messages
 // (Destination.changeBuffer, for a mirror without a script): each change's key
 // and value JSON are written into byte chunks as it is decoded, instead
-// of the change staying a set of objects until the batch is sent. The chunks
+// of the change staying a set of objects until the batch is sent; an insert
+// that comes undecoded has its message written from its bytes (tuple-json.ts). The chunks
 // live outside V8's heap, so a batch costs its young-generation collector
 // nothing to keep (docs/benchmarks.md, "The engine's CPU per change"), and the
 // producer gets views of them at send time.
-import type { ChangeBuffer, RowChange } from '../records.ts';
+import type { WireTuple } from '../changes.ts';
+import type { ChangeBuffer, RowChange, SourceTransaction } from '../records.ts';
 import { changeRecord, type TableFormat } from './message-format.ts';
+import { InsertJson } from './tuple-json.ts';
 
 /**
  * Bytes of a table's first chunk in a batch, doubling for each next one up to
@@ -36,6 +39,8 @@ export class HeldMessages implements ChangeBuffer {
   #nextChunkBytes = firstChunkBytes;
   #index = new Int32Array(1024 * indexFields);
   #count = 0;
+  /** The writer of inserts from their TupleData; null for a table it cannot write. */
+  #insertJson: InsertJson | null | undefined;
 
   constructor(format: TableFormat) {
     this.format = format;
@@ -45,7 +50,33 @@ export class HeldMessages implements ChangeBuffer {
     const record = changeRecord(this.format, change);
     const { key, json } = record;
     // UTF-8 takes at most three bytes per UTF-16 code unit.
-    const most = 3 * ((key?.length ?? 0) + json.length);
+    const chunk = this.#room(3 * ((key?.length ?? 0) + json.length));
+    const start = this.#offset;
+    const keyLength = key === null ? -1 : chunk.write(key, start);
+    const valueStart = start + Math.max(keyLength, 0);
+    const valueLength = chunk.write(json, valueStart);
+    return this.#held(record.kind === 'truncate', start, keyLength, valueLength);
+  }
+
+  /**
+   * Holds an insert given undecoded, its cells in the table's column order,
+   * writing its message from the bytes (tuple-json.ts); undefined when the
+   * table's columns are not all of kinds written so.
+   */
+  addInsertTuple(tuple: WireTuple, transaction: SourceTransaction): number | undefined {
+    if (this.#insertJson === undefined) this.#insertJson = InsertJson.for(this.format) ?? null;
+    const writer = this.#insertJson;
+    if (writer === null || tuple.cellCount !== this.format.types.length) return undefined;
+    const chunk = this.#room(writer.take(tuple, transaction));
+    const start = this.#offset;
+    const keyLength = writer.hasKey ? writer.writeKey(chunk, start) - start : -1;
+    const valueStart = start + Math.max(keyLength, 0);
+    const valueLength = writer.writeValue(chunk, valueStart) - valueStart;
+    return this.#held(false, start, keyLength, valueLength);
+  }
+
+  /** The last chunk when `most` bytes fit in it after the last message, else a new one. */
+  #room(most: number): Buffer {
     let chunk = this.#chunks.at(-1);
     if (!chunk || chunk.length - this.#offset < most) {
       chunk = Buffer.allocUnsafe(Math.max(this.#nextChunkBytes, most));
@@ -53,23 +84,25 @@ export class HeldMessages implements ChangeBuffer {
       this.#chunks.push(chunk);
       this.#offset = 0;
     }
-    const start = this.#offset;
-    const keyLength = key === null ? -1 : chunk.write(key, start);
-    const valueStart = start + Math.max(keyLength, 0);
-    const valueLength = chunk.write(json, valueStart);
-    this.#offset = valueStart + valueLength;
+    return chunk;
+  }
+
+  /** Indexes the message just written at `start` of the last chunk; returns the bytes it takes. */
+  #held(truncate: boolean, start: number, keyLength: number, valueLength: number): number {
+    const bytes = Math.max(keyLength, 0) + valueLength;
+    this.#offset = start + bytes;
     if ((this.#count + 1) * indexFields > this.#index.length) {
       const grown = new Int32Array(this.#index.length * 2);
       grown.set(this.#index);
       this.#index = grown;
     }
     const at = this.#count * indexFields;
-    this.#index[at] = (this.#chunks.length - 1) * 2 + (record.kind === 'truncate' ? 1 : 0);
+    this.#index[at] = (this.#chunks.length - 1) * 2 + (truncate ? 1 : 0);
     this.#index[at + 1] = start;
     this.#index[at + 2] = keyLength;
     this.#index[at + 3] = valueLength;
     this.#count++;
-    return valueStart - start + valueLength + indexBytes;
+    return bytes + indexBytes;
   }
 
   get messageCount(): number {

@@ -224,6 +224,14 @@ class RenderedRecord implements ChangeRecord {
 const snapshotFieldsJson = '"lsn":null,"commit_time":null,"xid":null';
 
 /**
+ * An insert's value JSON up to the members of its new row (`"new":{`): what
+ * tuple-json.ts writes before the row's cells, the same text #writeJson writes.
+ */
+export function insertValueHead(format: TableFormat, transaction: SourceTransaction): string {
+  return `{"kind":"insert"${format.tableJson}${transactionFields(transaction).json},"old":null,"new":{`;
+}
+
+/**
  * The last transaction's LSN and commit time as the document writes them:
  * every change of a transaction shares them, so they are rendered once per
  * transaction rather than for each of its changes.
@@ -310,7 +318,7 @@ const integerText = /^(?:0|-?[1-9]\d{0,9})$/;
 const integerRange = { int16: 0x7fff, int32: 0x7fff_ffff } as const;
 
 /** One non-NULL cell's rendering as JSON text: what JSON.stringify(renderText(…)) gives. */
-function cellJson(format: TableFormat, index: number, cell: Exclude<TupleCell, null>): string {
+export function cellJson(format: TableFormat, index: number, cell: Exclude<TupleCell, null>): string {
   if (typeof cell !== 'string') throw binaryValue(format);
   if (format.isVerbatim[index]) return stringJson(cell);
   const type = format.types[index] ?? textType;
@@ -348,7 +356,7 @@ function stringJson(text: string): string {
   return escapedInJson.test(text) ? JSON.stringify(text) : `"${text}"`;
 }
 
-function binaryValue(format: TableFormat): EngineError {
+export function binaryValue(format: TableFormat): EngineError {
   return new EngineError(
     'decode',
     `binary tuple value in ${format.table.source.schema}.${format.table.source.table}; text format expected`,

@@ -1,0 +1,232 @@
+import { describe, expect, it } from 'vitest';
+import { tupleData, wireTuple } from '../../../../test/support/wire-tuple.ts';
+import type { WireTuple } from '../changes.ts';
+import {
+  type DestinationTable,
+  type RowChange,
+  type SourceTransaction,
+  type TupleCell,
+  unchangedToast,
+} from '../records.ts';
+import { type HeldMessage, HeldMessages } from './held-messages.ts';
+import { tableFormat } from './message-format.ts';
+
+const column = (name: string, typeOid: number) => ({
+  name,
+  typeOid,
+  typeModifier: -1,
+  typeName: String(typeOid),
+  notNull: false,
+});
+const oid = {
+  boolean: 16,
+  int2: 21,
+  int4: 23,
+  int8: 20,
+  text: 25,
+  jsonb: 3802,
+  numeric: 1700,
+  timestamp: 1114,
+  timestamptz: 1184,
+  date: 1082,
+};
+// Every kind with a rule, a key of two columns out of column order, names JSON escapes.
+const table: DestinationTable = {
+  source: { schema: 'public', table: 'every' },
+  destination: { schema: 'sales', table: 'every "kind"' },
+  columns: [
+    column('note', oid.text),
+    column('id', oid.int8),
+    column('small', oid.int2),
+    column('region', oid.int4),
+    column('amount', oid.numeric),
+    column('at', oid.timestamp),
+    column('at_utc', oid.timestamptz),
+    column('flag', oid.boolean),
+    column('doc "json"', oid.jsonb),
+  ],
+  keyColumns: ['region', 'id'],
+};
+const transactions: SourceTransaction[] = [
+  { xid: 7, commitLsn: 0x10n, commitTimeMicros: 1_700_000_000_000_000n },
+  { xid: 8, commitLsn: 0x1_0000_0020n, commitTimeMicros: 1_700_000_000_123_456n },
+];
+
+/** A row of usual values, with one column set to `value`. */
+function row(name: string, value: TupleCell): TupleCell[] {
+  const usual: TupleCell[] = [
+    'plain',
+    '42',
+    '-7',
+    '1000',
+    '12.50',
+    '2026-11-29 10:11:12.5',
+    '2026-11-29 10:11:12+00',
+    't',
+    '{"a": [1, 2]}',
+  ];
+  usual[table.columns.findIndex((candidate) => candidate.name === name)] = value;
+  return usual;
+}
+
+/** Each change's message held from its decoded cells and from its bytes: [decoded, from bytes]. */
+function heldBothWays(tuples: readonly WireTuple[], tableOf = table): [HeldMessage[], HeldMessage[]] {
+  const decoded = new HeldMessages(tableFormat(tableOf));
+  const fromBytes = new HeldMessages(tableFormat(tableOf));
+  tuples.forEach((tuple, index) => {
+    const transaction = transactions[index % 2] as SourceTransaction;
+    const change: RowChange = { transaction, kind: 'insert', newRow: tuple.cells() };
+    decoded.add(change);
+    expect(fromBytes.addInsertTuple(tuple, transaction)).toBeGreaterThan(0);
+  });
+  return [[...decoded.messages()], [...fromBytes.messages()]];
+}
+
+/** What holding the tuple gives: its message, or the error it fails with. */
+function outcome(hold: () => unknown, held: HeldMessages) {
+  try {
+    hold();
+    return { messages: [...held.messages()] };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+/** Holding the tuple from its bytes gives what the decoded cells give: the same message or the same error. */
+function expectSameOutcome(tuple: WireTuple) {
+  const transaction = transactions[0] as SourceTransaction;
+  const decoded = new HeldMessages(tableFormat(table));
+  const fromBytes = new HeldMessages(tableFormat(table));
+  const expected = outcome(
+    () => decoded.add({ transaction, kind: 'insert', newRow: tuple.cells() }),
+    decoded,
+  );
+  expect(outcome(() => fromBytes.addInsertTuple(tuple, transaction), fromBytes)).toEqual(expected);
+  return expected;
+}
+
+describe('inserts written from their TupleData (InsertJson)', () => {
+  it('writes the same key and value bytes as the decoded cells give', () => {
+    const values: [string, TupleCell][] = [
+      ['note', 'plain'],
+      ['note', 'quote " backslash \\ controls \b\f\n\r\t \u0001\u001f del \u007f'],
+      ['note', 'é ✓ 𝄞 past ASCII'],
+      ['note', ''],
+      ['note', null],
+      ['note', unchangedToast],
+      ['id', '-9223372036854775808'],
+      ['small', '0'],
+      ['small', '32767'],
+      ['small', '-32768'],
+      ['region', '2147483647'],
+      ['region', '-2147483648'],
+      ['region', null],
+      ['amount', '0'],
+      ['amount', '-0.000001'],
+      ['amount', 'NaN'],
+      ['amount', 'Infinity'],
+      ['amount', '-Infinity'],
+      ['at', '2026-11-29 10:11:12'],
+      ['at', '2026-11-29 10:11:12.000100'],
+      ['at', '2026-11-29 10:11:12.123456'],
+      ['at', 'infinity'],
+      ['at', '-infinity'],
+      ['at', '0044-03-15 12:00:00 BC'],
+      ['at_utc', '2026-11-29 10:11:12.1+00'],
+      ['at_utc', '2026-11-29 10:11:12+05:30'],
+      ['at_utc', '20261-11-29 10:11:12+00'],
+      ['flag', 'f'],
+      ['flag', null],
+      ['doc "json"', '{"nested": "a\\"b"}'],
+    ];
+    const tuples = values.map(([name, value]) => wireTuple(row(name, value)));
+    const [decoded, fromBytes] = heldBothWays(tuples);
+    expect(fromBytes).toEqual(decoded);
+    expect(String(fromBytes[0]?.value)).toContain(
+      '"at":"2026-11-29T10:11:12.5","at_utc":"2026-11-29T10:11:12Z"',
+    );
+  });
+
+  it('writes a first column left out (unchanged TOAST) without the comma before the next', () => {
+    const tuples = [
+      wireTuple(row('note', unchangedToast)),
+      wireTuple([unchangedToast, unchangedToast, ...row('note', 'x').slice(2)]),
+    ];
+    const [decoded, fromBytes] = heldBothWays(tuples);
+    expect(fromBytes).toEqual(decoded);
+    expect(String(fromBytes[1]?.value)).toContain('"new":{"small":-7,');
+    expect(String(fromBytes[1]?.value)).toContain('"unchanged_columns":["note","id"]}');
+  });
+
+  it('decodes text that is not valid UTF-8 as the decoded cells do', () => {
+    const cells = row('note', 'x');
+    const bytes = tupleData(cells);
+    // The note's one byte `x` (after the count, its kind and length) becomes a lone continuation byte.
+    bytes[2 + 5] = 0x80;
+    const tuple = wireTuple(cells);
+    const broken: WireTuple = {
+      bytes,
+      cellCount: tuple.cellCount,
+      cells: () => [bytes.toString('utf8', 7, 8), ...cells.slice(1)],
+    };
+    const [decoded, fromBytes] = heldBothWays([broken]);
+    expect(fromBytes).toEqual(decoded);
+    expect(String(fromBytes[0]?.value)).toContain('"note":"\ufffd"');
+  });
+
+  it('fails on values the decoded cells fail on, with the same error, and takes what they take', () => {
+    const failing: [string, TupleCell][] = [
+      ['small', '32768'],
+      ['region', '12345678901'],
+      ['amount', '1e5'],
+      ['amount', '1.'],
+      ['flag', 'true'],
+      ['at_utc', '2026-11-29 10:11:12'],
+      ['note', Buffer.from('binary')],
+    ];
+    for (const [name, value] of failing) {
+      expect(expectSameOutcome(wireTuple(row(name, value)))).toHaveProperty('error');
+    }
+    // Not the usual text of their kind, which the rules take as it is: whether they fail or not, as decoded.
+    const unusual: [string, TupleCell][] = [
+      ['small', '007'],
+      ['region', '-0'],
+      ['region', '+5'],
+      ['amount', '.5'],
+      ['at', '2026-11-29 10:11:12.000'],
+      ['at', '2026-11-29T10:11:12'],
+      ['at', '2026-11-29 10:11:12+00'],
+    ];
+    for (const [name, value] of unusual) expectSameOutcome(wireTuple(row(name, value)));
+  });
+
+  it('writes a key column that is not replicated as null, and no key for a table without one', () => {
+    const partial: DestinationTable = { ...table, keyColumns: ['gone', 'id'] };
+    const [decoded, fromBytes] = heldBothWays([wireTuple(row('id', '5'))], partial);
+    expect(fromBytes).toEqual(decoded);
+    expect(String(fromBytes[0]?.key)).toBe('{"gone":null,"id":"5"}');
+    const keyless: DestinationTable = { ...table, keyColumns: [] };
+    const [decodedKeyless, fromBytesKeyless] = heldBothWays([wireTuple(row('id', '5'))], keyless);
+    expect(fromBytesKeyless).toEqual(decodedKeyless);
+    expect(fromBytesKeyless[0]?.key).toBeNull();
+  });
+
+  it('holds many inserts and a large one across chunks, as the decoded cells give them', () => {
+    const tuples: WireTuple[] = [];
+    for (let id = 0; id < 3_000; id++) tuples.push(wireTuple(row('id', String(id))));
+    tuples.push(wireTuple(row('note', '\n'.repeat(100_000))));
+    tuples.push(wireTuple(row('id', '1000000')));
+    const [decoded, fromBytes] = heldBothWays(tuples);
+    expect(fromBytes).toEqual(decoded);
+  });
+
+  it('holds nothing from the bytes for a table with a column of another kind, or a tuple of other cells', () => {
+    const dated: DestinationTable = { ...table, columns: [...table.columns, column('day', oid.date)] };
+    const held = new HeldMessages(tableFormat(dated));
+    const transaction = transactions[0] as SourceTransaction;
+    expect(held.addInsertTuple(wireTuple([...row('id', '1'), '2026-11-29']), transaction)).toBeUndefined();
+    const plain = new HeldMessages(tableFormat(table));
+    expect(plain.addInsertTuple(wireTuple(row('id', '1').slice(1)), transaction)).toBeUndefined();
+    expect(held.messageCount + plain.messageCount).toBe(0);
+  });
+});
