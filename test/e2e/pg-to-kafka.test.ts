@@ -4,6 +4,8 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
+import { HeldMessages } from '../../engine/src/connectors/kafka/held-messages.ts';
+import { snapshotRecord, tableFormat } from '../../engine/src/connectors/kafka/message-format.ts';
 import {
   createTopics,
   deleteTopics,
@@ -34,6 +36,43 @@ function decode(message: Received): Change {
   return { kind: value.kind, id: Number(row.id), version: row.version, message };
 }
 
+/**
+ * Starts an in-process mirror of `table` into `topic` (initial load in
+ * partitions of `partitionRows`) and waits until it streams changes; its
+ * collector is not started yet.
+ */
+async function startRunning(
+  harness: Harness,
+  table: string,
+  topic: string,
+  partitionRows: number,
+  mechanism: Parameters<typeof streamConfig>[0],
+) {
+  const spec = {
+    name: `kafka-${randomSuffix()}`,
+    tableMappings: [{ source: { schema: 'public', table }, destination: { schema: 'public', table: topic } }],
+    doInitialSnapshot: true,
+    idleTimeoutSeconds: 1,
+    snapshotNumRowsPerPartition: partitionRows,
+  };
+  const mirror = startMirror(harness, spec, {
+    wrapDestination: () =>
+      new KafkaDestination(streamConfig(mechanism, 'StickyKey'), { mirror: spec.name, logger }),
+  });
+  const collector = new TopicCollector(client);
+  try {
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+      60_000,
+      'running',
+    );
+  } catch (error) {
+    await mirror.stop();
+    throw error;
+  }
+  return { mirror, collector };
+}
+
 describe('PostgreSQL to Kafka', () => {
   let harness: Harness;
   const topics: string[] = [];
@@ -61,29 +100,8 @@ describe('PostgreSQL to Kafka', () => {
     );
     // Stored out of line, uncompressed: an update that leaves it alone sends the unchanged-TOAST marker.
     await source.client.query(`ALTER TABLE orders ALTER COLUMN big SET STORAGE EXTERNAL`);
-    const spec = {
-      name: `kafka-${randomSuffix()}`,
-      tableMappings: [
-        {
-          source: { schema: 'public', table: 'orders' },
-          destination: { schema: 'public', table: ordersTopic },
-        },
-      ],
-      doInitialSnapshot: true,
-      idleTimeoutSeconds: 1,
-      snapshotNumRowsPerPartition: 500,
-    };
-    const mirror = startMirror(harness, spec, {
-      wrapDestination: () =>
-        new KafkaDestination(streamConfig('SCRAM-SHA-256', 'StickyKey'), { mirror: spec.name, logger }),
-    });
-    const collector = new TopicCollector(client);
+    const { mirror, collector } = await startRunning(harness, 'orders', ordersTopic, 500, 'SCRAM-SHA-256');
     try {
-      await waitFor(
-        async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
-        60_000,
-        'running',
-      );
       await source.client.query(
         `INSERT INTO orders (id, customer, amount, big) VALUES (3000, 'new', 7.5, repeat('x', 100000))`,
       );
@@ -137,6 +155,132 @@ describe('PostgreSQL to Kafka', () => {
         expect(message.source).toEqual({ schema: 'public', table: 'orders' });
       }
       expect(Date.parse(insert.commit_time)).toBeGreaterThan(Date.now() - 120_000);
+    } finally {
+      await collector.stop();
+      expect(await mirror.stop()).toBe('stopped');
+    }
+  });
+
+  it('writes the messages of new rows from the bytes the source sent as from their decoded values', async () => {
+    const { source } = harness;
+    const topic = randomTopic('kinds');
+    topics.push(topic);
+    await source.client.query(
+      `CREATE TABLE kinds (id bigint PRIMARY KEY, small int2, region int4, amount numeric, note text,
+         label varchar(20), doc jsonb, at timestamp, at_utc timestamptz, flag boolean)`,
+    );
+    // Every kind row-json.ts has a rule for, at its edges: escapes, text past ASCII, NaN, infinities, BC, nulls.
+    const edgeRows = (offset: number): (string | null)[][] => [
+      [`${offset + 1}`, '0', '0', '0', '', '', '{}', '2026-01-01 00:00:00', '2026-01-01 00:00:00+00', 'f'],
+      [
+        `${offset + 2}`,
+        '-32768',
+        '-2147483648',
+        'NaN',
+        'tab\there "quoted" back\\slash\nline\rcr\bbs\fff\vvt \u0001 \u007f',
+        'é ✓ 𝄞',
+        '{"a": "b\\"c"}',
+        'infinity',
+        '-infinity',
+        't',
+      ],
+      [
+        `${offset + 3}`,
+        '32767',
+        '2147483647',
+        '-12.345000',
+        'ünïcödé',
+        'x\\y',
+        'null',
+        '0044-03-15 12:00:00 BC',
+        '2026-11-29 10:11:12.5+00',
+        null,
+      ],
+      [
+        `${offset + 4}`,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        '2026-11-29 10:11:12.000001',
+        '2026-11-29 23:59:59.999999+05:30',
+        null,
+      ],
+    ];
+    const insert = async (rows: (string | null)[][]) => {
+      for (const row of rows) {
+        await source.client.query('INSERT INTO kinds VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)', row);
+      }
+    };
+    await insert(edgeRows(0));
+    await source.client.query(
+      `INSERT INTO kinds SELECT g, g % 100, g, g * 0.01, 'note ' || g, 'label', jsonb_build_object('g', g),
+         '2026-01-01'::timestamp + g * interval '1 ms', '2026-01-01'::timestamptz + g * interval '1 ms', g % 2 = 0
+         FROM generate_series(101, 400) g`,
+    );
+    const { mirror, collector } = await startRunning(harness, 'kinds', topic, 100, 'PLAINTEXT');
+    try {
+      await insert(edgeRows(1000));
+      await collector.start([topic]);
+      await collector.untilCount(304 + 4, 60_000);
+
+      // The oracle: each row's text as the engine's sessions print it, through the decoded values' writer.
+      const column = (name: string, typeOid: number) => ({
+        name,
+        typeOid,
+        typeModifier: -1,
+        typeName: '',
+        notNull: false,
+      });
+      const format = tableFormat({
+        source: { schema: 'public', table: 'kinds' },
+        destination: { schema: 'public', table: topic },
+        columns: [
+          column('id', 20),
+          column('small', 21),
+          column('region', 23),
+          column('amount', 1700),
+          column('note', 25),
+          column('label', 1043),
+          column('doc', 3802),
+          column('at', 1114),
+          column('at_utc', 1184),
+          column('flag', 16),
+        ],
+        keyColumns: ['id'],
+      });
+      expect(HeldMessages.writesFromBytes(format)).toBe(true);
+      await source.client.query(`BEGIN; SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO'`);
+      const { rows } = await source.client
+        .query({
+          text: 'SELECT * FROM kinds',
+          // Each value's text output as it is, parsed by nothing.
+          types: { getTypeParser: () => (text: string) => text },
+          rowMode: 'array',
+        })
+        .finally(() => source.client.query('COMMIT'));
+      const textById = new Map((rows as (string | null)[][]).map((row) => [row[0], row]));
+      const newMember = (json: string) =>
+        json.slice(json.indexOf(',"new":'), json.indexOf(',"unchanged_columns":'));
+      const kinds = new Map<string, number>();
+      for (const message of collector.messages) {
+        const value = message.value ?? '';
+        const parsed = JSON.parse(value);
+        kinds.set(parsed.kind, (kinds.get(parsed.kind) ?? 0) + 1);
+        const expected = snapshotRecord(format, textById.get(parsed.new.id) ?? []);
+        expect(message.key).toBe(expected.key);
+        expect(newMember(value)).toBe(newMember(expected.json));
+      }
+      expect(Object.fromEntries(kinds)).toEqual({ snapshot: 304, insert: 4 });
+      const second = collector.messages.find((message) => message.key === '{"id":"1002"}');
+      expect(JSON.parse(second?.value ?? '{}').new).toMatchObject({
+        amount: 'NaN',
+        at: 'infinity',
+        label: 'é ✓ 𝄞',
+        note: 'tab\there "quoted" back\\slash\nline\rcr\bbs\fff\vvt \u0001 \u007f',
+      });
     } finally {
       await collector.stop();
       expect(await mirror.stop()).toBe('stopped');

@@ -21,7 +21,7 @@ import type { ScriptSource } from '../../resources/script.ts';
 import type { LuaInput, SandboxLimits } from '../../scripting/lua-vm.ts';
 import { RecordScript, type ScriptMessage, scriptBatchRecords } from '../../scripting/record-script.ts';
 import { classifyKafkaError } from '../classify/index.ts';
-import { copyTextRowBatches } from '../copy-text.ts';
+import { copyTextLineBlocks, copyTextRowBatches } from '../copy-text.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
 import type { ChangeBatch, ChangeBuffer, Checkpoint, DestinationTable } from '../records.ts';
 import { checkpointTopicConfig, deleteCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
@@ -161,8 +161,18 @@ export class KafkaDestination implements Destination {
       newAssigner: () => this.#strategy.batch(),
       assignerPerChunk: true,
     });
-    const records = this.#recordSink(sender);
     let rowCount = 0;
+    if (!this.#script && HeldMessages.writesFromBytes(format)) {
+      // Each block's messages written from its COPY text (row-json.ts), as views of their bytes.
+      for await (const block of copyTextLineBlocks(copyText)) {
+        const held = new HeldMessages(format);
+        rowCount += held.addSnapshotLines(block);
+        await this.#addHeld(held, sender);
+      }
+      await sender.finish();
+      return rowCount;
+    }
+    const records = this.#recordSink(sender);
     for await (const rows of copyTextRowBatches(copyText, table)) {
       for (const row of rows) {
         rowCount++;

@@ -2,14 +2,16 @@
 // (Destination.changeBuffer, for a mirror without a script): each change's key
 // and value JSON are written into byte chunks as it is decoded, instead
 // of the change staying a set of objects until the batch is sent; an insert
-// that comes undecoded has its message written from its bytes (tuple-json.ts). The chunks
+// that comes undecoded has its message written from its bytes (row-json.ts), as
+// have a snapshot's rows from their COPY text. The chunks
 // live outside V8's heap, so a batch costs its young-generation collector
 // nothing to keep (docs/benchmarks.md, "The engine's CPU per change"), and the
 // producer gets views of them at send time.
+import { EngineError } from '../../errors.ts';
 import type { WireTuple } from '../changes.ts';
 import type { ChangeBuffer, RowChange, SourceTransaction } from '../records.ts';
 import { changeRecord, type TableFormat } from './message-format.ts';
-import { InsertJson } from './tuple-json.ts';
+import { RowJson } from './row-json.ts';
 
 /**
  * Bytes of a table's first chunk in a batch, doubling for each next one up to
@@ -22,6 +24,7 @@ const largestChunkBytes = 256 * 1024;
 const indexFields = 4;
 /** What a message's place in the index costs. */
 const indexBytes = indexFields * 4;
+const newline = 0x0a;
 
 /** A held message as the producer takes it. */
 export interface HeldMessage {
@@ -39,8 +42,8 @@ export class HeldMessages implements ChangeBuffer {
   #nextChunkBytes = firstChunkBytes;
   #index = new Int32Array(1024 * indexFields);
   #count = 0;
-  /** The writer of inserts from their TupleData; null for a table it cannot write. */
-  #insertJson: InsertJson | null | undefined;
+  /** The writer of new rows from the source's bytes; null for a table it cannot write. */
+  #rowJson: RowJson | null | undefined;
 
   constructor(format: TableFormat) {
     this.format = format;
@@ -60,14 +63,46 @@ export class HeldMessages implements ChangeBuffer {
 
   /**
    * Holds an insert given undecoded, its cells in the table's column order,
-   * writing its message from the bytes (tuple-json.ts); undefined when the
+   * writing its message from the bytes (row-json.ts); undefined when the
    * table's columns are not all of kinds written so.
    */
   addInsertTuple(tuple: WireTuple, transaction: SourceTransaction): number | undefined {
-    if (this.#insertJson === undefined) this.#insertJson = InsertJson.for(this.format) ?? null;
-    const writer = this.#insertJson;
-    if (writer === null || tuple.cellCount !== this.format.types.length) return undefined;
-    const chunk = this.#room(writer.take(tuple, transaction));
+    const writer = this.#writer();
+    if (writer === null || tuple.cellCount !== writer.columnCount) return undefined;
+    return this.#addWritten(writer, writer.takeTuple(tuple, transaction));
+  }
+
+  /**
+   * Holds the snapshot rows of a block of whole COPY text lines (copy-text.ts,
+   * copyTextLineBlocks), writing their messages from the bytes; returns how
+   * many rows. Only for a table that `writesFromBytes`.
+   */
+  addSnapshotLines(block: Buffer): number {
+    const writer = this.#writer();
+    if (writer === null)
+      throw new EngineError('internal', 'snapshot rows held as bytes for a table not written so');
+    let rows = 0;
+    for (let start = 0; start < block.length; rows++) {
+      const end = block.indexOf(newline, start);
+      this.#addWritten(writer, writer.takeCopyLine(block, start, end));
+      start = end + 1;
+    }
+    return rows;
+  }
+
+  /** Whether the messages of the table's new rows are written from the source's bytes (row-json.ts). */
+  static writesFromBytes(format: TableFormat): boolean {
+    return RowJson.for(format) !== undefined;
+  }
+
+  #writer(): RowJson | null {
+    if (this.#rowJson === undefined) this.#rowJson = RowJson.for(this.format) ?? null;
+    return this.#rowJson;
+  }
+
+  /** Writes the row `writer` took, in at most `most` bytes; returns the bytes it takes. */
+  #addWritten(writer: RowJson, most: number): number {
+    const chunk = this.#room(most);
     const start = this.#offset;
     const keyLength = writer.hasKey ? writer.writeKey(chunk, start) - start : -1;
     const valueStart = start + Math.max(keyLength, 0);

@@ -224,11 +224,17 @@ class RenderedRecord implements ChangeRecord {
 const snapshotFieldsJson = '"lsn":null,"commit_time":null,"xid":null';
 
 /**
- * An insert's value JSON up to the members of its new row (`"new":{`): what
- * tuple-json.ts writes before the row's cells, the same text #writeJson writes.
+ * A new row's value JSON (an insert's, or a snapshot row's without a
+ * transaction) up to the members of its row (`"new":{`): what row-json.ts
+ * writes before the row's values, the same text #writeJson writes.
  */
-export function insertValueHead(format: TableFormat, transaction: SourceTransaction): string {
-  return `{"kind":"insert"${format.tableJson}${transactionFields(transaction).json},"old":null,"new":{`;
+export function newRowValueHead(
+  format: TableFormat,
+  kind: 'insert' | 'snapshot',
+  transaction: SourceTransaction | null,
+): string {
+  const transactionJson = transaction ? transactionFields(transaction).json : snapshotFieldsJson;
+  return `{"kind":"${kind}"${format.tableJson}${transactionJson},"old":null,"new":{`;
 }
 
 /**

@@ -1,20 +1,23 @@
-// An insert's default Kafka message (key and value JSON) written straight from
-// the source's TupleData bytes (changes.ts, WireTuple), for a table whose
-// every column has a rule here: the cells are copied into the held chunk as
-// they are, quoted and escaped where JSON needs it, with no string made per
-// cell. The text is the same, byte for byte, as message-format.ts writes from
-// the decoded cells (unit test); a cell a rule does not take as it is (a
-// timestamp of another shape, `NaN`, non-ASCII text) is decoded and written
-// through message-format.ts's cellJson, which also names bad values.
+// A new row's default Kafka message (key and value JSON) written straight
+// from the bytes the source sent, for a table whose every column has a rule
+// here: an insert's TupleData (changes.ts, WireTuple) or a snapshot's COPY
+// text line. The values are copied into the held chunk as they are, quoted
+// and escaped where JSON needs it (COPY's escapes turned into JSON's), with no
+// string made per value. The text is the same, byte for byte, as
+// message-format.ts writes from the decoded values (unit test); a value a rule
+// does not take as it is (a timestamp of another shape, `NaN`, text past
+// ASCII, a COPY escape in octal) is decoded and written through
+// message-format.ts's cellJson, which also names bad values.
 //
-// Writing the JSON from decoded cells cost about 1.9 µs an insert of the
+// Writing the JSON from decoded values cost about 1.9 µs an insert of the
 // benchmark's table, decoding the cells 0.45 µs more (docs/benchmarks.md).
 
 import { EngineError } from '../../errors.ts';
 import type { ColumnType } from '../../model/value-kind.ts';
 import { tupleCellKind, type WireTuple } from '../changes.ts';
+import { copyRowWidthError, parseCopyTextLine } from '../copy-text.ts';
 import type { SourceTransaction } from '../records.ts';
-import { binaryValue, cellJson, insertValueHead, type TableFormat } from './message-format.ts';
+import { binaryValue, cellJson, newRowValueHead, type TableFormat } from './message-format.ts';
 
 /** How a column's text becomes its JSON. */
 const rule = {
@@ -44,7 +47,7 @@ const ruleOfKind: Partial<Record<ColumnType['kind'], number>> = {
   boolean: rule.boolean,
 };
 
-/** What a table's inserts are written with; tables with a column of another kind are written from decoded cells. */
+/** What a table's new rows are written with; tables with a column of another kind are written from decoded values. */
 interface Plan {
   readonly format: TableFormat;
   readonly rules: Uint8Array;
@@ -95,43 +98,101 @@ const falseBytes = Buffer.from('false');
 /** What escaping makes of a text byte at most (`\u001f`); other rules write less. */
 const mostBytesPerByte = 6;
 
+/** Where a value of the row being written is, as `#kinds` holds it. */
+const cell = {
+  null: tupleCellKind.null,
+  unchangedToast: tupleCellKind.unchangedToast,
+  /** Text as PostgreSQL outputs it (TupleData). */
+  text: tupleCellKind.text,
+  binary: tupleCellKind.binary,
+  /** Text with COPY's backslash escapes (a COPY text field). */
+  copyText: 0x63,
+} as const;
+
 /**
- * Writes the default messages of a table's inserts from their TupleData, or
- * is not made for a table with a column of a kind it has no rule for
- * (`InsertJson.for` gives undefined).
+ * Writes the default messages of a table's new rows from the source's bytes,
+ * or is not made for a table with a column of a kind it has no rule for
+ * (`RowJson.for` gives undefined). Each row is taken (`takeTuple`,
+ * `takeCopyLine`), then its key and value are written.
  */
-export class InsertJson {
+export class RowJson {
   readonly #plan: Plan;
-  #headOf: SourceTransaction | undefined;
-  #head = Buffer.alloc(0);
-  /** Per cell of the last located tuple: its kind byte, and its text's start and end in the tuple's bytes. */
+  #headOf: SourceTransaction | null | undefined;
+  #head: Buffer = Buffer.alloc(0);
+  /** Per value of the row taken: its kind (`cell`), and its bytes' start and end in `#source`. */
   #kinds = new Uint8Array(64);
   #starts = new Int32Array(64);
   #ends = new Int32Array(64);
-  #tuple: WireTuple | undefined;
+  #source: Buffer = Buffer.alloc(0);
+  #count = 0;
 
   private constructor(plan: Plan) {
     this.#plan = plan;
   }
 
-  static for(format: TableFormat): InsertJson | undefined {
+  static for(format: TableFormat): RowJson | undefined {
     const plan = planOf(format);
-    return plan === null ? undefined : new InsertJson(plan);
+    return plan === null ? undefined : new RowJson(plan);
+  }
+
+  get columnCount(): number {
+    return this.#plan.rules.length;
   }
 
   /**
-   * Takes the insert's tuple and transaction for the writes that follow, and
-   * returns the most bytes its key and value take together.
+   * Takes an insert's tuple (its cells the table's columns, in order) for the
+   * writes that follow; returns the most bytes its key and value take together.
    */
-  take(tuple: WireTuple, transaction: SourceTransaction): number {
-    if (this.#headOf !== transaction) {
-      this.#head = Buffer.from(insertValueHead(this.#plan.format, transaction));
-      this.#headOf = transaction;
+  takeTuple(tuple: WireTuple, transaction: SourceTransaction): number {
+    this.#headFor('insert', transaction);
+    const count = tuple.cellCount;
+    this.#reserve(count);
+    // Its bytes were checked when it was copied out of its message.
+    const bytes = tuple.bytes;
+    let read = 2; // past the cell count
+    for (let index = 0; index < count; index++) {
+      const kind = bytes[read++] as number;
+      this.#kinds[index] = kind;
+      if (kind === cell.text || kind === cell.binary) {
+        const start = read + 4;
+        read = start + bytes.readUInt32BE(read);
+        this.#starts[index] = start;
+        this.#ends[index] = read;
+      }
     }
-    this.#locate(tuple);
-    this.#tuple = tuple;
-    // The key repeats key cells: their bytes are counted twice.
-    return this.#head.length + this.#plan.fixedBytes + 2 * mostBytesPerByte * tuple.bytes.length;
+    this.#source = bytes;
+    this.#count = count;
+    return this.#mostBytes(bytes.length);
+  }
+
+  /**
+   * Takes a snapshot row, the COPY text line `block[start, end)` (without its
+   * newline), for the writes that follow; returns the most bytes its key and
+   * value take together. A line of another field count than the table's
+   * columns fails as copy-text.ts's reading fails.
+   */
+  takeCopyLine(block: Buffer, start: number, end: number): number {
+    this.#headFor('snapshot', null);
+    const width = this.#plan.rules.length;
+    this.#reserve(width);
+    let fields = 0;
+    let fieldStart = start;
+    for (let read = start; read <= end; read++) {
+      if (read < end && block[read] !== tab) continue;
+      if (fields < width) {
+        const isNull =
+          read - fieldStart === 2 && block[fieldStart] === backslash && block[fieldStart + 1] === capitalN;
+        this.#kinds[fields] = isNull ? cell.null : cell.copyText;
+        this.#starts[fields] = fieldStart;
+        this.#ends[fields] = read;
+      }
+      fields++;
+      fieldStart = read + 1;
+    }
+    if (fields !== width) throw copyRowWidthError(this.#plan.format.table, fields);
+    this.#source = block;
+    this.#count = width;
+    return this.#mostBytes(end - start + 1);
   }
 
   get hasKey(): boolean {
@@ -146,11 +207,10 @@ export class InsertJson {
     for (let position = 0; position < plan.keyIndexes.length; position++) {
       write = copyBytes(plan.keyMembers[position] as Buffer, target, write);
       const index = plan.keyIndexes[position] as number;
-      const kind = index < 0 ? tupleCellKind.null : this.#kinds[index];
-      if (kind === tupleCellKind.text) write = this.#writeCell(index, target, write);
-      else if (kind === tupleCellKind.null || kind === tupleCellKind.unchangedToast) {
-        write = copyBytes(nullBytes, target, write);
-      } else throw binaryValue(plan.format);
+      const kind = index < 0 ? cell.null : this.#kinds[index];
+      if (kind === cell.null || kind === cell.unchangedToast) write = copyBytes(nullBytes, target, write);
+      else if (kind === cell.binary) throw binaryValue(plan.format);
+      else write = this.#writeValue(index, target, write);
     }
     target[write++] = 0x7d; // }
     return write;
@@ -159,23 +219,22 @@ export class InsertJson {
   /** Writes the value JSON (message-format.ts, RenderedRecord's json) at `at`; returns where it ends. */
   writeValue(target: Buffer, at: number): number {
     const plan = this.#plan;
-    const tuple = this.#tuple as WireTuple;
     let write = copyBytes(this.#head, target, at);
     let unchanged: string[] | undefined;
     let first = true;
-    for (let index = 0; index < tuple.cellCount; index++) {
+    for (let index = 0; index < this.#count; index++) {
       const kind = this.#kinds[index];
-      if (kind === tupleCellKind.unchangedToast) {
+      if (kind === cell.unchangedToast) {
         unchanged ??= [];
         unchanged.push((plan.format.table.columns[index] as { name: string }).name);
         continue;
       }
-      if (kind === tupleCellKind.binary) throw binaryValue(plan.format);
+      if (kind === cell.binary) throw binaryValue(plan.format);
       // The first member written goes without its comma (the first column's has none).
       write = copyBytes(plan.members[index] as Buffer, target, write, first && index > 0 ? 1 : 0);
       first = false;
-      if (kind === tupleCellKind.null) write = copyBytes(nullBytes, target, write);
-      else write = this.#writeCell(index, target, write);
+      if (kind === cell.null) write = copyBytes(nullBytes, target, write);
+      else write = this.#writeValue(index, target, write);
     }
     write = copyBytes(unchangedTail, target, write);
     if (unchanged === undefined) {
@@ -188,38 +247,40 @@ export class InsertJson {
     return write;
   }
 
-  /** Reads where each cell of `tuple` is (its bytes were checked when it was copied out). */
-  #locate(tuple: WireTuple): void {
-    const count = tuple.cellCount;
+  #headFor(kind: 'insert' | 'snapshot', transaction: SourceTransaction | null): void {
+    if (this.#headOf !== transaction) {
+      this.#head = Buffer.from(newRowValueHead(this.#plan.format, kind, transaction));
+      this.#headOf = transaction;
+    }
+  }
+
+  #reserve(count: number): void {
     if (count > this.#kinds.length) {
       this.#kinds = new Uint8Array(count);
       this.#starts = new Int32Array(count);
       this.#ends = new Int32Array(count);
     }
-    const bytes = tuple.bytes;
-    let read = 2; // past the cell count
-    for (let cell = 0; cell < count; cell++) {
-      const kind = bytes[read++] as number;
-      this.#kinds[cell] = kind;
-      if (kind === tupleCellKind.text || kind === tupleCellKind.binary) {
-        const start = read + 4;
-        read = start + bytes.readUInt32BE(read);
-        this.#starts[cell] = start;
-        this.#ends[cell] = read;
-      }
-    }
   }
 
-  /** Writes the JSON of text cell `index` at `at`; returns where it ends. */
-  #writeCell(index: number, target: Buffer, at: number): number {
-    const source = (this.#tuple as WireTuple).bytes;
+  /** The most bytes a row of `sourceBytes` takes: its value bytes appear twice at most (key columns). */
+  #mostBytes(sourceBytes: number): number {
+    return this.#head.length + this.#plan.fixedBytes + 2 * mostBytesPerByte * sourceBytes;
+  }
+
+  /** Writes the JSON of non-null value `index` at `at`; returns where it ends. */
+  #writeValue(index: number, target: Buffer, at: number): number {
+    const source = this.#source;
     const start = this.#starts[index] as number;
     const end = this.#ends[index] as number;
+    const copyText = this.#kinds[index] === cell.copyText;
     let written = -1;
     switch (this.#plan.rules[index]) {
       case rule.quoted:
-        written = writeQuotedAscii(source, start, end, target, at);
+        written = copyText
+          ? writeQuotedCopyText(source, start, end, target, at)
+          : writeQuotedAscii(source, start, end, target, at);
         break;
+      // The other rules' usual text has no backslash, so a COPY field is taken as it is or not at all.
       case rule.int16:
         if (isCanonicalInteger(source, start, end, 0x7fff))
           written = copyRange(source, start, end, target, at);
@@ -243,8 +304,10 @@ export class InsertJson {
         break;
     }
     if (written >= 0) return written;
-    // Not taken as it is: the decoded cell's own JSON (or its error).
-    return writeString(cellJson(this.#plan.format, index, source.toString('utf8', start, end)), target, at);
+    // Not taken as it is: the decoded value's own JSON (or its error).
+    const text = source.toString('utf8', start, end);
+    const value = copyText ? (parseCopyTextLine(text)[0] as string) : text;
+    return writeString(cellJson(this.#plan.format, index, value), target, at);
   }
 }
 
@@ -269,7 +332,10 @@ function copyRange(source: Buffer, start: number, end: number, target: Buffer, a
 }
 
 const quote = 0x22;
+const zero = 0x30;
 const backslash = 0x5c;
+const tab = 0x09;
+const capitalN = 0x4e;
 const hexDigits = Buffer.from('0123456789abcdef');
 /** JSON's short escapes (JSON.stringify writes these, `\u00xx` for the other controls). */
 const shortEscapes: Readonly<Record<number, number>> = {
@@ -297,23 +363,68 @@ function writeQuotedAscii(source: Buffer, start: number, end: number, target: Bu
       target[write++] = byte;
       continue;
     }
-    target[write++] = backslash;
-    const short = shortEscapes[byte];
-    if (short !== undefined) target[write++] = short;
-    else {
-      target[write++] = 0x75; // u
-      target[write++] = 0x30;
-      target[write++] = 0x30;
-      target[write++] = hexDigits[byte >> 4] as number;
-      target[write++] = hexDigits[byte & 0xf] as number;
-    }
+    write = writeJsonEscape(byte, target, write);
   }
   target[write++] = quote;
   return write;
 }
 
+/** The JSON escape letter of each COPY escape letter JSON has too (`\v` has none: `\u000b`). */
+const jsonLetterOfCopyLetter = new Uint8Array(256);
+for (const letter of 'bfnrt\\') jsonLetterOfCopyLetter[letter.charCodeAt(0)] = letter.charCodeAt(0);
+const letterV = 0x76;
+
+/**
+ * A COPY text field `source[start, end)` as a JSON string at `at`: COPY's
+ * escapes turned into JSON's, the rest as writeQuotedAscii writes it; returns
+ * where it ends, or -1 at a byte past ASCII or an escape in octal or hex (then
+ * the field is decoded).
+ */
+function writeQuotedCopyText(source: Buffer, start: number, end: number, target: Buffer, at: number): number {
+  let write = at;
+  target[write++] = quote;
+  for (let read = start; read < end; read++) {
+    const byte = source[read] as number;
+    if (byte === backslash) {
+      if (read + 1 >= end) return -1;
+      const letter = source[++read] as number;
+      const jsonLetter = jsonLetterOfCopyLetter[letter] as number;
+      if (jsonLetter !== 0) {
+        target[write++] = backslash;
+        target[write++] = jsonLetter;
+      } else if (letter === letterV) write = writeUnicodeEscape(0x0b, target, write);
+      else return -1;
+      continue;
+    }
+    if (byte >= 0x20 && byte !== quote) {
+      if (byte >= 0x80) return -1;
+      target[write++] = byte;
+    } else write = writeJsonEscape(byte, target, write);
+  }
+  target[write++] = quote;
+  return write;
+}
+
+/** `byte`, a control or the quote or backslash, as JSON.stringify escapes it. */
+function writeJsonEscape(byte: number, target: Buffer, at: number): number {
+  const short = shortEscapes[byte];
+  if (short === undefined) return writeUnicodeEscape(byte, target, at);
+  target[at] = backslash;
+  target[at + 1] = short;
+  return at + 2;
+}
+
+function writeUnicodeEscape(byte: number, target: Buffer, at: number): number {
+  target[at] = backslash;
+  target[at + 1] = 0x75; // u
+  target[at + 2] = zero;
+  target[at + 3] = zero;
+  target[at + 4] = hexDigits[byte >> 4] as number;
+  target[at + 5] = hexDigits[byte & 0xf] as number;
+  return at + 6;
+}
+
 const minus = 0x2d;
-const zero = 0x30;
 const isDigit = (byte: number | undefined) => byte !== undefined && byte >= 0x30 && byte <= 0x39;
 
 /** Whether the text is `0` or `-?[1-9]\d{0,9}` within ±limit (−limit−1 too): cellJson's test for int2 and int4. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { tupleData, wireTuple } from '../../../../test/support/wire-tuple.ts';
 import type { WireTuple } from '../changes.ts';
+import { parseCopyTextLines } from '../copy-text.ts';
 import {
   type DestinationTable,
   type RowChange,
@@ -9,7 +10,7 @@ import {
   unchangedToast,
 } from '../records.ts';
 import { type HeldMessage, HeldMessages } from './held-messages.ts';
-import { tableFormat } from './message-format.ts';
+import { snapshotRecord, tableFormat } from './message-format.ts';
 
 const column = (name: string, typeOid: number) => ({
   name,
@@ -105,7 +106,7 @@ function expectSameOutcome(tuple: WireTuple) {
   return expected;
 }
 
-describe('inserts written from their TupleData (InsertJson)', () => {
+describe('inserts written from their TupleData (RowJson)', () => {
   it('writes the same key and value bytes as the decoded cells give', () => {
     const values: [string, TupleCell][] = [
       ['note', 'plain'],
@@ -228,5 +229,96 @@ describe('inserts written from their TupleData (InsertJson)', () => {
     const plain = new HeldMessages(tableFormat(table));
     expect(plain.addInsertTuple(wireTuple(row('id', '1').slice(1)), transaction)).toBeUndefined();
     expect(held.messageCount + plain.messageCount).toBe(0);
+  });
+});
+
+/** A COPY text line of `cells` as PostgreSQL writes it: its escapes, `\N` for null. */
+function copyLine(cells: readonly TupleCell[]): string {
+  const escapes: Record<string, string> = {
+    '\\': '\\\\',
+    '\b': '\\b',
+    '\f': '\\f',
+    '\n': '\\n',
+    '\r': '\\r',
+    '\t': '\\t',
+    '\v': '\\v',
+  };
+  return cells
+    .map((cell) =>
+      typeof cell === 'string' ? cell.replace(/[\\\b\f\n\r\t\v]/g, (char) => escapes[char] as string) : '\\N',
+    )
+    .join('\t');
+}
+
+/** A block's snapshot messages held from its bytes, and as the decoded rows give them. */
+function snapshotBothWays(block: Buffer, tableOf = table): [HeldMessage[], HeldMessage[]] {
+  const format = tableFormat(tableOf);
+  const decoded = parseCopyTextLines(block).map((values) => {
+    const record = snapshotRecord(format, values);
+    return {
+      key: record.key === null ? null : Buffer.from(record.key),
+      value: Buffer.from(record.json),
+      truncate: false,
+    };
+  });
+  const fromBytes = new HeldMessages(format);
+  expect(fromBytes.addSnapshotLines(block)).toBe(decoded.length);
+  return [decoded, [...fromBytes.messages()]];
+}
+
+describe('snapshot rows written from their COPY text (RowJson)', () => {
+  it('writes the same key and value bytes as the decoded rows give', () => {
+    const notes = [
+      'plain',
+      'quote " backslash \\ escapes \b\f\n\r\t\v raw controls \u0001\u001f del \u007f',
+      'é ✓ 𝄞 past ASCII',
+      '',
+      '\\N is not null',
+    ];
+    const lines = notes.map((note) => copyLine(row('note', note)));
+    lines.push(copyLine(row('note', null)), copyLine(row('amount', 'NaN')), copyLine(row('at', 'infinity')));
+    lines.push(copyLine(row('flag', 'f')), copyLine(row('region', null)), copyLine(row('small', '-32768')));
+    const [decoded, fromBytes] = snapshotBothWays(Buffer.from(`${lines.join('\n')}\n`));
+    expect(fromBytes).toEqual(decoded);
+    expect(String(fromBytes[0]?.value)).toMatch(
+      /^\{"kind":"snapshot",.*"lsn":null,"commit_time":null,"xid":null,"old":null,/,
+    );
+    expect(String(fromBytes[1]?.value)).toContain(
+      '"note":"quote \\" backslash \\\\ escapes \\b\\f\\n\\r\\t\\u000b raw',
+    );
+  });
+
+  it('decodes the escapes PostgreSQL does not write (octal, hex, others) as the decoded rows do', () => {
+    const lines = ['\\101\\x42\\q', '\\', 'a\\'].map((note) =>
+      copyLine(row('note', 'x')).replace(/^x/, note),
+    );
+    const [decoded, fromBytes] = snapshotBothWays(Buffer.from(`${lines.join('\n')}\n`));
+    expect(fromBytes).toEqual(decoded);
+    expect(String(fromBytes[0]?.value)).toContain('"note":"ABq"');
+  });
+
+  it('fails on a line of another width as the decoded rows fail', () => {
+    const format = tableFormat(table);
+    const short = `${copyLine(row('id', '1')).split('\t').slice(1).join('\t')}\n`;
+    expect(() => new HeldMessages(format).addSnapshotLines(Buffer.from(short))).toThrow(
+      'a COPY row of public.every has 8 fields, not 9',
+    );
+    const long = `${copyLine(row('id', '1'))}\textra\n`;
+    expect(() => new HeldMessages(format).addSnapshotLines(Buffer.from(long))).toThrow(
+      'has 10 fields, not 9',
+    );
+  });
+
+  it('writes a table without a key, and is not used for a table with a column of another kind', () => {
+    const keyless: DestinationTable = { ...table, keyColumns: [] };
+    const [decoded, fromBytes] = snapshotBothWays(Buffer.from(`${copyLine(row('id', '3'))}\n`), keyless);
+    expect(fromBytes).toEqual(decoded);
+    expect(fromBytes[0]?.key).toBeNull();
+    const dated: DestinationTable = { ...table, columns: [...table.columns, column('day', oid.date)] };
+    expect(HeldMessages.writesFromBytes(tableFormat(dated))).toBe(false);
+    expect(HeldMessages.writesFromBytes(tableFormat(table))).toBe(true);
+    expect(() => new HeldMessages(tableFormat(dated)).addSnapshotLines(Buffer.from('x\n'))).toThrow(
+      'not written so',
+    );
   });
 });
