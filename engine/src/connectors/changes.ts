@@ -37,6 +37,18 @@ export function isWireTuple(tuple: Tuple | WireTuple): tuple is WireTuple {
   return !Array.isArray(tuple);
 }
 
+/** Whether a wire tuple has an unchanged-TOAST cell (a value the source did not send); its cells are not decoded. */
+export function hasUnchangedToast(tuple: WireTuple): boolean {
+  const bytes = tuple.bytes;
+  let read = 2; // past the cell count
+  for (let cell = 0; cell < tuple.cellCount; cell++) {
+    const kind = bytes[read++];
+    if (kind === tupleCellKind.unchangedToast) return true;
+    if (kind === tupleCellKind.text || kind === tupleCellKind.binary) read += 4 + bytes.readUInt32BE(read);
+  }
+  return false;
+}
+
 /** A tuple's cells, decoding a wire tuple. */
 export function tupleCells(tuple: Tuple | WireTuple): Tuple {
   return isWireTuple(tuple) ? tuple.cells() : tuple;
@@ -106,7 +118,8 @@ export interface UpdateMessage {
   readonly keyTuple?: Tuple;
   /** The whole old row, sent when replica identity is full. */
   readonly oldTuple?: Tuple;
-  readonly newTuple: Tuple;
+  /** Undecoded from pgoutput when the update carries no old image (an upsert of the new row). */
+  readonly newTuple: Tuple | WireTuple;
 }
 
 /** Exactly one of `keyTuple` and `oldTuple` is present. */

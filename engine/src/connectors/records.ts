@@ -136,6 +136,12 @@ export interface ChangeBuffer {
    * when it holds nothing and the insert must come decoded, through `add`.
    */
   addInsertTuple?(tuple: WireTuple, transaction: SourceTransaction): number | undefined;
+  /**
+   * The same for an update that sent no old image (its key did not change,
+   * replica identity not full) and no unchanged-TOAST cell: the new row
+   * replaces the row of its key.
+   */
+  addUpdateTuple?(tuple: WireTuple, transaction: SourceTransaction): number | undefined;
 }
 
 /**

@@ -142,8 +142,10 @@ describe('BatchBuilder', () => {
       });
       const first = wireTuple(['1']);
       const position = { commitLsn: 200n, changeLsn: 11n, changeRank: 1 };
-      expect(builder.addInsertTuple(table, transaction, first, 10n, 1_000)).toBe(true);
-      expect(builder.addInsertTuple(table, transaction, wireTuple(['2']), 11n, 2_000, position)).toBe(false);
+      expect(builder.addTuple('insert', table, transaction, first, 10n, 1_000)).toBe(true);
+      expect(builder.addTuple('insert', table, transaction, wireTuple(['2']), 11n, 2_000, position)).toBe(
+        false,
+      );
       expect(builder.rowCount).toBe(2);
       expect(builder.ageMs(5_000)).toBe(4_000);
       expect(buffers[0]?.tuples).toEqual([first]);
@@ -152,10 +154,38 @@ describe('BatchBuilder', () => {
 
       // Without a buffer of the destination's, the builder keeps the decoded change.
       const plain = new BatchBuilder({ maxRows: 100, maxBytes: 1e9 }, 0n);
-      expect(plain.addInsertTuple(table, transaction, wireTuple(['3']), 10n, 0)).toBe(true);
+      expect(plain.addTuple('insert', table, transaction, wireTuple(['3']), 10n, 0)).toBe(true);
       expect(plain.take('m', 1n).tables[0]?.changes).toEqual([
         { transaction, kind: 'insert', newRow: ['3'] },
       ]);
+    });
+
+    it('hands an update given undecoded to a buffer that holds it so, and decoded, its key its own, to any other', () => {
+      class UpdateHolder extends HeldChanges {
+        readonly tuples: WireTuple[] = [];
+        addUpdateTuple(tuple: WireTuple): number {
+          this.tuples.push(tuple);
+          return 5;
+        }
+      }
+      const holder = new UpdateHolder();
+      const builder = new BatchBuilder({ maxRows: 100, maxBytes: 1e9 }, 0n, () => holder);
+      const tuple = wireTuple(['1', 'b']);
+      expect(builder.addTuple('update', table, transaction, tuple, 10n, 0)).toBe(true);
+      expect(holder.tuples).toEqual([tuple]);
+      expect(holder.changes).toEqual([]);
+      // A buffer without addUpdateTuple, or none at all, gets the decoded update.
+      for (const other of [
+        new BatchBuilder({ maxRows: 100, maxBytes: 1e9 }, 0n, () => new HeldChanges()),
+        new BatchBuilder({ maxRows: 100, maxBytes: 1e9 }, 0n),
+      ]) {
+        expect(other.addTuple('update', table, transaction, wireTuple(['2', 'c']), 10n, 0)).toBe(true);
+        const taken = other.take('m', 1n).tables[0];
+        const changes = taken?.changes.length
+          ? taken.changes
+          : (taken?.held as HeldChanges | undefined)?.changes;
+        expect(changes).toEqual([{ transaction, kind: 'update', oldKey: null, newRow: ['2', 'c'] }]);
+      }
     });
 
     it('counts the bytes a buffer reports for an undecoded insert against the budget', () => {
@@ -165,9 +195,9 @@ describe('BatchBuilder', () => {
         }
       }
       const builder = new BatchBuilder({ maxRows: 100, maxBytes: 30 }, 0n, () => new TupleBytes());
-      builder.addInsertTuple(table, transaction, wireTuple(['x'.repeat(10)]), 10n, 0);
+      builder.addTuple('insert', table, transaction, wireTuple(['x'.repeat(10)]), 10n, 0);
       expect(builder.isFull).toBe(false);
-      builder.addInsertTuple(table, transaction, wireTuple(['x'.repeat(10)]), 11n, 0);
+      builder.addTuple('insert', table, transaction, wireTuple(['x'.repeat(10)]), 11n, 0);
       expect(builder.isFull).toBe(true);
     });
   });

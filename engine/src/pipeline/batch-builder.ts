@@ -114,11 +114,14 @@ export class BatchBuilder {
   }
 
   /**
-   * `add` of an insert whose new row comes undecoded, its cells in the
+   * `add` of an insert, or of an update without an old image or
+   * unchanged-TOAST cells, whose new row comes undecoded, its cells in the
    * table's column order: a destination buffer that can hold it so
-   * (ChangeBuffer.addInsertTuple) gets the bytes, any other its decoded cells.
+   * (ChangeBuffer.addInsertTuple, addUpdateTuple) gets the bytes, any other
+   * its decoded cells (an update's old key then is its new row's).
    */
-  addInsertTuple(
+  addTuple(
+    kind: 'insert' | 'update',
     table: DestinationTable,
     transaction: SourceTransaction,
     tuple: WireTuple,
@@ -128,9 +131,14 @@ export class BatchBuilder {
   ): boolean {
     const opened = this.#startIfEmpty(lsn, now);
     const entry = this.#entry(table);
-    const heldBytes = entry.held?.addInsertTuple?.(tuple, transaction);
-    if (heldBytes === undefined) this.#hold(entry, { kind: 'insert', transaction, newRow: tuple.cells() });
-    else this.#byteSize += heldBytes;
+    const held = entry.held;
+    const heldBytes =
+      kind === 'insert'
+        ? held?.addInsertTuple?.(tuple, transaction)
+        : held?.addUpdateTuple?.(tuple, transaction);
+    if (heldBytes !== undefined) this.#byteSize += heldBytes;
+    else if (kind === 'insert') this.#hold(entry, { kind, transaction, newRow: tuple.cells() });
+    else this.#hold(entry, { kind, transaction, oldKey: null, newRow: tuple.cells() });
     this.#added(lsn, position, true);
     return opened;
   }

@@ -4,7 +4,13 @@ import type { RelationMessage, SourceMessage, StreamEvent, WireTuple } from '../
 import type { Destination } from '../connectors/destination.ts';
 import { MemoryDestination } from '../connectors/memory/destination.ts';
 import { FaultInjectingDestination } from '../connectors/memory/fault-injecting.ts';
-import type { ChangeBatch, ChangeBuffer, DestinationTable, RowChange } from '../connectors/records.ts';
+import {
+  type ChangeBatch,
+  type ChangeBuffer,
+  type DestinationTable,
+  type RowChange,
+  unchangedToast,
+} from '../connectors/records.ts';
 import { type ChangeApplier as Applier, ChangeApplier, resumeStepRows } from './change-applier.ts';
 
 const mirror = 'm';
@@ -521,11 +527,11 @@ describe('ChangeApplier', () => {
 
 /**
  * A MemoryDestination whose tables' changes go through a buffer of its own
- * that takes inserts undecoded (ChangeBuffer.addInsertTuple): it records how
- * each insert came, and writes them all as the memory destination does.
+ * that takes inserts and updates undecoded (ChangeBuffer.addInsertTuple,
+ * addUpdateTuple): it records how each change came, and writes them all as the memory destination does.
  */
 class TupleTakingDestination extends MemoryDestination {
-  readonly arrivals: ('tuple' | 'decoded')[] = [];
+  readonly arrivals: ('tuple' | 'update tuple' | 'decoded')[] = [];
 
   readonly changeBuffer = (): ChangeBuffer => {
     const changes: RowChange[] = [];
@@ -540,6 +546,11 @@ class TupleTakingDestination extends MemoryDestination {
         addInsertTuple: (tuple: WireTuple) => {
           this.arrivals.push('tuple');
           changes.push({ kind: 'insert', transaction, newRow: tuple.cells() });
+          return 1;
+        },
+        addUpdateTuple: (tuple: WireTuple) => {
+          this.arrivals.push('update tuple');
+          changes.push({ kind: 'update', transaction, oldKey: null, newRow: tuple.cells() });
           return 1;
         },
       },
@@ -604,6 +615,28 @@ describe('ChangeApplier with inserts that come undecoded', () => {
     await applier.flush();
     expect(destination.arrivals).toEqual(['decoded']);
     expect(destination.rows('public.t')).toEqual([['1', 'a', 'x']]);
+  });
+});
+
+describe('ChangeApplier with updates that come undecoded', () => {
+  it('hands an update without an old image or unchanged TOAST undecoded, and decodes the others', async () => {
+    const destination = new TupleTakingDestination();
+    await destination.setupTables([table]);
+    const { applier } = await applierOver(destination);
+    await applier.apply([
+      change(10n, relation()),
+      change(900n, { tag: 'begin', finalLsn: 1000n, commitTimeMicros: 0n, xid: 1 }),
+      change(950n, { tag: 'insert', relationId: 1, newTuple: wireTuple(['1', 'a']) }),
+      change(951n, { tag: 'update', relationId: 1, newTuple: wireTuple(['1', 'b']) }),
+      // A value not sent: the buffer would need its earlier image.
+      change(952n, { tag: 'update', relationId: 1, newTuple: wireTuple(['1', unchangedToast]) }),
+      // A key change carries the old key.
+      change(953n, { tag: 'update', relationId: 1, keyTuple: ['1', null], newTuple: ['2', 'c'] }),
+      change(1000n, { tag: 'commit', flags: 0, commitLsn: 1000n, endLsn: 1001n, commitTimeMicros: 0n }),
+    ]);
+    await applier.flush();
+    expect(destination.arrivals).toEqual(['tuple', 'update tuple', 'decoded', 'decoded']);
+    expect(destination.rows('public.t')).toEqual([['2', 'c']]);
   });
 });
 

@@ -9,7 +9,14 @@
 // its initial load are skipped. runCdc (cdc.ts) feeds it and decides when to
 // cut an idle batch; this class waits only for the batch in flight.
 import type { Catalog, LogLevel } from '../catalog/catalog.ts';
-import { isWireTuple, type SourceMessage, type StreamEvent, tupleCells } from '../connectors/changes.ts';
+import {
+  hasUnchangedToast,
+  isWireTuple,
+  type SourceMessage,
+  type StreamEvent,
+  tupleCells,
+  type WireTuple,
+} from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
 import type {
   ChangeBatch,
@@ -25,7 +32,13 @@ import type { PipelineMetrics } from '../observability/engine-metrics.ts';
 import { formatTableName, type TableMapping } from '../resources/mirror.ts';
 import { BatchBuilder, type BatchLimits } from './batch-builder.ts';
 import type { ProgressListener } from './context.ts';
-import { fillFromOld, project, RelationTracker, type SchemaChange } from './relations.ts';
+import {
+  fillFromOld,
+  project,
+  RelationTracker,
+  type SchemaChange,
+  type TrackedRelation,
+} from './relations.ts';
 import { TransactionCursor } from './transaction-cursor.ts';
 
 /**
@@ -225,6 +238,26 @@ export class ChangeApplier {
   }
 
   /** Buffers a change; returns a promise only when the batch opened (recorded in the catalog) or is full (cut). */
+  /** Adds an insert or update whose new row goes on undecoded (BatchBuilder.addTuple). */
+  #addTuple(
+    kind: 'insert' | 'update',
+    tracked: TrackedRelation,
+    transaction: SourceTransaction,
+    tuple: WireTuple,
+    lsn: bigint,
+  ): Promise<void> | undefined {
+    const opened = this.#builder.addTuple(
+      kind,
+      tracked.table,
+      transaction,
+      tuple,
+      lsn,
+      Date.now(),
+      this.#cursor.position,
+    );
+    return this.#afterAddIfNeeded(opened, lsn);
+  }
+
   #addChange(table: DestinationTable, change: RowChange, lsn: bigint): Promise<void> | undefined {
     const opened = this.#builder.add(table, change, lsn, Date.now(), this.#cursor.position);
     return this.#afterAddIfNeeded(opened, lsn);
@@ -334,15 +367,7 @@ export class ChangeApplier {
         // A tuple whose cells are the table's columns in order may reach the
         // destination undecoded; any other is decoded and reordered.
         if (isWireTuple(tuple) && tracked.keepsTupleOrder && tuple.cellCount === tracked.projection.length) {
-          const opened = this.#builder.addInsertTuple(
-            tracked.table,
-            transaction,
-            tuple,
-            lsn,
-            Date.now(),
-            this.#cursor.position,
-          );
-          return this.#afterAddIfNeeded(opened, lsn);
+          return this.#addTuple('insert', tracked, transaction, tuple, lsn);
         }
         return this.#addChange(
           tracked.table,
@@ -354,9 +379,20 @@ export class ChangeApplier {
         if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
+        const tuple = message.newTuple;
+        // Without an old image, a new row whose cells are the table's columns
+        // in order and all sent may reach the destination undecoded.
+        if (
+          isWireTuple(tuple) &&
+          tracked.keepsTupleOrder &&
+          tuple.cellCount === tracked.projection.length &&
+          !hasUnchangedToast(tuple)
+        ) {
+          return this.#addTuple('update', tracked, transaction, tuple, lsn);
+        }
         const old = message.oldTuple ?? message.keyTuple;
         const oldRow = old ? project(old, tracked) : null;
-        const newRow = fillFromOld(project(message.newTuple, tracked), message.oldTuple ? oldRow : null);
+        const newRow = fillFromOld(project(tupleCells(tuple), tracked), message.oldTuple ? oldRow : null);
         return this.#addChange(tracked.table, { kind: 'update', transaction, oldKey: oldRow, newRow }, lsn);
       }
       case 'delete': {

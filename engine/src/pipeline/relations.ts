@@ -11,7 +11,7 @@ import {
 } from '../connectors/records.ts';
 import { formatTableName, type TableMapping } from '../resources/mirror.ts';
 
-interface TrackedRelation {
+export interface TrackedRelation {
   readonly table: DestinationTable;
   /** The source table as `schema.table` (formatTableName), made once rather than for every change. */
   readonly sourceName: string;

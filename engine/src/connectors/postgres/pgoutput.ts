@@ -195,7 +195,8 @@ function decodeUpdate(c: Cursor): UpdateMessage {
   const markerOffset = c.offset;
   const marker = c.uint8();
   if (marker === markerNew) {
-    const newTuple = c.tuple();
+    // Without an old image, the new row alone may reach the destination undecoded, as an insert's.
+    const newTuple = c.wireTuple();
     c.end();
     return { tag: 'update', relationId, newTuple };
   }

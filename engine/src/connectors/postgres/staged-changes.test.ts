@@ -1,10 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { seededIntegers } from '../../../../test/support/seeded-random.ts';
 import { textTable } from '../../../../test/support/text-table.ts';
+import { wireTuple } from '../../../../test/support/wire-tuple.ts';
 import { coalesceChanges } from '../coalesce.ts';
 import { copyChunkBytes } from '../copy-chunks.ts';
 import { parseCopyTextLine } from '../copy-text.ts';
-import { type RowChange, type RowImage, type TupleCell, unchangedToast } from '../records.ts';
+import {
+  type DestinationTable,
+  isUnchangedToast,
+  type RowChange,
+  type RowImage,
+  type TupleCell,
+  unchangedToast,
+} from '../records.ts';
 import { StagedChanges } from './staged-changes.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
@@ -238,5 +246,84 @@ describe('StagedChanges', () => {
       }
       expect(byKeyAndOp(stageRows(staged(changes)))).toEqual(byKeyAndOp(expectedRows(changes)));
     }
+  });
+});
+
+/**
+ * The same changes held twice: every change decoded (`add`), and with each
+ * update that may come undecoded (no old key, no unchanged TOAST) given as its
+ * wire tuple (`addUpsertTuple`), as the change applier hands it over.
+ */
+function stagedBothWays(changes: readonly RowOrKeyChange[], onTable: DestinationTable = table) {
+  const decoded = staged(changes, onTable);
+  const fromBytes = new StagedChanges(onTable);
+  let tuples = 0;
+  for (const change of changes) {
+    if (change.kind === 'update' && change.oldKey === null && !change.newRow.some(isUnchangedToast)) {
+      fromBytes.addUpsertTuple(wireTuple(change.newRow));
+      tuples++;
+    } else fromBytes.add(change);
+  }
+  return { decoded: decoded.fold(), fromBytes: fromBytes.fold(), tuples };
+}
+
+describe('StagedChanges of updates given undecoded (addUpsertTuple)', () => {
+  it('folds to the same stage text as the decoded updates, over random changes of a few keys', () => {
+    const next = seededIntegers(23);
+    let tuples = 0;
+    for (let run = 0; run < 200; run++) {
+      const changes: RowOrKeyChange[] = [];
+      for (let step = 0; step < 30; step++) {
+        const key = String(next(6));
+        const value = (): TupleCell => (next(5) === 0 ? unchangedToast : `v\t${run}.${step} ✓`);
+        const pick = next(6);
+        if (pick === 0) changes.push({ transaction, kind: 'delete', oldKey: [key, null, null] });
+        else if (pick === 1) changes.push({ transaction, kind: 'insert', newRow: [key, 'big', null] });
+        else if (pick === 2)
+          changes.push({
+            transaction,
+            kind: 'update',
+            oldKey: [String(next(6)), null, null],
+            newRow: [key, value(), 'moved'],
+          });
+        else
+          changes.push({
+            transaction,
+            kind: 'update',
+            oldKey: null,
+            newRow: [key, value(), next(3) === 0 ? null : 'n'],
+          });
+      }
+      const { decoded, fromBytes, tuples: given } = stagedBothWays(changes);
+      tuples += given;
+      expect(Buffer.concat(fromBytes.chunks).toString()).toBe(Buffer.concat(decoded.chunks).toString());
+      expect({ ...fromBytes, chunks: [] }).toEqual({ ...decoded, chunks: [] });
+    }
+    expect(tuples).toBeGreaterThan(1000);
+  });
+
+  it('keys rows of a composite key, nulls and text past ASCII as the decoded cells do', () => {
+    const composite = { ...textTable(['region', 'id', 'note']), keyColumns: ['region', 'id'] };
+    const changes: RowOrKeyChange[] = [
+      { transaction, kind: 'update', oldKey: null, newRow: ['é', '1', 'first'] },
+      { transaction, kind: 'update', oldKey: null, newRow: [null, '1', 'null region'] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['', '1', 'empty region'] },
+      { transaction, kind: 'delete', oldKey: ['é', '1', null] },
+      { transaction, kind: 'update', oldKey: null, newRow: ['é', '1', 'again'] },
+      { transaction, kind: 'update', oldKey: null, newRow: [null, '1', 'null region again'] },
+    ];
+    const { decoded, fromBytes, tuples } = stagedBothWays(changes, composite);
+    expect(tuples).toBe(5);
+    expect(Buffer.concat(fromBytes.chunks).toString()).toBe(Buffer.concat(decoded.chunks).toString());
+    expect(fromBytes.upsertCount).toBe(3);
+  });
+
+  it('fails on a binary cell as the decoded cells do', () => {
+    const row = ['1', Buffer.from('binary'), 'n'];
+    const decoded = new StagedChanges(table);
+    expect(() => decoded.add({ transaction, kind: 'update', oldKey: null, newRow: row })).toThrow(
+      'binary tuple value',
+    );
+    expect(() => new StagedChanges(table).addUpsertTuple(wireTuple(row))).toThrow('binary tuple value');
   });
 });

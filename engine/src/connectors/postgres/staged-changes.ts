@@ -12,9 +12,10 @@
 // in ascending order are all distinct and need no fold.
 
 import { EngineError } from '../../errors.ts';
+import { tupleCellKind, type WireTuple } from '../changes.ts';
 import { rowKey } from '../coalesce.ts';
 import { CopyTextChunks } from '../copy-chunks.ts';
-import { rowFields } from '../copy-lines.ts';
+import { rowFields, tupleLineMaxBytes, writeTupleLine } from '../copy-lines.ts';
 import { copyNull, escapeCopyText, parseCopyTextLine, textArrayLiteral } from '../copy-text.ts';
 import type { DestinationTable } from '../records.ts';
 import {
@@ -99,6 +100,27 @@ export class StagedChanges {
   }
 
   /**
+   * Holds an update given undecoded, its cells the table's columns in order
+   * and none unchanged TOAST (ChangeBuffer.addUpdateTuple): the same upsert
+   * line as `add` of its decoded cells, written from the bytes. Returns about
+   * the bytes it took.
+   */
+  addUpsertTuple(tuple: WireTuple): number {
+    if (this.#folded) throw new EngineError('internal', 'a change was added to stage lines already folded');
+    const key = tupleKey(tuple, this.#keyIndexes);
+    this.#appended(key, 1);
+    const lineBytes = this.#text.addWritten(
+      upsertHead.length + tupleLineMaxBytes(tuple),
+      (target, offset) => {
+        let write = offset;
+        for (let index = 0; index < upsertHead.length; index++) target[write++] = upsertHead[index] as number;
+        return writeTupleLine(this.#table, tuple, target, write);
+      },
+    );
+    return lineBytes + keyOverheadBytes + key.length;
+  }
+
+  /**
    * Folds the lines to the last of each key, filling unchanged-TOAST cells
    * from the earlier line of the row, in one pass: a hash lookup per line done
    * together costs a fraction of the same lookups spread between decoding.
@@ -170,13 +192,18 @@ export class StagedChanges {
   }
 
   #append(lineText: string, key: string, upsert: 0 | 1): number {
+    this.#appended(key, upsert);
+    this.#text.add(`${lineText}\n`);
+    return lineText.length + 1 + keyOverheadBytes + key.length;
+  }
+
+  /** Records the key and op of the line about to be added. */
+  #appended(key: string, upsert: 0 | 1): void {
     if (this.#keysAscending && this.#lastKey !== undefined) this.#keysAscending = follows(key, this.#lastKey);
     this.#lastKey = key;
     this.#upsertLineCount += upsert;
     this.#keys.push(key);
     this.#upserts.push(upsert);
-    this.#text.add(`${lineText}\n`);
-    return lineText.length + 1 + keyOverheadBytes + key.length;
   }
 }
 
@@ -188,6 +215,29 @@ export class StagedChanges {
  */
 function follows(key: string, previous: string): boolean {
   return key.length > previous.length || (key.length === previous.length && key > previous);
+}
+
+/** An upsert line's op and its empty list of unchanged columns, before the row's fields. */
+const upsertHead = Buffer.from(`${upsertOp}\t${copyNull}\t`);
+
+/**
+ * rowKey of a wire tuple's cells (coalesce.ts), decoding only its key cells:
+ * the same string their decoding gives (pgoutput.ts reads text as UTF-8).
+ */
+function tupleKey(tuple: WireTuple, keyIndexes: readonly number[]): string {
+  const bytes = tuple.bytes;
+  // Only the key cells are set: rowKey reads a hole as null, as it reads a key column not replicated.
+  const keyCells: (string | null)[] = [];
+  let read = 2; // past the cell count
+  for (let cell = 0; cell < tuple.cellCount; cell++) {
+    const kind = bytes[read++];
+    if (kind !== tupleCellKind.text && kind !== tupleCellKind.binary) continue;
+    const start = read + 4;
+    read = start + bytes.readUInt32BE(read);
+    if (kind === tupleCellKind.text && keyIndexes.includes(cell))
+      keyCells[cell] = bytes.toString('utf8', start, read);
+  }
+  return rowKey(keyCells, keyIndexes);
 }
 
 /** An upsert's stage line without its line end: the names of its unchanged-TOAST columns, then the row. */

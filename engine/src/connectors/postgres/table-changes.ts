@@ -36,6 +36,12 @@ export class PostgresTableChanges implements ChangeBuffer {
     return this.#newRows.addTuple(tuple);
   }
 
+  /** An update given undecoded (ChangeBuffer.addUpdateTuple): its upsert line written from the bytes. */
+  addUpdateTuple(tuple: WireTuple): number {
+    this.#staged ??= new StagedChanges(this.#table);
+    return this.#staged.addUpsertTuple(tuple);
+  }
+
   add(change: RowChange): number {
     if (change.kind === 'truncate') {
       this.#truncated = true;
