@@ -1,12 +1,12 @@
 // One table's changes of a batch held as the bytes of their default messages
 // (Destination.changeBuffer, for a mirror without a script): each change's key
-// and value JSON are written into byte chunks as it is decoded, instead
-// of the change staying a set of objects until the batch is sent; an insert
-// that comes undecoded has its message written from its bytes (row-json.ts), as
-// have a snapshot's rows from their COPY text. The chunks
-// live outside V8's heap, so a batch costs its young-generation collector
-// nothing to keep (docs/benchmarks.md, "The engine's CPU per change"), and the
-// producer gets views of them at send time.
+// and value JSON are written into byte chunks as it is decoded, instead of the
+// change staying a set of objects until the batch is sent. An insert that
+// comes undecoded has its message written from its bytes (row-json.ts), and so
+// have a snapshot's rows from their COPY text. The chunks live outside V8's
+// heap, so a batch costs its young-generation collector nothing to keep
+// (docs/benchmarks.md, "The engine's CPU per change"), and the producer gets
+// views of them at send time.
 import { EngineError } from '../../errors.ts';
 import type { WireTuple } from '../changes.ts';
 import type { ChangeBuffer, RowChange, SourceTransaction } from '../records.ts';
@@ -83,7 +83,9 @@ export class HeldMessages implements ChangeBuffer {
       throw new EngineError('internal', 'snapshot rows held as bytes for a table not written so');
     let rows = 0;
     for (let start = 0; start < block.length; rows++) {
-      const end = block.indexOf(newline, start);
+      // Every line of a block ends with a newline; a last one without counts as ending there.
+      const found = block.indexOf(newline, start);
+      const end = found < 0 ? block.length : found;
       this.#addWritten(writer, writer.takeCopyLine(block, start, end));
       start = end + 1;
     }

@@ -108,7 +108,7 @@ export class StagedChanges {
   addUpsertTuple(tuple: WireTuple): number {
     if (this.#folded) throw new EngineError('internal', 'a change was added to stage lines already folded');
     const key = tupleKey(tuple, this.#keyIndexes);
-    this.#appended(key, 1);
+    // The line first: a cell it cannot write (binary) leaves nothing recorded.
     const lineBytes = this.#text.addWritten(
       upsertHead.length + tupleLineMaxBytes(tuple),
       (target, offset) => {
@@ -117,6 +117,7 @@ export class StagedChanges {
         return writeTupleLine(this.#table, tuple, target, write);
       },
     );
+    this.#appended(key, 1);
     return lineBytes + keyOverheadBytes + key.length;
   }
 
