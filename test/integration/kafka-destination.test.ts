@@ -173,7 +173,7 @@ describe('Kafka destination', () => {
     },
   );
 
-  it('keeps no admin client connected between its uses', async () => {
+  it('keeps no admin client connected between its uses, and readies its producer as CDC starts', async () => {
     // A connected kafkajs client re-arms a timer every millisecond per broker
     // connection: the destination connects one for each admin task and closes it.
     const topic = randomTopic('dest-admin');
@@ -204,8 +204,11 @@ describe('Kafka destination', () => {
       await target.check();
       expect(connected.size).toBe(0);
       await target.setupTables([table]);
+      expect(await target.producerReady()).toBeUndefined();
       expect(await target.readCheckpoint(mirror)).toBeUndefined();
       expect(connected.size).toBe(0);
+      // Reading the checkpoint as CDC starts also readied the producer: it has its producer id.
+      expect(typeof (await target.producerReady())).toBe('bigint');
       const insert: RowChange = {
         kind: 'insert',
         transaction: transaction(1),

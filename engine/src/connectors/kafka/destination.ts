@@ -77,6 +77,8 @@ export class KafkaDestination implements Destination {
   readonly #config: StreamConfig;
   readonly #topics = new Map<string, TopicPartitions>();
   #producer: Promise<Producer<Buffer, Buffer, Buffer, Buffer>> | undefined;
+  /** The producer made ready as CDC started (readCheckpoint), to its producer id. */
+  #producerReady: Promise<bigint | undefined> | undefined;
   /** The last checkpoint read or written: undefined until known, null when there is none. */
   #checkpoint: Checkpoint | null | undefined;
   /**
@@ -116,6 +118,7 @@ export class KafkaDestination implements Destination {
   async close(): Promise<void> {
     const producer = this.#producer;
     this.#producer = undefined;
+    this.#producerReady = undefined;
     await Promise.all([
       this.#script?.close(),
       producer?.then((connected) => connected.close()).catch(() => {}),
@@ -227,6 +230,9 @@ export class KafkaDestination implements Destination {
   }
 
   async readCheckpoint(mirror: string): Promise<Checkpoint | undefined> {
+    // Read as CDC starts: the producer gets ready meanwhile, so that the first
+    // batch does not wait for its library to load, connect and get a producer id.
+    this.#producerReady ??= this.#prepareProducer();
     return this.#withAdmin(async (admin) => {
       try {
         const checkpoint = await readCheckpoint(await this.#client(), admin, mirror, checkpointReadTimeoutMs);
@@ -518,6 +524,25 @@ export class KafkaDestination implements Destination {
     }
   }
 
+  /**
+   * The producer id of the producer made ready when CDC started (readCheckpoint),
+   * once it is; undefined when none was prepared or preparing it failed (the
+   * first send then tries again).
+   */
+  producerReady(): Promise<bigint | undefined> {
+    return this.#producerReady ?? Promise.resolve(undefined);
+  }
+
+  async #prepareProducer(): Promise<bigint | undefined> {
+    try {
+      const producer = await this.#connectedProducer();
+      await producer.initIdempotentProducer({});
+      return producer.producerId;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The producer connects on its first request; a failed one is replaced by a new one. */
   #connectedProducer(): Promise<Producer<Buffer, Buffer, Buffer, Buffer>> {
     this.#producer ??= createStreamProducer(this.#config, {
@@ -530,6 +555,7 @@ export class KafkaDestination implements Destination {
   #resetProducer(): void {
     const producer = this.#producer;
     this.#producer = undefined;
+    this.#producerReady = undefined;
     producer?.then((connected) => connected.close()).catch(() => {});
   }
 }
