@@ -9,8 +9,10 @@
 // ASCII, a COPY escape in octal) is decoded and written through
 // message-format.ts's cellJson, which also names bad values.
 //
-// Writing the JSON from decoded values cost about 1.9 µs an insert of the
-// benchmark's table, decoding the cells 0.45 µs more (docs/benchmarks.md).
+// An insert of the benchmark's table, from its pgoutput message to its held
+// message, took 2.5–2.8 µs of CPU through decoded values and 0.9–1.1 µs this
+// way; a snapshot row 2.0 and 0.73–0.80 µs (docs/benchmarks.md, "Kafka
+// messages written from the source's bytes").
 
 import { EngineError } from '../../errors.ts';
 import type { ColumnType } from '../../model/value-kind.ts';
