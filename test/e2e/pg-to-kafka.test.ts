@@ -161,7 +161,7 @@ describe('PostgreSQL to Kafka', () => {
     }
   });
 
-  it('writes the messages of new rows from the bytes the source sent as from their decoded values', async () => {
+  it('writes the messages of new rows (snapshot, inserts, updates) from the bytes the source sent as from their decoded values', async () => {
     const { source } = harness;
     const topic = randomTopic('kinds');
     topics.push(topic);
@@ -223,8 +223,12 @@ describe('PostgreSQL to Kafka', () => {
     const { mirror, collector } = await startRunning(harness, 'kinds', topic, 100, 'PLAINTEXT');
     try {
       await insert(edgeRows(1000));
+      // Updates without an old image (the key unchanged): their new rows go the same way.
+      await source.client.query(
+        `UPDATE kinds SET note = note || ' updated', flag = NOT flag WHERE id BETWEEN 1 AND 4`,
+      );
       await collector.start([topic]);
-      await collector.untilCount(304 + 4, 60_000);
+      await collector.untilCount(304 + 4 + 4, 60_000);
 
       // The oracle: each row's text as the engine's sessions print it, through the decoded values' writer.
       const column = (name: string, typeOid: number) => ({
@@ -264,8 +268,10 @@ describe('PostgreSQL to Kafka', () => {
       const textById = new Map((rows as (string | null)[][]).map((row) => [row[0], row]));
       const newMember = (json: string) =>
         json.slice(json.indexOf(',"new":'), json.indexOf(',"unchanged_columns":'));
+      // The rows' text is their last state: each key's last message (a key keeps its partition's order) is compared.
+      const lastOfKey = new Map(collector.messages.map((message) => [message.key, message]));
       const kinds = new Map<string, number>();
-      for (const message of collector.messages) {
+      for (const message of lastOfKey.values()) {
         const value = message.value ?? '';
         const parsed = JSON.parse(value);
         kinds.set(parsed.kind, (kinds.get(parsed.kind) ?? 0) + 1);
@@ -273,7 +279,8 @@ describe('PostgreSQL to Kafka', () => {
         expect(message.key).toBe(expected.key);
         expect(newMember(value)).toBe(newMember(expected.json));
       }
-      expect(Object.fromEntries(kinds)).toEqual({ snapshot: 304, insert: 4 });
+      expect(Object.fromEntries(kinds)).toEqual({ snapshot: 300, insert: 4, update: 4 });
+      expect(collector.messages).toHaveLength(304 + 4 + 4);
       const second = collector.messages.find((message) => message.key === '{"id":"1002"}');
       expect(JSON.parse(second?.value ?? '{}').new).toMatchObject({
         amount: 'NaN',

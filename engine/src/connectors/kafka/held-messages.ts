@@ -1,9 +1,9 @@
 // One table's changes of a batch held as the bytes of their default messages
 // (Destination.changeBuffer, for a mirror without a script): each change's key
 // and value JSON are written into byte chunks as it is decoded, instead of the
-// change staying a set of objects until the batch is sent. An insert that
-// comes undecoded has its message written from its bytes (row-json.ts), and so
-// have a snapshot's rows from their COPY text. The chunks live outside V8's
+// change staying a set of objects until the batch is sent. An insert or update
+// that comes undecoded has its message written from its bytes (row-json.ts),
+// and so have a snapshot's rows from their COPY text. The chunks live outside V8's
 // heap, so a batch costs its young-generation collector nothing to keep
 // (docs/benchmarks.md, "The engine's CPU per change"), and the producer gets
 // views of them at send time.
@@ -67,9 +67,18 @@ export class HeldMessages implements ChangeBuffer {
    * table's columns are not all of kinds written so.
    */
   addInsertTuple(tuple: WireTuple, transaction: SourceTransaction): number | undefined {
+    return this.#addTuple('insert', tuple, transaction);
+  }
+
+  /** The same for an update without an old image (ChangeBuffer.addUpdateTuple): `"old":null`, the new row. */
+  addUpdateTuple(tuple: WireTuple, transaction: SourceTransaction): number | undefined {
+    return this.#addTuple('update', tuple, transaction);
+  }
+
+  #addTuple(kind: 'insert' | 'update', tuple: WireTuple, transaction: SourceTransaction): number | undefined {
     const writer = this.#writer();
     if (writer === null || tuple.cellCount !== writer.columnCount) return undefined;
-    return this.#addWritten(writer, writer.takeTuple(tuple, transaction));
+    return this.#addWritten(writer, writer.takeTuple(kind, tuple, transaction));
   }
 
   /**

@@ -51,6 +51,9 @@ export type Row = { readonly [column: string]: Rendered };
 
 export type RecordKind = 'snapshot' | 'insert' | 'update' | 'delete' | 'truncate';
 
+/** The kinds whose message is a new row alone (`"old":null`), as row-json.ts writes them. */
+export type NewRowKind = 'snapshot' | 'insert' | 'update';
+
 /** The default message value, as JSON. */
 export interface RecordDocument {
   readonly kind: RecordKind;
@@ -224,13 +227,14 @@ class RenderedRecord implements ChangeRecord {
 const snapshotFieldsJson = '"lsn":null,"commit_time":null,"xid":null';
 
 /**
- * A new row's value JSON (an insert's, or a snapshot row's without a
- * transaction) up to the members of its row (`"new":{`): what row-json.ts
- * writes before the row's values, the same text #writeJson writes.
+ * A new row's value JSON (an insert's, an update's without an old key, or a
+ * snapshot row's without a transaction) up to the members of its row
+ * (`"new":{`): what row-json.ts writes before the row's values, the same text
+ * #writeJson writes.
  */
 export function newRowValueHead(
   format: TableFormat,
-  kind: 'insert' | 'snapshot',
+  kind: NewRowKind,
   transaction: SourceTransaction | null,
 ): string {
   const transactionJson = transaction ? transactionFields(transaction).json : snapshotFieldsJson;

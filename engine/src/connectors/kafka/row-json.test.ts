@@ -2,13 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { tupleData, wireTuple } from '../../../../test/support/wire-tuple.ts';
 import type { WireTuple } from '../changes.ts';
 import { parseCopyTextLines } from '../copy-text.ts';
-import {
-  type DestinationTable,
-  type RowChange,
-  type SourceTransaction,
-  type TupleCell,
-  unchangedToast,
-} from '../records.ts';
+import { type DestinationTable, type SourceTransaction, type TupleCell, unchangedToast } from '../records.ts';
 import { type HeldMessage, HeldMessages } from './held-messages.ts';
 import { snapshotRecord, tableFormat } from './message-format.ts';
 
@@ -71,14 +65,24 @@ function row(name: string, value: TupleCell): TupleCell[] {
 }
 
 /** Each change's message held from its decoded cells and from its bytes: [decoded, from bytes]. */
-function heldBothWays(tuples: readonly WireTuple[], tableOf = table): [HeldMessage[], HeldMessage[]] {
+function heldBothWays(
+  tuples: readonly WireTuple[],
+  tableOf = table,
+  kindOf: (index: number) => 'insert' | 'update' = () => 'insert',
+  transactionOf: (index: number) => SourceTransaction = (index) =>
+    transactions[index % 2] as SourceTransaction,
+): [HeldMessage[], HeldMessage[]] {
   const decoded = new HeldMessages(tableFormat(tableOf));
   const fromBytes = new HeldMessages(tableFormat(tableOf));
   tuples.forEach((tuple, index) => {
-    const transaction = transactions[index % 2] as SourceTransaction;
-    const change: RowChange = { transaction, kind: 'insert', newRow: tuple.cells() };
-    decoded.add(change);
-    expect(fromBytes.addInsertTuple(tuple, transaction)).toBeGreaterThan(0);
+    const transaction = transactionOf(index);
+    if (kindOf(index) === 'insert') {
+      decoded.add({ transaction, kind: 'insert', newRow: tuple.cells() });
+      expect(fromBytes.addInsertTuple(tuple, transaction)).toBeGreaterThan(0);
+    } else {
+      decoded.add({ transaction, kind: 'update', oldKey: null, newRow: tuple.cells() });
+      expect(fromBytes.addUpdateTuple(tuple, transaction)).toBeGreaterThan(0);
+    }
   });
   return [[...decoded.messages()], [...fromBytes.messages()]];
 }
@@ -146,6 +150,30 @@ describe('inserts written from their TupleData (RowJson)', () => {
     expect(String(fromBytes[0]?.value)).toContain(
       '"at":"2026-11-29T10:11:12.5","at_utc":"2026-11-29T10:11:12Z"',
     );
+  });
+
+  it('writes updates without an old key as the decoded updates give them, between inserts of the same transactions', () => {
+    const tuples = [
+      wireTuple(row('id', '1')),
+      wireTuple(row('note', 'changed "once"')),
+      wireTuple(row('note', unchangedToast)),
+      wireTuple(row('at_utc', 'infinity')),
+      wireTuple(row('id', '2')),
+      wireTuple(row('amount', null)),
+    ];
+    // Transactions change every second row, kinds every third: the kind alone changes between rows too.
+    const [decoded, fromBytes] = heldBothWays(
+      tuples,
+      table,
+      (index) => (index % 3 === 0 ? 'insert' : 'update'),
+      (index) => transactions[Math.floor(index / 2) % 2] as SourceTransaction,
+    );
+    expect(fromBytes).toEqual(decoded);
+    expect(String(fromBytes[1]?.value)).toMatch(
+      /^\{"kind":"update",.*"old":null,"new":\{"note":"changed \\"once\\""/,
+    );
+    expect(String(fromBytes[2]?.value)).toContain('"unchanged_columns":["note"]}');
+    expect(String(fromBytes[3]?.value)).toMatch(/^\{"kind":"insert"/);
   });
 
   it('writes a first column left out (unchanged TOAST) without the comma before the next', () => {

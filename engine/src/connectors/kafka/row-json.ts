@@ -19,7 +19,13 @@ import type { ColumnType } from '../../model/value-kind.ts';
 import { tupleCellKind, type WireTuple } from '../changes.ts';
 import { copyRowWidthError, parseCopyTextLine } from '../copy-text.ts';
 import type { SourceTransaction } from '../records.ts';
-import { binaryValue, cellJson, newRowValueHead, type TableFormat } from './message-format.ts';
+import {
+  binaryValue,
+  cellJson,
+  type NewRowKind,
+  newRowValueHead,
+  type TableFormat,
+} from './message-format.ts';
 
 /** How a column's text becomes its JSON. */
 const rule = {
@@ -120,6 +126,7 @@ const cell = {
 export class RowJson {
   readonly #plan: Plan;
   #headOf: SourceTransaction | null | undefined;
+  #headKind: NewRowKind | undefined;
   #head: Buffer = Buffer.alloc(0);
   /** Per value of the row taken: its kind (`cell`), and its bytes' start and end in `#source`. */
   #kinds = new Uint8Array(64);
@@ -142,11 +149,12 @@ export class RowJson {
   }
 
   /**
-   * Takes an insert's tuple (its cells the table's columns, in order) for the
-   * writes that follow; returns the most bytes its key and value take together.
+   * Takes the new row of an insert, or of an update without an old key, its
+   * cells the table's columns in order, for the writes that follow; returns
+   * the most bytes its key and value take together.
    */
-  takeTuple(tuple: WireTuple, transaction: SourceTransaction): number {
-    this.#headFor('insert', transaction);
+  takeTuple(kind: 'insert' | 'update', tuple: WireTuple, transaction: SourceTransaction): number {
+    this.#headFor(kind, transaction);
     const count = tuple.cellCount;
     this.#reserve(count);
     // Its bytes were checked when it was copied out of its message.
@@ -249,10 +257,11 @@ export class RowJson {
     return write;
   }
 
-  #headFor(kind: 'insert' | 'snapshot', transaction: SourceTransaction | null): void {
-    if (this.#headOf !== transaction) {
+  #headFor(kind: NewRowKind, transaction: SourceTransaction | null): void {
+    if (this.#headOf !== transaction || this.#headKind !== kind) {
       this.#head = Buffer.from(newRowValueHead(this.#plan.format, kind, transaction));
       this.#headOf = transaction;
+      this.#headKind = kind;
     }
   }
 
