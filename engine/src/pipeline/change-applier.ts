@@ -238,6 +238,11 @@ export class ChangeApplier {
   }
 
   /** Buffers a change; returns a promise only when the batch opened (recorded in the catalog) or is full (cut). */
+  #addChange(table: DestinationTable, change: RowChange, lsn: bigint): Promise<void> | undefined {
+    const opened = this.#builder.add(table, change, lsn, Date.now(), this.#cursor.position);
+    return this.#afterAddIfNeeded(opened, lsn);
+  }
+
   /** Adds an insert or update whose new row goes on undecoded (BatchBuilder.addTuple). */
   #addTuple(
     kind: 'insert' | 'update',
@@ -255,11 +260,6 @@ export class ChangeApplier {
       Date.now(),
       this.#cursor.position,
     );
-    return this.#afterAddIfNeeded(opened, lsn);
-  }
-
-  #addChange(table: DestinationTable, change: RowChange, lsn: bigint): Promise<void> | undefined {
-    const opened = this.#builder.add(table, change, lsn, Date.now(), this.#cursor.position);
     return this.#afterAddIfNeeded(opened, lsn);
   }
 
