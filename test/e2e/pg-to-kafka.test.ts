@@ -19,6 +19,7 @@ import { randomSuffix, waitFor } from '../support/databases.ts';
 import { checkedJsonExample, jsonShape } from '../support/doc-examples.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import { createHarness, type Harness, startMirror } from '../support/mirror-harness.ts';
+import { typedColumn } from '../support/text-table.ts';
 
 const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
 const client = kafkaClient('PLAINTEXT');
@@ -231,27 +232,20 @@ describe('PostgreSQL to Kafka', () => {
       await collector.untilCount(304 + 4 + 4, 60_000);
 
       // The oracle: each row's text as the engine's sessions print it, through the decoded values' writer.
-      const column = (name: string, typeOid: number) => ({
-        name,
-        typeOid,
-        typeModifier: -1,
-        typeName: '',
-        notNull: false,
-      });
       const format = tableFormat({
         source: { schema: 'public', table: 'kinds' },
         destination: { schema: 'public', table: topic },
         columns: [
-          column('id', 20),
-          column('small', 21),
-          column('region', 23),
-          column('amount', 1700),
-          column('note', 25),
-          column('label', 1043),
-          column('doc', 3802),
-          column('at', 1114),
-          column('at_utc', 1184),
-          column('flag', 16),
+          typedColumn('id', 20),
+          typedColumn('small', 21),
+          typedColumn('region', 23),
+          typedColumn('amount', 1700),
+          typedColumn('note', 25),
+          typedColumn('label', 1043),
+          typedColumn('doc', 3802),
+          typedColumn('at', 1114),
+          typedColumn('at_utc', 1184),
+          typedColumn('flag', 16),
         ],
         keyColumns: ['id'],
       });

@@ -37,14 +37,25 @@ export function isWireTuple(tuple: Tuple | WireTuple): tuple is WireTuple {
   return !Array.isArray(tuple);
 }
 
+/** Where a TupleData's first cell starts: past its Int16 cell count. */
+export const tupleCellsStart = 2;
+
+/**
+ * Where the TupleData cell whose kind byte is at `at` ends: the next cell's
+ * kind byte. A text or binary cell's value is its last `end - at - 5` bytes.
+ */
+export function tupleCellEnd(bytes: Buffer, at: number): number {
+  const kind = bytes[at];
+  return kind === tupleCellKind.text || kind === tupleCellKind.binary
+    ? at + 5 + bytes.readUInt32BE(at + 1)
+    : at + 1;
+}
+
 /** Whether a wire tuple has an unchanged-TOAST cell (a value the source did not send); its cells are not decoded. */
 export function hasUnchangedToast(tuple: WireTuple): boolean {
   const bytes = tuple.bytes;
-  let read = 2; // past the cell count
-  for (let cell = 0; cell < tuple.cellCount; cell++) {
-    const kind = bytes[read++];
-    if (kind === tupleCellKind.unchangedToast) return true;
-    if (kind === tupleCellKind.text || kind === tupleCellKind.binary) read += 4 + bytes.readUInt32BE(read);
+  for (let cell = 0, at = tupleCellsStart; cell < tuple.cellCount; cell++, at = tupleCellEnd(bytes, at)) {
+    if (bytes[at] === tupleCellKind.unchangedToast) return true;
   }
   return false;
 }

@@ -1,19 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { typedColumn } from '../../../../test/support/text-table.ts';
 import type { DestinationTable, RowChange, SourceTransaction } from '../records.ts';
 import { HeldMessages } from './held-messages.ts';
 import { changeRecord, tableFormat } from './message-format.ts';
 
-const column = (name: string, typeOid: number) => ({
-  name,
-  typeOid,
-  typeModifier: -1,
-  typeName: String(typeOid),
-  notNull: false,
-});
 const table: DestinationTable = {
   source: { schema: 'public', table: 'orders' },
   destination: { schema: 'sales', table: 'orders' },
-  columns: [column('id', 20), column('note', 25)],
+  columns: [typedColumn('id', 20), typedColumn('note', 25)],
   keyColumns: ['id'],
 };
 const transaction: SourceTransaction = { xid: 7, commitLsn: 0x10n, commitTimeMicros: 1_700_000_000_000_000n };

@@ -103,7 +103,7 @@ export class HeldMessages implements ChangeBuffer {
 
   /** Whether the messages of the table's new rows are written from the source's bytes (row-json.ts). */
   static writesFromBytes(format: TableFormat): boolean {
-    return RowJson.for(format) !== undefined;
+    return RowJson.writes(format);
   }
 
   #writer(): RowJson | null {

@@ -1,21 +1,19 @@
 import { describe, expect, it } from 'vitest';
+import { typedColumn } from '../../../../test/support/text-table.ts';
 import { EngineError } from '../../errors.ts';
 import { parseTextValue } from '../../model/parse-text.ts';
 import { type DestinationTable, type RowImage, type SourceTransaction, unchangedToast } from '../records.ts';
 import { changeRecord, isoTimestamp, renderText, snapshotRecord, tableFormat } from './message-format.ts';
 
-const column = (name: string, typeOid: number, typeModifier = -1) => ({
-  name,
-  typeOid,
-  typeModifier,
-  typeName: String(typeOid),
-  notNull: false,
-});
-
 const table: DestinationTable = {
   source: { schema: 'public', table: 'orders' },
   destination: { schema: 'sales', table: 'orders' },
-  columns: [column('id', 20), column('region', 25), column('amount', 1700), column('doc', 3802)],
+  columns: [
+    typedColumn('id', 20),
+    typedColumn('region', 25),
+    typedColumn('amount', 1700),
+    typedColumn('doc', 3802),
+  ],
   keyColumns: ['id', 'region'],
 };
 const transaction: SourceTransaction = {
@@ -162,26 +160,26 @@ describe('default message format', () => {
 describe('default message JSON', () => {
   // Every kind the format renders, with values whose JSON is easy to get wrong.
   const columns = [
-    column('id', 20),
-    column('small', 21),
-    column('count', 23),
-    column('price', 1700, ((12 << 16) | 2) + 4),
-    column('name', 25),
-    column('doc', 3802),
-    column('raw', 114),
-    column('flag', 16),
-    column('bytes', 17),
-    column('ratio', 701),
-    column('single', 700),
-    column('at', 1114),
-    column('at_utc', 1184),
-    column('day', 1082),
-    column('clock', 1083),
-    column('span', 1186),
-    column('uid', 2950),
-    column('counts', 1007),
-    column('labels', 1009),
-    column('mood', 99_999),
+    typedColumn('id', 20),
+    typedColumn('small', 21),
+    typedColumn('count', 23),
+    typedColumn('price', 1700, ((12 << 16) | 2) + 4),
+    typedColumn('name', 25),
+    typedColumn('doc', 3802),
+    typedColumn('raw', 114),
+    typedColumn('flag', 16),
+    typedColumn('bytes', 17),
+    typedColumn('ratio', 701),
+    typedColumn('single', 700),
+    typedColumn('at', 1114),
+    typedColumn('at_utc', 1184),
+    typedColumn('day', 1082),
+    typedColumn('clock', 1083),
+    typedColumn('span', 1186),
+    typedColumn('uid', 2950),
+    typedColumn('counts', 1007),
+    typedColumn('labels', 1009),
+    typedColumn('mood', 99_999),
   ];
   const wide: DestinationTable = {
     source: { schema: 'public', table: 'every "kind"' },
@@ -351,7 +349,7 @@ describe('default message JSON', () => {
     const partial = tableFormat({
       source: { schema: 'public', table: 'p' },
       destination: { schema: 'public', table: 'p' },
-      columns: [column('id', 20), column('note', 25)],
+      columns: [typedColumn('id', 20), typedColumn('note', 25)],
       keyColumns: ['id', 'region'],
     });
     const records = [
@@ -374,7 +372,7 @@ describe('default message JSON', () => {
     const numbered = tableFormat({
       source: { schema: 'public', table: 'n' },
       destination: { schema: 'public', table: 'n' },
-      columns: [column('b', 25), column('10', 25), column('2', 25)],
+      columns: [typedColumn('b', 25), typedColumn('10', 25), typedColumn('2', 25)],
       keyColumns: ['b', '10'],
     });
     const record = snapshotRecord(numbered, ['x', 'y', 'z']);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { typedColumn } from '../../../../test/support/text-table.ts';
 import { tupleData, wireTuple } from '../../../../test/support/wire-tuple.ts';
 import type { WireTuple } from '../changes.ts';
 import { parseCopyTextLines } from '../copy-text.ts';
@@ -6,13 +7,6 @@ import { type DestinationTable, type SourceTransaction, type TupleCell, unchange
 import { type HeldMessage, HeldMessages } from './held-messages.ts';
 import { snapshotRecord, tableFormat } from './message-format.ts';
 
-const column = (name: string, typeOid: number) => ({
-  name,
-  typeOid,
-  typeModifier: -1,
-  typeName: String(typeOid),
-  notNull: false,
-});
 const oid = {
   boolean: 16,
   int2: 21,
@@ -30,15 +24,15 @@ const table: DestinationTable = {
   source: { schema: 'public', table: 'every' },
   destination: { schema: 'sales', table: 'every "kind"' },
   columns: [
-    column('note', oid.text),
-    column('id', oid.int8),
-    column('small', oid.int2),
-    column('region', oid.int4),
-    column('amount', oid.numeric),
-    column('at', oid.timestamp),
-    column('at_utc', oid.timestamptz),
-    column('flag', oid.boolean),
-    column('doc "json"', oid.jsonb),
+    typedColumn('note', oid.text),
+    typedColumn('id', oid.int8),
+    typedColumn('small', oid.int2),
+    typedColumn('region', oid.int4),
+    typedColumn('amount', oid.numeric),
+    typedColumn('at', oid.timestamp),
+    typedColumn('at_utc', oid.timestamptz),
+    typedColumn('flag', oid.boolean),
+    typedColumn('doc "json"', oid.jsonb),
   ],
   keyColumns: ['region', 'id'],
 };
@@ -250,7 +244,7 @@ describe('inserts written from their TupleData (RowJson)', () => {
   });
 
   it('holds nothing from the bytes for a table with a column of another kind, or a tuple of other cells', () => {
-    const dated: DestinationTable = { ...table, columns: [...table.columns, column('day', oid.date)] };
+    const dated: DestinationTable = { ...table, columns: [...table.columns, typedColumn('day', oid.date)] };
     const held = new HeldMessages(tableFormat(dated));
     const transaction = transactions[0] as SourceTransaction;
     expect(held.addInsertTuple(wireTuple([...row('id', '1'), '2026-11-29']), transaction)).toBeUndefined();
@@ -342,7 +336,7 @@ describe('snapshot rows written from their COPY text (RowJson)', () => {
     const [decoded, fromBytes] = snapshotBothWays(Buffer.from(`${copyLine(row('id', '3'))}\n`), keyless);
     expect(fromBytes).toEqual(decoded);
     expect(fromBytes[0]?.key).toBeNull();
-    const dated: DestinationTable = { ...table, columns: [...table.columns, column('day', oid.date)] };
+    const dated: DestinationTable = { ...table, columns: [...table.columns, typedColumn('day', oid.date)] };
     expect(HeldMessages.writesFromBytes(tableFormat(dated))).toBe(false);
     expect(HeldMessages.writesFromBytes(tableFormat(table))).toBe(true);
     expect(() => new HeldMessages(tableFormat(dated)).addSnapshotLines(Buffer.from('x\n'))).toThrow(

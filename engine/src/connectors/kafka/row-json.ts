@@ -16,7 +16,7 @@
 
 import { EngineError } from '../../errors.ts';
 import type { ColumnType } from '../../model/value-kind.ts';
-import { tupleCellKind, type WireTuple } from '../changes.ts';
+import { tupleCellEnd, tupleCellKind, tupleCellsStart, type WireTuple } from '../changes.ts';
 import { copyRowWidthError, parseCopyTextLine } from '../copy-text.ts';
 import type { SourceTransaction } from '../records.ts';
 import {
@@ -139,6 +139,11 @@ export class RowJson {
     this.#plan = plan;
   }
 
+  /** Whether the table's new rows are written from bytes: every column has a rule. */
+  static writes(format: TableFormat): boolean {
+    return planOf(format) !== null;
+  }
+
   static for(format: TableFormat): RowJson | undefined {
     const plan = planOf(format);
     return plan === null ? undefined : new RowJson(plan);
@@ -159,16 +164,13 @@ export class RowJson {
     this.#reserve(count);
     // Its bytes were checked when it was copied out of its message.
     const bytes = tuple.bytes;
-    let read = 2; // past the cell count
-    for (let index = 0; index < count; index++) {
-      const kind = bytes[read++] as number;
-      this.#kinds[index] = kind;
-      if (kind === cell.text || kind === cell.binary) {
-        const start = read + 4;
-        read = start + bytes.readUInt32BE(read);
-        this.#starts[index] = start;
-        this.#ends[index] = read;
-      }
+    for (let index = 0, at = tupleCellsStart; index < count; index++) {
+      const end = tupleCellEnd(bytes, at);
+      this.#kinds[index] = bytes[at] as number;
+      // A text or binary value's bytes, after the kind byte and Int32 length.
+      this.#starts[index] = at + 5;
+      this.#ends[index] = end;
+      at = end;
     }
     this.#source = bytes;
     this.#count = count;

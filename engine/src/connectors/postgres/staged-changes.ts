@@ -12,7 +12,7 @@
 // in ascending order are all distinct and need no fold.
 
 import { EngineError } from '../../errors.ts';
-import { tupleCellKind, type WireTuple } from '../changes.ts';
+import { tupleCellEnd, tupleCellKind, tupleCellsStart, type WireTuple } from '../changes.ts';
 import { rowKey } from '../coalesce.ts';
 import { CopyTextChunks } from '../copy-chunks.ts';
 import { rowFields, tupleLineMaxBytes, writeTupleLine } from '../copy-lines.ts';
@@ -229,14 +229,12 @@ function tupleKey(tuple: WireTuple, keyIndexes: readonly number[]): string {
   const bytes = tuple.bytes;
   // Only the key cells are set: rowKey reads a hole as null, as it reads a key column not replicated.
   const keyCells: (string | null)[] = [];
-  let read = 2; // past the cell count
-  for (let cell = 0; cell < tuple.cellCount; cell++) {
-    const kind = bytes[read++];
-    if (kind !== tupleCellKind.text && kind !== tupleCellKind.binary) continue;
-    const start = read + 4;
-    read = start + bytes.readUInt32BE(read);
-    if (kind === tupleCellKind.text && keyIndexes.includes(cell))
-      keyCells[cell] = bytes.toString('utf8', start, read);
+  for (let cell = 0, at = tupleCellsStart; cell < tuple.cellCount; cell++) {
+    const end = tupleCellEnd(bytes, at);
+    if (bytes[at] === tupleCellKind.text && keyIndexes.includes(cell)) {
+      keyCells[cell] = bytes.toString('utf8', at + 5, end);
+    }
+    at = end;
   }
   return rowKey(keyCells, keyIndexes);
 }
