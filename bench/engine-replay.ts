@@ -118,7 +118,7 @@ async function replay(payloads: readonly Buffer[], table: DestinationTable): Pro
     events.push({
       tag: 'change',
       walStart: message.walStart,
-      message: decodePgoutput(message.payload, message.dataStart),
+      message: decodePgoutput(message.payload, message.dataStart, message.dataEnd),
     });
     if (events.length === 4096) {
       await applier.apply(events);

@@ -58,7 +58,7 @@ async function drainWithCopyBoth(database: TestDatabase, slot: string, restMs: n
         bytesRead += chunk.length;
         const message = parseReplicationMessage(chunk);
         if (message.tag === 'keepalive') continue;
-        if (decodePgoutput(message.payload, message.dataStart).tag === 'insert') inserts++;
+        if (decodePgoutput(message.payload, message.dataStart, message.dataEnd).tag === 'insert') inserts++;
       }
       if (bytesRead === 0) {
         await new Promise((resolve) => copy.once('readable', resolve));

@@ -436,6 +436,19 @@ describe('decodePgoutput on malformed input', () => {
     }
   });
 
+  it('decodes a message between others in one buffer (a socket read) as it decodes it alone', () => {
+    const before = Buffer.from('bytes before');
+    // 0xff bytes after: read past the message end, they would be a cell or a truncation error's data.
+    const after = Buffer.alloc(64, 0xff);
+    for (const [name, sample] of Object.entries(samples)) {
+      const read = Buffer.concat([before, sample, after]);
+      const end = before.length + sample.length;
+      expect(decodePgoutput(read, before.length, end), name).toEqual(decodePgoutput(sample));
+      // The bytes after the message are not part of it: a cut message is still truncated.
+      expect(() => decodePgoutput(read, before.length, end - 1), name).toThrow(PgoutputDecodeError);
+    }
+  });
+
   it('names the message type and byte offset of a truncation', () => {
     const error = decodeError(samples.begin.subarray(0, 12));
     expect(error).toMatchObject({ messageType: 'Begin', offset: 9, kind: 'decode' });

@@ -75,36 +75,37 @@ const unsupportedTags = new Map([
 ]);
 
 /**
- * Decodes the pgoutput message that fills `data` from byte `start` on (an
- * XLogData payload is decoded in place, without a copy or a view of it). The
- * result holds no view of `data`: every string and Buffer in it is a copy.
- * Throws PgoutputDecodeError on malformed input, with offsets counted from `start`.
+ * Decodes the pgoutput message in bytes [start, end) of `data` (an XLogData
+ * payload is decoded in place, in the socket's read buffer, without a copy or
+ * a view of it). The result holds no view of `data`: every string and Buffer
+ * in it is a copy. Throws PgoutputDecodeError on malformed input, with offsets
+ * counted from `start`.
  */
-export function decodePgoutput(data: Buffer, start = 0): PgoutputMessage {
+export function decodePgoutput(data: Buffer, start = 0, end = data.length): PgoutputMessage {
   const tagByte = data[start];
   if (tagByte === undefined) throw new PgoutputDecodeError('unknown', 0, 'empty message');
   const tag = String.fromCharCode(tagByte);
   switch (tag) {
     case 'B':
-      return decodeBegin(new Cursor(data, start, 'Begin'));
+      return decodeBegin(new Cursor(data, start, end, 'Begin'));
     case 'C':
-      return decodeCommit(new Cursor(data, start, 'Commit'));
+      return decodeCommit(new Cursor(data, start, end, 'Commit'));
     case 'O':
-      return decodeOrigin(new Cursor(data, start, 'Origin'));
+      return decodeOrigin(new Cursor(data, start, end, 'Origin'));
     case 'R':
-      return decodeRelation(new Cursor(data, start, 'Relation'));
+      return decodeRelation(new Cursor(data, start, end, 'Relation'));
     case 'Y':
-      return decodeType(new Cursor(data, start, 'Type'));
+      return decodeType(new Cursor(data, start, end, 'Type'));
     case 'I':
-      return decodeInsert(new Cursor(data, start, 'Insert'));
+      return decodeInsert(new Cursor(data, start, end, 'Insert'));
     case 'U':
-      return decodeUpdate(new Cursor(data, start, 'Update'));
+      return decodeUpdate(new Cursor(data, start, end, 'Update'));
     case 'D':
-      return decodeDelete(new Cursor(data, start, 'Delete'));
+      return decodeDelete(new Cursor(data, start, end, 'Delete'));
     case 'T':
-      return decodeTruncate(new Cursor(data, start, 'Truncate'));
+      return decodeTruncate(new Cursor(data, start, end, 'Truncate'));
     case 'M':
-      return decodeLogicalMessage(new Cursor(data, start, 'Message'));
+      return decodeLogicalMessage(new Cursor(data, start, end, 'Message'));
   }
   const unsupported = unsupportedTags.get(tag);
   if (unsupported !== undefined) {
@@ -260,6 +261,8 @@ const {
 class Cursor {
   readonly #data: Buffer;
   readonly #start: number;
+  /** Where the message ends in `#data`: it may be followed by other messages. */
+  readonly #end: number;
   readonly #messageType: string;
   offset: number;
   /**
@@ -271,9 +274,10 @@ class Cursor {
   #latin1: string | undefined;
 
   /** `offset`: where reading begins, past the message's tag byte unless said otherwise. */
-  constructor(data: Buffer, start: number, messageType: string, offset = start + 1) {
+  constructor(data: Buffer, start: number, end: number, messageType: string, offset = start + 1) {
     this.#data = data;
     this.#start = start;
+    this.#end = end;
     this.#messageType = messageType;
     this.offset = offset;
   }
@@ -285,7 +289,7 @@ class Cursor {
   /** Advances past `byteCount` bytes and returns where they start. */
   #take(byteCount: number): number {
     const start = this.offset;
-    const left = this.#data.length - start;
+    const left = this.#end - start;
     if (byteCount > left) throw this.fail(start, `truncated: needs ${byteCount} bytes, ${left} left`);
     this.offset = start + byteCount;
     return start;
@@ -328,7 +332,7 @@ class Cursor {
   cstring(): string {
     const start = this.offset;
     const nul = this.#data.indexOf(0, start);
-    if (nul === -1) throw this.fail(start, 'missing NUL terminator');
+    if (nul === -1 || nul >= this.#end) throw this.fail(start, 'missing NUL terminator');
     this.offset = nul + 1;
     return this.#data.toString('utf8', start, nul);
   }
@@ -356,7 +360,7 @@ class Cursor {
     // message string alive as long as the cell (a batch holds its cells for
     // seconds: +95 bytes a 5-column row, measured), so long cells are copied out.
     if (end - start >= shortestSubstringView) return data.toString('latin1', start, end);
-    this.#latin1 ??= data.toString('latin1', this.#start);
+    this.#latin1 ??= data.toString('latin1', this.#start, this.#end);
     return this.#latin1.substring(start - this.#start, end - this.#start);
   }
 
@@ -403,7 +407,7 @@ class Cursor {
 
   /** Every message has a fixed end; bytes past it mean a framing or version mismatch. */
   end(): void {
-    if (this.offset !== this.#data.length) throw this.fail(this.offset, 'trailing bytes');
+    if (this.offset !== this.#end) throw this.fail(this.offset, 'trailing bytes');
   }
 }
 
@@ -444,7 +448,7 @@ class PgoutputWireTuple implements WireTuple {
 
   cells(): Tuple {
     // Checked when it was copied out: decoding it again cannot fail.
-    this.#cells ??= new Cursor(this.bytes, 0, 'Insert', 0).tuple();
+    this.#cells ??= new Cursor(this.bytes, 0, this.bytes.length, 'Insert', 0).tuple();
     return this.#cells;
   }
 }

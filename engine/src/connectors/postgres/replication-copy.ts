@@ -1,14 +1,19 @@
 // The COPY BOTH phase that START_REPLICATION opens, run as a pg Submittable
-// (the interface pg-cursor and pg-query-stream use), so pg's own protocol
-// parser frames the server's messages: each CopyData payload reaches
-// `onMessage` as the parser reaches it, with nothing in between. Framing the
-// messages apart from pg and handing each through a Readable in object mode,
-// as pg-copy-streams' `both` does, took about a fifth of the engine's CPU a
-// change (docs/benchmarks.md, "Reading the replication stream").
+// (the interface pg-cursor and pg-query-stream use). Once it is submitted, the
+// connection's reads go through a BackendFramer (backend-framer.ts) instead of
+// straight to pg's parser: each CopyData payload reaches `onMessage` in place,
+// in the read's buffer, and every other message goes on to pg's parser, which
+// keeps the connection's state and calls the handle* methods below. Framing
+// the messages apart from pg and handing each through a Readable in object
+// mode, as pg-copy-streams' `both` does, took about a fifth of the engine's CPU
+// a change; pg's parser, which makes a view, a message and an event of each,
+// about a tenth (docs/benchmarks.md, "Reading the replication stream", "The
+// replication stream framed in place").
 // https://www.postgresql.org/docs/current/protocol-flow.html#PROTOCOL-COPY
 // https://www.postgresql.org/docs/current/protocol-replication.html
 import type { Duplex } from 'node:stream';
 import type pg from 'pg';
+import { BackendFramer } from './backend-framer.ts';
 
 /** What this uses of pg's Connection beyond its published type (pg/lib/connection.js). */
 interface CopyConnection extends pg.Connection {
@@ -18,11 +23,12 @@ interface CopyConnection extends pg.Connection {
 
 export interface ReplicationCopyHandlers {
   /**
-   * One CopyData payload from the server. The buffer is pg's parse buffer,
-   * valid only during the call: read it, or copy what must outlive it. A
-   * throw stops the copy; it is reported by `failure`, never to pg's parser.
+   * One CopyData payload from the server: bytes [start, end) of `data`, a
+   * socket read, valid only during the call: read it, or copy what must
+   * outlive it. A throw stops the copy; it is reported by `failure`, never to
+   * pg's parser.
    */
-  readonly onMessage: (payload: Buffer) => void;
+  readonly onMessage: (data: Buffer, start: number, end: number) => void;
   /** The copy failed (`failure` says why) or ended; nothing more arrives. */
   readonly onStop: () => void;
 }
@@ -46,9 +52,6 @@ export class ReplicationCopy implements pg.Submittable {
   #stopped = false;
   #failure: Error | undefined;
   #lastReadBytes = 0;
-  readonly #countRead = (chunk: Buffer) => {
-    this.#lastReadBytes = chunk.length;
-  };
 
   constructor(command: string, handlers: ReplicationCopyHandlers) {
     this.#command = command;
@@ -79,8 +82,47 @@ export class ReplicationCopy implements pg.Submittable {
     copyConnection.once('replicationStart', () => {
       this.#started = true;
     });
-    copyConnection.stream.on('data', this.#countRead);
+    this.#frameReads(copyConnection.stream);
     copyConnection.query(this.#command);
+  }
+
+  /**
+   * Puts a BackendFramer between the socket and pg's parser for the rest of
+   * the connection's life. pg submits this once the connection is idle, after
+   * ReadyForQuery, when its parser holds no part of a message: the framer
+   * starts at a message boundary.
+   */
+  #frameReads(stream: Duplex): void {
+    const pgReaders = stream.listeners('data') as ((read: Buffer) => void)[];
+    for (const reader of pgReaders) stream.off('data', reader);
+    const framer = new BackendFramer({
+      copyData: (data, start, end) => this.#copyData(data, start, end),
+      other: (messages) => {
+        for (const reader of pgReaders) reader(messages);
+      },
+      invalid: (error) => {
+        this.#stop(error);
+        this.pause();
+      },
+    });
+    stream.on('data', (read: Buffer) => {
+      this.#lastReadBytes = read.length;
+      framer.push(read);
+    });
+  }
+
+  /** One CopyData payload; false before the copy has started, so pg's parser gets it as before. */
+  #copyData(data: Buffer, start: number, end: number): boolean {
+    if (!this.#started) return false;
+    if (this.#stopped) return true;
+    try {
+      this.#handlers.onMessage(data, start, end);
+    } catch (error) {
+      this.#stop(error instanceof Error ? error : new Error(String(error)));
+      // The server goes on sending: stop reading, the owner closes the connection.
+      this.pause();
+    }
+    return true;
   }
 
   pause(): void {
@@ -99,15 +141,9 @@ export class ReplicationCopy implements pg.Submittable {
     return true;
   }
 
-  handleCopyData(message: { readonly chunk: Buffer }): void {
-    if (this.#stopped) return;
-    try {
-      this.#handlers.onMessage(message.chunk);
-    } catch (error) {
-      this.#stop(error instanceof Error ? error : new Error(String(error)));
-      // The server goes on sending: stop reading, the owner closes the connection.
-      this.pause();
-    }
+  /** pg's parser got a CopyData message: only one sent before the copy started, which is out of order. */
+  handleCopyData(): void {
+    this.#stop(new Error('CopyData before START_REPLICATION was answered with CopyBothResponse'));
   }
 
   handleError(error: Error): void {
@@ -141,7 +177,6 @@ export class ReplicationCopy implements pg.Submittable {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#failure = failure;
-    this.#connection?.stream.off('data', this.#countRead);
     this.#handlers.onStop();
   }
 }

@@ -48,6 +48,7 @@ describe('parseReplicationMessage', () => {
       walEnd: highLsn + 10n,
       payload,
       dataStart: 25,
+      dataEnd: payload.length,
     });
     if (message.tag !== 'xlogData') throw new Error('unreachable');
     expect(message.payload).toBe(payload);
@@ -83,6 +84,31 @@ describe('parseReplicationMessage', () => {
     for (const payload of [xlogData(highLsn, highLsn, unixMicros, Buffer.alloc(0)), keepalive(1n, 2n, 1)]) {
       for (let length = 0; length < payload.length; length++) {
         decodeErrorOf(() => parseReplicationMessage(payload.subarray(0, length)));
+      }
+    }
+  });
+
+  it('parses a payload between other bytes (a socket read) by its bounds', () => {
+    const body = Buffer.from('BODY');
+    const messages = [xlogData(highLsn, highLsn + 10n, unixMicros, body), keepalive(highLsn, unixMicros, 1)];
+    for (const payload of messages) {
+      const read = Buffer.concat([Buffer.from('before'), payload, Buffer.alloc(8, 0xff)]);
+      const parsed = parseReplicationMessage(read, 6, 6 + payload.length);
+      const alone = parseReplicationMessage(payload);
+      if (parsed.tag === 'xlogData' && alone.tag === 'xlogData') {
+        expect({ ...parsed, payload: null }).toEqual({
+          ...alone,
+          payload: null,
+          dataStart: 6 + 25,
+          dataEnd: 6 + 29,
+        });
+        expect(read.toString('latin1', parsed.dataStart, parsed.dataEnd)).toBe('BODY');
+      } else {
+        expect(parsed).toEqual(alone);
+      }
+      for (let end = 6; end < 6 + payload.length; end++) {
+        if (payload[0] === 0x77 && end - 6 >= 25) continue; // XLogData's data may be empty
+        decodeErrorOf(() => parseReplicationMessage(read, 6, end));
       }
     }
   });

@@ -8,9 +8,9 @@ import { EngineError } from '../../errors.ts';
 export const postgresEpochUnixMicros = 946_684_800_000_000n;
 
 /**
- * WAL data; for a logical slot, `payload` holds one output plugin message
- * (pgoutput) from `dataStart` on. The server's send time is not read: nothing
- * uses it, and this is parsed once per row change.
+ * WAL data; for a logical slot, bytes [dataStart, dataEnd) of `payload` hold
+ * one output plugin message (pgoutput). The server's send time is not read:
+ * nothing uses it, and this is parsed once per row change.
  */
 export interface XLogData {
   readonly tag: 'xlogData';
@@ -18,10 +18,12 @@ export interface XLogData {
   readonly walStart: bigint;
   /** Current end of WAL on the server. */
   readonly walEnd: bigint;
-  /** The CopyData payload as given: the data is read in place, without a copy or a view. */
+  /** The buffer the CopyData payload was given in: the data is read in place, without a copy or a view. */
   readonly payload: Buffer;
   /** Where the data starts in `payload`. */
   readonly dataStart: number;
+  /** Where it ends. */
+  readonly dataEnd: number;
 }
 
 export interface PrimaryKeepalive {
@@ -39,41 +41,49 @@ export type ServerReplicationMessage = XLogData | PrimaryKeepalive;
 const xlogDataHeaderLength = 25; // Byte1 'w', Int64 walStart, Int64 walEnd, Int64 sendTime
 const keepaliveLength = 18; // Byte1 'k', Int64 walEnd, Int64 sendTime, Byte1 reply
 
-/** Parses one CopyData payload sent by the server; throws EngineError kind 'decode' if malformed. */
-export function parseReplicationMessage(payload: Buffer): ServerReplicationMessage {
-  const tag = payload[0];
+/**
+ * Parses the CopyData payload in bytes [start, end) of `data` (by default all
+ * of it) sent by the server; throws EngineError kind 'decode' if malformed.
+ */
+export function parseReplicationMessage(
+  data: Buffer,
+  start = 0,
+  end = data.length,
+): ServerReplicationMessage {
+  const tag = start < end ? data[start] : undefined;
   if (tag === 0x77 /* 'w' */) {
-    requireLength(payload, 'XLogData', xlogDataHeaderLength, false);
+    requireLength(end - start, 'XLogData', xlogDataHeaderLength, false);
     return {
       tag: 'xlogData',
-      walStart: payload.readBigUInt64BE(1),
-      walEnd: payload.readBigUInt64BE(9),
-      payload,
-      dataStart: xlogDataHeaderLength,
+      walStart: data.readBigUInt64BE(start + 1),
+      walEnd: data.readBigUInt64BE(start + 9),
+      payload: data,
+      dataStart: start + xlogDataHeaderLength,
+      dataEnd: end,
     };
   }
   if (tag === 0x6b /* 'k' */) {
     // The layout is fixed, so extra bytes mean the stream is out of frame.
-    requireLength(payload, 'Primary keepalive', keepaliveLength, true);
+    requireLength(end - start, 'Primary keepalive', keepaliveLength, true);
     return {
       tag: 'keepalive',
-      walEnd: payload.readBigUInt64BE(1),
-      serverTimeMicros: payload.readBigInt64BE(9) + postgresEpochUnixMicros,
-      replyRequested: payload[17] !== 0,
+      walEnd: data.readBigUInt64BE(start + 1),
+      serverTimeMicros: data.readBigInt64BE(start + 9) + postgresEpochUnixMicros,
+      replyRequested: data[start + 17] !== 0,
     };
   }
   const shown = tag === undefined ? 'none (empty payload)' : `0x${tag.toString(16).padStart(2, '0')}`;
   throw new EngineError('decode', `replication message with unknown tag ${shown} at byte 0`);
 }
 
-function requireLength(payload: Buffer, messageType: string, length: number, exact: boolean): void {
-  if (payload.length < length) {
+function requireLength(payloadLength: number, messageType: string, length: number, exact: boolean): void {
+  if (payloadLength < length) {
     throw new EngineError(
       'decode',
-      `replication ${messageType} message truncated at byte ${payload.length}: needs ${length} bytes`,
+      `replication ${messageType} message truncated at byte ${payloadLength}: needs ${length} bytes`,
     );
   }
-  if (exact && payload.length > length) {
+  if (exact && payloadLength > length) {
     throw new EngineError(
       'decode',
       `replication ${messageType} message has trailing bytes at byte ${length}`,

@@ -75,7 +75,7 @@ export class ReplicationStream implements ChangeStream {
       `START_REPLICATION SLOT ${quoteIdent(options.slotName)} LOGICAL ${formatLsn(options.startLsn)} ` +
       `(proto_version '1', publication_names ${publications})`;
     this.#copy = new ReplicationCopy(command, {
-      onMessage: (payload) => this.#receive(payload),
+      onMessage: (data, start, end) => this.#receive(data, start, end),
       onStop: () => this.#wakeReader(),
     });
     connection.client.query(this.#copy);
@@ -168,9 +168,9 @@ export class ReplicationStream implements ChangeStream {
     return taken;
   }
 
-  /** One CopyData message, decoded while pg's parse buffer holds it. */
-  #receive(payload: Buffer): void {
-    const event = this.#decode(payload);
+  /** One CopyData payload, bytes [start, end) of a socket read, decoded while the read is at hand. */
+  #receive(data: Buffer, start: number, end: number): void {
+    const event = this.#decode(data, start, end);
     if (event === undefined) return;
     const buffered = this.#buffered;
     buffered.push(event);
@@ -187,15 +187,15 @@ export class ReplicationStream implements ChangeStream {
     wake?.();
   }
 
-  /** The event of one CopyData message; undefined for a row change left out (skipBefore). */
-  #decode(chunk: Buffer): StreamEvent | undefined {
-    const message = parseReplicationMessage(chunk);
+  /** The event of one CopyData payload; undefined for a row change left out (skipBefore). */
+  #decode(data: Buffer, start: number, end: number): StreamEvent | undefined {
+    const message = parseReplicationMessage(data, start, end);
     if (message.walEnd > this.#serverWalEnd) this.#serverWalEnd = message.walEnd;
     if (message.tag === 'keepalive') {
       if (message.replyRequested) this.#sendStatus(false);
       return { tag: 'keepalive', walEnd: message.walEnd };
     }
-    const { payload, dataStart } = message;
+    const { payload, dataStart, dataEnd } = message;
     const skipBefore = this.#skipBefore;
     if (skipBefore) {
       const tag = payload[dataStart] ?? 0;
@@ -208,12 +208,16 @@ export class ReplicationStream implements ChangeStream {
         this.#skipBefore = undefined;
       }
       if (tag === beginTag) {
-        const begin = decodePgoutput(payload, dataStart);
+        const begin = decodePgoutput(payload, dataStart, dataEnd);
         this.#skipping = begin.tag === 'begin' && begin.finalLsn === skipBefore.commitLsn;
         return { tag: 'change', walStart: message.walStart, message: begin };
       }
     }
-    return { tag: 'change', walStart: message.walStart, message: decodePgoutput(payload, dataStart) };
+    return {
+      tag: 'change',
+      walStart: message.walStart,
+      message: decodePgoutput(payload, dataStart, dataEnd),
+    };
   }
 
   /** The server's WAL end as it last reported it (0 until it has). */
