@@ -19,6 +19,7 @@ import {
   type Listener,
   type Received,
   randomTopic,
+  storedBatches,
   streamConfig,
   TopicCollector,
 } from './kafka-support.ts';
@@ -407,6 +408,47 @@ describe('Kafka destination', () => {
       } finally {
         kafkajs.CompressionCodecs[type] = codec;
         await collector.stop();
+      }
+    },
+  );
+
+  it.each(['gzip', 'lz4', 'snappy', 'zstd'] as const)(
+    'stores its record batches compressed with %s, as Kafka itself reads them',
+    async (compression) => {
+      const topic = randomTopic(`stored-${compression}`);
+      topics.push(topic);
+      const table = ordersTable(topic);
+      const target = new KafkaDestination(
+        { ...streamConfig('PLAINTEXT'), compression },
+        { mirror: `m-${topic}`, logger, client: kafkaClient('PLAINTEXT') },
+      );
+      const changes: RowChange[] = Array.from({ length: 40 }, (_, index) => ({
+        kind: 'insert',
+        transaction: transaction(index + 1),
+        newRow: [String(index + 1), `${index}.25`, null, null],
+      }));
+      try {
+        await target.setupTables([table]);
+        await target.syncBatch({ ...batch(table, 1n, changes), mirror: `m-${topic}` });
+      } finally {
+        await target.close();
+      }
+      // The destination creates the topic with the broker's num.partitions, 1 here.
+      const stored = await storedBatches(topic, 0);
+      expect(stored.length).toBeGreaterThan(0);
+      expect(new Set(stored.map((stored) => stored.codec))).toEqual(new Set([compression]));
+      const records = stored.flatMap((stored) => stored.records);
+      expect(records.map((record) => record.key).sort()).toEqual(
+        changes.map((_, index) => `{"id":"${index + 1}"}`).sort(),
+      );
+      for (const record of records) {
+        const id = Number(JSON.parse(record.key).id);
+        expect(JSON.parse(record.payload).new).toEqual({
+          id: String(id),
+          amount: `${id - 1}.25`,
+          placed: null,
+          doc: null,
+        });
       }
     },
   );

@@ -1,12 +1,15 @@
 // Helpers for the Kafka destination suites: clients for each listener of the
 // test broker, throw-away topics, and a consumer that collects what arrives.
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { zstdCompress, zstdDecompress } from 'node:zlib';
 import kafkajs, { type Consumer, type Kafka, type KafkaConfig, type SASLOptions } from 'kafkajs';
 import type { StreamConfig } from '../../engine/src/resources/peer.ts';
 import { waitFor } from '../support/databases.ts';
-import { kafka } from '../support/testenv.ts';
+import { kafka, testenvDir } from '../support/testenv.ts';
 
 // kafkajs reads gzip only; the destination may write zstd (`compression`), which
 // Node's zlib decodes: registered once for the test consumers.
@@ -194,4 +197,48 @@ export class TopicCollector {
     await admin.deleteGroups([this.#groupId]).catch(() => {});
     await admin.disconnect();
   }
+}
+
+/** A record batch of a partition's log as the broker stored it, read by Kafka's own tool. */
+export interface StoredBatch {
+  /** The codec its attributes name: none, gzip, snappy, lz4 or zstd. */
+  readonly codec: string;
+  /** Its records, decompressed by Kafka's own (Java) codecs. */
+  readonly records: readonly { readonly key: string; readonly payload: string }[];
+}
+
+/**
+ * The record batches of a test topic's partition as the broker wrote them to
+ * disk, read by Kafka's `DumpLogSegments` with the broker's own java and jars
+ * (found on its command line): a check of what was stored that does not go
+ * through the client that wrote it. Its output has a line per batch
+ * (`… compresscodec: lz4 …`), then a line per record (`| offset: … key: … payload: …`).
+ */
+export async function storedBatches(topic: string, partition: number): Promise<StoredBatch[]> {
+  const pid = readFileSync(join(testenvDir, 'kafka', 'kafka.pid'), 'utf8').trim();
+  const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  const classpath = command[command.indexOf('-cp') + 1];
+  if (!command[0] || !classpath)
+    throw new Error(`the broker's command line names no java or -cp: ${command.join(' ')}`);
+  const segment = join(testenvDir, 'kafka', 'data', `${topic}-${partition}`, '00000000000000000000.log');
+  const { stdout: output } = await promisify(execFile)(
+    command[0],
+    ['-cp', classpath, 'kafka.tools.DumpLogSegments', '--files', segment, '--print-data-log'],
+    { encoding: 'utf8', timeout: 60_000, maxBuffer: 64 * 1024 * 1024 },
+  );
+  const batches: { codec: string; records: { key: string; payload: string }[] }[] = [];
+  for (const line of output.split('\n')) {
+    const codec = / compresscodec: (\w+)/.exec(line);
+    if (codec?.[1] && line.startsWith('baseOffset:')) {
+      batches.push({ codec: codec[1].toLowerCase(), records: [] });
+      continue;
+    }
+    const record = /^\| offset: .* key: (.*) payload: (.*)$/.exec(line);
+    if (record) {
+      const batch = batches.at(-1);
+      if (!batch) throw new Error(`a record before any batch in DumpLogSegments' output: ${line}`);
+      batch.records.push({ key: record[1] as string, payload: record[2] as string });
+    }
+  }
+  return batches;
 }

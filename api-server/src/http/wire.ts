@@ -100,7 +100,7 @@ export const streamConfigWire = z
     sasl: z.enum(saslMechanisms).optional(),
     disable_tls: z.boolean().optional(),
     partitioner: z.enum(partitioners).optional(),
-    /** Extension: none (default), gzip or zstd. */
+    /** Extension: none (default), gzip, lz4, snappy or zstd. */
     compression: z.enum(streamCompressions).optional(),
     certificate: z.string().optional(),
     private_key: z.string().optional(),

@@ -95,8 +95,11 @@ export const datawarehouseConfigSchema = z
 
 export const saslMechanisms = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] as const;
 export const partitioners = ['', 'LeastBackup', 'Manual', 'RoundRobin', 'StickyKey', 'Sticky'] as const;
-/** Codecs of produce requests: those the client encodes without a native package. */
-export const streamCompressions = ['none', 'gzip', 'zstd'] as const;
+/**
+ * Codecs of produce requests: those the producer encodes without a native
+ * package (gzip and zstd with Node's zlib, lz4 and snappy in WebAssembly).
+ */
+export const streamCompressions = ['none', 'gzip', 'lz4', 'snappy', 'zstd'] as const;
 
 /**
  * A Kafka cluster. SASL is used when `username` is set; without one the
