@@ -12,6 +12,7 @@ import {
   type RowChange,
   unchangedToast,
 } from '../../engine/src/connectors/records.ts';
+import type { StreamConfig } from '../../engine/src/resources/peer.ts';
 import {
   createTopics,
   deleteTopics,
@@ -358,27 +359,34 @@ describe('Kafka destination', () => {
     });
   });
 
+  const compressedRows = 50;
+  const compressedKeys = Array.from({ length: compressedRows }, (_, index) => `{"id":"${index + 1}"}`);
+  /** Writes inserts of ids 1…compressedRows (id n with amount `${n - 1}.25`) to a new topic with `compression`; returns it. */
+  async function writeCompressed(compression: StreamConfig['compression']): Promise<string> {
+    const topic = randomTopic(`compressed-${compression}`);
+    topics.push(topic);
+    const table = ordersTable(topic);
+    const target = new KafkaDestination(
+      { ...streamConfig('PLAINTEXT'), compression },
+      { mirror: `m-${topic}`, logger, client: kafkaClient('PLAINTEXT') },
+    );
+    const changes: RowChange[] = Array.from({ length: compressedRows }, (_, index) => ({
+      kind: 'insert',
+      transaction: transaction(index + 1),
+      newRow: [String(index + 1), `${index}.25`, null, null],
+    }));
+    try {
+      await target.setupTables([table]);
+      await target.syncBatch({ ...batch(table, 1n, changes), mirror: `m-${topic}` });
+    } finally {
+      await target.close();
+    }
+    return topic;
+  }
   it.each(['gzip', 'zstd'] as const)(
     'compresses its requests with %s, and a consumer reads the messages back',
     async (compression) => {
-      const topic = randomTopic(`compressed-${compression}`);
-      topics.push(topic);
-      const table = ordersTable(topic);
-      const target = new KafkaDestination(
-        { ...streamConfig('PLAINTEXT'), compression },
-        { mirror: `m-${topic}`, logger, client: kafkaClient('PLAINTEXT') },
-      );
-      const changes: RowChange[] = Array.from({ length: 50 }, (_, index) => ({
-        kind: 'insert',
-        transaction: transaction(index + 1),
-        newRow: [String(index + 1), '1.50', null, null],
-      }));
-      try {
-        await target.setupTables([table]);
-        await target.syncBatch({ ...batch(table, 1n, changes), mirror: `m-${topic}` });
-      } finally {
-        await target.close();
-      }
+      const topic = await writeCompressed(compression);
       // The consumer decodes record batches with the codec their attributes name:
       // counting its calls shows the batches were stored compressed with it.
       const type = compression === 'gzip' ? kafkajs.CompressionTypes.GZIP : kafkajs.CompressionTypes.ZSTD;
@@ -397,13 +405,11 @@ describe('Kafka destination', () => {
       const collector = new TopicCollector(admin);
       try {
         await collector.start([topic]);
-        await collector.untilCount(50);
+        await collector.untilCount(compressedRows);
         expect(decompressed).toBeGreaterThan(0);
-        expect(collector.messages.map((m) => m.key)).toEqual(
-          changes.map((_, index) => `{"id":"${index + 1}"}`),
-        );
+        expect(collector.messages.map((m) => m.key)).toEqual(compressedKeys);
         expect(values(collector.messages).map((value) => value.new.amount)).toEqual(
-          changes.map(() => '1.50'),
+          compressedKeys.map((_, index) => `${index}.25`),
         );
       } finally {
         kafkajs.CompressionCodecs[type] = codec;
@@ -415,32 +421,13 @@ describe('Kafka destination', () => {
   it.each(['gzip', 'lz4', 'snappy', 'zstd'] as const)(
     'stores its record batches compressed with %s, as Kafka itself reads them',
     async (compression) => {
-      const topic = randomTopic(`stored-${compression}`);
-      topics.push(topic);
-      const table = ordersTable(topic);
-      const target = new KafkaDestination(
-        { ...streamConfig('PLAINTEXT'), compression },
-        { mirror: `m-${topic}`, logger, client: kafkaClient('PLAINTEXT') },
-      );
-      const changes: RowChange[] = Array.from({ length: 40 }, (_, index) => ({
-        kind: 'insert',
-        transaction: transaction(index + 1),
-        newRow: [String(index + 1), `${index}.25`, null, null],
-      }));
-      try {
-        await target.setupTables([table]);
-        await target.syncBatch({ ...batch(table, 1n, changes), mirror: `m-${topic}` });
-      } finally {
-        await target.close();
-      }
+      const topic = await writeCompressed(compression);
       // The destination creates the topic with the broker's num.partitions, 1 here.
       const stored = await storedBatches(topic, 0);
       expect(stored.length).toBeGreaterThan(0);
       expect(new Set(stored.map((stored) => stored.codec))).toEqual(new Set([compression]));
       const records = stored.flatMap((stored) => stored.records);
-      expect(records.map((record) => record.key).sort()).toEqual(
-        changes.map((_, index) => `{"id":"${index + 1}"}`).sort(),
-      );
+      expect(records.map((record) => record.key).sort()).toEqual([...compressedKeys].sort());
       for (const record of records) {
         const id = Number(JSON.parse(record.key).id);
         expect(JSON.parse(record.payload).new).toEqual({
