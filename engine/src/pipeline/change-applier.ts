@@ -239,7 +239,7 @@ export class ChangeApplier {
 
   /** Buffers a change; returns a promise only when the batch opened (recorded in the catalog) or is full (cut). */
   #addChange(table: DestinationTable, change: RowChange, lsn: bigint): Promise<void> | undefined {
-    const opened = this.#builder.add(table, change, lsn, Date.now(), this.#cursor.position);
+    const opened = this.#builder.add(table, change, lsn, Date.now, this.#cursor.position);
     return this.#afterAddIfNeeded(opened, lsn);
   }
 
@@ -257,7 +257,7 @@ export class ChangeApplier {
       transaction,
       tuple,
       lsn,
-      Date.now(),
+      Date.now,
       this.#cursor.position,
     );
     return this.#afterAddIfNeeded(opened, lsn);
