@@ -10,6 +10,7 @@ import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
 import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
 import { createProcessLogger } from '../../engine/src/observability/logger.ts';
+import { logProcessWarnings } from '../../engine/src/observability/process-warnings.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
@@ -106,6 +107,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const logger = createProcessLogger({ level: config.logLevel, base: { role: 'api-server' } });
+  logProcessWarnings(logger);
   const kubeConfig = new KubeConfig();
   if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
   else kubeConfig.loadFromCluster();

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
 import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
 import { createProcessLogger } from '../../engine/src/observability/logger.ts';
+import { logProcessWarnings } from '../../engine/src/observability/process-warnings.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
 import {
@@ -131,6 +132,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const logger = createProcessLogger({ level: config.logLevel });
+  logProcessWarnings(logger);
   // Files created with default modes are the service's alone. The embedded
   // database sets some modes itself (0644), so what guarantees privacy is the
   // data directory's 0700, enforced at start (standalone/data-dir.ts).

@@ -11,6 +11,7 @@ import { isEngineError } from './errors.ts';
 import { EngineMetrics } from './observability/engine-metrics.ts';
 import { createProcessLogger } from './observability/logger.ts';
 import { type MetricsServer, serveMetrics } from './observability/metrics-server.ts';
+import { logProcessWarnings } from './observability/process-warnings.ts';
 import { defaultBatchMemoryBudgetBytes } from './pipeline/context.ts';
 import { superviseMirror } from './pipeline/supervisor.ts';
 
@@ -39,6 +40,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     level: process.env.TRIBUTARY_LOG_LEVEL ?? 'info',
     base: { mirror: parsed.mirror },
   });
+  logProcessWarnings(logger);
   let config: Awaited<ReturnType<typeof loadEngineConfig>>;
   try {
     config = await loadEngineConfig(parsed.configPath);

@@ -14,6 +14,7 @@ import type { EngineRuntime } from '../../engine/src/control/engine-runtime.ts';
 import { WorkQueue } from '../../engine/src/control/work-queue.ts';
 import { createProcessLogger } from '../../engine/src/observability/logger.ts';
 import { type MetricsServer, serveMetrics } from '../../engine/src/observability/metrics-server.ts';
+import { logProcessWarnings } from '../../engine/src/observability/process-warnings.ts';
 import { enginePodDefaultsSchema } from '../../engine/src/resources/engine-pod.ts';
 import { reconcile } from './controllers/controller.ts';
 import { MirrorController } from './controllers/mirror.ts';
@@ -109,6 +110,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     level: config.logLevel,
     base: { role: 'operator', identity: config.identity },
   });
+  logProcessWarnings(logger);
   const metrics = new OperatorMetrics();
   let migrated = false;
   let elector: LeaderElector | undefined;

@@ -1,0 +1,33 @@
+// Node's process warnings as log lines. Node prints a warning (a deprecation,
+// a library's negative timer: kafkajs prints `TimeoutNegativeWarning` on each
+// connect, its issue #1751) as plain text on stderr, which a log collector
+// reading a pod's JSON lines cannot parse. Every role routes them through its
+// process logger instead, as structured `warn` lines.
+import type { Logger } from 'pino';
+
+/** What `process` offers for warnings: an EventEmitter of 'warning' events. */
+export interface WarningSource {
+  removeAllListeners(event: 'warning'): unknown;
+  on(event: 'warning', listener: (warning: Error) => void): unknown;
+}
+
+/**
+ * Replaces Node's printing of process warnings (a 'warning' listener of its
+ * own, installed at start-up unless --no-warnings) with one `warn` line each.
+ */
+export function logProcessWarnings(logger: Logger, source: WarningSource = process): void {
+  source.removeAllListeners('warning');
+  source.on('warning', (warning) => {
+    const code = (warning as Error & { code?: unknown }).code;
+    logger.warn(
+      {
+        warning: {
+          name: warning.name,
+          ...(typeof code === 'string' ? { code } : {}),
+          message: warning.message,
+        },
+      },
+      `process warning: ${warning.name}`,
+    );
+  });
+}
