@@ -285,13 +285,17 @@ describe('facade in cluster mode', () => {
     const created = await post('/api/v1/scripts', {
       script: { id: -1, name: 'renamer', lang: 'lua', source: 'return 1' },
     });
-    expect(created.body).toEqual({ id: 1 });
+    // The operator of this namespace may draw an id for the new Script while
+    // the facade does: the id drawn second is then skipped, so the first
+    // script's id is 1 or 2 (docs/architecture.md, Scripts).
+    const { id } = created.body as { id: number };
+    expect([1, 2]).toContain(id);
     const read = await app.inject({
       method: 'GET',
-      url: '/api/v1/scripts/1',
+      url: `/api/v1/scripts/${id}`,
       headers: { authorization: basicAuth('', password) },
     });
-    expect(read.json()).toEqual({ scripts: [{ id: 1, name: 'renamer', lang: 'lua', source: 'return 1' }] });
+    expect(read.json()).toEqual({ scripts: [{ id, name: 'renamer', lang: 'lua', source: 'return 1' }] });
   });
 
   it('gives a Script applied with kubectl its id, and never one id twice under concurrent writers', async () => {
