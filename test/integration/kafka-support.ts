@@ -217,7 +217,8 @@ export interface StoredBatch {
 export async function storedBatches(topic: string, partition: number): Promise<StoredBatch[]> {
   const pid = readFileSync(join(testenvDir, 'kafka', 'kafka.pid'), 'utf8').trim();
   const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-  const classpath = command[command.indexOf('-cp') + 1];
+  const classpathAt = command.indexOf('-cp') + 1;
+  const classpath = classpathAt > 0 ? command[classpathAt] : undefined;
   if (!command[0] || !classpath)
     throw new Error(`the broker's command line names no java or -cp: ${command.join(' ')}`);
   const segment = join(testenvDir, 'kafka', 'data', `${topic}-${partition}`, '00000000000000000000.log');
