@@ -5,19 +5,13 @@
 // process logger instead, as structured `warn` lines.
 import type { Logger } from 'pino';
 
-/** What `process` offers for warnings: an EventEmitter of 'warning' events. */
-export interface WarningSource {
-  removeAllListeners(event: 'warning'): unknown;
-  on(event: 'warning', listener: (warning: Error) => void): unknown;
-}
-
 /**
  * Replaces Node's printing of process warnings (a 'warning' listener of its
  * own, installed at start-up unless --no-warnings) with one `warn` line each.
  */
-export function logProcessWarnings(logger: Logger, source: WarningSource = process): void {
-  source.removeAllListeners('warning');
-  source.on('warning', (warning) => {
+export function logProcessWarnings(logger: Logger): void {
+  process.removeAllListeners('warning');
+  process.on('warning', (warning) => {
     const code = (warning as Error & { code?: unknown }).code;
     logger.warn(
       {
