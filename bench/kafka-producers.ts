@@ -144,7 +144,6 @@ function viaDestination(chunkMessages: number, compression: StreamConfig['compre
       {
         mirror: `${prefix}-${topic}`,
         logger,
-        client: kafkaClient('PLAINTEXT'),
         chunkMessages,
       },
     );

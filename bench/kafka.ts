@@ -113,7 +113,6 @@ async function cdcRun(
     new KafkaDestination(streamConfig('PLAINTEXT'), {
       mirror: name,
       logger,
-      client: kafkaClient('PLAINTEXT'),
       ...(withScript ? { script: { name: 'bench', lang: 'lua' as const, source: withScript } } : {}),
     }),
     stop,

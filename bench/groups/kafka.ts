@@ -5,7 +5,7 @@
 // against it; the wall time of each run is recorded too.
 import pino from 'pino';
 import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
-import { kafkaClient, streamConfig } from '../../test/integration/kafka-support.ts';
+import { streamConfig } from '../../test/integration/kafka-support.ts';
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { sourceDatabase, uniqueName } from '../lib/servers.ts';
@@ -35,7 +35,6 @@ export function kafkaDestination(mirror: string) {
   return new KafkaDestination(streamConfig('PLAINTEXT'), {
     mirror,
     logger: pino({ level: 'warn' }),
-    client: kafkaClient('PLAINTEXT'),
   });
 }
 

@@ -191,7 +191,6 @@ describe('Kafka destination: transaction positions', () => {
     const destination = new KafkaDestination(streamConfig('PLAINTEXT', ''), {
       mirror: `m-${topic}`,
       logger,
-      client: kafkaClient('PLAINTEXT'),
     });
     const mirror = `mirror-${topic}`;
     try {
@@ -200,7 +199,6 @@ describe('Kafka destination: transaction positions', () => {
       const reader = new KafkaDestination(streamConfig('PLAINTEXT', ''), {
         mirror: `m-${topic}`,
         logger,
-        client: kafkaClient('PLAINTEXT'),
       });
       try {
         expect(await reader.readCheckpoint(mirror)).toEqual({ batchId: 3n, lsn: commitLsn + 1n });

@@ -15,7 +15,7 @@ import {
   classifyPgError,
 } from '../../engine/src/connectors/classify/index.ts';
 import { ClickHouseTransport } from '../../engine/src/connectors/clickhouse/transport.ts';
-import { createStreamClient, createStreamProducer } from '../../engine/src/connectors/kafka/client.ts';
+import { createStreamAdmin, createStreamProducer } from '../../engine/src/connectors/kafka/client.ts';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
 import { connectPostgres } from '../../engine/src/connectors/postgres/connect.ts';
 import { EngineError, type ErrorKind, type RetryPolicy } from '../../engine/src/errors.ts';
@@ -200,14 +200,11 @@ describe('Kafka errors (SASL broker)', () => {
     expectKind(classifyError((error as EngineError).cause, 'mirror run'), 'auth', 'manual');
   });
 
-  /** A kafkajs admin of the broker, connected; the caller disconnects it. */
-  async function connectedAdmin() {
+  /** An admin client of the broker; the caller closes it. */
+  async function brokerAdmin() {
     const peer = stream({});
     if (peer.kind !== 'stream') throw new Error('unreachable: a stream peer');
-    const client = await createStreamClient(peer.config, { clientId: 'tributary-test', timeoutMs: 5_000 });
-    const admin = client.admin();
-    await admin.connect();
-    return admin;
+    return createStreamAdmin(peer.config, { clientId: 'tributary-test', timeoutMs: 5_000 });
   }
 
   /** What the destination's producer raises for one message to `topic` of the peer. */
@@ -244,9 +241,9 @@ describe('Kafka errors (SASL broker)', () => {
     expect((auth as EngineError).message).toBe('destination: send batch 1 failed (authentication failed)');
 
     const topic = `too-large-${randomSuffix()}`;
-    const admin = await connectedAdmin();
+    const admin = await brokerAdmin();
     try {
-      await admin.createTopics({ waitForLeaders: true, topics: [{ topic }] });
+      await admin.createTopics({ topics: [topic] });
       // Above the broker's default message.max.bytes (1 MiB).
       const large = await producerRejection({}, topic, Buffer.alloc(2 * 1024 * 1024, 'x'));
       const tooLarge = classifyError(large, 'destination: send batch 1', 'destination_write');
@@ -254,21 +251,21 @@ describe('Kafka errors (SASL broker)', () => {
       expect((tooLarge as EngineError).message).toBe('destination: send batch 1 failed (MESSAGE_TOO_LARGE)');
     } finally {
       await admin.deleteTopics({ topics: [topic] }).catch(() => {});
-      await admin.disconnect();
+      await admin.close();
     }
   });
 
   it('maps a missing topic to destination_write, retried (the destination creates its topics on the next run)', async () => {
-    const admin = await connectedAdmin();
+    const admin = await brokerAdmin();
     try {
-      const raw = await rejection(admin.fetchTopicOffsets(`missing-${randomSuffix()}`));
+      const raw = await rejection(admin.metadata({ topics: [`missing-${randomSuffix()}`] }));
       expectKind(
-        classifyError(raw, 'destination: read offsets', 'destination_write'),
+        classifyError(raw, 'destination: read partitions', 'destination_write'),
         'destination_write',
         'timed',
       );
     } finally {
-      await admin.disconnect();
+      await admin.close();
     }
   });
 });

@@ -1,5 +1,6 @@
 // The Kafka destination against the test broker: every listener, the message
 // format, checkpoints, and each partitioner's distribution.
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { Readable } from 'node:stream';
 import kafkajs from 'kafkajs';
 import pino from 'pino';
@@ -32,7 +33,6 @@ function destination(listener: Listener, partitioner: PartitionerName = '', extr
   return new KafkaDestination(streamConfig(listener, partitioner), {
     mirror: `m-${randomTopic('x')}`,
     logger,
-    ...(listener === 'PLAINTEXT' ? { client: kafkaClient('PLAINTEXT') } : {}),
     ...(extra.script ? { script: { name: 'test-script', lang: 'lua' as const, source: extra.script } } : {}),
   });
 }
@@ -175,40 +175,30 @@ describe('Kafka destination', () => {
     },
   );
 
-  it('keeps no admin client connected between its uses, and readies its producer as CDC starts', async () => {
-    // A connected kafkajs client re-arms a timer every millisecond per broker
-    // connection: the destination connects one for each admin task and closes it.
+  it('keeps no admin client or fetcher open between its uses, and readies its producer as CDC starts', async () => {
+    // Admin work is rare (the check, the checkpoint read at start, a topic not
+    // seen before): each task gets clients of its own, closed after it. The
+    // library announces every client it makes on a diagnostics channel.
     const topic = randomTopic('dest-admin');
     topics.push(topic);
     const table = ordersTable(topic);
-    const client = kafkaClient('PLAINTEXT');
-    const connected = new Set<object>();
-    let connects = 0;
-    const makeAdmin = client.admin.bind(client);
-    client.admin = (...args) => {
-      const made = makeAdmin(...args);
-      const connect = made.connect.bind(made);
-      const disconnect = made.disconnect.bind(made);
-      made.connect = async () => {
-        await connect();
-        connected.add(made);
-        connects++;
-      };
-      made.disconnect = async () => {
-        connected.delete(made);
-        await disconnect();
-      };
-      return made;
+    const made: { type: string; instance: { isActive(): boolean } }[] = [];
+    const onInstance = (message: unknown) => {
+      const { type, instance } = message as (typeof made)[number];
+      if (type === 'admin' || type === 'consumer') made.push({ type, instance });
     };
+    diagnosticsChannel.subscribe('plt:kafka:instances', onInstance);
+    const open = () => made.filter(({ instance }) => instance.isActive()).map(({ type }) => type);
     const mirror = `mirror-${topic}`;
-    const target = new KafkaDestination(streamConfig('PLAINTEXT'), { mirror, logger, client });
+    const target = new KafkaDestination(streamConfig('PLAINTEXT'), { mirror, logger });
     try {
       await target.check();
-      expect(connected.size).toBe(0);
+      expect(made.map(({ type }) => type)).toEqual(['admin']);
+      expect(open()).toEqual([]);
       await target.setupTables([table]);
       expect(await target.producerReady()).toBeUndefined();
       expect(await target.readCheckpoint(mirror)).toBeUndefined();
-      expect(connected.size).toBe(0);
+      expect(open()).toEqual([]);
       // Reading the checkpoint as CDC starts also readied the producer: it has its producer id.
       expect(typeof (await target.producerReady())).toBe('bigint');
       const insert: RowChange = {
@@ -218,9 +208,12 @@ describe('Kafka destination', () => {
       };
       await target.syncBatch({ ...batch(table, 1n, [insert]), mirror });
       expect(await target.readCheckpoint(mirror)).toEqual({ batchId: 1n, lsn: 0x2001n });
-      expect(connected.size).toBe(0);
-      expect(connects).toBeGreaterThanOrEqual(3);
+      expect(open()).toEqual([]);
+      // The check, the topics, two checkpoint reads: admins, and a fetcher for the read that found a topic.
+      expect(made.filter(({ type }) => type === 'admin').length).toBeGreaterThanOrEqual(3);
+      expect(made.filter(({ type }) => type === 'consumer').length).toBeGreaterThanOrEqual(1);
     } finally {
+      diagnosticsChannel.unsubscribe('plt:kafka:instances', onInstance);
       await target.close();
     }
   });
@@ -368,7 +361,7 @@ describe('Kafka destination', () => {
     const table = ordersTable(topic);
     const target = new KafkaDestination(
       { ...streamConfig('PLAINTEXT'), compression },
-      { mirror: `m-${topic}`, logger, client: kafkaClient('PLAINTEXT') },
+      { mirror: `m-${topic}`, logger },
     );
     const changes: RowChange[] = Array.from({ length: compressedRows }, (_, index) => ({
       kind: 'insert',

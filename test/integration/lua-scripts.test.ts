@@ -65,7 +65,6 @@ async function run(script: string, wanted: { topics: string[]; count: number }, 
   const destination = new KafkaDestination(streamConfig('PLAINTEXT'), {
     mirror: base,
     logger,
-    client: kafkaClient('PLAINTEXT'),
     script: { name: 'shaper', lang: 'lua', source: script.replaceAll('BASE', base) },
     log: (level, message) => logLines.push(`${level} ${message}`),
   });
@@ -93,7 +92,6 @@ async function failing(script: string): Promise<EngineError> {
   const destination = new KafkaDestination(streamConfig('PLAINTEXT'), {
     mirror: base,
     logger,
-    client: kafkaClient('PLAINTEXT'),
     script: { name: 'shaper', lang: 'lua', source: script },
     scriptLimits: { timeLimitMs: 200, memoryLimitBytes: 16 * 1024 * 1024 },
   });
@@ -437,7 +435,6 @@ end`;
             new KafkaDestination(streamConfig('PLAINTEXT'), {
               mirror: name,
               logger,
-              client: kafkaClient('PLAINTEXT'),
               script: { name: 'orders', lang: 'lua', source },
               scriptLimits: limits,
               log: (level, message) => void harness.catalog.appendLog(name, level, message),

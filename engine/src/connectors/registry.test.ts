@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const drivers = ['kafkajs', '@platformatic/kafka', '@clickhouse/client', 'snowflake-sdk'];
+const drivers = ['@platformatic/kafka', '@clickhouse/client', 'snowflake-sdk', 'kafkajs'];
 
 // A fresh process: what this test's own process already loaded says nothing.
 // Every module resolved, by import or require, is recorded by a resolve hook.
@@ -42,10 +42,7 @@ const script = `
   for (const destination of destinations) await destination.check().catch(() => {});
   const afterCheck = loaded();
   for (const destination of destinations) await destination.close();
-  // The producer is made by the first send; made here, it shows the check sees ES modules too.
-  const { createStreamProducer } = await import(${JSON.stringify(join(import.meta.dirname, 'kafka', 'client.ts'))});
-  await (await createStreamProducer(peers[0].config, { clientId: 'lazy', requestTimeoutMs: 1000 })).close();
-  console.log(JSON.stringify({ whenMade, afterCheck, afterProducer: loaded() }));
+  console.log(JSON.stringify({ whenMade, afterCheck }));
 `;
 
 describe('destination drivers', () => {
@@ -56,10 +53,9 @@ describe('destination drivers', () => {
       timeout: 60_000,
     });
     expect(result.stderr).toBe('');
-    const { whenMade, afterCheck, afterProducer } = JSON.parse(result.stdout) as Record<string, string[]>;
+    const { whenMade, afterCheck } = JSON.parse(result.stdout) as Record<string, string[]>;
     expect(whenMade).toEqual([]);
-    // check() reads metadata: kafkajs, not the producer's client.
-    expect(afterCheck).toEqual(['kafkajs', '@clickhouse/client']);
-    expect(afterProducer).toEqual(['kafkajs', '@platformatic/kafka', '@clickhouse/client']);
+    // Kafka's check reads metadata with the one Kafka client (an ES module); kafkajs is a test tool only.
+    expect(afterCheck).toEqual(['@platformatic/kafka', '@clickhouse/client']);
   });
 });

@@ -31,7 +31,7 @@ describe('logProcessWarnings', () => {
     const { stdout, stderr } = runNode(`
       logProcessWarnings(logger);
       process.emitWarning('a library said something', { type: 'ExampleWarning', code: 'EX001' });
-      setTimeout(() => {}, -5); // Node 24: TimeoutNegativeWarning, as kafkajs triggers
+      setTimeout(() => {}, -5); // Node 24: TimeoutNegativeWarning, as a library's timer may trigger
       await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
     `);
     expect(stderr).toBe('');

@@ -1,7 +1,7 @@
 // Node's process warnings as log lines. Node prints a warning (a deprecation,
-// a library's negative timer: kafkajs prints `TimeoutNegativeWarning` on each
-// connect, its issue #1751) as plain text on stderr, which a log collector
-// reading a pod's JSON lines cannot parse. Every role routes them through its
+// a library's negative timer, `TimeoutNegativeWarning` on Node 24) as plain
+// text on stderr, which a log collector reading a pod's JSON lines cannot
+// parse. Every role routes them through its
 // process logger instead, as structured `warn` lines.
 import type { Logger } from 'pino';
 

@@ -1,3 +1,4 @@
+import { AuthenticationError, MultipleErrors, NetworkError, ResponseError } from '@platformatic/kafka';
 import { describe, expect, it } from 'vitest';
 import { EngineError } from '../../errors.ts';
 import {
@@ -7,6 +8,7 @@ import {
   classifyPgError,
   classifySnowflakeError,
   classifySshError,
+  kafkaErrorName,
 } from './index.ts';
 
 function pgError(code: string, message: string): Error {
@@ -75,28 +77,26 @@ describe('a throwable that is not an Error', () => {
 });
 
 describe('classifyKafkaError', () => {
-  it('reads the innermost of the errors kafkajs wraps', () => {
-    const root = Object.assign(new Error('SASL PLAIN authentication failed'), {
-      name: 'KafkaJSSASLAuthenticationError',
-    });
-    const wrapped = Object.assign(new Error('retries exceeded'), {
-      name: 'KafkaJSNumberOfRetriesExceeded',
-      originalError: root,
-    });
-    const classified = classifyKafkaError(wrapped, 'destination: connect', 'connection');
+  // The library's own error classes, as its clients throw them.
+  it('reads the innermost of the errors @platformatic/kafka wraps', () => {
+    const login = new MultipleErrors('Performing connect failed 2 times.', [
+      new AuthenticationError('SASL authentication failed.'),
+    ]);
+    const classified = classifyKafkaError(login, 'destination: connect', 'connection');
     expect([classified.kind, classified.policy.retry]).toEqual(['auth', 'manual']);
-    expect(classified.cause).toBe(wrapped);
-    const denied = Object.assign(new Error('denied'), {
-      name: 'KafkaJSProtocolError',
-      type: 'TOPIC_AUTHORIZATION_FAILED',
-    });
+    expect(classified.cause).toBe(login);
+    const denied = new ResponseError(3, 12, { '/topics/0': [29, null] }, {});
+    expect(kafkaErrorName(denied)).toBe('TOPIC_AUTHORIZATION_FAILED');
     expect(classifyKafkaError(denied, 'destination: send batch 2').kind).toBe('permission');
-    // KafkaJSNumberOfRetriesExceeded keeps what it retried in the standard `cause`.
-    const retried = new Error('Connection error: connect ECONNREFUSED 127.0.0.1:1', {
-      cause: Object.assign(new Error('Connection error'), { name: 'KafkaJSConnectionError' }),
-    });
-    retried.name = 'KafkaJSNumberOfRetriesExceeded';
-    expect(classifyKafkaError(retried, 'destination: connect', 'internal').kind).toBe('connection');
+    const exists = new ResponseError(19, 7, { '/topics/0': [36, 'Topic t already exists.'] }, {});
+    expect(kafkaErrorName(exists)).toBe('TOPIC_ALREADY_EXISTS');
+    const refused = new MultipleErrors('Performing metadata failed 2 times.', [
+      new NetworkError('Connection to 127.0.0.1:1 failed.', {
+        cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+      }),
+    ]);
+    expect(classifyKafkaError(refused, 'destination: connect', 'internal').kind).toBe('connection');
+    expect(kafkaErrorName(refused)).toBeUndefined();
   });
 });
 
@@ -127,7 +127,7 @@ describe('classifySnowflakeError', () => {
 
 describe('classifyError: the driver told by its error', () => {
   it('sends each driver error to its classifier', () => {
-    const kafka = Object.assign(new Error('x'), { name: 'KafkaJSConnectionError' });
+    const kafka = new NetworkError('Connection to 127.0.0.1:1 failed.');
     expect(classifyError(kafka, 'mirror run').kind).toBe('connection');
     class ClickHouseError extends Error {
       readonly code = '516';

@@ -1,4 +1,4 @@
-// The one module that inspects driver errors (pg, @clickhouse/client, kafkajs,
+// The one module that inspects driver errors (pg, @clickhouse/client,
 // @platformatic/kafka, snowflake-sdk, ssh2, sockets) and turns them into EngineError kinds; see
 // errors.ts for what each kind means to the retry policy. One file per driver;
 // connectors call the function of their driver, and `classifyError` serves a
@@ -12,7 +12,7 @@ import { classifySnowflakeError } from './snowflake.ts';
 import { classifySshError, isSshError } from './ssh.ts';
 
 export { classifyClickHouseError } from './clickhouse.ts';
-export { classifyKafkaError } from './kafka.ts';
+export { classifyKafkaError, kafkaErrorName } from './kafka.ts';
 export { networkErrorCodes, type Side } from './network.ts';
 export { classifyPgError, classifySlotState, type PgErrorContext, type SlotState } from './pg.ts';
 export { classifySnowflakeError } from './snowflake.ts';
@@ -38,8 +38,7 @@ const clickhouseServerText = /^Code: \d+[.,] /;
 function driverOf(error: unknown): Driver {
   if (!(error instanceof Error)) return 'pg';
   if (isSshError(error)) return 'ssh';
-  if (error.name.startsWith('KafkaJS')) return 'kafka';
-  // @platformatic/kafka (the Kafka producer) prefixes every error code.
+  // @platformatic/kafka prefixes every error code.
   const platformatic = (error as { code?: unknown }).code;
   if (typeof platformatic === 'string' && platformatic.startsWith('PLT_KFK_')) return 'kafka';
   // @clickhouse/client leaves `name` as Error; its class keeps its own name.

@@ -1,20 +1,18 @@
-// Errors of kafkajs (admin, checkpoint reader) and @platformatic/kafka (the
-// producer). Both wrap the broker's error in retry and aggregate errors; the
-// innermost one decides. A message never carries the driver's
+// Errors of @platformatic/kafka, the engine's one Kafka client (producer,
+// admin, checkpoint fetcher). It wraps the broker's error in retry and
+// response errors (`errors`, `cause`); the innermost one decides. A message never carries the driver's
 // text, which can quote topic data; that goes to `cause`. Kafka is only ever a
 // destination.
 import { EngineError, type ErrorKind, isEngineError } from '../../errors.ts';
 import { networkErrorCodes, notAnError } from './network.ts';
 import { tlsFailureOf } from './tls.ts';
 
-interface KafkaJsError {
+interface KafkaError {
   readonly name?: string;
-  /** kafkajs: the broker's error name. */
-  readonly type?: string;
-  /** @platformatic/kafka: the broker's error name. */
+  /** The broker's error name (a ProtocolError's). */
   readonly apiId?: string;
+  /** The library's `PLT_KFK_…` code, or a socket's. */
   readonly code?: string;
-  readonly originalError?: unknown;
   readonly errors?: readonly unknown[];
   readonly cause?: unknown;
 }
@@ -36,65 +34,74 @@ const configTypes = new Set([
   'INVALID_CONFIG',
 ]);
 
-/**
- * The innermost error kafkajs wrapped: retriers keep it in `originalError`
- * (KafkaJSNumberOfRetriesExceeded in `cause` too), aggregates in `errors`.
- */
-function rootOf(error: unknown): KafkaJsError {
-  let current = error as KafkaJsError;
+/** The innermost error: retries and responses keep theirs in `errors`, wrappers in `cause`. */
+function rootOf(error: unknown): KafkaError {
+  let current = error as KafkaError;
   for (let depth = 0; depth < 10; depth++) {
-    const inner = current.originalError ?? current.errors?.[0] ?? current.cause;
+    const inner = current.errors?.[0] ?? current.cause;
     if (inner === undefined || inner === null || typeof inner !== 'object') break;
-    current = inner as KafkaJsError;
+    current = inner as KafkaError;
   }
   return current;
 }
 
-/** Whether any error on the way to the innermost is @platformatic/kafka's authentication error. */
+/** The broker's name of the error (e.g. `TOPIC_ALREADY_EXISTS`), when the broker refused. */
+export function kafkaErrorName(error: unknown): string | undefined {
+  return error !== null && typeof error === 'object' ? rootOf(error).apiId : undefined;
+}
+
+/** Whether any error on the way to the innermost is the library's authentication error. */
 function failedAuthentication(error: unknown): boolean {
-  let current = error as KafkaJsError;
+  let current = error as KafkaError;
   for (let depth = 0; depth < 10 && current && typeof current === 'object'; depth++) {
     if (current.code === 'PLT_KFK_AUTHENTICATION') return true;
-    current = (current.originalError ?? current.errors?.[0] ?? current.cause) as KafkaJsError;
+    current = (current.errors?.[0] ?? current.cause) as KafkaError;
   }
   return false;
 }
 
-function kindOf(error: unknown, fallback: ErrorKind): { kind: ErrorKind; detail: string | undefined } {
+function kindOf(
+  error: unknown,
+  fallback: ErrorKind,
+  connectionError?: unknown,
+): { kind: ErrorKind; detail: string | undefined } {
   const root = rootOf(error);
-  const type = root.type ?? root.apiId;
-  if (
-    root.name === 'KafkaJSSASLAuthenticationError' ||
-    type === 'SASL_AUTHENTICATION_FAILED' ||
-    failedAuthentication(error)
-  ) {
+  // A request failed by a connection closing carries no reason; the
+  // connection's own error, when it reported one, says why (a TLS alert).
+  if (root.code === 'PLT_KFK_NETWORK' && root.cause === undefined && connectionError instanceof Error) {
+    return kindOf(connectionError, fallback);
+  }
+  const type = root.apiId;
+  if (type === 'SASL_AUTHENTICATION_FAILED' || failedAuthentication(error)) {
     return { kind: 'auth', detail: 'authentication failed' };
   }
   if (type && permissionTypes.has(type)) return { kind: 'permission', detail: type };
   if (type && configTypes.has(type)) return { kind: 'config', detail: type };
   const tls = tlsFailureOf(root.code);
   if (tls) return tls;
-  if (
-    root.name === 'KafkaJSConnectionError' ||
-    root.code === 'PLT_KFK_NETWORK' ||
-    (root.code && networkErrorCodes.has(root.code))
-  ) {
+  if (root.code === 'PLT_KFK_NETWORK' || (root.code && networkErrorCodes.has(root.code))) {
     return { kind: 'connection', detail: 'cannot reach the brokers' };
   }
-  if (root.name === 'KafkaJSRequestTimeoutError' || root.code === 'PLT_KFK_TIMEOUT') {
+  if (root.code === 'PLT_KFK_TIMEOUT') {
     return { kind: fallback, detail: 'request timed out' };
   }
   return { kind: fallback, detail: type };
 }
 
-/** `what` says what was being done, e.g. "destination: send batch 12". */
+/**
+ * `what` says what was being done, e.g. "destination: send batch 12";
+ * `connectionError` is the last error the failing client's connections
+ * reported (kafka/client.ts, connectionErrorOf), read when the failure itself
+ * is a bare close.
+ */
 export function classifyKafkaError(
   error: unknown,
   what: string,
   fallback: ErrorKind = 'destination_write',
+  connectionError?: unknown,
 ): EngineError {
   if (isEngineError(error)) return error;
   if (!(error instanceof Error)) return notAnError(error, what, fallback);
-  const { kind, detail } = kindOf(error, fallback);
+  const { kind, detail } = kindOf(error, fallback, connectionError);
   return new EngineError(kind, `${what} failed${detail ? ` (${detail})` : ''}`, { cause: error });
 }

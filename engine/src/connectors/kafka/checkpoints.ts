@@ -5,9 +5,7 @@
 // at-least-once delivery allows. A batch cut inside a transaction also records
 // the position of its last change in it, written the same way: after the
 // messages up to that change are acknowledged.
-import { randomUUID } from 'node:crypto';
-import type { Producer } from '@platformatic/kafka';
-import type { Admin, Kafka } from 'kafkajs';
+import type { Admin, Consumer, Producer } from '@platformatic/kafka';
 import { EngineError } from '../../errors.ts';
 import { formatLsn } from '../../model/lsn.ts';
 import { classifyKafkaError } from '../classify/index.ts';
@@ -16,9 +14,9 @@ import { checkpointTopic } from './topics.ts';
 
 /** The checkpoint topic's settings: one partition (it holds one small message per mirror), compacted. */
 export const checkpointTopicConfig = {
-  topic: checkpointTopic,
-  numPartitions: 1,
-  configEntries: [{ name: 'cleanup.policy', value: 'compact' }],
+  topics: [checkpointTopic],
+  partitions: 1,
+  configs: [{ name: 'cleanup.policy', value: 'compact' }],
 };
 
 interface StoredCheckpoint {
@@ -76,60 +74,108 @@ export async function deleteCheckpoint(producer: BufferProducer, mirror: string)
   });
 }
 
+/** A fetched record batch: where it starts and its records' offsets from there. */
+export interface FetchedBatch {
+  readonly firstOffset: bigint;
+  readonly lastOffsetDelta: number;
+  readonly records: readonly {
+    readonly offsetDelta: number;
+    readonly key: Buffer | null;
+    readonly value: Buffer | null;
+  }[];
+}
+
+/** What a scan of fetched batches found: the mirror's last value, and where to fetch next. */
+export interface ScanResult {
+  /** The last value seen under the mirror's key (null: a tombstone), or undefined when none. */
+  readonly last: Buffer | null | undefined;
+  readonly nextOffset: bigint;
+}
+
 /**
- * The last checkpoint of `mirror`: the topic is read from its start to its
- * current end by a throw-away consumer group (kafkajs has no group-less
- * consumer), deleted afterwards.
+ * Reads `batches` (in offset order) for the mirror's messages below `end`,
+ * after what `previous` found. Compaction leaves gaps in offsets, never removes
+ * a batch's end, so the next fetch starts after the last batch read.
+ */
+export function scanCheckpointBatches(
+  batches: readonly FetchedBatch[],
+  mirror: string,
+  end: bigint,
+  previous: ScanResult,
+): ScanResult {
+  const key = Buffer.from(mirror);
+  let { last, nextOffset } = previous;
+  for (const batch of batches) {
+    for (const record of batch.records) {
+      const offset = batch.firstOffset + BigInt(record.offsetDelta);
+      if (offset < nextOffset || offset >= end) continue;
+      if (record.key?.equals(key)) last = record.value;
+    }
+    const after = batch.firstOffset + BigInt(batch.lastOffsetDelta) + 1n;
+    if (after > nextOffset) nextOffset = after;
+  }
+  return { last, nextOffset };
+}
+
+const partitionFetchBytes = 1024 * 1024;
+
+/**
+ * The last checkpoint of `mirror`: every partition of the topic is fetched
+ * from its start to the end it had when the read began, without a consumer
+ * group (the fetcher never joins one).
  */
 export async function readCheckpoint(
-  kafka: Kafka,
   admin: Admin,
+  fetcher: Consumer<Buffer, Buffer, Buffer, Buffer>,
   mirror: string,
   timeoutMs: number,
 ): Promise<Checkpoint | undefined> {
   if (!(await admin.listTopics()).includes(checkpointTopic)) return undefined;
-  const ends = new Map<number, bigint>();
-  for (const offsets of await admin.fetchTopicOffsets(checkpointTopic)) {
-    if (BigInt(offsets.high) > BigInt(offsets.low)) ends.set(offsets.partition, BigInt(offsets.high));
-  }
-  if (ends.size === 0) return undefined;
-
-  const groupId = `tributary-checkpoint-reader-${randomUUID()}`;
-  const consumer = kafka.consumer({ groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 200 });
+  const deadline = Date.now() + timeoutMs;
   let last: Buffer | null | undefined;
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await consumer.connect();
-    await consumer.subscribe({ topic: checkpointTopic, fromBeginning: true });
-    await new Promise<void>((resolve, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(new EngineError('destination_write', `destination: reading ${checkpointTopic} timed out`)),
-        timeoutMs,
-      );
-      consumer
-        .run({
-          autoCommit: false,
-          eachBatch: async ({ batch }) => {
-            for (const message of batch.messages) {
-              if (message.key?.toString() === mirror) last = message.value;
-            }
-            const end = ends.get(batch.partition);
-            // Compaction leaves gaps, never removes the last message: stop at the end seen above.
-            if (end !== undefined && !batch.isEmpty() && BigInt(batch.lastOffset()) + 1n >= end) {
-              ends.delete(batch.partition);
-            }
-            if (ends.size === 0) resolve();
-          },
-        })
-        .catch(reject);
-    });
+    // Tracked, the topic is in the metadata each fetch reads: brokers before
+    // Kafka 3.1 (Fetch v12 and older) are asked for it by name, not by id.
+    fetcher.topics.track(checkpointTopic);
+    const metadata = await fetcher.metadata({ topics: [checkpointTopic], forceUpdate: true });
+    const topic = metadata.topics.get(checkpointTopic);
+    if (!topic) return undefined;
+    const topics = [checkpointTopic];
+    const starts = (await fetcher.listOffsets({ topics, timestamp: -2n })).get(checkpointTopic) ?? [];
+    const ends = (await fetcher.listOffsets({ topics, timestamp: -1n })).get(checkpointTopic) ?? [];
+    for (const [partition, end] of ends.entries()) {
+      let scan: ScanResult = { last, nextOffset: starts[partition] ?? 0n };
+      while (scan.nextOffset < end) {
+        if (Date.now() > deadline) {
+          throw new EngineError('destination_write', `destination: reading ${checkpointTopic} timed out`);
+        }
+        const response = await fetcher.fetch({
+          node: topic.partitions[partition]?.leader ?? -1,
+          topics: [
+            {
+              topicId: topic.id,
+              partitions: [
+                {
+                  partition,
+                  currentLeaderEpoch: -1,
+                  fetchOffset: scan.nextOffset,
+                  lastFetchedEpoch: -1,
+                  partitionMaxBytes: partitionFetchBytes,
+                },
+              ],
+            },
+          ],
+          maxWaitTime: 200,
+          minBytes: 1,
+          maxBytes: partitionFetchBytes,
+        });
+        const fetched = response.responses[0]?.partitions.find((p) => p.partitionIndex === partition);
+        scan = scanCheckpointBatches(fetched?.records ?? [], mirror, end, scan);
+      }
+      last = scan.last;
+    }
   } catch (error) {
     throw classifyKafkaError(error, `destination: read checkpoint from ${checkpointTopic}`);
-  } finally {
-    clearTimeout(timer);
-    await consumer.disconnect().catch(() => {});
-    await admin.deleteGroups([groupId]).catch(() => {});
   }
   if (!last) return undefined;
   let stored: StoredCheckpoint;

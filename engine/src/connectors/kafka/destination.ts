@@ -10,8 +10,7 @@
 // - A failed send fails the batch; the pipeline retries it from the last
 //   checkpoint, so the messages already acknowledged are sent again.
 import type { Readable } from 'node:stream';
-import type { MessageToProduce, Producer } from '@platformatic/kafka';
-import type { Admin, Kafka } from 'kafkajs';
+import type { Admin, MessageToProduce, Producer } from '@platformatic/kafka';
 import type { Logger } from 'pino';
 import type { LogLevel } from '../../catalog/catalog.ts';
 import { EngineError } from '../../errors.ts';
@@ -20,13 +19,13 @@ import type { StreamConfig } from '../../resources/peer.ts';
 import type { ScriptSource } from '../../resources/script.ts';
 import type { LuaInput, SandboxLimits } from '../../scripting/lua-vm.ts';
 import { RecordScript, type ScriptMessage, scriptBatchRecords } from '../../scripting/record-script.ts';
-import { classifyKafkaError } from '../classify/index.ts';
+import { classifyKafkaError, kafkaErrorName } from '../classify/index.ts';
 import { copyTextLineBlocks, copyTextRowBatches } from '../copy-text.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
 import type { ChangeBatch, ChangeBuffer, Checkpoint, DestinationTable } from '../records.ts';
 import { checkpointTopicConfig, deleteCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { ChunkSender, type Outgoing } from './chunk-sender.ts';
-import { createStreamClient, createStreamProducer } from './client.ts';
+import { connectionErrorOf, createStreamAdmin, createStreamFetcher, createStreamProducer } from './client.ts';
 import { HeldMessages } from './held-messages.ts';
 import {
   type ChangeRecord,
@@ -36,7 +35,7 @@ import {
   tableFormat,
 } from './message-format.ts';
 import { type PartitionerName, PartitionStrategy, type TopicPartitions } from './partitioners.ts';
-import { topicNameProblem } from './topics.ts';
+import { checkpointTopic, topicNameProblem } from './topics.ts';
 
 export interface KafkaDestinationOptions {
   readonly mirror: string;
@@ -45,8 +44,6 @@ export interface KafkaDestinationOptions {
   readonly script?: ScriptSource | undefined;
   /** Where script `print` lines go; the process log when absent. */
   readonly log?: ((level: LogLevel, message: string) => void) | undefined;
-  /** Replaces the peer's client (tests: a listener without SASL). */
-  readonly client?: Kafka | undefined;
   readonly scriptLimits?: SandboxLimits | undefined;
   /** Upper bound of the key, value and header bytes of one produce request. */
   readonly chunkBytes?: number | undefined;
@@ -59,6 +56,8 @@ export interface KafkaDestinationOptions {
 export const defaultChunkBytes = 512 * 1024;
 export const recordOverheadBytes = 70;
 const requestTimeoutMs = 30_000;
+/** What the brokers answer about a topic created a moment ago, until its partitions have leaders. */
+const topicsSettling = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE']);
 const checkpointReadTimeoutMs = 60_000;
 
 /** Where a batch's records go, in order; `add` makes a promise only when it must wait. */
@@ -68,8 +67,6 @@ interface RecordSink {
 }
 
 export class KafkaDestination implements Destination {
-  /** The kafkajs client, created (and its driver loaded) on first use. */
-  #kafka: Promise<Kafka> | undefined;
   readonly #options: KafkaDestinationOptions;
   readonly #strategy: PartitionStrategy;
   readonly #script: RecordScript | undefined;
@@ -90,7 +87,6 @@ export class KafkaDestination implements Destination {
 
   constructor(config: StreamConfig, options: KafkaDestinationOptions) {
     this.#options = options;
-    if (options.client) this.#kafka = Promise.resolve(options.client);
     this.#strategy = new PartitionStrategy(config.partitioner as PartitionerName);
     this.#script = options.script
       ? new RecordScript(options.script, {
@@ -107,10 +103,15 @@ export class KafkaDestination implements Destination {
   async check(): Promise<{ version: string }> {
     return this.#withAdmin(async (admin) => {
       try {
-        const cluster = await admin.describeCluster();
-        return { version: `kafka (${cluster.brokers.length} broker(s); the protocol reports no version)` };
+        const cluster = await admin.metadata({ topics: [] });
+        return { version: `kafka (${cluster.brokers.size} broker(s); the protocol reports no version)` };
       } catch (error) {
-        throw classifyKafkaError(error, 'destination: describe cluster', 'connection');
+        throw classifyKafkaError(
+          error,
+          'destination: describe cluster',
+          'connection',
+          connectionErrorOf(admin),
+        );
       }
     });
   }
@@ -223,8 +224,9 @@ export class KafkaDestination implements Destination {
     try {
       await writeCheckpoint(await this.#connectedProducer(), batch.mirror, checkpoint);
     } catch (error) {
+      const connectionError = await this.#producerConnectionError();
       this.#resetProducer();
-      throw classifyKafkaError(error, `${what}: write checkpoint`);
+      throw classifyKafkaError(error, `${what}: write checkpoint`, 'destination_write', connectionError);
     }
     this.#checkpoint = checkpoint;
   }
@@ -234,12 +236,19 @@ export class KafkaDestination implements Destination {
     // batch does not wait for its library to load, connect and get a producer id.
     this.#producerReady ??= this.#prepareProducer();
     return this.#withAdmin(async (admin) => {
+      const fetcher = await createStreamFetcher(this.#config, {
+        clientId: this.#clientId(),
+        requestTimeoutMs,
+      });
       try {
-        const checkpoint = await readCheckpoint(await this.#client(), admin, mirror, checkpointReadTimeoutMs);
+        const checkpoint = await readCheckpoint(admin, fetcher, mirror, checkpointReadTimeoutMs);
         this.#checkpoint = checkpoint ?? null;
         return checkpoint;
       } catch (error) {
-        throw classifyKafkaError(error, 'destination: read checkpoint');
+        const connectionError = connectionErrorOf(fetcher) ?? connectionErrorOf(admin);
+        throw classifyKafkaError(error, 'destination: read checkpoint', 'destination_write', connectionError);
+      } finally {
+        await fetcher.close().catch(() => {});
       }
     });
   }
@@ -253,8 +262,9 @@ export class KafkaDestination implements Destination {
       await deleteCheckpoint(await this.#connectedProducer(), mirror);
       this.#checkpoint = null;
     } catch (error) {
+      const connectionError = await this.#producerConnectionError();
       this.#resetProducer();
-      throw classifyKafkaError(error, 'destination: remove checkpoint');
+      throw classifyKafkaError(error, 'destination: remove checkpoint', 'destination_write', connectionError);
     }
   }
 
@@ -443,10 +453,11 @@ export class KafkaDestination implements Destination {
         messages: chunk as unknown as MessageToProduce<Buffer, Buffer, Buffer, Buffer>[],
       });
     } catch (error) {
+      const connectionError = await this.#producerConnectionError();
       // A failed idempotent producer may hold sequence numbers the broker never saw.
       this.#resetProducer();
       this.#topics.clear();
-      throw classifyKafkaError(error, what);
+      throw classifyKafkaError(error, what, 'destination_write', connectionError);
     } finally {
       for (const message of chunk) this.#strategy.settled(message.topic, message.partition, 1);
     }
@@ -465,62 +476,75 @@ export class KafkaDestination implements Destination {
   }
 
   async #ensureTopicsWith(admin: Admin, names: readonly string[]): Promise<void> {
-    const wanted = [...new Set([...names, checkpointTopicConfig.topic])];
+    const wanted = [...new Set(names)];
     try {
       const existing = new Set(await admin.listTopics());
-      const missing = wanted.filter((name) => !existing.has(name));
-      if (missing.length > 0) {
-        // Partitions and replication: the broker's num.partitions and default.replication.factor.
-        await admin.createTopics({
-          waitForLeaders: true,
-          timeout: requestTimeoutMs,
-          topics: missing.map((topic) =>
-            topic === checkpointTopicConfig.topic ? checkpointTopicConfig : { topic },
-          ),
-        });
-        this.#options.logger.info({ topics: missing }, 'created topics');
+      const missing = wanted.filter((name) => !existing.has(name) && name !== checkpointTopic);
+      // Partitions and replication: the broker's num.partitions and default.replication.factor.
+      if (missing.length > 0) await admin.createTopics({ topics: missing });
+      if (!existing.has(checkpointTopic)) {
+        await admin.createTopics(checkpointTopicConfig);
+        missing.push(checkpointTopic);
       }
-      const metadata = await admin.fetchTopicMetadata({
-        topics: names.filter((name) => !this.#topics.has(name)),
-      });
-      for (const topic of metadata.topics) {
-        const partitions = [...topic.partitions].sort((a, b) => a.partitionId - b.partitionId);
-        if (partitions.length > 0) this.#topics.set(topic.name, { topic: topic.name, partitions });
-      }
+      if (missing.length > 0) this.#options.logger.info({ topics: missing }, 'created topics');
+      // Created topics are waited on too, for their leaders, before anything is sent to them.
+      const unknown = [...new Set([...names.filter((name) => !this.#topics.has(name)), ...missing])];
+      if (unknown.length > 0) await this.#loadPartitions(admin, unknown);
     } catch (error) {
       // Another writer may have created a topic between the list and the create.
-      if ((error as { type?: string }).type === 'TOPIC_ALREADY_EXISTS')
-        return this.#ensureTopicsWith(admin, names);
-      throw classifyKafkaError(error, `destination: create topics ${names.join(', ')}`);
+      if (kafkaErrorName(error) === 'TOPIC_ALREADY_EXISTS') return this.#ensureTopicsWith(admin, names);
+      const what = `destination: create topics ${names.join(', ')}`;
+      throw classifyKafkaError(error, what, 'destination_write', connectionErrorOf(admin));
     }
-  }
-
-  #client(): Promise<Kafka> {
-    this.#kafka ??= createStreamClient(this.#config, {
-      clientId: `tributary-${this.#options.mirror}`.slice(0, 100),
-    });
-    return this.#kafka;
   }
 
   /**
-   * Runs `work` with an admin client connected for it alone. None is kept
-   * between uses: while a kafkajs client is connected, each of its broker
-   * connections re-arms a timer every millisecond (kafkajs issues #1704,
-   * #1751), measured at 4% of a core for an idle mirror. Admin work is rare:
-   * the check, the checkpoint read at start, and a topic not seen before.
+   * Caches the partitions of `names` once each has a leader: a topic just
+   * created gets its leaders a moment later, and a partition without one
+   * would refuse the first send.
+   */
+  async #loadPartitions(admin: Admin, names: readonly string[]): Promise<void> {
+    const deadline = Date.now() + requestTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      let metadata: Awaited<ReturnType<Admin['metadata']>> | undefined;
+      try {
+        metadata = await admin.metadata({ topics: [...names], forceUpdate: true });
+      } catch (error) {
+        // A topic just created may be unknown to the broker answering for a moment.
+        if (!topicsSettling.has(kafkaErrorName(error) ?? '') || Date.now() > deadline) throw error;
+      }
+      const ready =
+        metadata !== undefined &&
+        names.every((name) => metadata.topics.get(name)?.partitions.every((p) => p.leader >= 0));
+      if (metadata !== undefined && (ready || Date.now() > deadline)) {
+        for (const [name, topic] of metadata.topics) {
+          const partitions = topic.partitions.map((partition, partitionId) => ({
+            partitionId,
+            leader: partition.leader,
+          }));
+          if (partitions.length > 0) this.#topics.set(name, { topic: name, partitions });
+        }
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(50 * 2 ** attempt, 500)));
+    }
+  }
+
+  #clientId(): string {
+    return `tributary-${this.#options.mirror}`.slice(0, 100);
+  }
+
+  /**
+   * Runs `work` with an admin client of its own, closed after it: admin work
+   * is rare (the check, the checkpoint read at start, a topic not seen
+   * before), so no connection is kept for it between uses.
    */
   async #withAdmin<T>(work: (admin: Admin) => Promise<T>): Promise<T> {
-    let admin: Admin;
-    try {
-      admin = (await this.#client()).admin();
-      await admin.connect();
-    } catch (error) {
-      throw classifyKafkaError(error, 'destination: connect', 'connection');
-    }
+    const admin = await createStreamAdmin(this.#config, { clientId: this.#clientId(), requestTimeoutMs });
     try {
       return await work(admin);
     } finally {
-      await admin.disconnect().catch(() => {});
+      await admin.close().catch(() => {});
     }
   }
 
@@ -546,10 +570,16 @@ export class KafkaDestination implements Destination {
   /** The producer connects on its first request; a failed one is replaced by a new one. */
   #connectedProducer(): Promise<Producer<Buffer, Buffer, Buffer, Buffer>> {
     this.#producer ??= createStreamProducer(this.#config, {
-      clientId: `tributary-${this.#options.mirror}`.slice(0, 100),
+      clientId: this.#clientId(),
       requestTimeoutMs,
     });
     return this.#producer;
+  }
+
+  /** The last error the producer's connections reported: why a send failed when it only says "closed". */
+  async #producerConnectionError(): Promise<Error | undefined> {
+    const producer = await this.#producer?.catch(() => undefined);
+    return producer && connectionErrorOf(producer);
   }
 
   #resetProducer(): void {

@@ -1,9 +1,11 @@
-import kafkajs, { type PartitionMetadata } from 'kafkajs';
+// kafkajs is the reference here: '' means its default partitioner (docs/kafka.md).
+import kafkajs, { type PartitionMetadata as KafkaJsPartition } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { EngineError } from '../../errors.ts';
 import { keyPartition, murmur2, PartitionStrategy, type TopicPartitions } from './partitioners.ts';
 
-const topic = (count: number): TopicPartitions => ({
+/** A topic's partitions as kafkajs's partitioners take them; a superset of what the destination reads. */
+const topic = (count: number): TopicPartitions & { partitions: KafkaJsPartition[] } => ({
   topic: 't',
   partitions: Array.from({ length: count }, (_, partitionId) => ({
     partitionId,
@@ -12,7 +14,7 @@ const topic = (count: number): TopicPartitions => ({
     isr: [1],
     partitionErrorCode: 0,
     offlineReplicas: [],
-  })) as PartitionMetadata[],
+  })) as KafkaJsPartition[],
 });
 const four = topic(4);
 const key = (text: string) => Buffer.from(text);
@@ -94,7 +96,7 @@ describe('partitioners', () => {
   it("'' without a key goes round the partitions with a leader in kafkajs's order", () => {
     // Partitions 1 and 3 have no leader; kafkajs's counter starts at random,
     // so both sequences are compared from where each starts.
-    const partitions = four.partitions.map((metadata) => ({
+    const partitions: KafkaJsPartition[] = (four.partitions as KafkaJsPartition[]).map((metadata) => ({
       ...metadata,
       leader: metadata.partitionId % 2 === 1 ? -1 : 1,
     }));

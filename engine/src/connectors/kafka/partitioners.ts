@@ -6,7 +6,6 @@
 // producer explicit partitions, so that partition choice does not depend on the
 // client's internals and LeastBackup can see what is in flight.
 import { randomBytes } from 'node:crypto';
-import type { PartitionMetadata } from 'kafkajs';
 import { EngineError } from '../../errors.ts';
 import type { partitioners } from '../../resources/peer.ts';
 
@@ -45,6 +44,13 @@ export function murmur2(data: Uint8Array): number {
 /** The partition of a keyed message under the Java client's rule: positive murmur2 modulo the count. */
 export function keyPartition(key: Uint8Array, partitionCount: number): number {
   return (murmur2(key) & 0x7fffffff) % partitionCount;
+}
+
+/** One partition of a topic, as the brokers' metadata gives it. */
+export interface PartitionMetadata {
+  readonly partitionId: number;
+  /** The leader broker's id; -1 while the partition has none. */
+  readonly leader: number;
 }
 
 export interface TopicPartitions {
@@ -128,8 +134,8 @@ export class PartitionStrategy {
 
   /**
    * kafkajs's DefaultPartitioner for a message without a key (its
-   * src/producer/partitioners/legacy/partitioner.js, written out here so that
-   * choosing a partition does not load kafkajs): round robin over the
+   * src/producer/partitioners/legacy/partitioner.js, the meaning `''` has kept
+   * since the engine produced with kafkajs): round robin over the
    * partitions that have a leader, from a random start per topic; over every
    * partition when none has one.
    */
