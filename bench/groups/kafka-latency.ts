@@ -9,6 +9,7 @@ import { describe, type Figure, latencyFigures, until } from '../lib/stats.ts';
 import { type Catalog, cdcUntil, destinationTables, mappings, mirrorSpec } from '../lib/tributary.ts';
 import { type DebeziumInstall, DebeziumServer, debeziumTopic, installDebezium } from '../systems/debezium.ts';
 import {
+  closeMessageCounter,
   createTopic,
   deleteTopic,
   expectEveryIdOnce,
@@ -137,6 +138,7 @@ export async function runKafkaLatencyGroup(catalog: Catalog): Promise<Record<str
           : tributaryRun(source, catalog, table, publication, system === 'streaming'),
     );
   } finally {
+    await closeMessageCounter();
     await source.drop();
   }
   const figures = {

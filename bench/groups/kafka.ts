@@ -22,6 +22,7 @@ import {
 import { insertRows, tableColumns } from '../lib/workload.ts';
 import { type DebeziumInstall, DebeziumServer, debeziumTopic, installDebezium } from '../systems/debezium.ts';
 import {
+  closeMessageCounter,
   createTopic,
   deleteTopic,
   expectEveryIdOnce,
@@ -221,6 +222,7 @@ export async function runKafkaGroup(catalog: Catalog): Promise<Record<string, un
       }
     }
   } finally {
+    await closeMessageCounter();
     await source.drop();
   }
   const rate = (list: Run[]) => list.map((run) => run.spanRowsPerSecond);
