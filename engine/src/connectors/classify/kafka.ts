@@ -1,14 +1,13 @@
 // Errors of @platformatic/kafka, the engine's one Kafka client (producer,
 // admin, checkpoint fetcher). It wraps the broker's error in retry and
-// response errors (`errors`, `cause`); the innermost one decides. A message never carries the driver's
-// text, which can quote topic data; that goes to `cause`. Kafka is only ever a
-// destination.
+// response errors (`errors`, `cause`); the innermost one decides. A message
+// never carries the driver's text, which can quote topic data; that goes to
+// `cause`. Kafka is only ever a destination.
 import { EngineError, type ErrorKind, isEngineError } from '../../errors.ts';
 import { networkErrorCodes, notAnError } from './network.ts';
 import { tlsFailureOf } from './tls.ts';
 
 interface KafkaError {
-  readonly name?: string;
   /** The broker's error name (a ProtocolError's). */
   readonly apiId?: string;
   /** The library's `PLT_KFK_…` code, or a socket's. */
