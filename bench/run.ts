@@ -17,8 +17,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../test/support/testenv.ts';
 import { benchConfig, type Group } from './lib/config.ts';
+import { sweepLeftovers } from './lib/leftovers.ts';
 import { loadAverage, machine } from './lib/machine.ts';
-import { startTargetServer } from './lib/servers.ts';
+import { sourceServer, startTargetServer, targetServer } from './lib/servers.ts';
 import { Catalog } from './lib/tributary.ts';
 
 type GroupRun = (catalog: Catalog) => Promise<Record<string, unknown>>;
@@ -69,6 +70,18 @@ async function main(): Promise<void> {
   };
   console.log(`bench: ${JSON.stringify(results.settings)}; ${machine().uptime}`);
   startTargetServer();
+  // The target first: a leftover subscription's worker keeps its source database in use.
+  for (const [role, server] of [
+    ['target', targetServer],
+    ['source', sourceServer],
+  ] as const) {
+    const swept = await sweepLeftovers(server);
+    if (swept.databases.length > 0) {
+      console.log(
+        `bench: dropped what stopped runs left on the ${role} server: ${swept.databases.length} database(s) (${swept.databases.join(', ')}), ${swept.subscriptions} subscription(s)`,
+      );
+    }
+  }
   const catalog = await Catalog.create();
   try {
     for (const group of benchConfig.only) {

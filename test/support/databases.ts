@@ -67,28 +67,7 @@ export async function createTestDatabase(
     client,
     async drop() {
       await client.end().catch(() => {});
-      const cleanup = adminClient(server, 'postgres');
-      await cleanup.connect();
-      try {
-        await cleanup.query(
-          `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
-          [name],
-        );
-        await waitFor(async () => {
-          const active = await cleanup.query(
-            `SELECT 1 FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
-            [name],
-          );
-          return active.rowCount === 0;
-        }, 10_000);
-        await cleanup.query(
-          `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1`,
-          [name],
-        );
-        await cleanup.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
-      } finally {
-        await cleanup.end();
-      }
+      await dropTestDatabase(server, name);
     },
   };
 }
@@ -145,4 +124,33 @@ export async function tableCells(client: pg.Client, table: string, orderBy: stri
        json_each_text(r.j) ORDER BY n, key`,
   );
   return result.rows.map((row) => row.cell);
+}
+
+/**
+ * Drops database `name` of `server` with its replication slots (a slot's
+ * walsender is ended first), whoever still uses it.
+ */
+export async function dropTestDatabase(server: PostgresServer, name: string): Promise<void> {
+  const cleanup = adminClient(server, 'postgres');
+  await cleanup.connect();
+  try {
+    await cleanup.query(
+      `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
+      [name],
+    );
+    await waitFor(async () => {
+      const active = await cleanup.query(
+        `SELECT 1 FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
+        [name],
+      );
+      return active.rowCount === 0;
+    }, 10_000);
+    await cleanup.query(
+      `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1`,
+      [name],
+    );
+    await cleanup.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await cleanup.end();
+  }
 }
