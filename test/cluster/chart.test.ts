@@ -76,6 +76,23 @@ describe('the chart on a real node', () => {
     const pod = await enginePod(name);
     return pod !== undefined && podReady(pod);
   };
+  /**
+   * Waits as `waitFor` does; on a timeout the error also holds the engine's
+   * last log lines and what the test's consumer has read, to tell a stuck
+   * engine from a stuck consumer.
+   */
+  const waitForKafka = async (check: () => Promise<boolean>, what: string) => {
+    try {
+      await waitFor(check, 180_000, what);
+    } catch (error) {
+      const pod = await enginePod('shop-to-events').catch(() => undefined);
+      const log = pod
+        ? await kubectl(facts, ['-n', namespace, 'logs', pod.metadata.name, '--tail=40']).catch(String)
+        : 'no engine pod';
+      const read = `the consumer has read ${kafkaIds.size} orders, ${editedIds.size} edited`;
+      throw new Error(`${(error as Error).message}; ${read}; the Kafka engine's last log lines:\n${log}`);
+    }
+  };
   const sourceCount = async (table: string) =>
     Number((await source.client.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
 
@@ -419,10 +436,16 @@ describe('the chart on a real node', () => {
     const admin = kafkaClient('SCRAM-SHA-512').admin();
     await admin.connect();
     try {
+      // With a leader: a consumer that joins before the topic's partition has
+      // one can be left without an assignment until its next metadata refresh.
       await waitFor(
-        async () => (await admin.fetchTopicMetadata({ topics: [kafkaTopic] })).topics.length === 1,
+        async () => {
+          const { topics } = await admin.fetchTopicMetadata({ topics: [kafkaTopic] });
+          const partitions = topics[0]?.partitions ?? [];
+          return partitions.length > 0 && partitions.every((partition) => partition.leader >= 0);
+        },
         180_000,
-        `topic ${kafkaTopic}`,
+        `topic ${kafkaTopic} with a leader`,
       );
     } finally {
       await admin.disconnect();
@@ -439,7 +462,7 @@ describe('the chart on a real node', () => {
         if (value?.id !== undefined) (value.edited ? editedIds : kafkaIds).add(Number(value.id));
       },
     });
-    await waitFor(async () => kafkaIds.size === 500, 180_000, 'every order as a Kafka message');
+    await waitForKafka(async () => kafkaIds.size === 500, 'every order as a Kafka message');
   }, 600_000);
 
   it('shows state, phase, lag and rows in kubectl get mirrors, and the story in kubectl describe', async () => {
@@ -659,7 +682,7 @@ describe('the chart on a real node', () => {
       'the Kafka engine rolled after the Script edit',
     );
     await source.client.query(`INSERT INTO orders VALUES (900002, 1, 'after the script edit')`);
-    await waitFor(async () => editedIds.has(900002), 180_000, 'a message from the edited Script');
+    await waitForKafka(async () => editedIds.has(900002), 'a message from the edited Script');
   }, 500_000);
 
   it('shows an engine pod that cannot be scheduled or is OOM-killed in the Mirror, its Events and the API', async () => {
