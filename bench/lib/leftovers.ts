@@ -10,7 +10,7 @@
 // connected from their creation to their drop. ClickHouse databases and Kafka
 // topics a stopped run leaves cost only disk, and are left.
 import pg from 'pg';
-import { dropTestDatabase } from '../../test/support/databases.ts';
+import { adminClient, dropTestDatabase } from '../../test/support/databases.ts';
 import type { PostgresServer } from '../../test/support/testenv.ts';
 
 const benchDatabase = `^(bench|bigtxn)_`;
@@ -22,12 +22,7 @@ export interface Swept {
 
 /** Drops what stopped runs left on `server`; returns what it dropped. */
 export async function sweepLeftovers(server: PostgresServer): Promise<Swept> {
-  const admin = new pg.Client({
-    host: server.host,
-    port: server.port,
-    database: 'postgres',
-    ...server.superuser,
-  });
+  const admin = adminClient(server, 'postgres');
   await admin.connect();
   let unused: string[];
   try {
@@ -57,7 +52,7 @@ export async function sweepLeftovers(server: PostgresServer): Promise<Swept> {
  * so dropping it needs no connection to a source that may be gone.
  */
 async function dropSubscriptions(server: PostgresServer, name: string): Promise<number> {
-  const client = new pg.Client({ host: server.host, port: server.port, database: name, ...server.superuser });
+  const client = adminClient(server, name);
   await client.connect();
   try {
     const found = await client.query<{ subname: string }>(

@@ -7,7 +7,13 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RelationalConfig } from '../../engine/src/resources/peer.ts';
-import { randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
+import {
+  dropTestDatabase,
+  randomSuffix,
+  adminClient as sharedAdminClient,
+  type TestDatabase,
+  waitFor,
+} from '../support/databases.ts';
 import {
   createHarness,
   dropMirror,
@@ -22,14 +28,7 @@ import { postgresTls, ssh } from '../support/testenv.ts';
 const testCa = readFileSync(join(postgresTls.tlsDir, 'ca.crt'), 'utf8');
 
 /** The superuser connects without TLS (its pg_hba.conf rule allows it) to prepare data. */
-function adminClient(database: string): pg.Client {
-  return new pg.Client({
-    host: postgresTls.host,
-    port: postgresTls.port,
-    database,
-    ...postgresTls.superuser,
-  });
-}
+const adminClient = (database: string) => sharedAdminClient(postgresTls, database);
 
 /** A database on the TLS server whose tables belong to the TLS-only role. */
 async function createTlsDatabase(): Promise<TestDatabase> {
@@ -49,28 +48,7 @@ async function createTlsDatabase(): Promise<TestDatabase> {
     client,
     async drop() {
       await client.end().catch(() => {});
-      const cleanup = adminClient('postgres');
-      await cleanup.connect();
-      try {
-        await cleanup.query(
-          `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
-          [name],
-        );
-        await waitFor(async () => {
-          const { rowCount } = await cleanup.query(
-            `SELECT 1 FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
-            [name],
-          );
-          return rowCount === 0;
-        }, 10_000);
-        await cleanup.query(
-          `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1`,
-          [name],
-        );
-        await cleanup.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
-      } finally {
-        await cleanup.end();
-      }
+      await dropTestDatabase(postgresTls, name);
     },
   };
 }

@@ -8,9 +8,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../support/databases.ts';
+import { dropTestDatabase, waitFor } from '../support/databases.ts';
 import { type DocExample, runnableLanguageExamples, shellLanguages } from '../support/doc-examples.ts';
 import { freePort } from '../support/standalone-process.ts';
 import { postgres, repoRoot } from '../support/testenv.ts';
@@ -28,34 +27,7 @@ function readmeExample(): string {
 
 /** The example's databases are fixed names: clear them (and their slots) first and last. */
 async function dropExampleDatabases(): Promise<void> {
-  const admin = new pg.Client({
-    host: postgres.host,
-    port: postgres.port,
-    database: 'postgres',
-    ...postgres.superuser,
-  });
-  await admin.connect();
-  try {
-    for (const name of ['shop', 'warehouse']) {
-      await admin.query(
-        `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
-        [name],
-      );
-      await waitFor(
-        async () =>
-          (await admin.query(`SELECT 1 FROM pg_replication_slots WHERE database = $1 AND active`, [name]))
-            .rowCount === 0,
-        10_000,
-      );
-      await admin.query(
-        `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1`,
-        [name],
-      );
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    }
-  } finally {
-    await admin.end();
-  }
+  for (const name of ['shop', 'warehouse']) await dropTestDatabase(postgres, name);
 }
 
 const where = (example: DocExample) => `${example.file}:${example.line}`;

@@ -35,7 +35,11 @@ export function droppablePool(config: pg.PoolConfig): pg.Pool {
   return pool;
 }
 
-function adminClient(server: PostgresServer, database: string): pg.Client {
+/** What connecting as the superuser needs of a server (the TLS test server has no more). */
+export type SuperuserAccess = Pick<PostgresServer, 'host' | 'port' | 'superuser'>;
+
+/** A superuser client of `database` on `server`, not connected. */
+export function adminClient(server: SuperuserAccess, database: string): pg.Client {
   return new pg.Client({ host: server.host, port: server.port, database, ...server.superuser });
 }
 
@@ -130,7 +134,7 @@ export async function tableCells(client: pg.Client, table: string, orderBy: stri
  * Drops database `name` of `server` with its replication slots (a slot's
  * walsender is ended first), whoever still uses it.
  */
-export async function dropTestDatabase(server: PostgresServer, name: string): Promise<void> {
+export async function dropTestDatabase(server: SuperuserAccess, name: string): Promise<void> {
   const cleanup = adminClient(server, 'postgres');
   await cleanup.connect();
   try {

@@ -60,8 +60,14 @@ export function connectionErrorOf(client: object): Error | undefined {
   return connectionErrors.get(client);
 }
 
-/** What every client of the peer shares: brokers, TLS, SASL, the connect timeout. */
-function baseOptions(config: StreamConfig, options: { clientId: string; timeoutMs?: number }): BaseOptions {
+/**
+ * What every client of the peer shares: brokers, TLS, SASL, the connect and
+ * request timeouts, and topics never created by a request that names them.
+ */
+function baseOptions(
+  config: StreamConfig,
+  options: { clientId: string; timeoutMs?: number; requestTimeoutMs: number },
+): BaseOptions {
   const tls = streamTlsOptions(config);
   return {
     clientId: options.clientId,
@@ -71,6 +77,9 @@ function baseOptions(config: StreamConfig, options: { clientId: string; timeoutM
       ? {}
       : { sasl: { mechanism: config.sasl, username: config.username, password: config.password } }),
     connectTimeout: options.timeoutMs ?? 10_000,
+    requestTimeout: options.requestTimeoutMs,
+    timeout: options.requestTimeoutMs,
+    autocreateTopics: false,
   };
 }
 
@@ -85,13 +94,7 @@ export async function createStreamAdmin(
   const { Admin } = await loadKafka();
   const requestTimeoutMs = options.requestTimeoutMs ?? options.timeoutMs ?? 30_000;
   return watchConnections(
-    new Admin({
-      ...baseOptions(config, options),
-      requestTimeout: requestTimeoutMs,
-      timeout: requestTimeoutMs,
-      retries: 1,
-      autocreateTopics: false,
-    }),
+    new Admin({ ...baseOptions(config, { ...options, requestTimeoutMs }), retries: 1 }),
   );
 }
 
@@ -108,10 +111,7 @@ export async function createStreamFetcher(
     new Consumer<Buffer, Buffer, Buffer, Buffer>({
       ...baseOptions(config, options),
       groupId: 'tributary-checkpoint-reader',
-      requestTimeout: options.requestTimeoutMs,
-      timeout: options.requestTimeoutMs,
       retries: 1,
-      autocreateTopics: false,
     }),
   );
 }
@@ -131,11 +131,8 @@ export async function createStreamProducer(
   return watchConnections(
     new Producer<Buffer, Buffer, Buffer, Buffer>({
       ...baseOptions(config, options),
-      requestTimeout: options.requestTimeoutMs,
-      timeout: options.requestTimeoutMs,
       idempotent: true,
       acks: ProduceAcks.ALL,
-      autocreateTopics: false,
       retries: 5,
       retryDelay: 300,
     }),

@@ -10,7 +10,7 @@
 // - A failed send fails the batch; the pipeline retries it from the last
 //   checkpoint, so the messages already acknowledged are sent again.
 import type { Readable } from 'node:stream';
-import type { Admin, MessageToProduce, Producer } from '@platformatic/kafka';
+import type { Admin, ClusterMetadata, MessageToProduce, Producer } from '@platformatic/kafka';
 import type { Logger } from 'pino';
 import type { LogLevel } from '../../catalog/catalog.ts';
 import { EngineError } from '../../errors.ts';
@@ -506,7 +506,7 @@ export class KafkaDestination implements Destination {
   async #loadPartitions(admin: Admin, names: readonly string[]): Promise<void> {
     const deadline = Date.now() + requestTimeoutMs;
     for (let attempt = 0; ; attempt++) {
-      let metadata: Awaited<ReturnType<Admin['metadata']>> | undefined;
+      let metadata: ClusterMetadata | undefined;
       try {
         metadata = await admin.metadata({ topics: [...names], forceUpdate: true });
       } catch (error) {
