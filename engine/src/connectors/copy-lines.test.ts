@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { seededRandom } from '../../../test/support/seeded-random.ts';
-import { textTable } from '../../../test/support/text-table.ts';
+import { textTable, typedColumn } from '../../../test/support/text-table.ts';
 import { wireTuple } from '../../../test/support/wire-tuple.ts';
 import { rowLine, tupleLineMaxBytes, writeTupleLine } from './copy-lines.ts';
 import { parseCopyTextLine } from './copy-text.ts';
-import { type RowImage, type TupleCell, unchangedToast } from './records.ts';
+import { type DestinationTable, type RowImage, type TupleCell, unchangedToast } from './records.ts';
 
 const table = textTable(['id', 'note', 'big']);
 describe('rowLine', () => {
@@ -59,14 +59,37 @@ describe('writeTupleLine', () => {
     for (let round = 0; round < 500; round++) {
       const row: TupleCell[] = Array.from({ length: 1 + Math.floor(random() * 6) }, () => {
         if (random() < 0.15) return null;
+        // Up to 40 characters: short values are copied by a loop, longer ones at once.
         return Array.from(
-          { length: Math.floor(random() * 20) },
+          { length: Math.floor(random() * 40) },
           () => alphabet[Math.floor(random() * alphabet.length)],
         ).join('');
       });
       const table = textTable(row.map((_, index) => (index === 0 ? 'id' : `c${index}`)));
       expect(tupleLine(row)).toBe(rowLine(table, row));
     }
+  });
+
+  it('copies the values of types whose output needs no escape as they are, and escapes any other type', () => {
+    const typed: DestinationTable = {
+      ...textTable(['id']),
+      // int8, numeric, timestamptz, uuid; then a type not known to need no escape (an enum, a domain).
+      columns: [20, 1700, 1184, 2950, 16_384].map((typeOid, index) =>
+        typedColumn(index === 0 ? 'id' : `c${index}`, typeOid),
+      ),
+    };
+    const row = [
+      '-9223372036854775808',
+      '12345678901234567890.0123456789',
+      '2026-11-29 19:58:24.123456+00',
+      'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
+      'tab\there',
+    ];
+    const tuple = wireTuple(row);
+    const target = Buffer.alloc(tupleLineMaxBytes(tuple));
+    const end = writeTupleLine(typed, tuple, target, 0);
+    expect(target.toString('utf8', 0, end)).toBe(`${row.slice(0, 4).join('\t')}\ttab\\there\n`);
+    expect(target.toString('utf8', 0, end)).toBe(rowLine(typed, row));
   });
 
   it('refuses a binary cell, as rowLine does', () => {
