@@ -52,6 +52,7 @@ export class ReplicationCopy implements pg.Submittable {
   #stopped = false;
   #failure: Error | undefined;
   #lastReadBytes = 0;
+  #readBytes = 0;
 
   constructor(command: string, handlers: ReplicationCopyHandlers) {
     this.#command = command;
@@ -73,6 +74,11 @@ export class ReplicationCopy implements pg.Submittable {
    */
   get lastReadBytes(): number {
     return this.#lastReadBytes;
+  }
+
+  /** Every byte the socket has read since the copy was submitted. */
+  get readBytes(): number {
+    return this.#readBytes;
   }
 
   submit(connection: pg.Connection): void {
@@ -107,6 +113,7 @@ export class ReplicationCopy implements pg.Submittable {
     });
     stream.on('data', (read: Buffer) => {
       this.#lastReadBytes = read.length;
+      this.#readBytes += read.length;
       framer.push(read);
     });
   }
