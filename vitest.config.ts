@@ -21,6 +21,7 @@ const oldestAndNewestSuites = [
   'test/e2e/source-restart.test.ts',
   'test/e2e/create-checks.test.ts',
   'test/e2e/big-transaction.test.ts',
+  'test/e2e/partitioned-tables.test.ts',
 ];
 const postgresVersionProjects = (
   [

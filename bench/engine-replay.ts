@@ -105,6 +105,8 @@ async function replay(payloads: readonly Buffer[], table: DestinationTable): Pro
     batches: { startBatch: async () => {}, finishBatch: async () => {} },
     acknowledge: () => {},
     typeNames: async () => [],
+    partitionAncestors: async () => [],
+    publication: { name: 'replay', createdByMirror: true },
     log: async () => {},
     tableMappings: [tableMappingSchema.parse({ source: table.source, destination: table.destination })],
     tables: [table],

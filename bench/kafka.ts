@@ -139,7 +139,12 @@ async function cdcRun(
       signal: stop.signal,
       batchMemoryBudgetBytes: defaultBatchMemoryBudgetBytes,
     },
-    { slotName: slot, publicationName: `bench_kafka_pub_${runId}`, tables: [table] },
+    {
+      slotName: slot,
+      publicationName: `bench_kafka_pub_${runId}`,
+      publicationCreatedByMirror: false,
+      tables: [table],
+    },
   );
   const seconds = (performance.now() - started) / 1000;
   await destination.close();

@@ -183,6 +183,7 @@ async function benchCdc(source: TestDatabase, catalog: PostgresCatalog) {
     runCdc(context(source, catalog, destination, spec, controller.signal), {
       slotName: slot('bench_engine'),
       publicationName: 'bench_pub',
+      publicationCreatedByMirror: false,
       tables: [destinationTable(tableMappingSchema.parse(mapping('bench_cdc')), info)],
     }),
   );

@@ -134,7 +134,11 @@ export async function cdcUntil(
   const stop = new AbortController();
   const started = performance.now();
   let failed: unknown;
-  const running = runCdc(context(source, catalog, destination, spec, stop.signal), options).catch((error) => {
+  const running = runCdc(context(source, catalog, destination, spec, stop.signal), {
+    ...options,
+    // The bench creates its publications itself.
+    publicationCreatedByMirror: false,
+  }).catch((error) => {
     failed = error;
   });
   try {

@@ -47,7 +47,12 @@ describe('refused at create', () => {
       CREATE TABLE keyless (body text);
       CREATE TABLE keyless_full (body text);
       ALTER TABLE keyless_full REPLICA IDENTITY FULL;
-      CREATE PUBLICATION ${pg.escapeIdentifier(`pub_${suffix}`)} FOR TABLE keyed`);
+      CREATE PUBLICATION ${pg.escapeIdentifier(`pub_${suffix}`)} FOR TABLE keyed;
+      CREATE TABLE events (id bigint, k int, body text, PRIMARY KEY (id, k)) PARTITION BY RANGE (k);
+      CREATE TABLE events_low PARTITION OF events FOR VALUES FROM (0) TO (100);
+      CREATE TABLE events_rest PARTITION OF events DEFAULT;
+      CREATE PUBLICATION ${pg.escapeIdentifier(`leafpub_${suffix}`)} FOR TABLE events;
+      CREATE PUBLICATION ${pg.escapeIdentifier(`rootpub_${suffix}`)} FOR TABLE events WITH (publish_via_partition_root = true)`);
     await source.client.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slotTaken]);
     facade = await createFacade();
     for (const [name, database] of [
@@ -154,6 +159,44 @@ describe('refused at create', () => {
       `publication ${publication} already exists and a new mirror would not own it`,
     );
     expect(await facade.controlPlane.store.getMirror(name)).toBeUndefined();
+  });
+
+  it('refuses a partition mapped beside the partitioned table it belongs to', async () => {
+    const name = `overlap-${suffix}`;
+    await expectRefused(
+      await create(name, ['public.events', 'public.events_low']),
+      'source table public.events_low is a partition of public.events, which the mirror maps too',
+      'map one of the two',
+    );
+    expect(await facade.controlPlane.store.getMirror(name)).toBeUndefined();
+  });
+
+  it('refuses a named publication that publishes a partitioned table’s changes under its partitions’ names', async () => {
+    const name = `leafpub-${suffix}`;
+    await expectRefused(
+      await create(name, ['public.events'], { publication_name: `leafpub_${suffix}` }),
+      `publication leafpub_${suffix} publishes the changes of public.events's partitions under their own names`,
+      `ALTER PUBLICATION "leafpub_${suffix}" SET (publish_via_partition_root = true)`,
+    );
+    expect(await facade.controlPlane.store.getMirror(name)).toBeUndefined();
+  });
+
+  it('refuses a partition mapped alone from a publication that publishes it under its parent’s name', async () => {
+    const name = `rootpub-${suffix}`;
+    await expectRefused(
+      await create(name, ['public.events_low'], { publication_name: `rootpub_${suffix}` }),
+      `publication rootpub_${suffix} publishes the changes of public.events_low under its parent public.events's name`,
+    );
+    expect(await facade.controlPlane.store.getMirror(name)).toBeUndefined();
+  });
+
+  it('accepts a partitioned table from a named publication that publishes via the root, and a partition alone', async () => {
+    const viaRoot = await create(`rootok-${suffix}`, ['public.events'], {
+      publication_name: `rootpub_${suffix}`,
+    });
+    expect(viaRoot.statusCode, viaRoot.body).toBe(200);
+    const leaf = await create(`leafok-${suffix}`, ['public.events_low']);
+    expect(leaf.statusCode, leaf.body).toBe(200);
   });
 
   it('accepts a mirror the source can serve', async () => {

@@ -21,6 +21,15 @@ export interface SourceTableInfo {
   /** Primary key columns, else the replica identity index's; empty when neither exists. */
   readonly keyColumns: readonly string[];
   readonly replicaIdentity: ReplicaIdentity;
+  /**
+   * A partitioned table holds no rows of its own: they live in its partitions,
+   * which the initial load reads one by one and whose changes the mirror's
+   * publication publishes under this table's name (docs/engine.md, "Partitioned
+   * tables").
+   */
+  readonly partitioned: boolean;
+  /** The partitioned tables this table is a partition of, its parent first; empty when it is none's. */
+  readonly partitionOf: readonly TableName[];
 }
 
 export interface SourceValidationInput {
@@ -65,10 +74,16 @@ export interface CreateSlotOptions {
   readonly failover?: boolean;
 }
 
-/** A slice of a table that one worker copies: heap pages [fromPage, toPage), `toPage` null to the end. */
+/**
+ * A slice of a table that one worker copies: heap pages [fromPage, toPage),
+ * `toPage` null to the end. A partitioned table's slices are of its leaf
+ * partitions, each read on its own (`leaf`), so every row is read once.
+ */
 export interface SnapshotPartition {
   readonly fromPage: number;
   readonly toPage: number | null;
+  /** The leaf partition whose pages these are, when the mapped table is partitioned. */
+  readonly leaf?: TableName | undefined;
 }
 
 /**
@@ -227,6 +242,12 @@ export interface Source extends Connector {
   typeNames(
     columns: readonly { readonly typeOid: number; readonly typeModifier: number }[],
   ): Promise<string[]>;
+  /**
+   * The partitioned tables a relation (by the id its Relation messages carry)
+   * is a partition of, its parent first; empty when it is none's or gone. Read
+   * from the source's current catalog while the change stream runs.
+   */
+  partitionAncestors(relationId: number): Promise<TableName[]>;
 
   // --- Teardown -------------------------------------------------------------
 

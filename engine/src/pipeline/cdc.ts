@@ -13,6 +13,8 @@ import { StreamWait, type WaitOutcome } from './stream-wait.ts';
 export interface CdcOptions {
   readonly slotName: string;
   readonly publicationName: string;
+  /** Whether the mirror created the publication (else the user named it): what changes of unmapped tables mean. */
+  readonly publicationCreatedByMirror: boolean;
   readonly tables: readonly DestinationTable[];
   /**
    * Per source table (`schema.table`): apply its changes only from transactions
@@ -43,6 +45,8 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     batches: catalog,
     acknowledge: (lsn) => stream.acknowledge(lsn),
     typeNames: (columns) => source.typeNames(columns),
+    partitionAncestors: (relationId) => source.partitionAncestors(relationId),
+    publication: { name: options.publicationName, createdByMirror: options.publicationCreatedByMirror },
     log: (level, message) => mirrorLog(context, level, message),
     tableMappings: spec.tableMappings,
     tables: options.tables,

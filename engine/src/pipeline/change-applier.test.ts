@@ -66,17 +66,27 @@ interface Recorded {
   readonly started: bigint[];
   readonly finished: bigint[];
   readonly typeLookups: number[][];
+  /** The mirror log lines, as `LEVEL message`. */
+  readonly logs: string[];
 }
 
 async function applierOver(
   destination: Destination,
-  options: { maxRows?: number; maxBytes?: number; tableStartLsns?: ReadonlyMap<string, bigint> } = {},
+  options: {
+    maxRows?: number;
+    maxBytes?: number;
+    tableStartLsns?: ReadonlyMap<string, bigint>;
+    /** Source.partitionAncestors, by relation id (none by default). */
+    partitionAncestors?: Readonly<Record<number, readonly { schema: string; table: string }[]>>;
+    publicationCreatedByMirror?: boolean;
+  } = {},
 ): Promise<Recorded> {
   const checkpoint = await destination.readCheckpoint(mirror);
   const acknowledged: bigint[] = [];
   const started: bigint[] = [];
   const finished: bigint[] = [];
   const typeLookups: number[][] = [];
+  const logs: string[] = [];
   const applier = new ChangeApplier({
     mirror,
     destination,
@@ -96,7 +106,11 @@ async function applierOver(
       typeLookups.push(columns.map((column) => column.typeOid));
       return columns.map(() => 'bigint');
     },
-    log: async () => {},
+    partitionAncestors: async (relationId) => options.partitionAncestors?.[relationId] ?? [],
+    publication: { name: 'pub', createdByMirror: options.publicationCreatedByMirror ?? true },
+    log: async (level, message) => {
+      logs.push(`${level} ${message}`);
+    },
     tableMappings: [{ source: table.source, destination: table.destination, exclude: [], columns: [] }],
     tables: [table],
     limits: { maxRows: options.maxRows ?? 1000, maxBytes: options.maxBytes ?? 1 << 20 },
@@ -107,7 +121,7 @@ async function applierOver(
     },
     tableStartLsns: options.tableStartLsns,
   });
-  return { applier, acknowledged, started, finished, typeLookups };
+  return { applier, acknowledged, started, finished, typeLookups, logs };
 }
 
 /** A MemoryDestination whose batch writes wait until released, one at a time. */
@@ -155,6 +169,7 @@ describe('ChangeApplier', () => {
     const { applier, acknowledged } = await applierOver(destination);
     await applier.apply([
       change(10n, relation()),
+      change(20n, { ...relation(), relationId: 99, name: 'other' }),
       // A transaction of a table the mirror does not replicate.
       change(100n, { tag: 'begin', finalLsn: 200n, commitTimeMicros: 0n, xid: 1 }),
       change(150n, { tag: 'insert', relationId: 99, newTuple: ['x'] }),
@@ -452,7 +467,11 @@ describe('ChangeApplier', () => {
     const destination = new GatedDestination();
     await destination.setupTables([table]);
     const { applier, acknowledged } = await applierOver(destination, { maxRows: 1 });
-    await applier.apply([change(10n, relation()), ...transaction(1000n, [['1', 'a']])]);
+    await applier.apply([
+      change(10n, relation()),
+      change(20n, { ...relation(), relationId: 99, name: 'other' }),
+      ...transaction(1000n, [['1', 'a']]),
+    ]);
     await applier.apply([
       // A transaction of a table the mirror does not replicate, then a keepalive.
       change(2500n, { tag: 'begin', finalLsn: 3000n, commitTimeMicros: 0n, xid: 2 }),
@@ -568,6 +587,134 @@ class TupleTakingDestination extends MemoryDestination {
     });
   }
 }
+
+describe('ChangeApplier with changes of relations it does not map by name', () => {
+  const leaf = (relationId: number, name: string): RelationMessage => ({
+    tag: 'relation',
+    relationId,
+    schema: 'public',
+    name,
+    replicaIdentity: 'default',
+    // A partition attached from a table of its own may hold its columns in another order.
+    columns: [
+      { name: 'v', typeOid: text, typeModifier: -1, isKey: false },
+      { name: 'id', typeOid: int4, typeModifier: -1, isKey: true },
+    ],
+  });
+  const inTransaction = (commitLsn: bigint, ...messages: SourceMessage[]): StreamEvent[] => [
+    change(commitLsn - 100n, { tag: 'begin', finalLsn: commitLsn, commitTimeMicros: 0n, xid: 1 }),
+    ...messages.map((message, index) => change(commitLsn - 50n + BigInt(index), message)),
+    change(commitLsn, { tag: 'commit', flags: 0, commitLsn, endLsn: commitLsn + 1n, commitTimeMicros: 0n }),
+  ];
+
+  it('applies a partition’s changes sent under its own name as the mapped table it belongs to', async () => {
+    const destination = await memoryDestination();
+    const lookups: number[] = [];
+    const { applier, logs } = await applierOver(destination, {
+      partitionAncestors: new Proxy({} as Record<number, { schema: string; table: string }[]>, {
+        get: (_target, key) => {
+          lookups.push(Number(key));
+          return Number(key) === 7 ? [table.source] : [];
+        },
+      }),
+    });
+    await applier.apply([
+      change(10n, leaf(7, 't_p1')),
+      ...inTransaction(
+        1000n,
+        { tag: 'insert', relationId: 7, newTuple: ['a', '1'] },
+        { tag: 'insert', relationId: 7, newTuple: ['b', '2'] },
+        { tag: 'update', relationId: 7, newTuple: ['c', '2'] },
+        { tag: 'delete', relationId: 7, keyTuple: [null, '1'] },
+      ),
+    ]);
+    await applier.flush();
+    expect(destination.rows('public.t')).toEqual([['2', 'c']]);
+    expect(lookups).toEqual([7]);
+    expect(logs).toEqual([
+      'INFO changes of partition public.t_p1 arrive under its own name (publication pub does not publish via the partition root): they are applied as public.t',
+    ]);
+  });
+
+  it('looks nothing up for partitions announced beside their root when changes come under the root', async () => {
+    const destination = await memoryDestination();
+    const { applier, logs } = await applierOver(destination, {
+      partitionAncestors: new Proxy(
+        {},
+        {
+          get: () => {
+            throw new Error('no lookup expected');
+          },
+        },
+      ),
+    });
+    // pgoutput announces the root and then the partition a change was made in.
+    await applier.apply([
+      change(10n, relation()),
+      change(11n, leaf(7, 't_p1')),
+      ...inTransaction(1000n, { tag: 'insert', relationId: 1, newTuple: ['1', 'a'] }),
+    ]);
+    await applier.flush();
+    expect(destination.rows('public.t')).toEqual([['1', 'a']]);
+    expect(logs).toEqual([]);
+  });
+
+  it('skips the changes of a table it does not map, saying so once with the table’s name', async () => {
+    for (const createdByMirror of [false, true]) {
+      const destination = await memoryDestination();
+      const { applier, logs } = await applierOver(destination, {
+        publicationCreatedByMirror: createdByMirror,
+      });
+      await applier.apply([
+        change(10n, relation()),
+        change(11n, { ...relation(), relationId: 9, name: 'other' }),
+        ...inTransaction(
+          1000n,
+          { tag: 'insert', relationId: 9, newTuple: ['1', 'x'] },
+          { tag: 'insert', relationId: 1, newTuple: ['1', 'a'] },
+          { tag: 'insert', relationId: 9, newTuple: ['2', 'y'] },
+          { tag: 'truncate', relationIds: [9], cascade: false, restartIdentity: false },
+        ),
+      ]);
+      await applier.flush();
+      expect(destination.rows('public.t')).toEqual([['1', 'a']]);
+      expect(logs).toEqual([
+        createdByMirror
+          ? "INFO changes of public.other are skipped: it is not among the mirror's tables (removed by an edit, and in publication pub when they were made)"
+          : 'INFO changes of public.other are skipped: publication pub publishes it, but the mirror does not map it',
+      ]);
+    }
+  });
+
+  it('stops with the fix when a partition followed under its own name is truncated', async () => {
+    const destination = await memoryDestination();
+    const { applier } = await applierOver(destination, { partitionAncestors: { 7: [table.source] } });
+    await expect(
+      applier.apply([
+        change(10n, leaf(7, 't_p1')),
+        ...inTransaction(1000n, {
+          tag: 'truncate',
+          relationIds: [7],
+          cascade: false,
+          restartIdentity: false,
+        }),
+      ]),
+    ).rejects.toMatchObject({
+      kind: 'source_setup',
+      message: expect.stringContaining(
+        'ALTER PUBLICATION "pub" SET (publish_via_partition_root = true), then resync public.t',
+      ),
+    });
+  });
+
+  it('refuses a change to a relation that was never announced', async () => {
+    const destination = await memoryDestination();
+    const { applier } = await applierOver(destination);
+    await expect(
+      applier.apply(inTransaction(1000n, { tag: 'insert', relationId: 5, newTuple: ['1', 'a'] })),
+    ).rejects.toMatchObject({ kind: 'decode' });
+  });
+});
 
 describe('ChangeApplier with inserts that come undecoded', () => {
   const inserts = (rows: readonly (readonly string[])[]) => [

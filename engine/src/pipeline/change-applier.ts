@@ -29,7 +29,7 @@ import type {
 import { EngineError } from '../errors.ts';
 import { formatLsn } from '../model/lsn.ts';
 import type { PipelineMetrics } from '../observability/engine-metrics.ts';
-import { formatTableName, type TableMapping } from '../resources/mirror.ts';
+import { formatTableName, type TableMapping, type TableName } from '../resources/mirror.ts';
 import { BatchBuilder, type BatchLimits } from './batch-builder.ts';
 import type { ProgressListener } from './context.ts';
 import {
@@ -40,6 +40,7 @@ import {
   type TrackedRelation,
 } from './relations.ts';
 import { TransactionCursor } from './transaction-cursor.ts';
+import { followedPartitionTruncated, UnmappedRelations } from './unmapped-relations.ts';
 
 /**
  * After a restart inside a huge transaction, the first batch of its new
@@ -60,6 +61,10 @@ export interface ChangeApplierOptions {
   readonly typeNames: (
     columns: readonly { readonly typeOid: number; readonly typeModifier: number }[],
   ) => Promise<string[]>;
+  /** The partitioned tables a relation is a partition of, parent first (Source.partitionAncestors). */
+  readonly partitionAncestors: (relationId: number) => Promise<readonly TableName[]>;
+  /** The publication the stream reads, and whether the mirror created it (for what unmapped changes mean). */
+  readonly publication: { readonly name: string; readonly createdByMirror: boolean };
   /** A mirror log line (no row values). */
   readonly log: (level: LogLevel, message: string) => Promise<void>;
   readonly tableMappings: readonly TableMapping[];
@@ -82,6 +87,7 @@ export interface ChangeApplierOptions {
 export class ChangeApplier {
   readonly #options: ChangeApplierOptions;
   readonly #relations: RelationTracker;
+  readonly #unmapped: UnmappedRelations;
   readonly #builder: BatchBuilder;
   readonly #tableStartLsns: ReadonlyMap<string, bigint>;
   readonly #cursor: TransactionCursor;
@@ -109,6 +115,12 @@ export class ChangeApplier {
   constructor(options: ChangeApplierOptions) {
     this.#options = options;
     this.#relations = new RelationTracker(options.tableMappings, options.tables);
+    this.#unmapped = new UnmappedRelations({
+      relations: this.#relations,
+      partitionAncestors: options.partitionAncestors,
+      log: options.log,
+      publication: options.publication,
+    });
     this.#builder = new BatchBuilder(
       options.limits,
       options.checkpoint.lsn,
@@ -320,8 +332,35 @@ export class ChangeApplier {
   ): Promise<void> {
     for (const relationId of relationIds) {
       const tracked = this.#target(relationId);
-      if (tracked) await this.#addChange(tracked.table, { kind: 'truncate', transaction }, lsn);
+      if (!tracked) continue;
+      if (this.#relations.isFollowedPartition(relationId)) {
+        throw followedPartitionTruncated(
+          this.#unmapped.nameOf(relationId),
+          tracked.sourceName,
+          this.#options.publication.name,
+        );
+      }
+      await this.#addChange(tracked.table, { kind: 'truncate', transaction }, lsn);
     }
+  }
+
+  /**
+   * Decides what the changes of relations not mapped by name are (followed as
+   * a partition of a mapped table, or skipped), then handles the message.
+   */
+  async #resolveThen(
+    message: SourceMessage & { tag: 'insert' | 'update' | 'delete' | 'truncate' },
+    lsn: bigint,
+  ): Promise<void> {
+    const relationIds = message.tag === 'truncate' ? message.relationIds : [message.relationId];
+    for (const relationId of relationIds) {
+      if (!this.#unmapped.needsResolving(relationId)) continue;
+      const resolution = await this.#unmapped.resolve(relationId);
+      if (resolution.followed && resolution.schemaChange) {
+        await this.#applySchemaChange(resolution.schemaChange, resolution.relation);
+      }
+    }
+    await this.#handle(message, lsn);
   }
 
   /** Handles one message; returns a promise when the caller must wait for it before the next. */
@@ -356,10 +395,15 @@ export class ChangeApplier {
         if (this.#builder.isEmpty) this.#acknowledgeWhenWritten(message.endLsn);
         return;
       case 'relation': {
+        if (!this.#relations.maps(message)) {
+          this.#unmapped.announce(message);
+          return undefined;
+        }
         const change = this.#relations.observe(message);
         return change ? this.#applySchemaChange(change, message) : undefined;
       }
       case 'insert': {
+        if (this.#unmapped.needsResolving(message.relationId)) return this.#resolveThen(message, lsn);
         if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
@@ -376,6 +420,7 @@ export class ChangeApplier {
         );
       }
       case 'update': {
+        if (this.#unmapped.needsResolving(message.relationId)) return this.#resolveThen(message, lsn);
         if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
@@ -396,6 +441,7 @@ export class ChangeApplier {
         return this.#addChange(tracked.table, { kind: 'update', transaction, oldKey: oldRow, newRow }, lsn);
       }
       case 'delete': {
+        if (this.#unmapped.needsResolving(message.relationId)) return this.#resolveThen(message, lsn);
         if (this.#isDurable(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
@@ -412,6 +458,9 @@ export class ChangeApplier {
         );
       }
       case 'truncate':
+        if (message.relationIds.some((id) => this.#unmapped.needsResolving(id))) {
+          return this.#resolveThen(message, lsn);
+        }
         if (this.#isDurable(lsn)) return;
         return this.#addTruncates(message.relationIds, transaction, lsn);
       case 'origin':

@@ -9,7 +9,7 @@ import {
   type SourceColumn,
   type TupleCell,
 } from '../connectors/records.ts';
-import { formatTableName, type TableMapping } from '../resources/mirror.ts';
+import { formatTableName, type TableMapping, type TableName } from '../resources/mirror.ts';
 
 export interface TrackedRelation {
   readonly table: DestinationTable;
@@ -41,6 +41,11 @@ export class RelationTracker {
   readonly #mappings: readonly TableMapping[];
   readonly #tablesBySource = new Map<string, DestinationTable>();
   readonly #relations = new Map<number, TrackedRelation>();
+  /**
+   * Relations followed as the mapped partitioned table they are partitions of
+   * (by its source key), because their changes arrived under their own names.
+   */
+  readonly #partitionOf = new Map<number, string>();
 
   constructor(mappings: readonly TableMapping[], tables: readonly DestinationTable[]) {
     this.#mappings = mappings;
@@ -57,16 +62,40 @@ export class RelationTracker {
     return [...this.#tablesBySource.values()];
   }
 
+  /** Whether the relation is a mapped table, by its name or as a partition followed as one. */
+  maps(relation: Pick<RelationMessage, 'relationId' | 'schema' | 'name'>): boolean {
+    return this.#tableFor(relation) !== undefined;
+  }
+
+  /** Whether the source table is mapped. */
+  mapsSource(name: TableName): boolean {
+    return this.#tablesBySource.has(sourceKey(name.schema, name.table));
+  }
+
+  /**
+   * Follows a partition whose changes arrive under its own name as the mapped
+   * table `ancestor` (columns matched by name, as a partition's may lie in
+   * another order). Returns the schema change its Relation message announces.
+   */
+  followAsPartition(relation: RelationMessage, ancestor: TableName): SchemaChange | undefined {
+    this.#partitionOf.set(relation.relationId, sourceKey(ancestor.schema, ancestor.table));
+    return this.observe(relation);
+  }
+
+  /** Whether the relation is followed as a partition of a mapped table (followAsPartition). */
+  isFollowedPartition(relationId: number): boolean {
+    return this.#partitionOf.has(relationId);
+  }
+
   /**
    * Records a Relation message. Returns the schema change it announces for a
    * mapped table, or undefined when nothing that matters changed.
    */
   observe(relation: RelationMessage): SchemaChange | undefined {
-    const key = sourceKey(relation.schema, relation.name);
-    const table = this.#tablesBySource.get(key);
+    const table = this.#tableFor(relation);
     if (!table) return undefined;
     const mapping = this.#mappings.find(
-      (m) => m.source.schema === relation.schema && m.source.table === relation.name,
+      (m) => m.source.schema === table.source.schema && m.source.table === table.source.table,
     );
     const excluded = new Set(mapping?.exclude ?? []);
     const known = new Map(table.columns.map((column) => [column.name, column]));
@@ -100,6 +129,11 @@ export class RelationTracker {
     this.#tablesBySource.set(sourceKey(table.source.schema, table.source.table), extended);
     this.#track(relation.relationId, relation, extended);
     return extended;
+  }
+
+  #tableFor(relation: Pick<RelationMessage, 'relationId' | 'schema' | 'name'>): DestinationTable | undefined {
+    const key = this.#partitionOf.get(relation.relationId) ?? sourceKey(relation.schema, relation.name);
+    return this.#tablesBySource.get(key);
   }
 
   #track(relationId: number, relation: RelationMessage, table: DestinationTable): void {

@@ -122,6 +122,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   await runCdc(context, {
     slotName: setup.slotName,
     publicationName: setup.publicationName,
+    publicationCreatedByMirror: setup.publicationCreatedByMirror,
     tables,
     tableStartLsns,
   });

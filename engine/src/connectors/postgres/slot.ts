@@ -62,25 +62,52 @@ export async function publicationExists(client: pg.Client, publicationName: stri
   }
 }
 
-/** Creates the publication when absent and adds any mapped table it lacks. */
+/**
+ * The tables a publication names itself (FOR TABLE), not what it publishes:
+ * pg_publication_tables lists a partitioned table's partitions instead of it
+ * when the publication does not publish via the root.
+ */
+async function publicationMembers(client: pg.Client, publicationName: string): Promise<Set<string>> {
+  const members = await client.query<{ schemaname: string; tablename: string }>(
+    `SELECT n.nspname AS schemaname, c.relname AS tablename
+     FROM pg_publication p JOIN pg_publication_rel pr ON pr.prpubid = p.oid
+     JOIN pg_class c ON c.oid = pr.prrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE p.pubname = $1`,
+    [publicationName],
+  );
+  return new Set(members.rows.map((row) => `${row.schemaname}\u0000${row.tablename}`));
+}
+
+/**
+ * Creates the publication when absent and adds any mapped table it lacks.
+ * It publishes via the partition root, so the changes of a partitioned table's
+ * partitions (attached, created or moved between later too) arrive under the
+ * partitioned table's name, resolved by the server as of each change; a
+ * publication a mirror created before it did so is switched over here.
+ */
 export async function ensurePublication(
   client: pg.Client,
   publicationName: string,
   tables: readonly TableName[],
 ): Promise<void> {
   try {
-    const existing = await client.query(`SELECT 1 FROM pg_publication WHERE pubname = $1`, [publicationName]);
-    if (existing.rowCount === 0) {
+    const existing = await client.query<{ pubviaroot: boolean }>(
+      `SELECT pubviaroot FROM pg_publication WHERE pubname = $1`,
+      [publicationName],
+    );
+    const publication = existing.rows[0];
+    if (!publication) {
       await client.query(
-        `CREATE PUBLICATION ${quoteIdent(publicationName)} FOR TABLE ${tables.map(quoteTable).join(', ')}`,
+        `CREATE PUBLICATION ${quoteIdent(publicationName)} FOR TABLE ${tables.map(quoteTable).join(', ')} WITH (publish_via_partition_root = true)`,
       );
       return;
     }
-    const published = await client.query<{ schemaname: string; tablename: string }>(
-      `SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1`,
-      [publicationName],
-    );
-    const present = new Set(published.rows.map((row) => `${row.schemaname}\u0000${row.tablename}`));
+    if (!publication.pubviaroot) {
+      await client.query(
+        `ALTER PUBLICATION ${quoteIdent(publicationName)} SET (publish_via_partition_root = true)`,
+      );
+    }
+    const present = await publicationMembers(client, publicationName);
     const missing = tables.filter((table) => !present.has(`${table.schema}\u0000${table.table}`));
     if (missing.length > 0) {
       await client.query(
@@ -100,11 +127,7 @@ export async function removeFromPublication(
 ): Promise<void> {
   if (tables.length === 0) return;
   try {
-    const published = await client.query<{ schemaname: string; tablename: string }>(
-      `SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1`,
-      [publicationName],
-    );
-    const present = new Set(published.rows.map((row) => `${row.schemaname}\u0000${row.tablename}`));
+    const present = await publicationMembers(client, publicationName);
     const toDrop = tables.filter((table) => present.has(`${table.schema}\u0000${table.table}`));
     if (toDrop.length > 0) {
       await client.query(

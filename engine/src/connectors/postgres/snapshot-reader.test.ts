@@ -19,3 +19,12 @@ describe('partitionCopyCommand', () => {
     );
   });
 });
+
+describe('partitionCopyCommand of a partitioned table', () => {
+  it('reads the leaf partition a range belongs to, by the mapped table’s column names', () => {
+    const leaf = { schema: 'sales', table: 'orders_2026' };
+    expect(partitionCopyCommand(table, ['id', 'k'], { fromPage: 0, toPage: 8, leaf })).toBe(
+      `COPY (SELECT "id", "k" FROM "sales"."orders_2026" WHERE ctid < '(8,0)'::tid) TO STDOUT`,
+    );
+  });
+});

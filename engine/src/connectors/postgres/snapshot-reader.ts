@@ -32,32 +32,70 @@ export async function beginSnapshotTransaction(
   }
 }
 
-/** Splits the table's pages into ranges of about `rowsPerPartition` rows each. */
+/** One heap the load reads: the table itself, or one leaf partition of a partitioned table. */
+interface Heap {
+  readonly leaf: TableName | undefined;
+  readonly pages: number;
+  readonly reltuples: number;
+}
+
+/**
+ * Splits the table's pages into ranges of about `rowsPerPartition` rows each.
+ * A partitioned table has no pages of its own: each of its leaf partitions
+ * (at any depth, the default partition too) is split the same way and read
+ * on its own, so every row is read exactly once and a large partitioned
+ * table loads in parallel like any other.
+ */
 export async function planPartitions(
   client: pg.Client | pg.PoolClient,
   table: TableName,
   rowsPerPartition: number,
 ): Promise<CtidRange[]> {
-  let stats: pg.QueryResult<{ pages: string; reltuples: number }>;
+  let heaps: Heap[];
   try {
-    stats = await client.query<{ pages: string; reltuples: number }>(
-      `SELECT (pg_relation_size(c.oid) / current_setting('block_size')::int)::text AS pages, c.reltuples::float8 AS reltuples
-       FROM pg_class c WHERE c.oid = $1::regclass`,
+    // pg_partition_tree lists nothing for a table that is not partitioned.
+    const stats = await client.query<{
+      schema: string;
+      name: string;
+      leaf: boolean;
+      pages: string;
+      reltuples: number;
+    }>(
+      `WITH target AS (SELECT $1::regclass AS oid),
+       heaps AS (
+         SELECT t.relid AS oid, true AS leaf FROM target, pg_partition_tree(target.oid) t
+         WHERE t.isleaf AND t.relid <> target.oid
+         UNION ALL
+         SELECT target.oid, false FROM target JOIN pg_class c ON c.oid = target.oid WHERE c.relkind <> 'p')
+       SELECT n.nspname AS schema, c.relname AS name, heaps.leaf,
+         (pg_relation_size(c.oid) / current_setting('block_size')::int)::text AS pages, c.reltuples::float8 AS reltuples
+       FROM heaps JOIN pg_class c ON c.oid = heaps.oid JOIN pg_namespace n ON n.oid = c.relnamespace
+       ORDER BY n.nspname, c.relname`,
       [quoteTable(table)],
     );
+    heaps = stats.rows.map((row) => ({
+      leaf: row.leaf ? { schema: row.schema, table: row.name } : undefined,
+      pages: Number(row.pages),
+      reltuples: row.reltuples,
+    }));
   } catch (error) {
     throw classifyPgError(error, `source: plan partitions of ${formatTableName(table)}`);
   }
-  const pages = Number(stats.rows[0]?.pages ?? 0);
-  const reltuples = stats.rows[0]?.reltuples ?? -1;
-  if (pages === 0) return [{ fromPage: 0, toPage: null }];
+  // A partitioned table without partitions: one read through it, which returns nothing.
+  if (heaps.length === 0) return [{ fromPage: 0, toPage: null }];
+  return heaps.flatMap((heap) => splitHeap(heap, rowsPerPartition));
+}
+
+function splitHeap({ leaf, pages, reltuples }: Heap, rowsPerPartition: number): CtidRange[] {
+  const within = leaf ? { leaf } : {};
+  if (pages === 0) return [{ fromPage: 0, toPage: null, ...within }];
   const rowsPerPage = reltuples > 0 ? Math.max(reltuples / pages, 1) : fallbackRowsPerPage;
   const pagesPerPartition = Math.max(1, Math.ceil(rowsPerPartition / rowsPerPage));
   const ranges: CtidRange[] = [];
   for (let fromPage = 0; fromPage < pages; fromPage += pagesPerPartition) {
     const toPage = fromPage + pagesPerPartition;
     // The last range is open-ended: the table may have grown since it was measured.
-    ranges.push({ fromPage, toPage: toPage >= pages ? null : toPage });
+    ranges.push({ fromPage, toPage: toPage >= pages ? null : toPage, ...within });
   }
   return ranges;
 }
@@ -67,7 +105,9 @@ export function partitionCopyCommand(table: TableName, columns: readonly string[
   if (range.fromPage > 0) conditions.push(`ctid >= '(${range.fromPage},0)'::tid`);
   if (range.toPage !== null) conditions.push(`ctid < '(${range.toPage},0)'::tid`);
   const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : '';
-  return `COPY (SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteTable(table)}${where}) TO STDOUT`;
+  // A leaf partition is read by itself: its ctids mean nothing through the parent.
+  const heap = range.leaf ?? table;
+  return `COPY (SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteTable(heap)}${where}) TO STDOUT`;
 }
 
 /** Streams one partition as COPY text. The caller's transaction must stay open until it ends. */

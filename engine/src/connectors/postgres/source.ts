@@ -2,6 +2,7 @@
 // replication over pgoutput, initial loads with COPY under the slot's exported
 // snapshot. Every driver error leaves this module classified.
 import type { Readable } from 'node:stream';
+import type pg from 'pg';
 import { EngineError } from '../../errors.ts';
 import { warnUnverifiedHostKey } from '../../net/ssh-tunnel.ts';
 import { formatTableName, type TableName } from '../../resources/mirror.ts';
@@ -221,14 +222,7 @@ export class PostgresSource implements Source {
     columns: readonly { readonly typeOid: number; readonly typeModifier: number }[],
   ): Promise<string[]> {
     if (columns.length === 0) return [];
-    if (!this.#typeLookup) {
-      const opening = this.#connect('schema');
-      this.#typeLookup = opening;
-      opening.catch(() => {
-        if (this.#typeLookup === opening) this.#typeLookup = undefined;
-      });
-    }
-    const { client } = await this.#typeLookup;
+    const client = await this.#lookupClient();
     const names: string[] = [];
     try {
       for (const column of columns) {
@@ -242,6 +236,35 @@ export class PostgresSource implements Source {
       throw classifyPgError(error, 'source: look up column types');
     }
     return names;
+  }
+
+  async partitionAncestors(relationId: number): Promise<TableName[]> {
+    const client = await this.#lookupClient();
+    try {
+      // The relation itself comes first, then each parent up to the root; none for a table that is no partition.
+      const result = await client.query<{ schema: string; table: string }>(
+        `SELECT n.nspname AS schema, c.relname AS table
+         FROM pg_partition_ancestors($1::oid) WITH ORDINALITY AS a(relid, position)
+         JOIN pg_class c ON c.oid = a.relid JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE a.relid <> $1::oid ORDER BY a.position`,
+        [relationId],
+      );
+      return result.rows.map((row) => ({ schema: row.schema, table: row.table }));
+    } catch (error) {
+      throw classifyPgError(error, 'source: look up the partition parents of a relation');
+    }
+  }
+
+  /** The connection of lookups made while the change stream runs (types, partition parents). */
+  async #lookupClient(): Promise<pg.Client> {
+    if (!this.#typeLookup) {
+      const opening = this.#connect('schema');
+      this.#typeLookup = opening;
+      opening.catch(() => {
+        if (this.#typeLookup === opening) this.#typeLookup = undefined;
+      });
+    }
+    return (await this.#typeLookup).client;
   }
 
   async dropSlot(slotName: string): Promise<void> {

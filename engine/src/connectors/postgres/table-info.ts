@@ -17,6 +17,7 @@ const replicaIdentityByCode: Record<string, ReplicaIdentity> = {
 interface TableRow {
   oid: number;
   relreplident: string;
+  relkind: string;
 }
 
 interface ColumnRow {
@@ -35,7 +36,7 @@ export async function readTableInfo(
   name: TableName,
 ): Promise<SourceTableInfo | undefined> {
   const table = await client.query<TableRow>(
-    `SELECT c.oid::int AS oid, c.relreplident::text AS relreplident
+    `SELECT c.oid::int AS oid, c.relreplident::text AS relreplident, c.relkind::text AS relkind
      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`,
     [name.schema, name.table],
@@ -66,6 +67,14 @@ export async function readTableInfo(
      ORDER BY k.position`,
     [tableRow.oid],
   );
+  // pg_partition_ancestors lists the table itself first, then each parent up to the root.
+  const ancestors = await client.query<{ schema: string; table: string }>(
+    `SELECT n.nspname AS schema, c.relname AS table
+     FROM pg_partition_ancestors($1::oid) WITH ORDINALITY AS a(relid, position)
+     JOIN pg_class c ON c.oid = a.relid JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE a.relid <> $1::oid ORDER BY a.position`,
+    [tableRow.oid],
+  );
   const replicaIdentity = replicaIdentityByCode[tableRow.relreplident];
   if (!replicaIdentity) {
     throw new EngineError('source_setup', `${formatTableName(name)} has an unknown replica identity`);
@@ -84,5 +93,7 @@ export async function readTableInfo(
     })),
     keyColumns: key.rows.map((row) => row.attname),
     replicaIdentity,
+    partitioned: tableRow.relkind === 'p',
+    partitionOf: ancestors.rows.map((row) => ({ schema: row.schema, table: row.table })),
   };
 }

@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { EngineError } from '../../errors.ts';
 import { formatTableName, type TableName } from '../../resources/mirror.ts';
 import type { SourceTableInfo, SourceValidationInput, ValidatedSource } from '../source.ts';
+import { quoteIdent, quoteTable } from './sql.ts';
 import { readTableInfo } from './table-info.ts';
 
 /**
@@ -208,35 +209,79 @@ async function findSourceProblems(
       problems.push(`the peer user cannot SELECT from ${shown}: GRANT SELECT ON ${shown}`);
   }
 
+  problems.push(...partitionOverlaps(tables));
   if (input.publicationName !== undefined) {
     await checkPublication(client, input.publicationName, tables, problems);
   }
   return { serverVersion: server.server_version, tables, missing, problems, capacityProblems };
 }
 
+/**
+ * A partition mapped beside a partitioned table it belongs to: its rows would
+ * be loaded twice and its changes arrive under one of the two names only.
+ */
+function partitionOverlaps(tables: readonly SourceTableInfo[]): string[] {
+  const mapped = new Set(tables.map((table) => formatTableName(table.name)));
+  const problems: string[] = [];
+  for (const table of tables) {
+    const ancestor = table.partitionOf.map(formatTableName).find((name) => mapped.has(name));
+    if (ancestor !== undefined) {
+      problems.push(
+        `source table ${formatTableName(table.name)} is a partition of ${ancestor}, which the mirror maps too: its rows would be copied twice and its changes arrive under ${ancestor}'s name only; map one of the two`,
+      );
+    }
+  }
+  return problems;
+}
+
+/**
+ * A user-named publication must publish every mapped table under the mapped
+ * name: a partitioned table's changes via its root (else they arrive under
+ * each partition's name), and a mapped partition not via a published parent
+ * (else they arrive under the parent's).
+ */
 async function checkPublication(
   client: pg.Client,
   publicationName: string,
   tables: readonly SourceTableInfo[],
   problems: string[],
 ): Promise<void> {
-  const publication = await client.query(`SELECT 1 FROM pg_publication WHERE pubname = $1`, [
-    publicationName,
-  ]);
-  if (publication.rowCount === 0) {
+  const publication = await client.query<{ pubviaroot: boolean }>(
+    `SELECT pubviaroot FROM pg_publication WHERE pubname = $1`,
+    [publicationName],
+  );
+  const viaRoot = publication.rows[0]?.pubviaroot;
+  if (viaRoot === undefined) {
     problems.push(`publication ${publicationName} does not exist: create it or leave publication_name empty`);
     return;
   }
+  // What the publication publishes, under the names its changes carry.
   const published = await client.query<{ schemaname: string; tablename: string }>(
     `SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1`,
     [publicationName],
   );
   const names = new Set(published.rows.map((row) => `${row.schemaname}.${row.tablename}`));
+  const quoted = quoteIdent(publicationName);
   for (const table of tables) {
     const shown = formatTableName(table.name);
+    if (table.partitioned && !viaRoot) {
+      problems.push(
+        `publication ${publicationName} publishes the changes of ${shown}'s partitions under their own names (publish_via_partition_root is off), so they would not reach ${shown}: ALTER PUBLICATION ${quoted} SET (publish_via_partition_root = true)`,
+      );
+      continue;
+    }
+    const publishedParent = viaRoot
+      ? table.partitionOf.map(formatTableName).find((name) => names.has(name))
+      : undefined;
+    if (publishedParent !== undefined) {
+      problems.push(
+        `publication ${publicationName} publishes the changes of ${shown} under its parent ${publishedParent}'s name (publish_via_partition_root is on): map ${publishedParent} instead, or use a publication without ${publishedParent}`,
+      );
+      continue;
+    }
     if (!names.has(shown)) {
       problems.push(
-        `publication ${publicationName} does not contain ${shown}: ALTER PUBLICATION ... ADD TABLE`,
+        `publication ${publicationName} does not contain ${shown}: ALTER PUBLICATION ${quoted} ADD TABLE ${quoteTable(table.name)}`,
       );
     }
   }
