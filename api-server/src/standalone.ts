@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { logRetentionInput, logRetentionSchema } from '../../engine/src/catalog/log-retention.ts';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
 import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
 import { createProcessLogger } from '../../engine/src/observability/logger.ts';
@@ -44,6 +45,8 @@ Options (each also read from the environment variable shown):
   --log-level LEVEL       TRIBUTARY_LOG_LEVEL       pino level (default info)
   --log-format FORMAT     TRIBUTARY_LOG_FORMAT      json, pretty (coloured lines) or auto (default:
                                                     pretty on a terminal, JSON otherwise)
+                          TRIBUTARY_MIRROR_LOG_MAX_ENTRIES  log entries kept per mirror (default 10000)
+                          TRIBUTARY_MIRROR_LOG_MAX_AGE_DAYS  days a log entry is kept (default 30; 0: no limit)
   -h, --help
 
 There is no default password: without one the service refuses to start
@@ -61,6 +64,7 @@ const configSchema = z
     authDisabled: z.boolean().default(false),
     scriptsDisabled: z.boolean().default(false),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    logRetention: logRetentionSchema,
     ...listenerConfigFields,
   })
   .refine((config) => config.authDisabled || config.password, {
@@ -104,6 +108,7 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
       authDisabled: values['auth-disabled'] ?? env.TRIBUTARY_AUTH === 'disabled',
       scriptsDisabled: values['scripts-disabled'] ?? env.TRIBUTARY_SCRIPTS === 'disabled',
       logLevel: values['log-level'] ?? env.TRIBUTARY_LOG_LEVEL,
+      logRetention: logRetentionInput(env),
       tlsCertFile: values['tls-cert-file'] ?? (env.TRIBUTARY_TLS_CERT_FILE || undefined),
       tlsKeyFile: values['tls-key-file'] ?? (env.TRIBUTARY_TLS_KEY_FILE || undefined),
       trustProxy: values['trust-proxy'] ?? (env.TRIBUTARY_TRUST_PROXY || undefined),
@@ -147,6 +152,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const controlPlane = await startControlPlane({
     dataDir: config.dataDir,
     logger,
+    logRetention: config.logRetention,
     ...(peerSecretFiles ? { peerSecretFiles } : {}),
   });
   const app = buildApp(

@@ -4,6 +4,7 @@
 //   tributary engine run --mirror <name> --config <file> [--metrics-port N]
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { type LogRetention, logRetentionFromEnvironment } from './catalog/log-retention.ts';
 import { PostgresCatalog } from './catalog/postgres-catalog.ts';
 import { createDestination, createSource } from './connectors/registry.ts';
 import { loadEngineConfig } from './engine-config.ts';
@@ -48,6 +49,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     logger.error({ err: error }, 'cannot start engine');
     return 2;
   }
+  let logRetention: LogRetention;
+  try {
+    logRetention = logRetentionFromEnvironment(process.env);
+  } catch (error) {
+    logger.error({ err: error }, 'cannot start engine');
+    return 2;
+  }
   if (config.mirror.name !== parsed.mirror) {
     logger.error({ configured: config.mirror.name }, 'the config file is for another mirror');
     return 2;
@@ -87,7 +95,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   const catalogPool = new pg.Pool({ connectionString: config.catalog.url, max: 2 });
   catalogPool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));
-  const catalog = new PostgresCatalog(catalogPool);
+  const catalog = new PostgresCatalog(catalogPool, { logRetention });
   const destination = createDestination(config.destination, {
     spec: config.mirror,
     logger,

@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import pg from 'pg';
 import { z } from 'zod';
+import { logRetentionInput, logRetentionSchema } from '../../engine/src/catalog/log-retention.ts';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import type { EngineRuntime } from '../../engine/src/control/engine-runtime.ts';
 import { WorkQueue } from '../../engine/src/control/work-queue.ts';
@@ -40,7 +41,9 @@ const usage = `usage: tributary operator [options]
   --kubeconfig FILE      KUBECONFIG               outside a cluster
   --identity NAME        POD_NAME / hostname       leader election identity
   --lease-seconds N      lease duration (default 15)
-  --metrics-port N       TRIBUTARY_METRICS_PORT   serve Prometheus metrics on GET /metrics`;
+  --metrics-port N       TRIBUTARY_METRICS_PORT   serve Prometheus metrics on GET /metrics
+                         TRIBUTARY_MIRROR_LOG_MAX_ENTRIES   log entries kept per mirror (default 10000)
+                         TRIBUTARY_MIRROR_LOG_MAX_AGE_DAYS  days a log entry is kept (default 30; 0: no limit)`;
 
 const configSchema = z.object({
   namespace: z.string().min(1),
@@ -65,6 +68,7 @@ const configSchema = z.object({
   leaseSeconds: z.coerce.number().int().min(2).default(15),
   metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
   logLevel: z.string().default('info'),
+  logRetention: logRetentionSchema,
 });
 
 export async function main(argv: readonly string[]): Promise<number> {
@@ -98,6 +102,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     leaseSeconds: values['lease-seconds'],
     metricsPort: values['metrics-port'] ?? (env.TRIBUTARY_METRICS_PORT || undefined),
     logLevel: env.TRIBUTARY_LOG_LEVEL,
+    logRetention: logRetentionInput(env),
   });
   if (!parsed.success) {
     console.error(
@@ -138,7 +143,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   const pool = new pg.Pool({ connectionString: config.catalogUrl, max: 4 });
   pool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));
-  const catalog = new PostgresCatalog(pool);
+  const catalog = new PostgresCatalog(pool, { logRetention: config.logRetention });
   // Whichever of the operator and the api-server starts first migrates the
   // catalog (under an advisory lock), so neither waits for the other.
   try {
@@ -169,6 +174,7 @@ export async function main(argv: readonly string[]): Promise<number> {
           catalog,
           catalogUrl: config.catalogUrl,
           logger,
+          logRetention: config.logRetention,
         });
 
   const pods =

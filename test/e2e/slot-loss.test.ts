@@ -1,10 +1,18 @@
-// A slot invalidated while its mirror is stopped (max_slot_wal_keep_size
-// exceeded) is reported as lost, with the resync remedy, and not retried. The
-// server is the test's own: invalidating slots needs a setting and WAL churn the
-// shared test server must not get.
+// A slot invalidated while its mirror is stopped or paused
+// (max_slot_wal_keep_size exceeded) is reported as lost, with the resync remedy,
+// and not retried: a resume fails the mirror within seconds instead of looping.
+// The server is the test's own: invalidating slots needs a setting and WAL churn
+// the shared test server must not get.
+import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../api-server/src/http/app.ts';
+import { type ControlPlane, startControlPlane } from '../../api-server/src/standalone/control-plane.ts';
+import type { Catalog } from '../../engine/src/catalog/catalog.ts';
 import { classifyPgError } from '../../engine/src/connectors/classify.ts';
+import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
+import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
 import { ReplicationStream } from '../../engine/src/connectors/postgres/replication-stream.ts';
 import { defaultPublicationName, defaultSlotName } from '../../engine/src/connectors/postgres/slot.ts';
 import { errorPolicy } from '../../engine/src/errors.ts';
@@ -17,6 +25,58 @@ import {
   startMirror,
 } from '../support/mirror-harness.ts';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.ts';
+
+/**
+ * Writes more WAL than max_slot_wal_keep_size, in several segments, then
+ * checkpoints, until the slot's WAL is gone (wal_status lost).
+ */
+async function loseSlot(source: pg.Client, table: string, slotName: string): Promise<void> {
+  for (let round = 0; round < 4; round++) {
+    await source.query(
+      `INSERT INTO ${table} SELECT g, repeat('x', 500) FROM generate_series(1000 + $1::int * 5000, 999 + ($1::int + 1) * 5000) g`,
+      [round],
+    );
+    await source.query(`SELECT pg_switch_wal()`);
+  }
+  await source.query(`CHECKPOINT`);
+  await waitFor(
+    async () =>
+      (
+        await source.query<{ wal_status: string }>(
+          `SELECT wal_status FROM pg_replication_slots WHERE slot_name = $1`,
+          [slotName],
+        )
+      ).rows[0]?.wal_status === 'lost',
+    30_000,
+    'slot invalidated',
+  );
+}
+
+/** Log entries written for the mirror (a folded entry counts each time it was written). */
+async function logWrites(catalog: Catalog, mirror: string): Promise<number> {
+  const { entries } = await catalog.listLogs({ mirror, offset: 0, limit: 1_000 });
+  return entries.reduce((writes, entry) => writes + entry.repeatCount, 0);
+}
+
+/**
+ * Fails when the mirror writes more than `most` log entries during `windowMs`:
+ * a bounded poll that ends successfully once the window is over.
+ */
+async function expectQuietLogs(catalog: Catalog, mirror: string, most: number, windowMs: number) {
+  const before = await logWrites(catalog, mirror);
+  const until = Date.now() + windowMs;
+  let written = 0;
+  await waitFor(
+    async () => {
+      written = (await logWrites(catalog, mirror)) - before;
+      if (written > most) throw new Error(`${written} log entries written in under ${windowMs} ms`);
+      return Date.now() >= until;
+    },
+    windowMs + 10_000,
+    'a quiet log',
+  );
+  expect(written).toBeLessThanOrEqual(most);
+}
 
 describe('lost replication slot', () => {
   let server: PrivatePostgres;
@@ -63,27 +123,9 @@ describe('lost replication slot', () => {
       await first.stop();
     }
 
-    // Paused: write more WAL than max_slot_wal_keep_size, in several segments, then checkpoint.
+    // Stopped: write more WAL than max_slot_wal_keep_size.
     const slotName = defaultSlotName(spec.name, await harness.catalog.installationId());
-    for (let round = 0; round < 4; round++) {
-      await source.query(
-        `INSERT INTO events SELECT g, repeat('x', 500) FROM generate_series(1000 + $1::int * 5000, 999 + ($1::int + 1) * 5000) g`,
-        [round],
-      );
-      await source.query(`SELECT pg_switch_wal()`);
-    }
-    await source.query(`CHECKPOINT`);
-    await waitFor(
-      async () =>
-        (
-          await source.query<{ wal_status: string }>(
-            `SELECT wal_status FROM pg_replication_slots WHERE slot_name = $1`,
-            [slotName],
-          )
-        ).rows[0]?.wal_status === 'lost',
-      30_000,
-      'slot invalidated',
-    );
+    await loseSlot(source, 'events', slotName);
 
     // What the server answers to START_REPLICATION on the lost slot.
     const stream = await ReplicationStream.start(server.config, {
@@ -135,4 +177,136 @@ describe('lost replication slot', () => {
       expect.stringContaining(errorPolicy.slot_invalidated.remedy),
     ]);
   }, 180_000);
+
+  describe('resumed through the API of standalone mode', () => {
+    let controlPlane: ControlPlane;
+    let app: FastifyInstance;
+    const suffix = randomSuffix();
+    const mirror = `resumed-${suffix}`;
+    const post = async (url: string, body: unknown) => {
+      const response = await app.inject({ method: 'POST', url, payload: body as object });
+      return { status: response.statusCode, body: response.json() as Record<string, unknown> };
+    };
+    const status = async () => (await post('/api/v1/mirrors/status', { flowJobName: mirror })).body;
+    const reaches = (flowState: string) =>
+      waitFor(async () => (await status()).currentFlowState === flowState, 60_000, `${mirror} ${flowState}`);
+    const stateChange = (requestedFlowState: string) =>
+      post('/api/v1/mirrors/state_change', { flowJobName: mirror, requestedFlowState });
+
+    beforeAll(async () => {
+      const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
+      controlPlane = await startControlPlane({
+        dataDir: 'memory://',
+        logger,
+        retryBackoffMs: { initial: 200, max: 1_000 },
+      });
+      app = buildApp({
+        store: controlPlane.store,
+        catalog: controlPlane.catalog,
+        checkPeer: (peer) => checkPeer(peer, 5_000),
+        findMissingTables,
+        checkMirrorSource,
+        scriptsEnabled: false,
+        auth: { mode: 'disabled' },
+        logger,
+        ...(controlPlane.engineMetrics ? { engineMetrics: controlPlane.engineMetrics.registry } : {}),
+      });
+      await app.ready();
+    }, 60_000);
+
+    afterAll(async () => {
+      await app?.close();
+      await controlPlane?.close();
+    });
+
+    it('fails a mirror resumed from paused onto a lost slot, with the resync remedy, and stays quiet; a retry fails again', async () => {
+      await source.query(`CREATE TABLE resumed (id int PRIMARY KEY, body text)`);
+      await source.query(`INSERT INTO resumed SELECT g, 'row ' || g FROM generate_series(1, 100) g`);
+      for (const [name, config] of [
+        [`src-${suffix}`, server.config],
+        [`dst-${suffix}`, harness.destination.config],
+      ] as const) {
+        const created = await post('/api/v1/peers/create', {
+          peer: { name, type: 3, relational_config: { ...config } },
+        });
+        expect(created.status, JSON.stringify(created.body)).toBe(200);
+      }
+      const created = await post('/api/v1/flows/cdc/create', {
+        connection_configs: {
+          flow_job_name: mirror,
+          source_name: `src-${suffix}`,
+          destination_name: `dst-${suffix}`,
+          table_mappings: [
+            { source_table_identifier: 'public.resumed', destination_table_identifier: 'public.resumed' },
+          ],
+          do_initial_snapshot: true,
+          idle_timeout_seconds: 1,
+        },
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      await reaches('STATUS_RUNNING');
+      await waitFor(
+        async () =>
+          (await harness.destination.client.query<{ n: number }>(`SELECT count(*)::int AS n FROM resumed`))
+            .rows[0]?.n === 100,
+        60_000,
+        'initial load',
+      );
+
+      expect((await stateChange('STATUS_PAUSED')).body).toEqual({ ok: true, errorMessage: '' });
+      await reaches('STATUS_PAUSED');
+      const slotName = defaultSlotName(mirror, await controlPlane.catalog.installationId());
+      await loseSlot(source, 'resumed', slotName);
+
+      expect((await stateChange('STATUS_RUNNING')).body).toEqual({ ok: true, errorMessage: '' });
+      await reaches('STATUS_FAILED').catch(async (error: unknown) => {
+        throw new Error(`not failed: ${JSON.stringify(await status())}`, { cause: error });
+      });
+      const failed = await status();
+      expect(failed.errorMessage).toContain(slotName);
+      expect(failed.errorMessage).toContain(errorPolicy.slot_invalidated.remedy);
+      // Failed for good: no engine runs, nothing is retried, the log holds still.
+      await expectQuietLogs(controlPlane.catalog, mirror, 1, 5_000);
+      expect(await controlPlane.store.getMirror(mirror)).toBeDefined();
+      const metrics = await (await app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(metrics).toContain(`tributary_mirror_phase{mirror="${mirror}",phase="STATUS_FAILED"} 1`);
+      expect(metrics).toMatch(
+        new RegExp(
+          `tributary_engine_run_failures_total\\{mirror="${mirror}",kind="slot_invalidated",retrying="false"\\} [1-9]`,
+        ),
+      );
+      const page = await app.inject({ method: 'GET', url: `/mirrors/${mirror}` });
+      expect(page.body).toContain('State: <span class="state">failed</span>');
+      expect(page.body).toContain('resync: drop the mirror');
+
+      // A retry of the failed mirror meets the same lost slot: failed again, once.
+      const errorsBefore = await controlPlane.catalog.listLogs({
+        mirror,
+        levels: ['ERROR'],
+        offset: 0,
+        limit: 10,
+      });
+      const errorWritesBefore = errorsBefore.entries.reduce((sum, entry) => sum + entry.repeatCount, 0);
+      expect((await stateChange('STATUS_RUNNING')).body).toEqual({ ok: true, errorMessage: '' });
+      await waitFor(
+        async () => {
+          const { entries } = await controlPlane.catalog.listLogs({
+            mirror,
+            levels: ['ERROR'],
+            offset: 0,
+            limit: 10,
+          });
+          return entries.reduce((sum, entry) => sum + entry.repeatCount, 0) > errorWritesBefore;
+        },
+        30_000,
+        'the retry to meet the lost slot',
+      );
+      await reaches('STATUS_FAILED');
+      expect((await status()).errorMessage).toContain(errorPolicy.slot_invalidated.remedy);
+      await expectQuietLogs(controlPlane.catalog, mirror, 1, 5_000);
+
+      expect((await stateChange('STATUS_TERMINATING')).status).toBe(200);
+      await reaches('STATUS_TERMINATED');
+    }, 240_000);
+  });
 });

@@ -231,13 +231,26 @@ export async function runMirrorsCommand(argv: readonly string[], env: NodeJS.Pro
         level,
         page: positiveInteger(values.page, '--page', 1),
         numPerPage: positiveInteger(values['per-page'], '--per-page', 20),
-      })) as { errors: { errorTimestamp: number; errorType: string; errorMessage: string }[]; total: number };
+      })) as {
+        errors: {
+          errorTimestamp: number;
+          errorType: string;
+          errorMessage: string;
+          repeatCount?: number;
+          lastErrorTimestamp?: number;
+        }[];
+        total: number;
+      };
       if (values.json) return json(answer);
       if (answer.errors.length === 0) return `no log entries (${answer.total} in all)`;
       return answer.errors
         .map(
           (entry) =>
-            `${new Date(entry.errorTimestamp).toISOString()} ${entry.errorType.padEnd(5)} ${entry.errorMessage}`,
+            `${new Date(entry.errorTimestamp).toISOString()} ${entry.errorType.padEnd(5)} ${entry.errorMessage}${
+              (entry.repeatCount ?? 1) > 1
+                ? ` (${entry.repeatCount} times, last at ${new Date(entry.lastErrorTimestamp ?? entry.errorTimestamp).toISOString()})`
+                : ''
+            }`,
         )
         .join('\n');
     }

@@ -83,7 +83,14 @@ export interface Batches {
 }
 
 export interface Logs {
-  readonly errors: readonly { errorMessage: string; errorType: string; errorTimestamp: number; id: number }[];
+  readonly errors: readonly {
+    errorMessage: string;
+    errorType: string;
+    errorTimestamp: number;
+    id: number;
+    repeatCount: number;
+    lastErrorTimestamp: number;
+  }[];
   readonly total: number;
   readonly page: number;
 }

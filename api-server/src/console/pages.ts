@@ -46,6 +46,12 @@ ${body}
 
 const mirrorPath = (name: string) => `/mirrors/${encodeURIComponent(name)}`;
 
+/** A folded log entry's count and last time; nothing for an entry written once. */
+function repeated(entry: Logs['errors'][number]): Html | string {
+  if (entry.repeatCount <= 1) return '';
+  return html` <span class="repeated">(${entry.repeatCount} times, last at ${new Date(entry.lastErrorTimestamp).toISOString()})</span>`;
+}
+
 function age(seconds: number | undefined): string {
   if (seconds === undefined) return '–';
   if (seconds < 120) return `${Math.round(seconds)} s ago`;
@@ -215,7 +221,7 @@ ${logLevelFilters.map((option) => html`<option value="${option}"${option === lev
 <tbody>
 ${logs.errors.map(
   (entry) =>
-    html`<tr><td>${new Date(entry.errorTimestamp).toISOString()}</td><td class="${entry.errorType}">${entry.errorType}</td><td>${entry.errorMessage}</td></tr>`,
+    html`<tr><td>${new Date(entry.errorTimestamp).toISOString()}</td><td class="${entry.errorType}">${entry.errorType}</td><td>${entry.errorMessage}${repeated(entry)}</td></tr>`,
 )}
 </tbody>
 </table>

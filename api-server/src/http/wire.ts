@@ -339,6 +339,10 @@ export const logsResponse = z.object({
       errorType: z.enum(['info', 'warn', 'error']),
       errorTimestamp: z.number(),
       id: z.number(),
+      /** Beyond the interface: identical consecutive entries are one, written this many times. */
+      repeatCount: z.number(),
+      /** Beyond the interface: when it was last written (errorTimestamp unless repeated). */
+      lastErrorTimestamp: z.number(),
     }),
   ),
   total: z.number(),

@@ -5,6 +5,7 @@
 // which standalone mode does after its listener is up.
 import { PGlite } from '@electric-sql/pglite';
 import type { Logger } from 'pino';
+import type { LogRetention } from '../../../engine/src/catalog/log-retention.ts';
 import { PostgresCatalog } from '../../../engine/src/catalog/postgres-catalog.ts';
 import { InProcessEngineRuntime } from '../../../engine/src/control/in-process-runtime.ts';
 import { MirrorReconciler } from '../../../engine/src/control/mirror-reconciler.ts';
@@ -27,6 +28,8 @@ export interface ControlPlaneOptions {
   /** Whether to run mirrors (off for facade-only tests). */
   readonly runEngines?: boolean;
   readonly retryBackoffMs?: { readonly initial: number; readonly max: number };
+  /** How many of each mirror's log entries the catalog keeps (log-retention.ts). */
+  readonly logRetention?: LogRetention;
 }
 
 export interface ControlPlane {
@@ -78,7 +81,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     await prepareDataDirectory(options.dataDir, startParams, options.logger);
   }
   const database = await PGlite.create(options.dataDir, { startParams });
-  const catalog = new PostgresCatalog(database);
+  const catalog = new PostgresCatalog(
+    database,
+    options.logRetention ? { logRetention: options.logRetention } : {},
+  );
   const store = new EmbeddedStore(database, options.peerSecretFiles);
   await catalog.migrate();
   await store.migrate();

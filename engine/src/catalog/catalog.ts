@@ -91,7 +91,12 @@ export interface LogEntry {
   readonly incarnation: number;
   readonly level: LogLevel;
   readonly message: string;
+  /** When it was first written. */
   readonly timestampMs: number;
+  /** How many times in a row it was written (identical consecutive entries are folded into one). */
+  readonly repeatCount: number;
+  /** When it was last written: `timestampMs` unless it was folded. */
+  readonly lastTimestampMs: number;
 }
 
 export interface SnapshotTableProgress {
@@ -193,6 +198,12 @@ export interface Catalog {
   cdcRowCount(mirror: string): Promise<bigint>;
   listBatches(mirror: string, query: BatchQuery): Promise<{ batches: CdcBatch[]; total: number }>;
 
+  /**
+   * Appends an entry to the mirror's current log. One identical to the newest
+   * entry (same level and message) is folded into it: its count goes up and
+   * its last time moves. Entries beyond the catalog's retention (count per
+   * mirror, age) are dropped, the oldest first.
+   */
   appendLog(mirror: string, level: LogLevel, message: string): Promise<void>;
 
   /**

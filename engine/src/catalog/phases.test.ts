@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { mirrorPhases } from './catalog.ts';
-import { canTransition, phasesLeadingTo, phaseTransitions } from './phases.ts';
+import { canTransition, type PhaseOrigin, phasesLeadingTo, phaseTransitions } from './phases.ts';
 
 function documentedTransitions(): Record<string, string[]> {
   const doc = readFileSync(
@@ -31,6 +31,24 @@ describe('mirror lifecycle', () => {
       if (phase !== 'terminated')
         expect(canTransition(phase, 'terminating') || phase === 'terminating').toBe(true);
     }
+  });
+
+  it('lets a fault that needs a person fail the mirror from every phase an engine starts or runs in', () => {
+    // A resume starts the engine in `paused`, a retry in `failed`: a `manual`
+    // or `never` fault met before the engine moves the phase must still fail it.
+    const engineRuns: PhaseOrigin[] = [
+      'new',
+      'setup',
+      'snapshot',
+      'running',
+      'pausing',
+      'paused',
+      'failed',
+      'terminating',
+    ];
+    for (const phase of engineRuns) expect(canTransition(phase, 'failed'), phase).toBe(true);
+    expect(canTransition('completed', 'failed')).toBe(false);
+    expect(canTransition('terminated', 'failed')).toBe(false);
   });
 
   it('never resumes a dropped mirror or re-runs a completed one', () => {

@@ -12,7 +12,7 @@ export const phaseTransitions = {
   snapshot: ['snapshot', 'running', 'completed', 'pausing', 'terminating', 'failed'],
   running: ['running', 'snapshot', 'pausing', 'terminating', 'failed'],
   pausing: ['paused', 'terminating', 'failed'],
-  paused: ['setup', 'snapshot', 'running', 'terminating'],
+  paused: ['setup', 'snapshot', 'running', 'terminating', 'failed'],
   completed: ['terminating'],
   failed: ['setup', 'snapshot', 'running', 'pausing', 'terminating', 'failed'],
   terminating: ['terminating', 'terminated', 'failed'],

@@ -14,6 +14,7 @@ import type {
   SnapshotTableProgress,
   SourceSetup,
 } from './catalog.ts';
+import { type LogRetention, logRetentionDefaults } from './log-retention.ts';
 import { migrate } from './migrations.ts';
 import { PhaseTransitionError } from './phase-error.ts';
 import { phasesLeadingTo } from './phases.ts';
@@ -100,6 +101,9 @@ const migrations: readonly string[] = [
      mirror text NOT NULL,
      destination_table text NOT NULL,
      PRIMARY KEY (mirror, destination_table))`,
+  // Identical consecutive entries are one row: how often, and when last.
+  `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS repeat_count integer NOT NULL DEFAULT 1`,
+  `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS last_at_ms bigint`,
 ];
 
 interface RuntimeRow {
@@ -135,6 +139,8 @@ interface LogRow {
   level: LogLevel;
   message: string;
   at_ms: string;
+  repeat_count: number;
+  last_at_ms: string | null;
 }
 
 interface SnapshotRow {
@@ -150,11 +156,20 @@ interface SnapshotRow {
   cdc_start_lsn: string;
 }
 
+export interface PostgresCatalogOptions {
+  /** How many log entries of a mirror are kept, and how long (log-retention.ts; defaults there). */
+  readonly logRetention?: LogRetention;
+}
+
+const dayMs = 86_400_000;
+
 export class PostgresCatalog implements Catalog {
   readonly #sql: SqlExecutor;
+  readonly #logRetention: LogRetention;
 
-  constructor(sql: SqlExecutor) {
+  constructor(sql: SqlExecutor, options: PostgresCatalogOptions = {}) {
     this.#sql = sql;
+    this.#logRetention = options.logRetention ?? logRetentionDefaults;
   }
 
   /**
@@ -427,9 +442,37 @@ export class PostgresCatalog implements Catalog {
   }
 
   async appendLog(mirror: string, level: LogLevel, message: string): Promise<void> {
-    await this.#sql.query(
-      `INSERT INTO tributary.logs (mirror, level, message, at_ms) VALUES ($1, $2, $3, $4)`,
+    // One statement: fold into the newest entry of the mirror's current log
+    // when it says the same, insert otherwise. A fault that repeats (an
+    // engine restarted by its kubelet, a check every few seconds) then costs
+    // one row however long it lasts.
+    const { rows } = await this.#sql.query<{ inserted: boolean }>(
+      `WITH newest AS (
+         SELECT id, level, message FROM tributary.logs
+         WHERE mirror = $1 AND incarnation = 0 ORDER BY id DESC LIMIT 1),
+       folded AS (
+         UPDATE tributary.logs l SET repeat_count = l.repeat_count + 1, last_at_ms = $4
+         FROM newest WHERE l.id = newest.id AND newest.level = $2 AND newest.message = $3
+         RETURNING l.id),
+       inserted AS (
+         INSERT INTO tributary.logs (mirror, level, message, at_ms)
+         SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM folded)
+         RETURNING id)
+       SELECT EXISTS (SELECT 1 FROM inserted) AS inserted`,
       [mirror, level, message, Date.now()],
+    );
+    if (rows[0]?.inserted) await this.#pruneLogs(mirror);
+  }
+
+  /** Drops the mirror's entries beyond the retention, the oldest first (all incarnations of the name). */
+  async #pruneLogs(mirror: string): Promise<void> {
+    const { maxEntries, maxAgeDays } = this.#logRetention;
+    const oldestKeptMs = maxAgeDays > 0 ? Date.now() - maxAgeDays * dayMs : 0;
+    await this.#sql.query(
+      `DELETE FROM tributary.logs WHERE mirror = $1 AND (
+         id <= (SELECT id FROM tributary.logs WHERE mirror = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)
+         OR coalesce(last_at_ms, at_ms) < $3)`,
+      [mirror, Math.floor(maxEntries), oldestKeptMs],
     );
   }
 
@@ -483,7 +526,8 @@ export class PostgresCatalog implements Catalog {
     if (query.limit <= 0) return { entries: [], total };
     const { rows } = await this.#sql.query<LogRow>(
       // Qualified for the same reason as in listBatches: `id` alone is the text output column.
-      `SELECT l.id::text, l.mirror, l.incarnation, l.level, l.message, l.at_ms::text FROM tributary.logs l ${where}
+      `SELECT l.id::text, l.mirror, l.incarnation, l.level, l.message, l.at_ms::text, l.repeat_count,
+         l.last_at_ms::text FROM tributary.logs l ${where}
        ORDER BY l.id DESC LIMIT ${Math.floor(query.limit)} OFFSET ${Math.max(0, Math.floor(query.offset))}`,
       params,
     );
@@ -495,6 +539,8 @@ export class PostgresCatalog implements Catalog {
         level: row.level,
         message: row.message,
         timestampMs: Number(row.at_ms),
+        repeatCount: row.repeat_count,
+        lastTimestampMs: Number(row.last_at_ms ?? row.at_ms),
       })),
       total,
     };

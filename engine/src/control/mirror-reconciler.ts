@@ -5,7 +5,7 @@
 // object once itself and calls `gone`, `drop` and `apply` in its own shape;
 // only the EngineRuntime differs.
 import type { Logger } from 'pino';
-import type { Catalog, MirrorPhase } from '../catalog/catalog.ts';
+import type { Catalog, MirrorPhase, MirrorRuntime } from '../catalog/catalog.ts';
 import { canTransition } from '../catalog/phases.ts';
 import { EngineError } from '../errors.ts';
 import { logLifecycle } from '../observability/lifecycle-log.ts';
@@ -36,12 +36,47 @@ const resyncMs = 30_000;
 /** How often a mirror waiting for a peer or script looks for it. */
 const waitingRecheckMs = 3_000;
 
+/**
+ * The wait before starting again an engine that ended by itself while its
+ * mirror should run (it crashed, or could not record why it failed): 1 s,
+ * doubling up to a minute, so no cause can make the reconciler start engines
+ * in a tight loop. An engine that ran for longer than the cap starts the count
+ * over; so do a pause, an edit and a failure carried to `failed` (a person acts next).
+ */
+export const engineRestartBackoff = { initialMs: 1_000, maxMs: 60_000 } as const;
+
+/** The delay before the `restarts`-th start in a row of an engine that keeps ending by itself. */
+export function engineRestartDelayMs(restarts: number): number {
+  if (restarts <= 0) return 0;
+  return Math.min(engineRestartBackoff.initialMs * 2 ** (restarts - 1), engineRestartBackoff.maxMs);
+}
+
+/** An engine this reconciler started, as it was when started. */
+interface StartedEngine {
+  readonly generation: number;
+  readonly startedAt: number;
+  /** The runtime row's `updatedAt` at the start: a later failure moves it. */
+  readonly phaseUpdatedAtMs: number | undefined;
+}
+
+/** Engines of a mirror that ended by themselves, one start after the other. */
+interface SelfEndedEngines {
+  readonly restarts: number;
+  readonly endedAt: number;
+}
+
 export class MirrorReconciler {
   readonly #options: MirrorReconcilerOptions;
   /** What each waiting mirror last logged that it waits for. */
   readonly #waitingFor = new Map<string, string>();
   /** The spec each mirror's engine was last started with here, to tell an edit in the log. */
   readonly #startedSpecs = new Map<string, string>();
+  /** The engine each mirror last got from this reconciler. */
+  readonly #started = new Map<string, StartedEngine>();
+  /** Mirrors whose engines ended by themselves: their next start waits (engineRestartBackoff). */
+  readonly #selfEnded = new Map<string, SelfEndedEngines>();
+  /** Mirrors whose engine this reconciler is stopping: that end is not one by itself. */
+  readonly #stopping = new Set<string>();
 
   constructor(options: MirrorReconcilerOptions) {
     this.#options = options;
@@ -72,7 +107,7 @@ export class MirrorReconciler {
    */
   async gone(name: string): Promise<void> {
     const { runtime } = this.#options;
-    await runtime.stop(name);
+    await this.#stop(name);
     const kept = await runtime.lastConfig(name);
     if (kept) {
       this.#options.logger.warn({ mirror: name }, 'mirror gone without its teardown: tearing down now');
@@ -105,6 +140,7 @@ export class MirrorReconciler {
     }
     const outcome = await this.#run(mirror);
     if (outcome === 'settled') return { requeueAfterMs: resyncMs };
+    if ('restartInMs' in outcome) return { requeueAfterMs: outcome.restartInMs };
     // A running engine keeps what it has while a dependency is missing.
     if (outcome.engineRunning) return { requeueAfterMs: resyncMs, waitingFor: outcome.waitingFor };
     return { requeueAfterMs: waitingRecheckMs, waitingFor: outcome.waitingFor };
@@ -112,6 +148,45 @@ export class MirrorReconciler {
 
   async #phase(name: string): Promise<MirrorPhase | undefined> {
     return (await this.#options.catalog.getRuntime(name))?.phase;
+  }
+
+  /** Stops the mirror's engine; an end asked for here is never backed off. */
+  async #stop(name: string): Promise<void> {
+    this.#stopping.add(name);
+    try {
+      await this.#options.runtime.stop(name);
+    } finally {
+      this.#stopping.delete(name);
+      this.#selfEnded.delete(name);
+    }
+  }
+
+  /** Called when an engine ends; an end by itself makes the next start wait. */
+  #engineEnded(name: string): void {
+    if (this.#stopping.has(name)) return;
+    const started = this.#started.get(name);
+    const now = Date.now();
+    // Ran long enough to count as healthy: the next end starts the count over.
+    const ranLong = started !== undefined && now - started.startedAt >= engineRestartBackoff.maxMs;
+    const restarts = ranLong ? 1 : (this.#selfEnded.get(name)?.restarts ?? 0) + 1;
+    this.#selfEnded.set(name, { restarts, endedAt: now });
+  }
+
+  /**
+   * Whether the engine running at this generation failed for good since this
+   * reconciler started it. A runtime that reports an engine's end (in-process,
+   * local processes) says so at once; an engine pod is restarted by its
+   * kubelet instead, and would meet the same fault again and again: there the
+   * phase recorded after the start tells.
+   */
+  #failedSinceStart(name: string, stored: MirrorRuntime | undefined, generation: number): boolean {
+    const started = this.#started.get(name);
+    return (
+      stored?.phase === 'failed' &&
+      started !== undefined &&
+      started.generation === generation &&
+      stored.updatedAt.getTime() !== started.phaseUpdatedAtMs
+    );
   }
 
   /** Moves the phase if the lifecycle allows it from where it is; otherwise leaves it. */
@@ -126,7 +201,7 @@ export class MirrorReconciler {
     const { runtime, catalog } = this.#options;
     if ((await runtime.running(mirror.name)) !== undefined) {
       await this.#moveTo(mirror.name, 'pausing');
-      await runtime.stop(mirror.name);
+      await this.#stop(mirror.name);
     }
     // Also when no engine ran (e.g. after a restart): the phase still says active.
     await this.#moveTo(mirror.name, 'pausing');
@@ -139,14 +214,29 @@ export class MirrorReconciler {
 
   async #run(
     mirror: MirrorResource,
-  ): Promise<'settled' | { waitingFor: MissingDependency; engineRunning: boolean }> {
-    const { runtime, catalog } = this.#options;
+  ): Promise<
+    'settled' | { waitingFor: MissingDependency; engineRunning: boolean } | { restartInMs: number }
+  > {
+    const { runtime, catalog, store } = this.#options;
     // A mirror created under the name of a dropped one starts clean; the old
     // mirror's logs stay readable as an earlier incarnation.
     if ((await this.#phase(mirror.name)) === 'terminated') await catalog.startNewIncarnation(mirror.name);
-    const phase = await this.#phase(mirror.name);
+    const stored = await catalog.getRuntime(mirror.name);
+    const phase = stored?.phase;
     const running = await runtime.running(mirror.name);
-    const waitsForPerson = phase === 'failed' && mirror.failedGeneration === mirror.generation;
+    let waitsForPerson = phase === 'failed' && mirror.failedGeneration === mirror.generation;
+    if (!waitsForPerson && running?.generation === mirror.generation) {
+      if (this.#failedSinceStart(mirror.name, stored, mirror.generation)) {
+        await store.recordMirrorFailure(mirror.name, mirror.generation);
+        logLifecycle(
+          this.#options.logger,
+          mirror.name,
+          'failed',
+          'stopped until a person acts (see its logs)',
+        );
+        waitsForPerson = true;
+      }
+    }
     const target = { name: mirror.name, uid: mirror.objectUid ?? mirror.uid, generation: mirror.generation };
     let config: EngineRunConfig | MissingDependency | undefined;
     if (running !== undefined) {
@@ -166,9 +256,24 @@ export class MirrorReconciler {
       }
       // The spec or the config changed under a running engine (restart it at a
       // batch boundary), or the engine failed for good or finished: stop it.
-      await runtime.stop(mirror.name);
+      await this.#stop(mirror.name);
     }
-    if (phase === 'completed' || waitsForPerson) return 'settled';
+    if (phase === 'completed' || waitsForPerson) {
+      // Settled until a person acts; their resume or retry starts at once.
+      this.#selfEnded.delete(mirror.name);
+      return 'settled';
+    }
+    const selfEnded = this.#selfEnded.get(mirror.name);
+    if (selfEnded) {
+      const restartInMs = selfEnded.endedAt + engineRestartDelayMs(selfEnded.restarts) - Date.now();
+      if (restartInMs > 0) {
+        this.#options.logger.warn(
+          { mirror: mirror.name, restartInMs, restarts: selfEnded.restarts },
+          'engine ended by itself: starting it again after a pause',
+        );
+        return { restartInMs };
+      }
+    }
     if (phase === 'pausing') await catalog.transition(mirror.name, 'paused');
     config ??= await this.#engineConfig(mirror);
     if (!config) return 'settled';
@@ -181,7 +286,13 @@ export class MirrorReconciler {
       return { waitingFor: config, engineRunning: false };
     }
     this.#waitingFor.delete(mirror.name);
+    this.#started.set(mirror.name, {
+      generation: mirror.generation,
+      startedAt: Date.now(),
+      phaseUpdatedAtMs: stored?.updatedAt.getTime(),
+    });
     await runtime.start(target, config, (outcome) => {
+      this.#engineEnded(mirror.name);
       if (outcome === 'failed') {
         logLifecycle(
           this.#options.logger,
@@ -216,7 +327,7 @@ export class MirrorReconciler {
   /** Tears down a mirror being deleted, then lets its resource go. */
   async drop(mirror: MirrorResource): Promise<void> {
     const { runtime, store, logger } = this.#options;
-    await runtime.stop(mirror.name);
+    await this.#stop(mirror.name);
     let config = await this.#engineConfig(mirror);
     // Its peers (or their Secrets) were deleted with it: tear down with what
     // the engine last ran with.
@@ -237,6 +348,7 @@ export class MirrorReconciler {
     }
     await store.removeMirror(mirror.name);
     this.#startedSpecs.delete(mirror.name);
+    this.#started.delete(mirror.name);
     logLifecycle(logger, mirror.name, 'dropped');
   }
 

@@ -20,6 +20,11 @@ import {
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
+import {
+  type LogRetention,
+  logRetentionDefaults,
+  logRetentionVariables,
+} from '../../../engine/src/catalog/log-retention.ts';
 import { configHash } from '../../../engine/src/control/config-hash.ts';
 import type {
   EngineRunConfig,
@@ -49,6 +54,8 @@ export interface StatefulSetRuntimeOptions {
   readonly serviceAccountName?: string;
   /** The operator's defaults for every engine pod (chart values); a Mirror's `spec.engine` overrides them. */
   readonly pod?: EnginePodSettings;
+  /** The operator's mirror log retention, passed on to engine pods, which write most of the log. */
+  readonly logRetention?: LogRetention;
 }
 
 export const generationAnnotation = 'tributary.dev/generation';
@@ -88,8 +95,22 @@ export function mirrorOwnerReference(target: Pick<EngineTarget, 'name' | 'uid'>)
   };
 }
 
+/**
+ * The retention as engine pod variables; none where it is the default, so
+ * the pods of an installation that keeps the defaults do not roll for it.
+ */
+function logRetentionEnvironment(retention: LogRetention | undefined): { name: string; value: string }[] {
+  if (!retention) return [];
+  return (Object.keys(logRetentionVariables) as (keyof LogRetention)[])
+    .filter((key) => retention[key] !== logRetentionDefaults[key])
+    .map((key) => ({ name: logRetentionVariables[key], value: String(retention[key]) }));
+}
+
 export function engineStatefulSet(
-  options: Pick<StatefulSetRuntimeOptions, 'image' | 'serviceAccountName' | 'pod' | 'namespace'>,
+  options: Pick<
+    StatefulSetRuntimeOptions,
+    'image' | 'serviceAccountName' | 'pod' | 'namespace' | 'logRetention'
+  >,
   target: EngineTarget,
   config: { readonly documentHash: string; readonly pod?: EnginePodSettings | undefined },
 ): V1StatefulSet {
@@ -179,6 +200,7 @@ export function engineStatefulSet(
                   name: 'NODE_OPTIONS',
                   value: `--max-old-space-size=${engineHeapMegabytes((pod.resources ?? defaultEngineResources).limits?.memory)}`,
                 },
+                ...logRetentionEnvironment(options.logRetention),
               ],
               resources: pod.resources
                 ? {

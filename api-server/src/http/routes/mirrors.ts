@@ -315,6 +315,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
         errorType: entry.level.toLowerCase(),
         errorTimestamp: entry.timestampMs,
         id: Number(entry.id),
+        repeatCount: entry.repeatCount,
+        lastErrorTimestamp: entry.lastTimestampMs,
       })),
       total,
       page,

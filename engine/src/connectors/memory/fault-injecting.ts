@@ -10,6 +10,7 @@ export class FaultInjectingDestination implements Destination {
   readonly #inner: Destination;
   #failingSyncs = 0;
   #failingReplies = 0;
+  #setupFault: EngineError | undefined;
   failedSyncCount = 0;
   syncedBatchIds: bigint[] = [];
   /** The inner destination's, so batches reach it in the form it takes them. */
@@ -34,6 +35,14 @@ export class FaultInjectingDestination implements Destination {
    */
   failNextRepliesAfterSync(count: number): void {
     this.#failingReplies = count;
+  }
+
+  /**
+   * Every setupTables call fails with `fault` (the first step a start, a
+   * resume or a retry reaches the destination with) until called with undefined.
+   */
+  failSetup(fault: EngineError | undefined): void {
+    this.#setupFault = fault;
   }
 
   get failuresLeft(): number {
@@ -62,6 +71,7 @@ export class FaultInjectingDestination implements Destination {
     return this.#inner.close();
   }
   setupTables(tables: readonly DestinationTable[]): Promise<void> {
+    if (this.#setupFault) return Promise.reject(this.#setupFault);
     return this.#inner.setupTables(tables);
   }
   tableStates(tables: readonly DestinationTable[]): Promise<DestinationTableState[]> {
