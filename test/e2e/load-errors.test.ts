@@ -1,0 +1,238 @@
+// Every error of a phase reaches the mirror's error path within seconds, on
+// every destination: the first write of a snapshot partition, of a CDC batch
+// and of the setup made to fail (the fault-injecting wrapper, which throws
+// before it reads anything), and one real refusal per destination. Before the
+// snapshot reader dropped its connection, a partition whose write gave up
+// without reading its COPY stream left the reader's ROLLBACK queued behind that
+// COPY for ever, and the load waited without a word.
+import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MirrorRuntime } from '../../engine/src/catalog/catalog.ts';
+import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/destination.ts';
+import type { Destination } from '../../engine/src/connectors/destination.ts';
+import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
+import {
+  type FaultedCall,
+  FaultInjectingDestination,
+} from '../../engine/src/connectors/memory/fault-injecting.ts';
+import { SnowflakeDestination } from '../../engine/src/connectors/snowflake/destination.ts';
+import { deleteTopics, kafkaClient, streamConfig } from '../integration/kafka-support.ts';
+import { clickhouseEngines } from '../support/clickhouse-engines.ts';
+import { randomSuffix, waitFor } from '../support/databases.ts';
+import {
+  createHarness,
+  dropMirror,
+  type Harness,
+  type RunningMirror,
+  type SpecInput,
+  startMirror,
+} from '../support/mirror-harness.ts';
+import { emulatorConfig, uniqueName } from '../support/snowflake-peer.ts';
+
+const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
+
+/** How soon an error must show: a bounded poll, not a measurement. */
+const surfacesWithinMs = 10_000;
+
+const clickhouseServer = clickhouseEngines[0];
+if (!clickhouseServer) throw new Error('no ClickHouse engine in the test environment');
+
+interface DestinationKind {
+  readonly name: string;
+  /** The destination a mirror of this suite writes to. */
+  create(spec: SpecInput): Destination;
+  /** Where the mirror's tables go at the destination (a schema, a database or a topic prefix). */
+  readonly tableSchema: string;
+}
+
+describe('errors of every phase reach the mirror', () => {
+  let harness: Harness;
+  const suffix = randomSuffix();
+  const clickhouseDatabase = `tributary_errors_${suffix}`;
+  const snowflakeDatabase = uniqueName('ERRORS');
+  const topics: string[] = [];
+  const clickhouseAdmin = createClient({
+    url: `http://127.0.0.1:${clickhouseServer.config('default').httpPort}`,
+    username: clickhouseServer.config('default').user,
+    password: clickhouseServer.config('default').password,
+    log: { level: ClickHouseLogLevel.OFF },
+  });
+
+  const kinds: readonly DestinationKind[] = [
+    {
+      name: 'PostgreSQL',
+      tableSchema: 'public',
+      create: () => harnessDestination(),
+    },
+    {
+      name: 'ClickHouse',
+      tableSchema: clickhouseDatabase,
+      create: (spec) =>
+        new ClickHouseDestination(clickhouseServer.config(clickhouseDatabase), {
+          mirrorColumns: {},
+          tableMappings: [],
+          maxBatchSize: spec.maxBatchSize ?? 1_000_000,
+          logger,
+        }),
+    },
+    {
+      name: 'Kafka',
+      tableSchema: `errors_${suffix}`,
+      create: (spec) => new KafkaDestination(streamConfig('PLAINTEXT', ''), { mirror: spec.name, logger }),
+    },
+    {
+      name: 'Snowflake',
+      tableSchema: `errors_${suffix}`,
+      create: (spec) =>
+        new SnowflakeDestination(emulatorConfig(snowflakeDatabase), {
+          mirror: spec.name,
+          mirrorColumns: {},
+          logger,
+        }),
+    },
+  ];
+
+  // The harness's own PostgreSQL destination: startMirror hands it to wrapDestination.
+  let harnessDestination: () => Destination = () => {
+    throw new Error('no PostgreSQL destination yet');
+  };
+
+  beforeAll(async () => {
+    harness = await createHarness('errors');
+    await clickhouseAdmin.command({ query: `CREATE DATABASE ${clickhouseDatabase}` });
+  }, 60_000);
+
+  afterAll(async () => {
+    await clickhouseAdmin.command({ query: `DROP DATABASE IF EXISTS ${clickhouseDatabase}` }).catch(() => {});
+    await clickhouseAdmin.close();
+    if (topics.length > 0) {
+      const client = kafkaClient('PLAINTEXT');
+      await deleteTopics(client, topics).catch(() => {});
+    }
+    await harness?.close();
+  });
+
+  const runtime = (name: string): Promise<MirrorRuntime | undefined> => harness.catalog.getRuntime(name);
+
+  /**
+   * Waits for the retried fault to show in the mirror's logs (the supervisor
+   * writes the WARN line and the catalog's retrying error together; the status
+   * and the Degraded condition read the latter, which may already be cleared
+   * again by a quick recovery).
+   */
+  async function faultShown(name: string, includes: string): Promise<string> {
+    let shown: string | undefined;
+    await waitFor(
+      async () => {
+        const { entries } = await harness.catalog.listLogs({
+          mirror: name,
+          levels: ['WARN', 'ERROR'],
+          offset: 0,
+          limit: 100,
+        });
+        shown = entries.map((entry) => entry.message).find((message) => message.includes(includes));
+        return shown !== undefined;
+      },
+      surfacesWithinMs,
+      `the fault "${includes}" of ${name} to show`,
+    );
+    return shown ?? '';
+  }
+
+  /** A table of its own with `rows` rows, mapped to the destination's schema. */
+  async function sourceTable(kind: DestinationKind, prefix: string, rows: number) {
+    const table = `${prefix}_${randomSuffix()}`;
+    await harness.source.client.query(`CREATE TABLE ${table} (id int PRIMARY KEY, v text)`);
+    await harness.source.client.query(
+      `INSERT INTO ${table} SELECT g, 'v' || g FROM generate_series(1, ${rows}) g`,
+    );
+    if (kind.name === 'Kafka') topics.push(`${kind.tableSchema}.${table}`);
+    return {
+      table,
+      mapping: {
+        source: { schema: 'public', table },
+        destination: { schema: kind.tableSchema, table },
+        exclude: [],
+      },
+    };
+  }
+
+  function start(
+    kind: DestinationKind,
+    spec: SpecInput,
+    wrap: (destination: Destination) => Destination = (destination) => destination,
+  ): RunningMirror {
+    return startMirror(harness, spec, {
+      supervisedBackoffMs: 200,
+      wrapDestination: (base) => {
+        harnessDestination = () => base;
+        return wrap(kind.create(spec));
+      },
+    });
+  }
+
+  async function stopAndDrop(mirror: RunningMirror, spec: SpecInput) {
+    await mirror.stop().catch(() => {});
+    await dropMirror(harness, spec).catch(() => {});
+  }
+
+  const phases: readonly { call: FaultedCall; snapshot: boolean }[] = [
+    { call: 'setupTables', snapshot: true },
+    { call: 'writeSnapshotPartition', snapshot: true },
+    { call: 'syncBatch', snapshot: false },
+  ];
+
+  for (const kind of kinds) {
+    describe(`${kind.name} destination`, () => {
+      for (const { call, snapshot } of phases) {
+        it(`shows a failed first ${call} within seconds and then goes on`, async () => {
+          const { table, mapping: tableMapping } = await sourceTable(kind, call.toLowerCase(), 100);
+          const spec: SpecInput = {
+            name: `err-${call.toLowerCase()}-${randomSuffix()}`,
+            tableMappings: [tableMapping],
+            doInitialSnapshot: snapshot,
+            idleTimeoutSeconds: 1,
+          };
+          let faulty: FaultInjectingDestination | undefined;
+          const mirror = start(kind, spec, (destination) => {
+            faulty = new FaultInjectingDestination(destination);
+            faulty.failNext(call, 1);
+            return faulty;
+          });
+          try {
+            if (call === 'syncBatch') {
+              await waitFor(async () => (await runtime(spec.name))?.phase === 'running', 60_000, 'running');
+              await harness.source.client.query(`INSERT INTO ${table} VALUES (1000, 'new')`);
+            }
+            expect(await faultShown(spec.name, `injected failure of ${call}`)).toMatch(/^destination: /);
+            // Retried by its policy: the phase it failed in completes.
+            if (call === 'syncBatch') {
+              await waitFor(
+                async () =>
+                  (
+                    await harness.catalog.listBatches(spec.name, {
+                      limit: 1,
+                      ascending: false,
+                      finishedOnly: true,
+                    })
+                  ).batches.length > 0,
+                30_000,
+                'a durable batch after the retry',
+              );
+            } else {
+              await waitFor(async () => (await runtime(spec.name))?.phase === 'running', 60_000, 'running');
+            }
+            await waitFor(
+              async () => (await runtime(spec.name))?.retryingError === null,
+              10_000,
+              'the fault to clear',
+            );
+          } finally {
+            await stopAndDrop(mirror, spec);
+          }
+        });
+      }
+    });
+  }
+});
