@@ -28,6 +28,7 @@ import {
   type SpecInput,
   startMirror,
 } from '../support/mirror-harness.ts';
+import { mountReadOnlyDisk } from '../support/small-disk.ts';
 import { emulatorConfig, uniqueName } from '../support/snowflake-peer.ts';
 
 const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
@@ -235,4 +236,123 @@ describe('errors of every phase reach the mirror', () => {
       }
     });
   }
+
+  /** Starts a one-table mirror with an initial load, and stops and drops it after `body`. */
+  async function withLoad(
+    kind: DestinationKind,
+    prefix: string,
+    body: (context: { table: string; spec: SpecInput; mirror: RunningMirror }) => Promise<void>,
+    prepare: (table: string) => Promise<void> = async () => {},
+  ): Promise<void> {
+    const { table, mapping: tableMapping } = await sourceTable(kind, prefix, 100);
+    await prepare(table);
+    const spec: SpecInput = {
+      name: `${prefix}-${randomSuffix()}`,
+      tableMappings: [tableMapping],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = start(kind, spec);
+    try {
+      await body({ table, spec, mirror });
+    } finally {
+      await stopAndDrop(mirror, spec);
+    }
+  }
+
+  describe('a real refusal per destination', () => {
+    const [postgresKind, clickhouseKind, kafkaKind, snowflakeKind] = kinds as [
+      DestinationKind,
+      DestinationKind,
+      DestinationKind,
+      DestinationKind,
+    ];
+
+    it('Snowflake: batch files under a read-only TMPDIR (EROFS) show as engine_resource, and the load goes on once it is writable', async () => {
+      const disk = await mountReadOnlyDisk();
+      const previous = process.env.TMPDIR;
+      process.env.TMPDIR = disk.path;
+      try {
+        await withLoad(snowflakeKind, 'readonly', async ({ spec }) => {
+          const shown = await faultShown(spec.name, 'EROFS');
+          expect(shown).toMatch(
+            /^destination: create the batch file directory in .* failed \(EROFS\): the file system is read-only/,
+          );
+          expect(shown).toMatch(/writable temporary directory/);
+          await disk.makeWritable();
+          await waitFor(async () => (await runtime(spec.name))?.phase === 'running', 60_000, 'running');
+        });
+      } finally {
+        if (previous === undefined) delete process.env.TMPDIR;
+        else process.env.TMPDIR = previous;
+        await disk.remove();
+      }
+    });
+
+    it('PostgreSQL: a COPY the destination table refuses (a CHECK constraint) shows within seconds', async () => {
+      await withLoad(
+        postgresKind,
+        'refused',
+        async ({ spec }) => {
+          expect(await faultShown(spec.name, 'destination: ')).toMatch(/\(23514\)/);
+        },
+        async (table) => {
+          await harness.destination.client.query(
+            `CREATE TABLE ${table} (id int PRIMARY KEY, v text CHECK (v NOT LIKE 'v%'))`,
+          );
+        },
+      );
+    });
+
+    it('ClickHouse: an insert the server refuses (a materialized view that throws) shows within seconds', async () => {
+      await withLoad(
+        clickhouseKind,
+        'refused',
+        async ({ spec }) => {
+          expect(await faultShown(spec.name, 'destination: ')).toMatch(/\(code 395\)/);
+        },
+        async (table) => {
+          await clickhouseAdmin.command({
+            query: `CREATE TABLE ${clickhouseDatabase}.${table} (id Int32, v Nullable(String),
+              _tributary_version UInt64, _tributary_is_deleted UInt8)
+              ENGINE = ReplacingMergeTree(_tributary_version) ORDER BY id`,
+          });
+          // The server runs the view's SELECT on every insert into the table, and it throws.
+          await clickhouseAdmin.command({
+            query: `CREATE MATERIALIZED VIEW ${clickhouseDatabase}.${table}_refuses ENGINE = Memory
+              AS SELECT throwIf(id > 0) AS refused FROM ${clickhouseDatabase}.${table}`,
+          });
+        },
+      );
+    });
+
+    it('Kafka: messages larger than the topic takes (max.message.bytes) show within seconds', async () => {
+      await withLoad(
+        kafkaKind,
+        'refused',
+        async ({ spec }) => {
+          expect(await faultShown(spec.name, 'destination: ')).toMatch(/\(MESSAGE_TOO_LARGE\)/);
+        },
+        async (table) => {
+          const admin = kafkaClient('PLAINTEXT').admin();
+          await admin.connect();
+          try {
+            await admin.createTopics({
+              topics: [
+                {
+                  topic: `${kafkaKind.tableSchema}.${table}`,
+                  numPartitions: 1,
+                  replicationFactor: 1,
+                  configEntries: [{ name: 'max.message.bytes', value: '64' }],
+                },
+              ],
+              waitForLeaders: true,
+            });
+          } finally {
+            await admin.disconnect();
+          }
+        },
+      );
+    });
+  });
 });
