@@ -5,6 +5,8 @@
 // snapshot reader dropped its connection, a partition whose write gave up
 // without reading its COPY stream left the reader's ROLLBACK queued behind that
 // COPY for ever, and the load waited without a word.
+
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,11 +14,13 @@ import type { MirrorRuntime } from '../../engine/src/catalog/catalog.ts';
 import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/destination.ts';
 import type { Destination } from '../../engine/src/connectors/destination.ts';
 import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
+import { MemoryDestination } from '../../engine/src/connectors/memory/destination.ts';
 import {
   type FaultedCall,
   FaultInjectingDestination,
 } from '../../engine/src/connectors/memory/fault-injecting.ts';
 import { SnowflakeDestination } from '../../engine/src/connectors/snowflake/destination.ts';
+import { EngineMetrics } from '../../engine/src/observability/engine-metrics.ts';
 import { deleteTopics, kafkaClient, streamConfig } from '../integration/kafka-support.ts';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
@@ -353,6 +357,104 @@ describe('errors of every phase reach the mirror', () => {
           }
         },
       );
+    });
+  });
+
+  describe('a step that never answers shows as stalled', () => {
+    const stallAfterMs = 1_000;
+
+    async function stallShown(name: string, step: string): Promise<MirrorRuntime['stall']> {
+      let stall: MirrorRuntime['stall'] = null;
+      await waitFor(
+        async () => {
+          stall = (await runtime(name))?.stall ?? null;
+          return stall?.step.includes(step) === true;
+        },
+        surfacesWithinMs,
+        `${name} to show as stalled on ${step}`,
+      );
+      return stall;
+    }
+
+    const stalledGauge = async (metrics: EngineMetrics, name: string) =>
+      (await metrics.registry.getSingleMetric('tributary_engine_stalled')?.get())?.values.find(
+        (value) => value.labels.mirror === name,
+      )?.value;
+
+    for (const { call, snapshot, step } of [
+      { call: 'writeSnapshotPartition', snapshot: true, step: 'initial load: destination: write public.' },
+      { call: 'syncBatch', snapshot: false, step: 'CDC: destination: sync batch 1' },
+    ] as const) {
+      it(`a ${call} that never answers: status, log line and metric, cleared once it answers`, async () => {
+        const { table, mapping: tableMapping } = await sourceTable(kinds[0] as DestinationKind, 'silent', 10);
+        const spec: SpecInput = {
+          name: `silent-${call.toLowerCase()}-${randomSuffix()}`,
+          tableMappings: [tableMapping],
+          doInitialSnapshot: snapshot,
+          idleTimeoutSeconds: 1,
+        };
+        const metrics = new EngineMetrics();
+        const silent = new FaultInjectingDestination(new MemoryDestination());
+        silent.holdNext(call, 1);
+        const mirror = startMirror(harness, spec, {
+          supervisedBackoffMs: 200,
+          stallAfterMs,
+          metrics,
+          wrapDestination: () => silent,
+        });
+        try {
+          if (!snapshot) {
+            await waitFor(async () => (await runtime(spec.name))?.phase === 'running', 30_000, 'running');
+            await harness.source.client.query(`INSERT INTO ${table} VALUES (1000, 'new')`);
+          }
+          const stall = await stallShown(spec.name, step);
+          expect(stall?.since.getTime()).toBeLessThanOrEqual(Date.now());
+          expect(await faultShown(spec.name, `stalled: no progress for 1s while waiting on ${step}`)).toMatch(
+            /\(since \d{4}-\d\d-\d\dT/,
+          );
+          expect(await stalledGauge(metrics, spec.name)).toBe(1);
+          silent.releaseHeld();
+          await waitFor(
+            async () => (await runtime(spec.name))?.stall === null,
+            surfacesWithinMs,
+            'the stall to clear',
+          );
+          expect(await stalledGauge(metrics, spec.name)).toBe(0);
+        } finally {
+          silent.releaseHeld();
+          await stopAndDrop(mirror, spec);
+        }
+      });
+    }
+
+    it('a PostgreSQL peer address where a server accepts and never answers (a real socket)', async () => {
+      const accepted: Socket[] = [];
+      const silentServer = createServer((socket) => {
+        accepted.push(socket);
+        socket.on('error', () => {});
+      });
+      await new Promise<void>((resolve) => silentServer.listen(0, '127.0.0.1', resolve));
+      const { port } = silentServer.address() as AddressInfo;
+      const { mapping: tableMapping } = await sourceTable(kinds[0] as DestinationKind, 'nowhere', 10);
+      const spec: SpecInput = {
+        name: `nowhere-${randomSuffix()}`,
+        tableMappings: [tableMapping],
+        doInitialSnapshot: true,
+        idleTimeoutSeconds: 1,
+      };
+      const mirror = startMirror(harness, spec, {
+        supervisedBackoffMs: 200,
+        stallAfterMs,
+        destination: { ...harness.destination.config, host: '127.0.0.1', port },
+      });
+      try {
+        await stallShown(spec.name, 'setup: destination: create tables');
+        expect(accepted.length).toBeGreaterThan(0);
+      } finally {
+        await mirror.stop().catch(() => {});
+        for (const socket of accepted) socket.destroy();
+        await new Promise<void>((resolve) => silentServer.close(() => resolve()));
+      }
     });
   });
 });
