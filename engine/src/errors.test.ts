@@ -29,6 +29,7 @@ describe('error policy table', () => {
       'source_permission',
       'destination_write',
       'busy',
+      'engine_resource',
       'internal',
     ]);
   });

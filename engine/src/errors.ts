@@ -8,7 +8,7 @@
 // says which end it is on: source_auth, source_permission and source_schema are
 // the source's, schema_mismatch and destination_write the destination's;
 // source_setup, slot_invalidated, wal_removed, replica_identity and decode can
-// only arise at the source. The other kinds read the same on either side (and
+// only arise at the source, engine_resource only in the engine process itself. The other kinds read the same on either side (and
 // in a peer check, which has no side); their message names the side.
 
 export const errorKinds = [
@@ -29,6 +29,7 @@ export const errorKinds = [
   'decode',
   'destination_write',
   'busy',
+  'engine_resource',
   'script',
   'internal',
 ] as const;
@@ -112,6 +113,11 @@ export const errorPolicy = {
     retry: 'timed',
     remedy:
       'the server is short of a resource (connections, locks, disk, memory) or timed out; the mirror retries by itself, free the resource if this lasts',
+  },
+  engine_resource: {
+    retry: 'timed',
+    remedy:
+      "the engine's own file system or memory refused it (read-only or full temporary directory, out of memory): give the engine a writable temporary directory with free space (TMPDIR; in Kubernetes an emptyDir volume) or more memory; the mirror retries by itself meanwhile",
   },
   script: { retry: 'manual', remedy: 'fix the script named in the message and resume the mirror' },
   internal: {

@@ -14,6 +14,7 @@ import { createProcessLogger } from './observability/logger.ts';
 import { type MetricsServer, serveMetrics } from './observability/metrics-server.ts';
 import { logProcessWarnings } from './observability/process-warnings.ts';
 import { defaultBatchMemoryBudgetBytes } from './pipeline/context.ts';
+import { stallAfterMsFromEnvironment } from './pipeline/progress-watchdog.ts';
 import { superviseMirror } from './pipeline/supervisor.ts';
 
 const usage = `usage: tributary engine run --mirror <name> --config <file> [--metrics-port N]
@@ -43,8 +44,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   logProcessWarnings(logger);
   let config: Awaited<ReturnType<typeof loadEngineConfig>>;
+  let stallAfterMs: number;
   try {
     config = await loadEngineConfig(parsed.configPath);
+    stallAfterMs = stallAfterMsFromEnvironment();
   } catch (error) {
     logger.error({ err: error }, 'cannot start engine');
     return 2;
@@ -114,6 +117,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       signal: controller.signal,
       batchMemoryBudgetBytes: config.batchMemoryBudgetBytes ?? defaultBatchMemoryBudgetBytes,
       metrics,
+      stallAfterMs,
     });
     logger.info({ outcome }, 'engine finished');
     return outcome === 'failed' ? 1 : 0;

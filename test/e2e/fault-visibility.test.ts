@@ -84,6 +84,25 @@ describe('fault visibility through the facade', () => {
     });
   });
 
+  it('shows a stalled step as stall {step, since} while the state stays as it is', async () => {
+    const name = `stalled-${suffix}`;
+    expect((await create(name)).statusCode).toBe(200);
+    const { catalog } = facade.controlPlane;
+    await catalog.transition(name, 'setup');
+    await catalog.transition(name, 'snapshot');
+    const step = 'initial load: destination: write public.seen partition 1 of 1';
+    await catalog.setStall(name, { step, since: new Date('2026-01-02T03:04:05.000Z') });
+    expect(await status(name)).toEqual({
+      flowJobName: name,
+      currentFlowState: 'STATUS_SNAPSHOT',
+      ok: true,
+      errorMessage: '',
+      stall: { step, since: '2026-01-02T03:04:05.000Z' },
+    });
+    await catalog.setStall(name, null);
+    expect(await status(name)).not.toHaveProperty('stall');
+  });
+
   it('shows a fault of a first run that never reached setup', async () => {
     const name = `first-run-${suffix}`;
     expect((await create(name)).statusCode).toBe(200);

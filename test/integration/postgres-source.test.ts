@@ -107,7 +107,34 @@ describe('PostgreSQL source', () => {
           throw failure;
         })
         .catch((error: unknown) => error);
-      expect(thrown).toMatchObject({ name: 'EngineError', kind: 'internal', cause: failure });
+      // The write's error is the destination's, not the source's.
+      expect(thrown).toMatchObject({ name: 'EngineError', kind: 'destination_write', cause: failure });
+      expect((thrown as Error).message).toMatch(/^destination: initial load of public\.items/);
+      expect(await reader.copyPartition(items, ['id'], whole, countRows(['id']))).toBe(500);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('gives up a COPY its write never read, at once, and the reader stays usable', async () => {
+    const reader = await source.openSnapshotReader(null);
+    const whole = { fromPage: 0, toPage: null };
+    try {
+      // A destination that cannot open its batch file throws before it reads a
+      // row: the ROLLBACK must not queue behind the unread COPY.
+      const refused = new Error('cannot create the batch file');
+      const thrown = await reader
+        .copyPartition(items, ['id'], whole, async () => {
+          throw refused;
+        })
+        .catch((error: unknown) => error);
+      expect(thrown).toMatchObject({ kind: 'destination_write', cause: refused });
+      // One that returns without reading is a bug to report, not a wait.
+      const returned = await reader
+        .copyPartition(items, ['id'], whole, async () => 0)
+        .catch((error: unknown) => error);
+      expect(returned).toMatchObject({ kind: 'internal' });
+      expect((returned as Error).message).toMatch(/returned before reading its rows to the end/);
       expect(await reader.copyPartition(items, ['id'], whole, countRows(['id']))).toBe(500);
     } finally {
       await reader.close();

@@ -263,7 +263,28 @@ describe('operator', () => {
       );
       await catalog.setRetryingError('items', null);
       await waitFor(async () => (await degraded())?.status === 'False', 60_000, 'Degraded cleared');
+      // What the supervisor's watchdog records while a step makes no progress
+      // (test/e2e/load-errors.test.ts), whatever the engine pod's cause.
+      const since = new Date('2026-01-02T03:04:05.000Z');
+      const step = 'initial load: destination: write public.items partition 1 of 1';
+      await catalog.setStall('items', { step, since });
+      await waitFor(async () => (await degraded())?.reason === 'Stalled', 60_000, 'Degraded: Stalled');
+      expect(await degraded()).toMatchObject({
+        status: 'True',
+        message: `no progress since 2026-01-02T03:04:05.000Z while waiting on ${step}`,
+      });
+      await waitFor(
+        async () =>
+          (await core.listNamespacedEvent({ namespace })).items.some(
+            (event) => event.involvedObject.name === 'items' && event.reason === 'Stalled',
+          ),
+        30_000,
+        'a Stalled event',
+      );
+      await catalog.setStall('items', null);
+      await waitFor(async () => (await degraded())?.status === 'False', 60_000, 'Degraded cleared again');
     } finally {
+      await catalog.setStall('items', null).catch(() => {});
       await catalog.setRetryingError('items', null).catch(() => {});
       await pool.end();
     }

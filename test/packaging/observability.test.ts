@@ -107,6 +107,7 @@ describe('observability assets', () => {
     expect(rules.map((candidate) => candidate.alert).sort()).toEqual([
       'TributaryEnginePodFailing',
       'TributaryEngineRetrying',
+      'TributaryEngineStepStalled',
       'TributaryMirrorFailed',
       'TributaryMirrorStalled',
       'TributaryOperatorNoLeader',
@@ -126,6 +127,7 @@ describe('observability assets', () => {
       'tributary_mirror_seconds_since_last_batch',
       'tributary_engine_replication_lag_bytes',
       'tributary_engine_run_failures_total',
+      'tributary_engine_stalled',
       'tributary_operator_leader',
       'tributary_operator_reconciles_total',
     ]) {

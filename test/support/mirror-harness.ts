@@ -5,6 +5,7 @@ import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import type { Destination } from '../../engine/src/connectors/destination.ts';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
 import { createSource } from '../../engine/src/connectors/registry.ts';
+import type { PipelineMetrics } from '../../engine/src/observability/engine-metrics.ts';
 import { defaultBatchMemoryBudgetBytes, type MirrorContext } from '../../engine/src/pipeline/context.ts';
 import { type RunOutcome, runMirror, teardownMirror } from '../../engine/src/pipeline/run-mirror.ts';
 import { superviseMirror } from '../../engine/src/pipeline/supervisor.ts';
@@ -108,6 +109,9 @@ export interface StartOptions {
   readonly supervised?: boolean;
   /** Replaces the destination connection settings (e.g. a private server or another user). */
   readonly destination?: RelationalConfig;
+  /** The stall bound (MirrorContext.stallAfterMs). */
+  readonly stallAfterMs?: number;
+  readonly metrics?: PipelineMetrics;
 }
 
 export function startMirror(harness: Harness, input: SpecInput, options: StartOptions = {}): RunningMirror {
@@ -124,6 +128,8 @@ export function startMirror(harness: Harness, input: SpecInput, options: StartOp
   const context: MirrorContext = {
     ...base,
     destination: options.wrapDestination ? options.wrapDestination(base.destination) : base.destination,
+    ...(options.stallAfterMs === undefined ? {} : { stallAfterMs: options.stallAfterMs }),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   };
   const run =
     options.supervisedBackoffMs === undefined && !options.supervised

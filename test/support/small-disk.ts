@@ -42,3 +42,31 @@ export async function mountSmallDisk(sizeMiB: number, owner: string): Promise<Sm
     },
   };
 }
+
+export interface ReadOnlyDisk {
+  readonly path: string;
+  /** Remounts it writable, as a fixed deployment (an emptyDir) would give. */
+  makeWritable(): Promise<void>;
+  remove(): Promise<void>;
+}
+
+/**
+ * A read-only tmpfs, as an engine container's root file system is when the pod
+ * sets `readOnlyRootFilesystem`: every file created under it fails with EROFS,
+ * for root too (a directory of mode 0555 would not stop root).
+ */
+export async function mountReadOnlyDisk(): Promise<ReadOnlyDisk> {
+  if (process.getuid?.() !== 0) throw new Error('a read-only disk needs root to mount a tmpfs');
+  const path = mkdtempSync(join(tmpdir(), 'tributary-read-only-'));
+  await run('mount', ['-t', 'tmpfs', '-o', 'ro,size=4m,mode=0777', 'tmpfs', path]);
+  return {
+    path,
+    async makeWritable() {
+      await run('mount', ['-o', 'remount,rw', path]);
+    },
+    async remove() {
+      await run('umount', ['-l', path]).catch(() => {});
+      rmSync(path, { recursive: true, force: true });
+    },
+  };
+}

@@ -270,6 +270,8 @@ export const mirrorStatusResponse = z.object({
   errorMessage: z.string(),
   currentFlowState: z.enum(flowStates),
   ok: z.boolean(),
+  /** Beyond the interface: a step making no progress past the stall bound (docs/api.md). */
+  stall: z.object({ step: z.string(), since: z.string() }).optional(),
   cdcStatus: z.record(z.string(), z.unknown()).optional(),
 });
 

@@ -3,6 +3,7 @@
 // engines as in-process tasks. Restarting the process resumes every mirror from
 // its checkpoint: all mirrors are reconciled once `resumeMirrors` is called,
 // which standalone mode does after its listener is up.
+
 import { PGlite } from '@electric-sql/pglite';
 import type { Logger } from 'pino';
 import type { LogRetention } from '../../../engine/src/catalog/log-retention.ts';
@@ -11,6 +12,7 @@ import { InProcessEngineRuntime } from '../../../engine/src/control/in-process-r
 import { MirrorReconciler } from '../../../engine/src/control/mirror-reconciler.ts';
 import { WorkQueue } from '../../../engine/src/control/work-queue.ts';
 import { EngineMetrics } from '../../../engine/src/observability/engine-metrics.ts';
+import { stallAfterMsFromEnvironment } from '../../../engine/src/pipeline/progress-watchdog.ts';
 import { secureDataDirectory } from './data-dir.ts';
 import { EmbeddedStore } from './embedded-store.ts';
 import { initialiseDataDirectory } from './initdb-process.ts';
@@ -30,6 +32,8 @@ export interface ControlPlaneOptions {
   readonly retryBackoffMs?: { readonly initial: number; readonly max: number };
   /** How many of each mirror's log entries the catalog keeps (log-retention.ts). */
   readonly logRetention?: LogRetention;
+  /** How long an engine's step may make no progress before it shows as stalled; TRIBUTARY_STALL_SECONDS otherwise. */
+  readonly stallAfterMs?: number;
 }
 
 export interface ControlPlane {
@@ -106,6 +110,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     catalog,
     logger,
     metrics: engineMetrics,
+    // Read once, here at start-up (an invalid value stops the service with its name).
+    stallAfterMs: options.stallAfterMs ?? stallAfterMsFromEnvironment(),
     ...(options.retryBackoffMs ? { retryBackoffMs: options.retryBackoffMs } : {}),
   });
   // The queue and the reconciler refer to each other: an engine that ends requeues its mirror.

@@ -52,6 +52,14 @@ export interface SourceSetup {
   readonly slotIdentity: SlotIdentity | null;
 }
 
+/** A step that has made no progress for longer than the stall bound. */
+export interface MirrorStall {
+  /** What it waits on, e.g. `initial load: destination: write public.orders partition 3 of 8`. */
+  readonly step: string;
+  /** When that step last moved (or began, if it never did). */
+  readonly since: Date;
+}
+
 export interface MirrorRuntime {
   readonly mirror: string;
   readonly phase: MirrorPhase;
@@ -63,6 +71,11 @@ export interface MirrorRuntime {
    */
   readonly retryingError: string | null;
   readonly retryingSince: Date | null;
+  /**
+   * What the mirror waits on while a step has made no progress for longer
+   * than the stall bound (pipeline/progress-watchdog.ts); null when nothing is stalled.
+   */
+  readonly stall: MirrorStall | null;
   readonly setup: SourceSetup | null;
   readonly snapshotCompleted: boolean;
   readonly updatedAt: Date;
@@ -169,6 +182,8 @@ export interface Catalog {
    * row yet (its first run failed before setup) creates the row in `setup`.
    */
   setRetryingError(mirror: string, message: string | null): Promise<void>;
+  /** Records (the stalled step) or clears (null) a stall; see MirrorRuntime.stall. */
+  setStall(mirror: string, stall: MirrorStall | null): Promise<void>;
   saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void>;
   /**
    * A random id of this catalog, made once: it tells apart installations that

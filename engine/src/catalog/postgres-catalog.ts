@@ -11,6 +11,7 @@ import type {
   LogQuery,
   MirrorPhase,
   MirrorRuntime,
+  MirrorStall,
   SnapshotTableProgress,
   SourceSetup,
 } from './catalog.ts';
@@ -104,6 +105,8 @@ const migrations: readonly string[] = [
   // Identical consecutive entries are one row: how often, and when last.
   `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS repeat_count integer NOT NULL DEFAULT 1`,
   `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS last_at_ms bigint`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS stalled_step text`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS stalled_since timestamptz`,
 ];
 
 interface RuntimeRow {
@@ -112,6 +115,8 @@ interface RuntimeRow {
   error_message: string | null;
   retrying_error: string | null;
   retrying_since: Date | null;
+  stalled_step: string | null;
+  stalled_since: Date | null;
   slot_name: string | null;
   publication_name: string | null;
   publication_created_by_mirror: boolean | null;
@@ -217,6 +222,10 @@ export class PostgresCatalog implements Catalog {
       errorMessage: row.error_message,
       retryingError: row.retrying_error,
       retryingSince: row.retrying_since,
+      stall:
+        row.stalled_step !== null && row.stalled_since !== null
+          ? { step: row.stalled_step, since: row.stalled_since }
+          : null,
       setup,
       snapshotCompleted: row.snapshot_completed,
       updatedAt: row.updated_at,
@@ -296,6 +305,13 @@ export class PostgresCatalog implements Catalog {
        ON CONFLICT (mirror) DO UPDATE SET retrying_error = EXCLUDED.retrying_error,
          retrying_since = coalesce(tributary.mirror_runtime.retrying_since, now())`,
       [mirror, message],
+    );
+  }
+
+  async setStall(mirror: string, stall: MirrorStall | null): Promise<void> {
+    await this.#sql.query(
+      `UPDATE tributary.mirror_runtime SET stalled_step = $2, stalled_since = $3 WHERE mirror = $1`,
+      [mirror, stall?.step ?? null, stall?.since ?? null],
     );
   }
 

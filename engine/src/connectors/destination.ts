@@ -43,7 +43,11 @@ export interface Destination extends Connector {
    * `table.columns`, and returns the row count. May run concurrently for
    * partitions of the same and different tables. A partition whose write failed
    * is retried whole after `truncateTables`; the pipeline never retries one
-   * partition alone, so this need not be idempotent.
+   * partition alone, so this need not be idempotent. It resolves only once
+   * `copyText` was read to its end; it may reject at any point without
+   * reading further (the source then drops the COPY, see SnapshotReader).
+   * Errors are EngineErrors of this destination's classifier; any other
+   * error is taken for a destination write failure.
    */
   writeSnapshotPartition(table: DestinationTable, copyText: Readable): Promise<number>;
 

@@ -95,10 +95,14 @@ export interface SnapshotReader {
   /**
    * Opens a read-only transaction under the snapshot, streams the partition's
    * rows of `columns` as PostgreSQL COPY text to `write`, and commits once
-   * `write` resolved (its row count is returned). On any failure the
-   * transaction is rolled back, the reader stays usable, and the error is
-   * thrown classified: the write's own EngineError as it is, a driver error
-   * by the source classifier.
+   * `write` resolved (its row count is returned). `write` must read the
+   * stream to its end before it resolves; a write that rejects may stop
+   * reading at any point (even before the first row). On any failure the
+   * transaction ends at once, never waiting on an unread stream (rolled back,
+   * or its connection dropped and replaced), the reader stays usable, and the
+   * error is thrown classified: the write's own EngineError as it is, another
+   * error of the write as the destination's, a failure of the copy itself by
+   * the source classifier.
    */
   copyPartition(
     table: TableName,

@@ -23,6 +23,8 @@ export interface InProcessRuntimeOptions {
   readonly batchMemoryBudgetBytes?: number;
   readonly metrics?: PipelineMetrics;
   readonly retryBackoffMs?: { readonly initial: number; readonly max: number };
+  /** The stall bound of every engine (pipeline/progress-watchdog.ts); its default when absent. */
+  readonly stallAfterMs?: number;
 }
 
 export class InProcessEngineRuntime implements EngineRuntime {
@@ -80,6 +82,7 @@ export class InProcessEngineRuntime implements EngineRuntime {
         signal: controller.signal,
         batchMemoryBudgetBytes: this.#options.batchMemoryBudgetBytes ?? defaultBatchMemoryBudgetBytes,
         ...(this.#options.metrics ? { metrics: this.#options.metrics } : {}),
+        ...(this.#options.stallAfterMs === undefined ? {} : { stallAfterMs: this.#options.stallAfterMs }),
       },
       backoff ? { initialBackoffMs: backoff.initial, maxBackoffMs: backoff.max } : {},
     )

@@ -12,6 +12,8 @@ export interface PipelineMetrics {
   /** The server's WAL end as last heard, and what the slot has been told is durable. */
   replicationPosition(mirror: string, serverWalEnd: bigint, acknowledged: bigint): void;
   runFailed(mirror: string, kind: string, retrying: boolean): void;
+  /** A step stalled (no progress past the bound, pipeline/progress-watchdog.ts), or moved again. */
+  stalled(mirror: string, stalled: boolean): void;
 }
 
 // LSNs are byte positions up to 2^64; a float64 gauge is exact to 2^53 bytes
@@ -28,6 +30,7 @@ export class EngineMetrics implements PipelineMetrics {
   readonly #acknowledged: Gauge<'mirror'>;
   readonly #lagBytes: Gauge<'mirror'>;
   readonly #failures: Counter<'mirror' | 'kind' | 'retrying'>;
+  readonly #stalled: Gauge<'mirror'>;
 
   /** `processMetrics` adds the process's own (memory, CPU, event loop): for an engine of its own. */
   constructor(options: { registry?: Registry; processMetrics?: boolean } = {}) {
@@ -84,6 +87,12 @@ export class EngineMetrics implements PipelineMetrics {
       labelNames: ['mirror', 'kind', 'retrying'],
       registers,
     });
+    this.#stalled = new Gauge({
+      name: 'tributary_engine_stalled',
+      help: 'Whether a step of the mirror (a destination write, a COPY, a setup call) has made no progress for longer than the stall bound: 1 while it lasts',
+      labelNames: ['mirror'],
+      registers,
+    });
   }
 
   batchSynced(mirror: string, rows: number, seconds: number): void {
@@ -109,13 +118,24 @@ export class EngineMetrics implements PipelineMetrics {
     this.#failures.inc({ mirror, kind, retrying: String(retrying) });
   }
 
+  stalled(mirror: string, stalled: boolean): void {
+    this.#stalled.set({ mirror }, stalled ? 1 : 0);
+  }
+
   /**
    * Removes every series of a mirror that is gone (dropped), so the next scrape
    * no longer shows it; otherwise a process that runs many mirrors over time
    * would serve the last values of every mirror it ever ran.
    */
   async forgetMirror(mirror: string): Promise<void> {
-    const byMirror = [this.#cdcRows, this.#batches, this.#serverWalEnd, this.#acknowledged, this.#lagBytes];
+    const byMirror = [
+      this.#cdcRows,
+      this.#batches,
+      this.#serverWalEnd,
+      this.#acknowledged,
+      this.#lagBytes,
+      this.#stalled,
+    ];
     for (const metric of byMirror) metric.remove({ mirror });
     // A histogram's series are removed by its own labels (its buckets add `le`).
     this.#batchSeconds.remove({ mirror });

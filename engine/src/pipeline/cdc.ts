@@ -7,7 +7,7 @@ import type { StreamEvent } from '../connectors/changes.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import { EngineError } from '../errors.ts';
 import { ChangeApplier, describeBatch } from './change-applier.ts';
-import { type MirrorContext, mirrorLog } from './context.ts';
+import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { StreamWait, type WaitOutcome } from './stream-wait.ts';
 
 export interface CdcOptions {
@@ -25,20 +25,24 @@ export interface CdcOptions {
 
 export async function runCdc(context: MirrorContext, options: CdcOptions): Promise<void> {
   const { spec, destination, catalog, signal, source } = context;
-  const checkpoint = await destination.readCheckpoint(spec.name);
+  const checkpoint = await watched(context, 'CDC: destination: read the checkpoint', () =>
+    destination.readCheckpoint(spec.name),
+  );
   const durableLsn = checkpoint?.lsn ?? 0n;
   const lastBatchId = checkpoint?.batchId ?? 0n;
   // Batches recorded in the catalog but never made durable are replayed under new ids.
   await catalog.discardBatchesAfter(spec.name, lastBatchId);
 
-  const stream = await source.openStream({
-    slotName: options.slotName,
-    publicationName: options.publicationName,
-    startLsn: durableLsn,
-    // The changes of an interrupted transaction the destination holds: the
-    // source need not even decode them (the applier skips them regardless).
-    skipBefore: checkpoint?.transactionPosition,
-  });
+  const stream = await watched(context, 'CDC: source: start replication', () =>
+    source.openStream({
+      slotName: options.slotName,
+      publicationName: options.publicationName,
+      startLsn: durableLsn,
+      // The changes of an interrupted transaction the destination holds: the
+      // source need not even decode them (the applier skips them regardless).
+      skipBefore: checkpoint?.transactionPosition,
+    }),
+  );
   const applier = new ChangeApplier({
     mirror: spec.name,
     destination,
@@ -60,6 +64,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     tableStartLsns: options.tableStartLsns,
     metrics: context.metrics,
     progress: context.progress,
+    watch: (step, work) => watched(context, step, work),
     onBatchSynced: (batch) => context.logger.debug(describeBatch(batch), 'batch synced'),
   });
   const idleTimeoutMs = spec.idleTimeoutSeconds * 1000;

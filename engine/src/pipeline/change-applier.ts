@@ -79,6 +79,8 @@ export interface ChangeApplierOptions {
   readonly tableStartLsns?: ReadonlyMap<string, bigint> | undefined;
   readonly metrics?: PipelineMetrics | undefined;
   readonly progress?: ProgressListener | undefined;
+  /** Runs a destination write as a step watched for stalls (MirrorContext.watchdog). */
+  readonly watch?: (<T>(step: string, work: () => Promise<T>) => Promise<T>) | undefined;
   readonly onBatchSynced?:
     | ((batch: { batchId: bigint; rowCount: number; endLsn: bigint }) => void)
     | undefined;
@@ -208,7 +210,9 @@ export class ChangeApplier {
   async #write(batch: ChangeBatch, recordedEndLsn: bigint): Promise<void> {
     const { mirror, destination, batches } = this.#options;
     const started = performance.now();
-    await destination.syncBatch(batch);
+    const sync = () => destination.syncBatch(batch);
+    const { watch } = this.#options;
+    await (watch ? watch(`CDC: destination: sync batch ${batch.batchId}`, sync) : sync());
     this.#options.metrics?.batchSynced(mirror, batch.rowCount, (performance.now() - started) / 1000);
     this.#lastBatchId = batch.batchId;
     await batches.finishBatch(mirror, {

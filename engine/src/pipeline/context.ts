@@ -5,6 +5,7 @@ import type { Destination } from '../connectors/destination.ts';
 import type { Source } from '../connectors/source.ts';
 import type { PipelineMetrics } from '../observability/engine-metrics.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
+import type { ProgressWatchdog } from './progress-watchdog.ts';
 
 export interface MirrorContext {
   readonly spec: MirrorSpec;
@@ -24,6 +25,19 @@ export interface MirrorContext {
   readonly metrics?: PipelineMetrics;
   /** Told when the pipeline moves forward; the supervisor uses it to clear faults and reset its backoff. */
   readonly progress?: ProgressListener;
+  /**
+   * How long a step that must end (a destination write, a COPY, a setup call)
+   * may go without progress before the mirror shows as stalled; the
+   * supervisor's default when absent (progress-watchdog.ts).
+   */
+  readonly stallAfterMs?: number;
+  /** Watches the pipeline's steps for stalls; the supervisor sets it (a bare run watches nothing). */
+  readonly watchdog?: Pick<ProgressWatchdog, 'begin' | 'watch'>;
+}
+
+/** Runs `work` as a step the watchdog watches, when there is one (see MirrorContext.watchdog). */
+export function watched<T>(context: MirrorContext, step: string, work: () => Promise<T>): Promise<T> {
+  return context.watchdog ? context.watchdog.watch(step, work) : work();
 }
 
 export interface ProgressListener {

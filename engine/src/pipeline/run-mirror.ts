@@ -8,7 +8,7 @@ import type { CreatedSlot } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
 import { formatTableName, parseTableIdentifier } from '../resources/mirror.ts';
 import { runCdc } from './cdc.ts';
-import { type MirrorContext, mirrorLog } from './context.ts';
+import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { runSnapshot } from './snapshot.ts';
 import {
   checkSlotIdentity,
@@ -60,22 +60,28 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
         );
       }
     }
-    const validated = await source.validate({
-      tables: spec.tableMappings.map((mapping) => mapping.source),
-      publicationName: setup.publicationCreatedByMirror ? undefined : setup.publicationName,
-      existingSlotName: setup.slotName,
-      failoverSlot: spec.failoverSlot,
-    });
+    const validated = await watched(context, 'setup: source: validate', () =>
+      source.validate({
+        tables: spec.tableMappings.map((mapping) => mapping.source),
+        publicationName: setup.publicationCreatedByMirror ? undefined : setup.publicationName,
+        existingSlotName: setup.slotName,
+        failoverSlot: spec.failoverSlot,
+      }),
+    );
     tables = spec.tableMappings.map((mapping, index) => {
       const info = validated.tables[index];
       if (!info) throw new EngineError('internal', 'source validation lost a table');
       return destinationTable(mapping, info);
     });
-    await context.destination.setupTables(tables);
+    await watched(context, 'setup: destination: create tables', () =>
+      context.destination.setupTables(tables),
+    );
     if (setup.publicationCreatedByMirror) {
-      await source.ensurePublication(
-        setup.publicationName,
-        tables.map((table) => table.source),
+      await watched(context, 'setup: source: create the publication', () =>
+        source.ensurePublication(
+          setup.publicationName,
+          tables.map((table) => table.source),
+        ),
       );
     }
 
@@ -163,7 +169,9 @@ async function reconcileMappedTables(
 
   await claimTables(context, added);
   await catalog.transition(spec.name, 'snapshot');
-  await context.destination.truncateTables(added);
+  await watched(context, 'setup: destination: empty added tables', () =>
+    context.destination.truncateTables(added),
+  );
   await context.source.createSlot(
     `${setup.slotName}_add`.slice(0, 63),
     { exportSnapshot: true, temporary: true },
@@ -187,7 +195,9 @@ async function reconcileMappedTables(
  */
 async function claimTables(context: MirrorContext, tables: readonly DestinationTable[]): Promise<void> {
   const owned = new Set(await context.catalog.listOwnedTables(context.spec.name));
-  const claimed = await claimDestinationTables(context.destination, context.spec, tables, owned);
+  const claimed = await watched(context, 'setup: destination: inspect tables', () =>
+    claimDestinationTables(context.destination, context.spec, tables, owned),
+  );
   await context.catalog.recordOwnedTables(context.spec.name, claimed);
 }
 
@@ -262,8 +272,10 @@ async function loadInitialSnapshot(
     );
     await context.source.dropSlot(setup.slotName);
   }
-  await context.destination.truncateTables(tables);
-  await context.destination.removeCheckpoint(spec.name);
+  await watched(context, 'setup: destination: empty tables', async () => {
+    await context.destination.truncateTables(tables);
+    await context.destination.removeCheckpoint(spec.name);
+  });
   await catalog.resetSnapshotProgress(spec.name);
   await catalog.transition(spec.name, 'snapshot');
 

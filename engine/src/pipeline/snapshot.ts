@@ -1,11 +1,13 @@
 // The initial load: every mapped table copied under the slot's exported
 // snapshot, `snapshotNumTablesInParallel` tables at a time and up to
 // `snapshotMaxParallelWorkers` ctid partitions of a table at a time.
+import { pipeline, type Readable, Transform } from 'node:stream';
 import pMap from 'p-map';
 import type { DestinationTable } from '../connectors/records.ts';
 import type { SnapshotPartition, SnapshotReader } from '../connectors/source.ts';
 import { formatTableName } from '../resources/mirror.ts';
-import { type MirrorContext, mirrorLog } from './context.ts';
+import { type MirrorContext, mirrorLog, watched } from './context.ts';
+import type { WatchedStep } from './progress-watchdog.ts';
 
 /**
  * Loads `tables` under `snapshotName`, which shows the database as of
@@ -34,10 +36,8 @@ async function snapshotTable(
   const snapshotName = snapshot.name;
   const { spec, catalog } = context;
   const sourceName = formatTableName(table.source);
-  const ranges = await context.source.planPartitions(
-    table.source,
-    snapshotName,
-    spec.snapshotNumRowsPerPartition,
+  const ranges = await watched(context, `initial load: source: plan partitions of ${sourceName}`, () =>
+    context.source.planPartitions(table.source, snapshotName, spec.snapshotNumRowsPerPartition),
   );
   await catalog.startSnapshotTable(spec.name, {
     sourceTable: sourceName,
@@ -53,14 +53,16 @@ async function snapshotTable(
   try {
     await pMap(
       ranges,
-      async (range) => {
+      async (range, index) => {
         let reader = idle.pop();
         if (!reader) {
-          reader = await context.source.openSnapshotReader(snapshotName);
+          reader = await watched(context, `initial load: source: open a reader of ${sourceName}`, () =>
+            context.source.openSnapshotReader(snapshotName),
+          );
           opened.push(reader);
         }
         try {
-          await copyOnePartition(context, reader, table, range);
+          await copyOnePartition(context, reader, table, range, `partition ${index + 1} of ${ranges.length}`);
         } finally {
           idle.push(reader);
         }
@@ -79,14 +81,24 @@ async function copyOnePartition(
   reader: SnapshotReader,
   table: DestinationTable,
   range: SnapshotPartition,
+  partitionName: string,
 ): Promise<void> {
   const started = performance.now();
-  const rowCount = await reader.copyPartition(
-    table.source,
-    table.columns.map((column) => column.name),
-    range,
-    (rows) => context.destination.writeSnapshotPartition(table, rows),
+  // Watched as one step that moves with every chunk the destination reads.
+  const step = context.watchdog?.begin(
+    `initial load: destination: write ${formatTableName(table.source)} ${partitionName}`,
   );
+  let rowCount: number;
+  try {
+    rowCount = await reader.copyPartition(
+      table.source,
+      table.columns.map((column) => column.name),
+      range,
+      (rows) => context.destination.writeSnapshotPartition(table, step ? movingWith(rows, step) : rows),
+    );
+  } finally {
+    step?.end();
+  }
   context.metrics?.snapshotPartitionLoaded(context.spec.name, formatTableName(table.source), rowCount);
   await context.catalog.recordSnapshotPartition(
     context.spec.name,
@@ -95,4 +107,20 @@ async function copyOnePartition(
     performance.now() - started,
   );
   context.progress?.durable();
+}
+
+/**
+ * The same COPY text, telling `step` of each chunk read. Errors go both ways:
+ * a failed COPY fails what the destination reads, and a destination that
+ * stops reading destroys the COPY stream (the reader then drops its COPY).
+ */
+function movingWith(rows: Readable, step: WatchedStep): Readable {
+  const moving = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      step.progressed();
+      done(null, chunk);
+    },
+  });
+  pipeline(rows, moving, () => {});
+  return moving;
 }

@@ -6,6 +6,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { classifyError } from '../connectors/classify.ts';
 import type { EngineError } from '../errors.ts';
 import { type MirrorContext, mirrorLog } from './context.ts';
+import { defaultStallAfterMs, ProgressWatchdog } from './progress-watchdog.ts';
 import { type RunOutcome, runMirror } from './run-mirror.ts';
 
 export interface SupervisorOptions {
@@ -74,8 +75,36 @@ export async function superviseMirror(
       );
     });
   };
+  // One watchdog across retries: a stall shows once, however often the run restarts.
+  const stallAfterMs = context.stallAfterMs ?? defaultStallAfterMs;
+  const watchdog = new ProgressWatchdog({
+    stallAfterMs,
+    onStall(stall) {
+      context.metrics?.stalled(mirror, true);
+      enqueue(async () => {
+        await context.catalog.setStall(mirror, stall);
+        await mirrorLog(
+          context,
+          'WARN',
+          `stalled: no progress for ${Math.round(stallAfterMs / 1000)}s while waiting on ${stall.step} (since ${stall.since.toISOString()})`,
+        );
+      });
+    },
+    onResume(stall, stalledMs) {
+      context.metrics?.stalled(mirror, false);
+      enqueue(async () => {
+        await context.catalog.setStall(mirror, null);
+        await mirrorLog(
+          context,
+          'INFO',
+          `no longer stalled after ${Math.round(stalledMs / 1000)}s: ${stall.step}`,
+        );
+      });
+    },
+  });
   const supervised: MirrorContext = {
     ...context,
+    watchdog,
     progress: {
       streaming() {
         streaming = true;
@@ -138,6 +167,7 @@ export async function superviseMirror(
       }
     }
   } finally {
+    watchdog.stop();
     await pendingWrites;
     // Stopped or failed: no fault is being retried any more.
     if (fault) await context.catalog.setRetryingError(mirror, null).catch(() => {});

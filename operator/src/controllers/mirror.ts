@@ -106,6 +106,11 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
       mirror.spec.state === 'Running' && (phase === 'STATUS_SETUP' || phase === 'STATUS_PAUSED');
     const waiting: MissingDependency | undefined = mayWait ? outcome.waitingFor : undefined;
     const retrying = failed ? null : (runtime?.retryingError ?? null);
+    // A step that makes no progress without failing (a peer that never answers).
+    const stalled =
+      failed || !runtime?.stall
+        ? null
+        : `no progress since ${runtime.stall.since.toISOString()} while waiting on ${runtime.stall.step}`;
     const conditionsFrom = (held: readonly Condition[]): Condition[] => {
       let conditions = setCondition(
         held,
@@ -150,12 +155,13 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
         message: phase === 'STATUS_SNAPSHOT' ? 'initial load in progress' : '',
         observedGeneration: generation,
       });
-      // A fault the engine retries by itself: the mirror is not failed, but not moving either.
+      // A fault the engine retries by itself, or a step that stands still: the
+      // mirror is not failed, but not moving either.
       return setCondition(conditions, {
         type: 'Degraded',
-        status: retrying ? 'True' : 'False',
-        reason: retrying ? 'Retrying' : 'NoFault',
-        message: retrying ?? '',
+        status: retrying || stalled ? 'True' : 'False',
+        reason: retrying ? 'Retrying' : stalled ? 'Stalled' : 'NoFault',
+        message: retrying ?? stalled ?? '',
         observedGeneration: generation,
       });
     };
@@ -221,6 +227,9 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
     }
     if (retrying && previousDegraded?.message !== retrying) {
       await events.record(target, 'Warning', 'Retrying', retrying);
+    }
+    if (!retrying && stalled && previousDegraded?.message !== stalled) {
+      await events.record(target, 'Warning', 'Stalled', stalled);
     }
   }
 }

@@ -224,6 +224,10 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
           : (runtime?.retryingError ?? (await catalog.getEngineProblem(body.flowJobName)) ?? ''),
       currentFlowState: state,
       ok: true,
+      // Beyond the interface (docs/api.md): a step that makes no progress.
+      ...(runtime?.stall && runtime.phase !== 'failed'
+        ? { stall: { step: runtime.stall.step, since: runtime.stall.since.toISOString() } }
+        : {}),
     };
     if (!body.includeFlowInfo || !mirror) return status;
     const [source, destination, clones] = await Promise.all([

@@ -155,3 +155,29 @@ describe('classifyError: the driver told by its error', () => {
     expect(classifyError(error, 'mirror run')).toBe(error);
   });
 });
+
+describe('the engine’s own resources', () => {
+  const systemError = (code: string, path?: string) =>
+    Object.assign(new Error(`${code}: failed`), { code, syscall: 'mkdtemp', ...(path ? { path } : {}) });
+
+  it('classifies a read-only or full temporary directory as engine_resource, naming the path', () => {
+    const readOnly = classifyError(systemError('EROFS', '/tmp/tributary-snowflake-XXXXXX'), 'destination: x');
+    expect([readOnly.kind, readOnly.message]).toEqual([
+      'engine_resource',
+      'destination: x failed (EROFS): the file system is read-only at /tmp/tributary-snowflake-XXXXXX',
+    ]);
+    expect(readOnly.policy.retry).toBe('timed');
+    expect(readOnly.policy.remedy).toMatch(/writable temporary directory/);
+    expect(classifyError(systemError('ENOSPC', '/tmp/f'), 'destination: x').kind).toBe('engine_resource');
+    expect(classifyError(systemError('ENOMEM'), 'destination: x').kind).toBe('engine_resource');
+  });
+
+  it('takes EACCES for the engine’s own only on a path, and never for a server’s answer', () => {
+    expect(classifyError(systemError('EACCES', '/tmp/f'), 'destination: x').kind).toBe('engine_resource');
+    expect(classifyError(systemError('EACCES'), 'destination: x').kind).toBe('internal');
+    // A Snowflake destination's batch file: the driver's classifier defers to it too.
+    expect(classifySnowflakeError(systemError('EROFS', '/tmp/f'), 'destination: x').kind).toBe(
+      'engine_resource',
+    );
+  });
+});

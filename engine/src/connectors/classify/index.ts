@@ -7,12 +7,14 @@
 import type { EngineError, ErrorKind } from '../../errors.ts';
 import { classifyClickHouseError } from './clickhouse.ts';
 import { classifyKafkaError } from './kafka.ts';
+import { classifyLocalResourceError } from './local.ts';
 import { classifyPgError } from './pg.ts';
 import { classifySnowflakeError } from './snowflake.ts';
 import { classifySshError, isSshError } from './ssh.ts';
 
 export { classifyClickHouseError } from './clickhouse.ts';
 export { classifyKafkaError, kafkaErrorName } from './kafka.ts';
+export { classifyLocalResourceError, isLocalResourceError } from './local.ts';
 export { networkErrorCodes, type Side } from './network.ts';
 export { classifyPgError, classifySlotState, type PgErrorContext, type SlotState } from './pg.ts';
 export { classifySnowflakeError } from './snowflake.ts';
@@ -57,6 +59,9 @@ function driverOf(error: unknown): Driver {
  * was being done; `fallback` is the kind when the error says nothing more.
  */
 export function classifyError(error: unknown, what: string, fallback: ErrorKind = 'internal'): EngineError {
+  // The engine's own file system or memory, whichever connector's call it was.
+  const local = classifyLocalResourceError(error, what);
+  if (local) return local;
   switch (driverOf(error)) {
     case 'ssh':
       return classifySshError(error, what);

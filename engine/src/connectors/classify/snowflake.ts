@@ -3,6 +3,7 @@
 // own code and a SQLSTATE; its own codes are 4xxxxx (lib/error_code.js).
 // Snowflake is only ever a destination.
 import { EngineError, type ErrorKind, isEngineError } from '../../errors.ts';
+import { classifyLocalResourceError } from './local.ts';
 import { hasNetworkCode, notAnError } from './network.ts';
 
 interface SnowflakeDriverError {
@@ -54,6 +55,9 @@ export function classifySnowflakeError(
 ): EngineError {
   if (isEngineError(error)) return error;
   if (!(error instanceof Error)) return notAnError(error, what, fallback);
+  // The batch files live on the engine's own disk (a PUT reads them there).
+  const local = classifyLocalResourceError(error, what);
+  if (local) return local;
   const driverError = error as SnowflakeDriverError;
   const kind = snowflakeErrorKind(driverError, fallback);
   const code = driverError.code === undefined || driverError.code === null ? '' : String(driverError.code);

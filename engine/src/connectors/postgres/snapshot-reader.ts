@@ -110,12 +110,33 @@ export function partitionCopyCommand(table: TableName, columns: readonly string[
   return `COPY (SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteTable(heap)}${where}) TO STDOUT`;
 }
 
+/** One partition's COPY as it is being read, and how far it got. */
+export interface PartitionCopy {
+  /** The partition's rows as COPY text. */
+  readonly stream: Readable;
+  /** True once every row was read and the server ended the COPY: the connection takes queries again. */
+  ended(): boolean;
+  /** The error the COPY itself failed with (a server error, a lost connection), if it did. */
+  failure(): unknown;
+}
+
 /** Streams one partition as COPY text. The caller's transaction must stay open until it ends. */
 export function copyPartition(
   client: pg.Client | pg.PoolClient,
   table: TableName,
   columns: readonly string[],
   range: CtidRange,
-): Readable {
-  return client.query(copyTo(partitionCopyCommand(table, columns, range)));
+): PartitionCopy {
+  const stream = client.query(copyTo(partitionCopyCommand(table, columns, range)));
+  let ended = false;
+  let failure: unknown;
+  stream.once('end', () => {
+    ended = true;
+  });
+  // Also keeps a COPY whose reader gave up from throwing when its connection is
+  // dropped: pg-copy-streams emits the driver's error on the stream.
+  stream.on('error', (error: unknown) => {
+    failure ??= error;
+  });
+  return { stream, ended: () => ended, failure: () => failure };
 }

@@ -7,7 +7,7 @@ import { EngineError } from '../../errors.ts';
 import { warnUnverifiedHostKey } from '../../net/ssh-tunnel.ts';
 import { formatTableName, type TableName } from '../../resources/mirror.ts';
 import type { RelationalConfig } from '../../resources/peer.ts';
-import { classifyPgError, classifySlotState } from '../classify.ts';
+import { classifyError, classifyPgError, classifySlotState } from '../classify.ts';
 import type {
   ChangeStream,
   CreatedSlot,
@@ -37,7 +37,12 @@ import {
   setSlotFailover,
   slotExists,
 } from './slot.ts';
-import { beginSnapshotTransaction, copyPartition, planPartitions } from './snapshot-reader.ts';
+import {
+  beginSnapshotTransaction,
+  copyPartition,
+  type PartitionCopy,
+  planPartitions,
+} from './snapshot-reader.ts';
 import { validateSource } from './validate-source.ts';
 
 export interface PostgresSourceOptions {
@@ -203,7 +208,8 @@ export class PostgresSource implements Source {
   }
 
   async openSnapshotReader(snapshotName: string | null): Promise<SnapshotReader> {
-    return new PostgresSnapshotReader(await this.#connect('snapshot'), snapshotName);
+    const open = () => this.#connect('snapshot');
+    return new PostgresSnapshotReader(open, await open(), snapshotName);
   }
 
   openStream(options: {
@@ -277,11 +283,14 @@ export class PostgresSource implements Source {
 }
 
 class PostgresSnapshotReader implements SnapshotReader {
-  readonly #connection: PgConnection;
+  readonly #open: () => Promise<PgConnection>;
   readonly #snapshotName: string | null;
+  /** Opened at first use, and again after a partition had to drop it. */
+  #connection: Promise<PgConnection> | undefined;
 
-  constructor(connection: PgConnection, snapshotName: string | null) {
-    this.#connection = connection;
+  constructor(open: () => Promise<PgConnection>, connection: PgConnection, snapshotName: string | null) {
+    this.#open = open;
+    this.#connection = Promise.resolve(connection);
     this.#snapshotName = snapshotName;
   }
 
@@ -291,19 +300,65 @@ class PostgresSnapshotReader implements SnapshotReader {
     partition: SnapshotPartition,
     write: (copyText: Readable) => Promise<number>,
   ): Promise<number> {
-    const { client } = this.#connection;
+    this.#connection ??= this.#open();
+    const connection = await this.#connection;
+    const { client } = connection;
     await beginSnapshotTransaction(client, this.#snapshotName);
+    const copy = copyPartition(client, table, columns, partition);
+    const what = `initial load of ${formatTableName(table)}`;
+    let written: number;
     try {
-      const rowCount = await write(copyPartition(client, table, columns, partition));
-      await client.query('COMMIT');
-      return rowCount;
+      written = await write(copy.stream);
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw classifyPgError(error, `source: initial load of ${formatTableName(table)}`);
+      // Read before the connection is dropped, which fails the COPY too. The
+      // source's own failure (its COPY broke) is the source's; anything else
+      // came from the write, that is from the destination.
+      const sourceFailure = copy.failure();
+      await this.#abandon(connection, copy);
+      throw sourceFailure
+        ? classifyPgError(sourceFailure, `source: ${what}`)
+        : classifyError(error, `destination: ${what}`, 'destination_write');
     }
+    if (!copy.ended()) {
+      // A COMMIT queued behind a COPY nobody reads would never run.
+      await this.#abandon(connection, copy);
+      throw new EngineError('internal', `destination: ${what} returned before reading its rows to the end`);
+    }
+    try {
+      await client.query('COMMIT');
+    } catch (error) {
+      await this.#abandon(connection, copy);
+      throw classifyPgError(error, `source: ${what}`);
+    }
+    return written;
   }
 
-  close(): Promise<void> {
-    return this.#connection.close();
+  /**
+   * Ends the partition's transaction without waiting on its COPY. A COPY that
+   * was read to its end leaves the connection ready for a ROLLBACK. One that
+   * was not holds the connection: pg-copy-streams reads the socket only as
+   * its stream is read, and pg queues every later query behind it, so a
+   * ROLLBACK sent now would wait for ever. Such a connection is dropped
+   * instead (the server rolls the transaction back when it goes), and the
+   * next partition opens a new one.
+   */
+  async #abandon(connection: PgConnection, copy: PartitionCopy): Promise<void> {
+    if (copy.ended() && !copy.failure()) {
+      const rolledBack = await connection.client.query('ROLLBACK').then(
+        () => true,
+        () => false,
+      );
+      if (rolledBack) return;
+    }
+    copy.stream.destroy();
+    this.#connection = undefined;
+    await connection.close().catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    const opening = this.#connection;
+    this.#connection = undefined;
+    const connection = await opening?.catch(() => undefined);
+    await connection?.close();
   }
 }

@@ -88,8 +88,26 @@ export class SnowflakeDestination implements Destination {
     }
   }
 
+  /**
+   * The directory of this destination's batch files, made at first use. A
+   * failure is not kept: a later call tries again (a temporary directory
+   * mounted or freed meanwhile).
+   */
   #dir(): Promise<string> {
-    this.#localDir ??= mkdtemp(join(tmpdir(), 'tributary-snowflake-'));
+    if (!this.#localDir) {
+      const parent = tmpdir();
+      const making = mkdtemp(join(parent, 'tributary-snowflake-')).catch((error: unknown) => {
+        throw classifySnowflakeError(
+          error,
+          `destination: create the batch file directory in ${parent}`,
+          'destination_write',
+        );
+      });
+      this.#localDir = making;
+      making.catch(() => {
+        if (this.#localDir === making) this.#localDir = undefined;
+      });
+    }
     return this.#localDir;
   }
 
@@ -103,9 +121,10 @@ export class SnowflakeDestination implements Destination {
   async close(): Promise<void> {
     const sessions = this.#idle.splice(0);
     await Promise.all(sessions.map((session) => session.close().catch(() => {})));
-    const dir = this.#localDir;
+    const making = this.#localDir;
     this.#localDir = undefined;
-    if (dir) await rm(await dir, { recursive: true, force: true });
+    const dir = await making?.catch(() => undefined);
+    if (dir) await rm(dir, { recursive: true, force: true });
   }
 
   async setupTables(tables: readonly DestinationTable[]): Promise<void> {
@@ -172,21 +191,30 @@ export class SnowflakeDestination implements Destination {
     const codecs = table.columns.map(columnCodec);
     // Streamed to the file: a partition can be far larger than memory should hold.
     let rowCount = 0;
-    await pipeline(
-      Readable.from(
-        (async function* () {
-          for await (const rows of copyTextRowBatches(copyText, table)) {
-            let lines = '';
-            for (const row of rows) {
-              lines += changeLine(BigInt(token), 0, rowCount, 'U', dataObject(table, codecs, row), '');
-              rowCount++;
+    try {
+      await pipeline(
+        Readable.from(
+          (async function* () {
+            for await (const rows of copyTextRowBatches(copyText, table)) {
+              let lines = '';
+              for (const row of rows) {
+                lines += changeLine(BigInt(token), 0, rowCount, 'U', dataObject(table, codecs, row), '');
+                rowCount++;
+              }
+              yield lines;
             }
-            yield lines;
-          }
-        })(),
-      ),
-      createWriteStream(file),
-    );
+          })(),
+        ),
+        createWriteStream(file),
+      );
+    } catch (error) {
+      await rm(file, { force: true });
+      throw classifySnowflakeError(
+        error,
+        `destination: write the batch file of ${target}`,
+        'destination_write',
+      );
+    }
     if (rowCount === 0) {
       await rm(file, { force: true });
       return 0;
