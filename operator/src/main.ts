@@ -16,6 +16,7 @@ import { WorkQueue } from '../../engine/src/control/work-queue.ts';
 import { createProcessLogger } from '../../engine/src/observability/logger.ts';
 import { type MetricsServer, serveMetrics } from '../../engine/src/observability/metrics-server.ts';
 import { logProcessWarnings } from '../../engine/src/observability/process-warnings.ts';
+import { stallAfterMsFromEnvironment } from '../../engine/src/pipeline/progress-watchdog.ts';
 import { enginePodDefaultsSchema } from '../../engine/src/resources/engine-pod.ts';
 import { reconcile } from './controllers/controller.ts';
 import { MirrorController } from './controllers/mirror.ts';
@@ -43,7 +44,8 @@ const usage = `usage: tributary operator [options]
   --lease-seconds N      lease duration (default 15)
   --metrics-port N       TRIBUTARY_METRICS_PORT   serve Prometheus metrics on GET /metrics
                          TRIBUTARY_MIRROR_LOG_MAX_ENTRIES   log entries kept per mirror (default 10000)
-                         TRIBUTARY_MIRROR_LOG_MAX_AGE_DAYS  days a log entry is kept (default 30; 0: no limit)`;
+                         TRIBUTARY_MIRROR_LOG_MAX_AGE_DAYS  days a log entry is kept (default 30; 0: no limit)
+                         TRIBUTARY_STALL_SECONDS            an engine step without progress this long shows as stalled (default 300)`;
 
 const configSchema = z.object({
   namespace: z.string().min(1),
@@ -111,6 +113,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const config = Object.freeze(parsed.data);
+  let stallAfterMs: number;
+  try {
+    stallAfterMs = stallAfterMsFromEnvironment(env);
+  } catch (error) {
+    console.error(`tributary operator: ${(error as Error).message}\n\n${usage}`);
+    return 2;
+  }
   const logger = createProcessLogger({
     level: config.logLevel,
     base: { role: 'operator', identity: config.identity },
@@ -175,6 +184,7 @@ export async function main(argv: readonly string[]): Promise<number> {
           catalogUrl: config.catalogUrl,
           logger,
           logRetention: config.logRetention,
+          stallAfterMs,
         });
 
   const pods =

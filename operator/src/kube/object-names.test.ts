@@ -46,3 +46,18 @@ describe('objects named after a mirror', () => {
     expect(set.spec?.selector.matchLabels?.[mirrorLabel]).toBe(kubeObjectName(name));
   });
 });
+
+describe('engine pod environment', () => {
+  const environment = (options: Partial<Parameters<typeof engineStatefulSet>[0]>) =>
+    engineStatefulSet(
+      { image: 'tributary:test', namespace: 'ns', ...options },
+      { name: 'm', uid: 'u', generation: 1 },
+      { documentHash: 'h' },
+    ).spec?.template.spec?.containers[0]?.env?.map((variable) => variable.name);
+
+  it('passes on the stall bound and log retention only where they are not the defaults', () => {
+    expect(environment({})).toEqual(['NODE_OPTIONS']);
+    expect(environment({ stallAfterMs: 300_000 })).toEqual(['NODE_OPTIONS']);
+    expect(environment({ stallAfterMs: 60_000 })).toEqual(['NODE_OPTIONS', 'TRIBUTARY_STALL_SECONDS']);
+  });
+});

@@ -34,6 +34,7 @@ import type {
 } from '../../../engine/src/control/engine-runtime.ts';
 import { teardownWithConfig } from '../../../engine/src/control/in-process-runtime.ts';
 import { engineConfigSchema } from '../../../engine/src/engine-config.ts';
+import { defaultStallAfterMs } from '../../../engine/src/pipeline/progress-watchdog.ts';
 import {
   type EnginePodSettings,
   engineHeapMegabytes,
@@ -56,6 +57,8 @@ export interface StatefulSetRuntimeOptions {
   readonly pod?: EnginePodSettings;
   /** The operator's mirror log retention, passed on to engine pods, which write most of the log. */
   readonly logRetention?: LogRetention;
+  /** The engine's stall bound (progress-watchdog.ts), passed on when it is not the default. */
+  readonly stallAfterMs?: number;
 }
 
 export const generationAnnotation = 'tributary.dev/generation';
@@ -109,7 +112,7 @@ function logRetentionEnvironment(retention: LogRetention | undefined): { name: s
 export function engineStatefulSet(
   options: Pick<
     StatefulSetRuntimeOptions,
-    'image' | 'serviceAccountName' | 'pod' | 'namespace' | 'logRetention'
+    'image' | 'serviceAccountName' | 'pod' | 'namespace' | 'logRetention' | 'stallAfterMs'
   >,
   target: EngineTarget,
   config: { readonly documentHash: string; readonly pod?: EnginePodSettings | undefined },
@@ -201,6 +204,9 @@ export function engineStatefulSet(
                   value: `--max-old-space-size=${engineHeapMegabytes((pod.resources ?? defaultEngineResources).limits?.memory)}`,
                 },
                 ...logRetentionEnvironment(options.logRetention),
+                ...(options.stallAfterMs !== undefined && options.stallAfterMs !== defaultStallAfterMs
+                  ? [{ name: 'TRIBUTARY_STALL_SECONDS', value: String(options.stallAfterMs / 1000) }]
+                  : []),
               ],
               resources: pod.resources
                 ? {
