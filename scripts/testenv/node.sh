@@ -56,7 +56,7 @@ SOCK="$NODE_DIR/containerd/containerd.sock"
 # state (tasks, mounts, sockets) lives in $NODE_DIR and goes with `down`.
 CONTAINERD_ROOT="$TESTENV_CACHE/node-containerd"
 # Test services pods may reach on $GATEWAY (nothing else of the host's loopback).
-POD_REACHABLE_PORTS="$TESTENV_PG_PORT,$TESTENV_CH_HTTP_PORT,$TESTENV_CH_NATIVE_PORT,$TESTENV_KAFKA_POD_PORT"
+POD_REACHABLE_PORTS="$TESTENV_PG_PORT,$TESTENV_CH_HTTP_PORT,$TESTENV_CH_NATIVE_PORT,$TESTENV_KAFKA_POD_PORT,$TESTENV_SNOWFLAKE_PORT"
 # Sysctls the kubelet (and a CNI gateway) may rewrite: restored by `down`.
 SAVED_SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory vm.panic_on_oom
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)

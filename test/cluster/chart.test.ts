@@ -33,6 +33,7 @@ import {
   podReady,
   podsOf,
 } from '../support/node-cluster.ts';
+import { emulatorConfig, emulatorUrl, SnowflakeAdmin, uniqueName } from '../support/snowflake-peer.ts';
 import { clickhouse, kafka, postgres, repoRoot } from '../support/testenv.ts';
 
 const suffix = randomSuffix();
@@ -749,6 +750,108 @@ describe('the chart on a real node', () => {
     expect(String(status.json.errorMessage)).toContain(`${engine('no-node')}-0 cannot be scheduled`);
     await k('delete', 'mirror', 'no-node', 'no-memory', '--timeout=180s');
   }, 400_000);
+
+  it('runs a Snowflake mirror in a pod, its batch files in the temporary volume; a volume too small shows as engine_resource', async () => {
+    // The emulator, reached from pods on the bridge (scripts/testenv/node.sh).
+    const database = uniqueName('NODE');
+    const schema = `node_${suffix}`.toLowerCase();
+    const peerConfig = emulatorConfig(database, {
+      accessUrl: `http://${facts.gateway}:${new URL(emulatorUrl).port}`,
+    });
+    const lake = new SnowflakeAdmin(emulatorConfig(database));
+    const mirrorOf = (name: string, table: string, engineSettings?: Record<string, unknown>) => ({
+      apiVersion: 'tributary.dev/v1alpha1',
+      kind: 'Mirror',
+      metadata: { name, namespace },
+      spec: {
+        sourcePeer: 'shop',
+        destinationPeer: 'lake',
+        state: 'Running',
+        doInitialSnapshot: true,
+        tableMappings: [
+          { source: { schema: 'public', table }, destination: { schema, table: name.replaceAll('-', '_') } },
+        ],
+        ...(engineSettings ? { engine: engineSettings } : {}),
+      },
+    });
+    try {
+      await kubectl(
+        facts,
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'List',
+          items: [
+            {
+              apiVersion: 'v1',
+              kind: 'Secret',
+              metadata: { name: 'lake-key', namespace, labels: { 'tributary.dev/peer-secret': 'true' } },
+              stringData: { privateKey: peerConfig.privateKey },
+            },
+            {
+              apiVersion: 'tributary.dev/v1alpha1',
+              kind: 'Peer',
+              metadata: { name: 'lake', namespace },
+              spec: {
+                kind: 'datawarehouse',
+                datawarehouse: {
+                  accountId: peerConfig.accountId,
+                  username: peerConfig.username,
+                  database: peerConfig.database,
+                  warehouse: peerConfig.warehouse,
+                  role: peerConfig.role,
+                  queryTimeout: peerConfig.queryTimeout,
+                  accessUrl: peerConfig.accessUrl,
+                },
+                secretRef: { name: 'lake-key' },
+              },
+            },
+            mirrorOf('to-lake', 'refunds'),
+            // A memory-backed volume of a page: the first batch file does not fit.
+            mirrorOf('tiny-tmp', 'orders', { temporaryStorage: { sizeLimit: '4Ki', medium: 'Memory' } }),
+          ],
+        }),
+      );
+      const lakeRows = async () =>
+        (
+          await lake
+            .rows(`SELECT count(*) AS "N" FROM "${database}"."${schema.toUpperCase()}"."TO_LAKE"`)
+            .catch(() => [{ N: -1 }])
+        )[0]?.N;
+      await waitFor(
+        async () => Number(await lakeRows()) === (await sourceCount('refunds')),
+        180_000,
+        'the rows in Snowflake',
+      );
+      await source.client.query('INSERT INTO refunds VALUES (100001, 1)');
+      await waitFor(
+        async () => Number(await lakeRows()) === (await sourceCount('refunds')),
+        120_000,
+        'a change in Snowflake',
+      );
+
+      const degraded = async () =>
+        (
+          await kubectlJson<{
+            status?: { conditions?: { type: string; status: string; reason: string; message: string }[] };
+          }>(facts, ['-n', namespace, 'get', 'mirror', 'tiny-tmp'])
+        ).status?.conditions?.find((condition) => condition.type === 'Degraded');
+      await waitFor(
+        async () => (await degraded())?.message?.includes('the file system is full') === true,
+        180_000,
+        'the full temporary volume in the Mirror',
+      );
+      expect((await degraded())?.status).toBe('True');
+      expect((await degraded())?.message).toContain('TMPDIR');
+      const status = await api('/api/v1/mirrors/status', { flowJobName: 'tiny-tmp' });
+      expect(String(status.json.errorMessage)).toContain('the file system is full');
+    } finally {
+      await k('delete', 'mirror', 'to-lake', 'tiny-tmp', '--timeout=180s').catch(() => {});
+      await k('delete', 'peer', 'lake', '--timeout=60s').catch(() => {});
+      await k('delete', 'secret', 'lake-key').catch(() => {});
+      await lake.close().catch(() => {});
+    }
+  }, 600_000);
 
   it('drops the slot and publication when a Mirror is deleted; its StatefulSet and Secret go', async () => {
     const slotsBefore = await slotsOf();

@@ -217,9 +217,12 @@ describe('Helm chart', () => {
       return enginePodDefaultsSchema.parse(JSON.parse(value ?? 'null'));
     };
     const values = parse(readFileSync(join(chart, 'values.yaml'), 'utf8')) as {
-      engine: { resources: unknown };
+      engine: { resources: unknown; temporaryStorage: unknown };
     };
-    expect(operatorEnv(await renderChart())).toEqual({ resources: values.engine.resources });
+    expect(operatorEnv(await renderChart())).toEqual({
+      resources: values.engine.resources,
+      temporaryStorage: values.engine.temporaryStorage,
+    });
     const custom = operatorEnv(
       await renderChart([
         '--set',
@@ -237,6 +240,8 @@ describe('Helm chart', () => {
         '--set',
         'engine.podAnnotations.owner=data',
         '--set',
+        'engine.temporaryStorage.medium=Memory',
+        '--set',
         'engine.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=zone',
         '--set',
         'image.pullSecrets[0].name=regcred',
@@ -250,6 +255,7 @@ describe('Helm chart', () => {
       labels: { team: 'data' },
       annotations: { owner: 'data' },
       imagePullSecrets: [{ name: 'regcred' }],
+      temporaryStorage: { sizeLimit: '1Gi', medium: 'Memory' },
     });
     expect(JSON.stringify(custom.affinity)).toContain('"key":"zone"');
   });

@@ -53,6 +53,7 @@ imagePullSecrets: {{- toYaml . | nindent 2 }}
 {{- with ($engine.imagePullSecrets | default .Values.image.pullSecrets) }}{{ $_ := set $pod "imagePullSecrets" . }}{{ end -}}
 {{- with $engine.podLabels }}{{ $_ := set $pod "labels" . }}{{ end -}}
 {{- with $engine.podAnnotations }}{{ $_ := set $pod "annotations" . }}{{ end -}}
+{{- with $engine.temporaryStorage }}{{ $_ := set $pod "temporaryStorage" . }}{{ end -}}
 {{- toJson $pod -}}
 {{- end -}}
 

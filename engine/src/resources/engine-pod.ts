@@ -32,8 +32,26 @@ export const enginePodSettingsSchema = z.object({
   /** Extra labels and annotations of the engine pod (the operator's own keys win). */
   labels: stringMap.optional(),
   annotations: stringMap.optional(),
+  /**
+   * The engine's temporary files (a Snowflake destination's batch files) live
+   * in an emptyDir at /tmp, the one writable place of its read-only root file
+   * system: at most `sizeLimit` (default 1Gi), on the node's disk or, with
+   * `medium: Memory`, in memory counted against the pod's memory limit.
+   */
+  temporaryStorage: z
+    .object({
+      sizeLimit: z
+        .string()
+        .regex(/^[0-9.]+([eE][0-9]+|[a-zA-Z]{0,2})$/, 'a quantity such as 256Mi or 1Gi')
+        .optional(),
+      medium: z.enum(['Memory']).optional(),
+    })
+    .optional(),
 });
 export type EnginePodSettings = z.infer<typeof enginePodSettingsSchema>;
+
+/** The temporary volume's bound when neither the chart nor the Mirror sets one. */
+export const defaultTemporaryStorageLimit = '1Gi';
 
 /** Quantities written as YAML numbers (`cpu: 1`) made the strings the API prints. */
 function stringifyQuantities(value: unknown): unknown {

@@ -56,8 +56,8 @@ describe('engine pod environment', () => {
     ).spec?.template.spec?.containers[0]?.env?.map((variable) => variable.name);
 
   it('passes on the stall bound and log retention only where they are not the defaults', () => {
-    expect(environment({})).toEqual(['NODE_OPTIONS']);
-    expect(environment({ stallAfterMs: 300_000 })).toEqual(['NODE_OPTIONS']);
-    expect(environment({ stallAfterMs: 60_000 })).toEqual(['NODE_OPTIONS', 'TRIBUTARY_STALL_SECONDS']);
+    expect(environment({})).toEqual(['NODE_OPTIONS', 'TMPDIR']);
+    expect(environment({ stallAfterMs: 300_000 })).toEqual(['NODE_OPTIONS', 'TMPDIR']);
+    expect(environment({ stallAfterMs: 60_000 })).toEqual(['NODE_OPTIONS', 'TMPDIR', 'TRIBUTARY_STALL_SECONDS']);
   });
 });

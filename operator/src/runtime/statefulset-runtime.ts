@@ -36,6 +36,7 @@ import { teardownWithConfig } from '../../../engine/src/control/in-process-runti
 import { engineConfigSchema } from '../../../engine/src/engine-config.ts';
 import { defaultStallAfterMs } from '../../../engine/src/pipeline/progress-watchdog.ts';
 import {
+  defaultTemporaryStorageLimit,
   type EnginePodSettings,
   engineHeapMegabytes,
   mergePodSettings,
@@ -108,6 +109,9 @@ function logRetentionEnvironment(retention: LogRetention | undefined): { name: s
     .filter((key) => retention[key] !== logRetentionDefaults[key])
     .map((key) => ({ name: logRetentionVariables[key], value: String(retention[key]) }));
 }
+
+/** Where an engine pod writes temporary files: its emptyDir. */
+const temporaryDirectory = '/tmp';
 
 export function engineStatefulSet(
   options: Pick<
@@ -203,6 +207,8 @@ export function engineStatefulSet(
                   name: 'NODE_OPTIONS',
                   value: `--max-old-space-size=${engineHeapMegabytes((pod.resources ?? defaultEngineResources).limits?.memory)}`,
                 },
+                // Temporary files go to the pod's emptyDir (the root file system is read-only).
+                { name: 'TMPDIR', value: temporaryDirectory },
                 ...logRetentionEnvironment(options.logRetention),
                 ...(options.stallAfterMs !== undefined && options.stallAfterMs !== defaultStallAfterMs
                   ? [{ name: 'TRIBUTARY_STALL_SECONDS', value: String(options.stallAfterMs / 1000) }]
@@ -219,10 +225,22 @@ export function engineStatefulSet(
                 readOnlyRootFilesystem: true,
                 capabilities: { drop: ['ALL'] },
               },
-              volumeMounts: [{ name: 'config', mountPath: '/etc/tributary', readOnly: true }],
+              volumeMounts: [
+                { name: 'config', mountPath: '/etc/tributary', readOnly: true },
+                { name: 'tmp', mountPath: temporaryDirectory },
+              ],
             },
           ],
-          volumes: [{ name: 'config', secret: { secretName: name, defaultMode: 0o440 } }],
+          volumes: [
+            { name: 'config', secret: { secretName: name, defaultMode: 0o440 } },
+            {
+              name: 'tmp',
+              emptyDir: {
+                sizeLimit: pod.temporaryStorage?.sizeLimit ?? defaultTemporaryStorageLimit,
+                ...(pod.temporaryStorage?.medium ? { medium: pod.temporaryStorage.medium } : {}),
+              },
+            },
+          ],
         },
       },
     },
