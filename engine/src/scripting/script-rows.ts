@@ -11,7 +11,7 @@
 // change at all (it exists, it is not a key column) is the engine's check
 // (pipeline/script-stage.ts), which knows the table.
 import { LuaTable, type LuaValue } from './lua-vm.ts';
-import { InvalidScriptResult } from './script-messages.ts';
+import { describe, InvalidScriptResult } from './script-messages.ts';
 
 /** A change dropped, or kept with the new text (null: SQL NULL) of the columns the script changed. */
 export type RowEdit =
@@ -70,12 +70,4 @@ function cellText(name: string, value: LuaValue): string | null {
   throw new InvalidScriptResult(
     `column ${name} is given a ${describe(value)}; give its text (json.encode it for a json column), or json.null`,
   );
-}
-
-function describe(value: LuaValue): string {
-  if (value === null) return 'json.null';
-  if (value === undefined) return 'nil';
-  if (value instanceof LuaTable) return 'table';
-  if (typeof value === 'object') return value.opaque;
-  return typeof value === 'bigint' ? 'number' : typeof value;
 }
