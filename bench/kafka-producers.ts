@@ -32,12 +32,9 @@ import {
 import type { Message } from 'kafkajs';
 import kafkajs from 'kafkajs';
 import pino from 'pino';
+import { defaultChunkBytes, recordOverheadBytes } from '../engine/src/connectors/kafka/apply.ts';
 import { maxChunkMessages } from '../engine/src/connectors/kafka/chunk-sender.ts';
-import {
-  defaultChunkBytes,
-  KafkaDestination,
-  recordOverheadBytes,
-} from '../engine/src/connectors/kafka/destination.ts';
+import { KafkaDestination } from '../engine/src/connectors/kafka/destination.ts';
 import { changeRecord, tableFormat } from '../engine/src/connectors/kafka/message-format.ts';
 import type { ChangeBatch, DestinationTable, RowChange } from '../engine/src/connectors/records.ts';
 import type { StreamConfig } from '../engine/src/resources/peer.ts';

@@ -18,14 +18,11 @@ import pg from 'pg';
 import pino from 'pino';
 import { PostgresCatalog } from '../engine/src/catalog/postgres-catalog.ts';
 import type { Destination } from '../engine/src/connectors/destination.ts';
+import { defaultChunkBytes, recordOverheadBytes } from '../engine/src/connectors/kafka/apply.ts';
 import { maxChunkMessages } from '../engine/src/connectors/kafka/chunk-sender.ts';
-import {
-  defaultChunkBytes,
-  KafkaDestination,
-  luaRecord,
-  recordOverheadBytes,
-} from '../engine/src/connectors/kafka/destination.ts';
+import { KafkaDestination } from '../engine/src/connectors/kafka/destination.ts';
 import { changeRecord, tableFormat } from '../engine/src/connectors/kafka/message-format.ts';
+import { luaRecord } from '../engine/src/connectors/kafka/script-records.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/table-info.ts';
 import type { ChangeBatch, DestinationTable, RowChange } from '../engine/src/connectors/records.ts';
 import { createSource } from '../engine/src/connectors/registry.ts';

@@ -1,6 +1,7 @@
 // A mirror's record-transforming script: `onRecord(record)` decides the
-// messages a change becomes (docs/scripts.md is the user's reference;
-// script-messages.ts says how return values become messages).
+// messages a change becomes (the messages form, Kafka: script-messages.ts) or
+// what happens to its row (the rows form, table destinations: script-rows.ts,
+// applied by pipeline/script-stage.ts). docs/scripts.md is the user's reference.
 //
 // The Lua state lives in a worker thread of its own (script-thread.ts), so a
 // script never runs on the engine's thread: a call that overruns its time
@@ -16,9 +17,13 @@ import { EngineError } from '../errors.ts';
 import type { ScriptSource } from '../resources/script.ts';
 import type { LuaInput, SandboxLimits } from './lua-vm.ts';
 import type { ScriptMessage } from './script-messages.ts';
+import type { ScriptForm, ScriptResult } from './script-protocol.ts';
+import type { RowEdit } from './script-rows.ts';
 import { ScriptThread, ScriptThreadError } from './script-thread.ts';
 
 export type { ScriptMessage } from './script-messages.ts';
+export type { ScriptForm } from './script-protocol.ts';
+export type { RowEdit } from './script-rows.ts';
 
 export const defaultScriptLimits: SandboxLimits = {
   timeLimitMs: 1_000,
@@ -33,6 +38,8 @@ export interface RecordScriptOptions {
   /** Where `print` lines go (the mirror's logs); the process log when absent. */
   readonly log?: ((level: LogLevel, message: string) => void) | undefined;
   readonly limits?: SandboxLimits | undefined;
+  /** How return values are read; messages (Kafka) when absent. */
+  readonly form?: ScriptForm | undefined;
 }
 
 export class RecordScript {
@@ -69,6 +76,7 @@ export class RecordScript {
         name: this.name,
         source: this.#source.source,
         limits: this.#options.limits ?? defaultScriptLimits,
+        form: this.#options.form ?? 'messages',
         print: (text) => this.#print(text),
       });
     } catch (error) {
@@ -81,9 +89,27 @@ export class RecordScript {
    * messages; `ready()` must have resolved. Throws EngineError 'script'.
    */
   async transform(records: readonly LuaInput[]): Promise<ScriptMessage[][]> {
+    return (await this.#run(records, 'messages')) as ScriptMessage[][];
+  }
+
+  /**
+   * Runs onRecord on each record, in order, and resolves with what each does
+   * to its row (the rows form); `ready()` must have resolved. Throws EngineError 'script'.
+   */
+  async transformRows(records: readonly LuaInput[]): Promise<RowEdit[]> {
+    return (await this.#run(records, 'rows')) as RowEdit[];
+  }
+
+  async #run(records: readonly LuaInput[], form: ScriptForm): Promise<ScriptResult[]> {
     const thread = this.#thread;
     if (!thread) throw new EngineError('internal', `script ${this.name} used before it was loaded`);
-    const results: ScriptMessage[][] = [];
+    if (form !== (this.#options.form ?? 'messages')) {
+      throw new EngineError(
+        'internal',
+        `script ${this.name} was loaded for the ${this.#options.form ?? 'messages'} form`,
+      );
+    }
+    const results: ScriptResult[] = [];
     while (results.length < records.length) {
       const rest = results.length === 0 ? records : records.slice(results.length);
       try {

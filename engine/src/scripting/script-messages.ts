@@ -118,7 +118,8 @@ function headersOf(field: LuaValue): Record<string, string | readonly string[]> 
   return headers;
 }
 
-function describe(value: LuaValue): string {
+/** A Lua value's type as a script's author reads it in an error message. */
+export function describe(value: LuaValue): string {
   if (value === null) return 'json.null';
   if (value === undefined) return 'nil';
   if (value instanceof LuaTable) return 'table';

@@ -7,15 +7,27 @@
 // however that call is spending its time.
 import type { LuaInput, SandboxLimits } from './lua-vm.ts';
 import type { ScriptMessage } from './script-messages.ts';
+import type { RowEdit } from './script-rows.ts';
+
+/**
+ * How return values are read: as the messages a change becomes (a Kafka
+ * destination, script-messages.ts) or as what happens to its row (a table
+ * destination, script-rows.ts).
+ */
+export type ScriptForm = 'messages' | 'rows';
+
+/** One record's result: its messages, or its row's edit, by the script's form. */
+export type ScriptResult = ScriptMessage[] | RowEdit;
 
 /** Data the worker is started with (workerData). */
 export interface WorkerSetup {
   readonly name: string;
   readonly source: string;
   readonly limits: SandboxLimits;
+  readonly form: ScriptForm;
   /** BigInt64 slots, see clockSlot. */
   readonly clock: SharedArrayBuffer;
-  /** Text bytes of messages after which a reply is sent with the records done so far. */
+  /** Text bytes of results after which a reply is sent with the records done so far. */
   readonly replyBudgetBytes: number;
 }
 
@@ -27,13 +39,13 @@ export type ToWorker = {
 
 /**
  * loaded: the script ran and defines onRecord.
- * transformed: the messages of the first results.length records of request `id`.
+ * transformed: the results of the first results.length records of request `id`.
  * failed: loading (id 0) or request `id` failed; nothing of it counts.
  * print: a kept print line (already limited and cut).
  */
 export type FromWorker =
   | { readonly type: 'loaded' }
-  | { readonly type: 'transformed'; readonly id: number; readonly results: ScriptMessage[][] }
+  | { readonly type: 'transformed'; readonly id: number; readonly results: ScriptResult[] }
   | { readonly type: 'failed'; readonly id: number; readonly failure: ScriptFailure }
   | { readonly type: 'print'; readonly text: string };
 

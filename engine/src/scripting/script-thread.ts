@@ -9,13 +9,14 @@
 // see: one long library call (a pathological pattern in string.find…).
 import { type ResourceLimits, Worker } from 'node:worker_threads';
 import type { LuaInput, SandboxLimits } from './lua-vm.ts';
-import type { ScriptMessage } from './script-messages.ts';
 import {
   clockBytes,
   clockNow,
   clockSlot,
   type FromWorker,
   type ScriptFailure,
+  type ScriptForm,
+  type ScriptResult,
   type ToWorker,
   type WorkerSetup,
 } from './script-protocol.ts';
@@ -55,7 +56,7 @@ export class ScriptThreadError extends Error {
 interface Pending {
   readonly id: number;
   readonly during: ScriptFailure['during'];
-  resolve(results: ScriptMessage[][]): void;
+  resolve(results: ScriptResult[]): void;
   reject(error: ScriptThreadError): void;
 }
 
@@ -63,6 +64,7 @@ export interface ScriptThreadOptions {
   readonly name: string;
   readonly source: string;
   readonly limits: SandboxLimits;
+  readonly form: ScriptForm;
   /** A kept print line of the script. */
   readonly print: (text: string) => void;
 }
@@ -91,6 +93,7 @@ export class ScriptThread {
       name: options.name,
       source: options.source,
       limits: options.limits,
+      form: options.form,
       clock,
       replyBudgetBytes,
     };
@@ -136,10 +139,10 @@ export class ScriptThread {
   }
 
   /**
-   * Runs onRecord on the records in order and resolves with the messages of the
+   * Runs onRecord on the records in order and resolves with the results of the
    * first n ≥ 1 of them (fewer than all when their text passed the reply budget).
    */
-  transform(records: readonly LuaInput[]): Promise<ScriptMessage[][]> {
+  transform(records: readonly LuaInput[]): Promise<ScriptResult[]> {
     const turn = this.#queue.then(() => this.#request(this.#nextId++, 'onRecord', records));
     this.#queue = turn.catch(() => {});
     return turn;
@@ -152,7 +155,7 @@ export class ScriptThread {
   }
 
   #request(id: number, during: Pending['during'], records: readonly LuaInput[] | undefined) {
-    return new Promise<ScriptMessage[][]>((resolve, reject) => {
+    return new Promise<ScriptResult[]>((resolve, reject) => {
       const gone = this.#ended?.failure ?? this.#stopReason;
       if (gone) {
         reject(new ScriptThreadError({ ...gone, during }));

@@ -6,22 +6,19 @@
 // pathological string.find does not execute Lua instructions, so the VM's
 // count hook never runs during it).
 import { parentPort, workerData } from 'node:worker_threads';
-import { type LuaInput, LuaSandbox, LuaScriptError } from './lua-vm.ts';
+import { type LuaInput, LuaSandbox, LuaScriptError, type LuaValue } from './lua-vm.ts';
 import { PrintLimiter } from './print-limiter.ts';
-import {
-  InvalidScriptResult,
-  messageTextLength,
-  type ScriptMessage,
-  scriptMessages,
-} from './script-messages.ts';
+import { InvalidScriptResult, messageTextLength, scriptMessages } from './script-messages.ts';
 import {
   clockNow,
   clockSlot,
   type FromWorker,
   type ScriptFailure,
+  type ScriptResult,
   type ToWorker,
   type WorkerSetup,
 } from './script-protocol.ts';
+import { rowEdit, rowEditTextLength } from './script-rows.ts';
 import { currentThreadId, threadCpuMicros } from './thread-cpu.ts';
 
 const setup = workerData as WorkerSetup;
@@ -91,14 +88,29 @@ async function load(): Promise<LuaSandbox | undefined> {
   return sandbox;
 }
 
+/** One record's result in the script's form, and the characters of text it carries. */
+function resultOf(record: LuaInput, values: LuaValue[]): { result: ScriptResult; length: number } {
+  if (setup.form === 'rows') {
+    const edit = rowEdit(values, (record as { row?: Record<string, unknown> }).row);
+    return { result: edit, length: rowEditTextLength(edit) };
+  }
+  const messages = scriptMessages(values);
+  let length = 0;
+  for (const message of messages) length += messageTextLength(message);
+  return { result: messages, length };
+}
+
 function transform(sandbox: LuaSandbox, id: number, records: readonly LuaInput[]): void {
-  const results: ScriptMessage[][] = [];
+  const results: ScriptResult[] = [];
   let bytes = 0;
   try {
     for (const record of records) {
-      const messages = scriptMessages(timed(() => sandbox.call('onRecord', [record])));
-      results.push(messages);
-      for (const message of messages) bytes += messageTextLength(message);
+      const { result, length } = resultOf(
+        record,
+        timed(() => sandbox.call('onRecord', [record])),
+      );
+      results.push(result);
+      bytes += length;
       if (bytes >= setup.replyBudgetBytes) break;
     }
   } catch (error) {

@@ -5,19 +5,22 @@
 // at-least-once delivery allows. A batch cut inside a transaction also records
 // the position of its last change in it, written the same way: after the
 // messages up to that change are acknowledged.
+//
+// CheckpointStore's contract: `stored` answers the mirror's last checkpoint,
+// read from the topic once and then remembered as this destination writes or
+// removes it (one engine writes a mirror's checkpoints); `write` resolves once
+// the checkpoint message is acknowledged. Each fails with a classified
+// EngineError (a failed write replaces the producer, transport.ts).
 import type { Admin, Consumer, Producer } from '@platformatic/kafka';
 import { EngineError } from '../../errors.ts';
 import { formatLsn } from '../../model/lsn.ts';
 import { classifyKafkaError } from '../classify/index.ts';
 import type { Checkpoint } from '../records.ts';
-import { checkpointTopic } from './topics.ts';
+import { connectionErrorOf } from './client.ts';
+import { checkpointTopic, type KnownTopics } from './topics.ts';
+import type { KafkaTransport } from './transport.ts';
 
-/** The checkpoint topic's settings: one partition (it holds one small message per mirror), compacted. */
-export const checkpointTopicConfig = {
-  topics: [checkpointTopic],
-  partitions: 1,
-  configs: [{ name: 'cleanup.policy', value: 'compact' }],
-};
+const checkpointReadTimeoutMs = 60_000;
 
 interface StoredCheckpoint {
   readonly batch_id: string;
@@ -195,5 +198,65 @@ export async function readCheckpoint(
     throw new EngineError('destination_write', `destination: the checkpoint of ${mirror} is not readable`, {
       cause,
     });
+  }
+}
+
+export class CheckpointStore {
+  readonly #transport: KafkaTransport;
+  readonly #topics: KnownTopics;
+  /** The last checkpoint read or written: undefined until known, null when there is none. */
+  #checkpoint: Checkpoint | null | undefined;
+
+  constructor(transport: KafkaTransport, topics: KnownTopics) {
+    this.#transport = transport;
+    this.#topics = topics;
+  }
+
+  /** The mirror's last checkpoint, read from the topic (no consumer group). */
+  async read(mirror: string): Promise<Checkpoint | undefined> {
+    return this.#transport.withAdmin((admin) =>
+      this.#transport.withFetcher(async (fetcher) => {
+        try {
+          const checkpoint = await readCheckpoint(admin, fetcher, mirror, checkpointReadTimeoutMs);
+          this.#checkpoint = checkpoint ?? null;
+          return checkpoint;
+        } catch (error) {
+          const connectionError = connectionErrorOf(fetcher) ?? connectionErrorOf(admin);
+          throw classifyKafkaError(
+            error,
+            'destination: read checkpoint',
+            'destination_write',
+            connectionError,
+          );
+        }
+      }),
+    );
+  }
+
+  /** The last checkpoint known, read first if it is not. */
+  async stored(mirror: string): Promise<Checkpoint | null> {
+    if (this.#checkpoint === undefined) await this.read(mirror);
+    return this.#checkpoint ?? null;
+  }
+
+  /** Writes the checkpoint after its batch's messages are acknowledged; `what` names the batch. */
+  async write(mirror: string, checkpoint: Checkpoint, what: string): Promise<void> {
+    try {
+      await writeCheckpoint(await this.#transport.producer(), mirror, checkpoint);
+    } catch (error) {
+      throw await this.#transport.producerFailure(error, `${what}: write checkpoint`);
+    }
+    this.#checkpoint = checkpoint;
+  }
+
+  /** Writes the mirror's tombstone (the checkpoint topic is created first when missing). */
+  async remove(mirror: string): Promise<void> {
+    try {
+      await this.#topics.ensure([]);
+      await deleteCheckpoint(await this.#transport.producer(), mirror);
+      this.#checkpoint = null;
+    } catch (error) {
+      throw await this.#transport.producerFailure(error, 'destination: remove checkpoint');
+    }
   }
 }
