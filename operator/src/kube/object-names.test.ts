@@ -58,6 +58,10 @@ describe('engine pod environment', () => {
   it('passes on the stall bound and log retention only where they are not the defaults', () => {
     expect(environment({})).toEqual(['NODE_OPTIONS', 'TMPDIR']);
     expect(environment({ stallAfterMs: 300_000 })).toEqual(['NODE_OPTIONS', 'TMPDIR']);
-    expect(environment({ stallAfterMs: 60_000 })).toEqual(['NODE_OPTIONS', 'TMPDIR', 'TRIBUTARY_STALL_SECONDS']);
+    expect(environment({ stallAfterMs: 60_000 })).toEqual([
+      'NODE_OPTIONS',
+      'TMPDIR',
+      'TRIBUTARY_STALL_SECONDS',
+    ]);
   });
 });
