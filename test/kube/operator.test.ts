@@ -290,92 +290,119 @@ describe('operator', () => {
     }
   });
 
-  it('fails a resumed Mirror whose engine meets a fault that needs a person, with the remedy in its status', async () => {
-    await source.client.query(`CREATE TABLE vanishing (id int PRIMARY KEY)`);
-    await source.client.query(`INSERT INTO vanishing SELECT generate_series(1, 10)`);
-    await objects.createNamespacedCustomObject({
-      ...at('mirrors'),
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'Mirror',
-        metadata: { name: 'vanishing' },
-        spec: {
-          sourcePeer: 'source',
-          destinationPeer: 'destination',
-          tableMappings: [
-            {
-              source: { schema: 'public', table: 'vanishing' },
-              destination: { schema: 'public', table: 'vanishing' },
-            },
-          ],
-          doInitialSnapshot: true,
-          idleTimeoutSeconds: 1,
-        },
+  it.each([
+    {
+      // Validation finds the table missing: source_setup, a `manual` fault.
+      name: 'vanishing',
+      fault: 'manual' as const,
+      remedy: errorPolicy.source_setup.remedy,
+      breakWhilePaused: async (name: string) => {
+        await source.client.query(`DROP TABLE ${name}`);
       },
-    });
-    await waitFor(
-      async () => (await mirror('vanishing'))?.status?.phase === 'STATUS_RUNNING',
-      60_000,
-      'running',
-    );
-    await objects.patchNamespacedCustomObject({
-      ...at('mirrors'),
-      name: 'vanishing',
-      body: [{ op: 'replace', path: '/spec/state', value: 'Paused' }],
-    });
-    await waitFor(
-      async () => (await mirror('vanishing'))?.status?.phase === 'STATUS_PAUSED',
-      60_000,
-      'paused',
-    );
-    // While paused the source table goes: a resume meets a `manual` fault (source_setup: validation finds the table missing).
-    await source.client.query(`DROP TABLE vanishing`);
-    await objects.patchNamespacedCustomObject({
-      ...at('mirrors'),
-      name: 'vanishing',
-      body: [{ op: 'replace', path: '/spec/state', value: 'Running' }],
-    });
-    await waitFor(
-      async () => (await mirror('vanishing'))?.status?.phase === 'STATUS_FAILED',
-      60_000,
-      'failed',
-    );
-    const failed = (await mirror('vanishing')) as MirrorObject & { status: { errorMessage?: string } };
-    expect(failed.status.errorMessage).toContain(errorPolicy.source_setup.remedy);
-    expect(failed.status.conditions?.find((condition) => condition.type === 'Failed')?.status).toBe('True');
-    await waitFor(
-      async () =>
-        (await core.listNamespacedEvent({ namespace })).items.some(
-          (event) => event.involvedObject.name === 'vanishing' && event.reason === 'MirrorFailed',
-        ),
-      30_000,
-      'a MirrorFailed event',
-    );
-    const pool = droppablePool({ ...catalogDatabase.config, max: 1 });
-    try {
-      const catalog = new PostgresCatalog(pool);
-      const writes = async () =>
-        (await catalog.listLogs({ mirror: 'vanishing', offset: 0, limit: 1_000 })).entries.reduce(
-          (sum, entry) => sum + entry.repeatCount,
-          0,
-        );
-      // Failed for good: the operator starts no engine again, the log holds still.
-      const before = await writes();
-      const until = Date.now() + 5_000;
-      await waitFor(
-        async () => {
-          if ((await writes()) - before > 1) throw new Error('the mirror log keeps growing');
-          return Date.now() >= until;
+    },
+    {
+      // The slot is gone: slot_invalidated, a `never` fault (the remedy names the resync).
+      name: 'slotless',
+      fault: 'never' as const,
+      remedy: errorPolicy.slot_invalidated.remedy,
+      breakWhilePaused: async (name: string) => {
+        const pool = droppablePool({ ...catalogDatabase.config, max: 1 });
+        try {
+          const slot = (await new PostgresCatalog(pool).getRuntime(name))?.setup?.slotName;
+          await source.client.query(`SELECT pg_drop_replication_slot($1)`, [slot]);
+        } finally {
+          await pool.end();
+        }
+      },
+    },
+  ])(
+    'fails a resumed Mirror whose engine meets a $fault fault ($name), with the remedy in its status',
+    async ({ name: vanishing, remedy, breakWhilePaused }) => {
+      await source.client.query(`CREATE TABLE ${vanishing} (id int PRIMARY KEY)`);
+      await source.client.query(`INSERT INTO ${vanishing} SELECT generate_series(1, 10)`);
+      await objects.createNamespacedCustomObject({
+        ...at('mirrors'),
+        body: {
+          apiVersion: `${group}/${version}`,
+          kind: 'Mirror',
+          metadata: { name: vanishing },
+          spec: {
+            sourcePeer: 'source',
+            destinationPeer: 'destination',
+            tableMappings: [
+              {
+                source: { schema: 'public', table: vanishing },
+                destination: { schema: 'public', table: vanishing },
+              },
+            ],
+            doInitialSnapshot: true,
+            idleTimeoutSeconds: 1,
+          },
         },
-        15_000,
-        'a quiet log',
+      });
+      await waitFor(
+        async () => (await mirror(vanishing))?.status?.phase === 'STATUS_RUNNING',
+        60_000,
+        'running',
       );
-      expect((await catalog.getRuntime('vanishing'))?.phase).toBe('failed');
-    } finally {
-      await pool.end();
-    }
-    await objects.deleteNamespacedCustomObject({ ...at('mirrors'), name: 'vanishing' });
-  });
+      await objects.patchNamespacedCustomObject({
+        ...at('mirrors'),
+        name: vanishing,
+        body: [{ op: 'replace', path: '/spec/state', value: 'Paused' }],
+      });
+      await waitFor(
+        async () => (await mirror(vanishing))?.status?.phase === 'STATUS_PAUSED',
+        60_000,
+        'paused',
+      );
+      await breakWhilePaused(vanishing);
+      await objects.patchNamespacedCustomObject({
+        ...at('mirrors'),
+        name: vanishing,
+        body: [{ op: 'replace', path: '/spec/state', value: 'Running' }],
+      });
+      await waitFor(
+        async () => (await mirror(vanishing))?.status?.phase === 'STATUS_FAILED',
+        60_000,
+        'failed',
+      );
+      const failed = (await mirror(vanishing)) as MirrorObject & { status: { errorMessage?: string } };
+      expect(failed.status.errorMessage).toContain(remedy);
+      expect(failed.status.conditions?.find((condition) => condition.type === 'Failed')?.status).toBe('True');
+      await waitFor(
+        async () =>
+          (await core.listNamespacedEvent({ namespace })).items.some(
+            (event) => event.involvedObject.name === vanishing && event.reason === 'MirrorFailed',
+          ),
+        30_000,
+        'a MirrorFailed event',
+      );
+      const pool = droppablePool({ ...catalogDatabase.config, max: 1 });
+      try {
+        const catalog = new PostgresCatalog(pool);
+        const writes = async () =>
+          (await catalog.listLogs({ mirror: vanishing, offset: 0, limit: 1_000 })).entries.reduce(
+            (sum, entry) => sum + entry.repeatCount,
+            0,
+          );
+        // Failed for good: the operator starts no engine again, the log holds still.
+        const before = await writes();
+        const until = Date.now() + 5_000;
+        await waitFor(
+          async () => {
+            if ((await writes()) - before > 1) throw new Error('the mirror log keeps growing');
+            return Date.now() >= until;
+          },
+          15_000,
+          'a quiet log',
+        );
+        expect((await catalog.getRuntime(vanishing))?.phase).toBe('failed');
+      } finally {
+        await pool.end();
+      }
+      await objects.deleteNamespacedCustomObject({ ...at('mirrors'), name: vanishing });
+    },
+  );
 
   it('lets a mirror applied before its peers wait for them, then run', async () => {
     await source.client.query(`CREATE TABLE early (id int PRIMARY KEY)`);
