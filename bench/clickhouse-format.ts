@@ -23,7 +23,7 @@ import { columnEncoder, RowBinaryWriter } from '../engine/src/connectors/clickho
 import { serverCapabilities } from '../engine/src/connectors/clickhouse/server.ts';
 import { type ChType, parseChType, sourceColumnType } from '../engine/src/connectors/clickhouse/types.ts';
 import { copyTextRowBatches } from '../engine/src/connectors/copy-text.ts';
-import { readTableInfo } from '../engine/src/connectors/postgres/table-info.ts';
+import { readTableInfo } from '../engine/src/connectors/postgres/source/table-info.ts';
 import type { DestinationTable } from '../engine/src/connectors/records.ts';
 import { parseTextValue, type Value } from '../engine/src/model/parse-text.ts';
 import { destinationTable } from '../engine/src/pipeline/tables.ts';

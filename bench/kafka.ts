@@ -23,7 +23,7 @@ import { maxChunkMessages } from '../engine/src/connectors/kafka/chunk-sender.ts
 import { KafkaDestination } from '../engine/src/connectors/kafka/destination.ts';
 import { changeRecord, tableFormat } from '../engine/src/connectors/kafka/message-format.ts';
 import { luaRecord } from '../engine/src/connectors/kafka/script-records.ts';
-import { readTableInfo } from '../engine/src/connectors/postgres/table-info.ts';
+import { readTableInfo } from '../engine/src/connectors/postgres/source/table-info.ts';
 import type { ChangeBatch, DestinationTable, RowChange } from '../engine/src/connectors/records.ts';
 import { createSource } from '../engine/src/connectors/registry.ts';
 import { runCdc } from '../engine/src/pipeline/cdc.ts';

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { z } from 'zod';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
-import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
+import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/source/inspect.ts';
 import { createProcessLogger } from '../../engine/src/observability/logger.ts';
 import { logProcessWarnings } from '../../engine/src/observability/process-warnings.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';

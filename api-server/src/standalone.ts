@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { logRetentionInput, logRetentionSchema } from '../../engine/src/catalog/log-retention.ts';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
-import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
+import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/source/inspect.ts';
 import { createProcessLogger } from '../../engine/src/observability/logger.ts';
 import { logProcessWarnings } from '../../engine/src/observability/process-warnings.ts';
 import { buildApp } from './http/app.ts';

@@ -14,7 +14,7 @@ import { to as copyTo } from 'pg-copy-streams';
 import pino from 'pino';
 import type { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import type { Destination } from '../../engine/src/connectors/destination.ts';
-import { readTableInfo } from '../../engine/src/connectors/postgres/table-info.ts';
+import { readTableInfo } from '../../engine/src/connectors/postgres/source/table-info.ts';
 import { createSource } from '../../engine/src/connectors/registry.ts';
 import { formatLsn, parseLsn } from '../../engine/src/model/lsn.ts';
 import { EngineMetrics } from '../../engine/src/observability/engine-metrics.ts';

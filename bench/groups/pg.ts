@@ -3,7 +3,7 @@
 // updates and deletes against logical replication, each a backlog of
 // BENCH_ROWS changes drained into the benchmark's own PostgreSQL server.
 import pino from 'pino';
-import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
+import { PostgresDestination } from '../../engine/src/connectors/postgres/destination/destination.ts';
 import type { TestDatabase } from '../../test/support/databases.ts';
 import { benchConfig } from '../lib/config.ts';
 import { ServerCpu } from '../lib/server-cpu.ts';

@@ -4,7 +4,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import type { Destination } from '../../engine/src/connectors/destination.ts';
-import { readTableInfo } from '../../engine/src/connectors/postgres/table-info.ts';
+import { readTableInfo } from '../../engine/src/connectors/postgres/source/table-info.ts';
 import type { DestinationTable } from '../../engine/src/connectors/records.ts';
 import { createSource } from '../../engine/src/connectors/registry.ts';
 import { runCdc } from '../../engine/src/pipeline/cdc.ts';

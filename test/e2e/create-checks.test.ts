@@ -4,7 +4,7 @@
 // events carry the whole old row) and refused for destinations that write rows by key.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultPublicationName } from '../../engine/src/connectors/postgres/slot.ts';
+import { defaultPublicationName } from '../../engine/src/connectors/postgres/source/slot.ts';
 import { EngineError } from '../../engine/src/errors.ts';
 import { peerSchema } from '../../engine/src/resources/peer.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';

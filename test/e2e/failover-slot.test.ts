@@ -5,7 +5,7 @@
 // source is 17 or newer (the postgres-18 project); docs/postgres-versions.md.
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultSlotName } from '../../engine/src/connectors/postgres/slot.ts';
+import { defaultSlotName } from '../../engine/src/connectors/postgres/source/slot.ts';
 import { randomSuffix, tableRows, waitFor } from '../support/databases.ts';
 import {
   createHarness,

@@ -4,8 +4,8 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
-import { ReplicationStream } from '../../engine/src/connectors/postgres/replication-stream.ts';
-import { defaultPublicationName, defaultSlotName } from '../../engine/src/connectors/postgres/slot.ts';
+import { ReplicationStream } from '../../engine/src/connectors/postgres/source/replication-stream.ts';
+import { defaultPublicationName, defaultSlotName } from '../../engine/src/connectors/postgres/source/slot.ts';
 import {
   createTestDatabase,
   droppablePool,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultPublicationName, defaultSlotName } from '../../engine/src/connectors/postgres/slot.ts';
+import { defaultPublicationName, defaultSlotName } from '../../engine/src/connectors/postgres/source/slot.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import {
   createHarness,

@@ -2,13 +2,13 @@
 // server (15) and in the postgres-13, -16 and -18 projects (vitest.config.ts),
 // where the source is that major and the destination the newest release.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifySlotState } from '../../engine/src/connectors/classify.ts';
+import { classifySlotState } from '../../engine/src/connectors/classify/index.ts';
 import {
   defaultSlotName,
   readSlotFailover,
   readSlotState,
-} from '../../engine/src/connectors/postgres/slot.ts';
-import { validateSource } from '../../engine/src/connectors/postgres/validate-source.ts';
+} from '../../engine/src/connectors/postgres/source/slot.ts';
+import { validateSource } from '../../engine/src/connectors/postgres/source/validate-source.ts';
 import { EngineError } from '../../engine/src/errors.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import {

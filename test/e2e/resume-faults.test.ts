@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane } from '../../api-server/src/standalone/control-plane.ts';
 import type { Catalog } from '../../engine/src/catalog/catalog.ts';
 import { FaultInjectingDestination } from '../../engine/src/connectors/memory/fault-injecting.ts';
-import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
+import { PostgresDestination } from '../../engine/src/connectors/postgres/destination/destination.ts';
 import { createSource } from '../../engine/src/connectors/registry.ts';
 import type {
   EngineRunConfig,

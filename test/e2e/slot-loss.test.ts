@@ -10,11 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../api-server/src/http/app.ts';
 import { type ControlPlane, startControlPlane } from '../../api-server/src/standalone/control-plane.ts';
 import type { Catalog } from '../../engine/src/catalog/catalog.ts';
-import { classifyPgError } from '../../engine/src/connectors/classify.ts';
+import { classifyPgError } from '../../engine/src/connectors/classify/index.ts';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
-import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
-import { ReplicationStream } from '../../engine/src/connectors/postgres/replication-stream.ts';
-import { defaultPublicationName, defaultSlotName } from '../../engine/src/connectors/postgres/slot.ts';
+import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/source/inspect.ts';
+import { ReplicationStream } from '../../engine/src/connectors/postgres/source/replication-stream.ts';
+import { defaultPublicationName, defaultSlotName } from '../../engine/src/connectors/postgres/source/slot.ts';
 import { errorPolicy } from '../../engine/src/errors.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/destination.ts';
 import type { Destination } from '../../engine/src/connectors/destination.ts';
 import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
-import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
+import { PostgresDestination } from '../../engine/src/connectors/postgres/destination/destination.ts';
 import type {
   ChangeBatch,
   DestinationTable,

@@ -17,7 +17,7 @@ import {
 import { ClickHouseTransport } from '../../engine/src/connectors/clickhouse/transport.ts';
 import { createStreamAdmin, createStreamProducer } from '../../engine/src/connectors/kafka/client.ts';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
-import { connectPostgres } from '../../engine/src/connectors/postgres/connect.ts';
+import { connectPostgres } from '../../engine/src/connectors/postgres/driver/connect.ts';
 import { EngineError, type ErrorKind, type RetryPolicy } from '../../engine/src/errors.ts';
 import { SshTunnel } from '../../engine/src/net/ssh-tunnel.ts';
 import {

@@ -1,13 +1,13 @@
 // The PostgreSQL destination holds a table's changes of a batch as COPY text
 // (changeBuffer, table-changes.ts). The rows inserted before any other change
 // are COPYed straight into the table, falling back to a staged upsert when a
-// key is there already (engine/src/connectors/postgres/destination.ts,
+// key is there already (engine/src/connectors/postgres/destination/destination.ts,
 // #writeNewRows); the table's later changes are applied after them. Every way
 // leaves the same rows and the checkpoint.
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
+import { PostgresDestination } from '../../engine/src/connectors/postgres/destination/destination.ts';
 import {
   type ChangeBatch,
   type ChangeBuffer,

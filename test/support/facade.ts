@@ -13,7 +13,7 @@ import { startControlPlane } from '../../api-server/src/standalone/control-plane
 import type { Catalog } from '../../engine/src/catalog/catalog.ts';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
-import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/inspect.ts';
+import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/source/inspect.ts';
 import type { ResourceStore } from '../../engine/src/control/store.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import { createTestDatabase, droppablePool } from './databases.ts';

@@ -3,7 +3,7 @@ import pino from 'pino';
 import { expect } from 'vitest';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import type { Destination } from '../../engine/src/connectors/destination.ts';
-import { PostgresDestination } from '../../engine/src/connectors/postgres/destination.ts';
+import { PostgresDestination } from '../../engine/src/connectors/postgres/destination/destination.ts';
 import { createSource } from '../../engine/src/connectors/registry.ts';
 import type { PipelineMetrics } from '../../engine/src/observability/engine-metrics.ts';
 import { defaultBatchMemoryBudgetBytes, type MirrorContext } from '../../engine/src/pipeline/context.ts';

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
 import type { PeerCheckResult } from '../../../engine/src/connectors/peer-check.ts';
-import type { NewMirrorSource } from '../../../engine/src/connectors/postgres/inspect.ts';
+import type { NewMirrorSource } from '../../../engine/src/connectors/postgres/source/inspect.ts';
 import type { ResourceStore } from '../../../engine/src/control/store.ts';
 import type { TableName } from '../../../engine/src/resources/mirror.ts';
 import type { Peer, RelationalConfig } from '../../../engine/src/resources/peer.ts';
@@ -18,7 +18,7 @@ export interface FacadeContext {
     source: RelationalConfig,
     tables: readonly TableName[],
   ) => Promise<TableName[]>;
-  /** What the source says against a new mirror (engine/src/connectors/postgres/inspect.ts); [] when nothing. */
+  /** What the source says against a new mirror (engine/src/connectors/postgres/source/inspect.ts); [] when nothing. */
   readonly checkMirrorSource: (source: RelationalConfig, mirror: NewMirrorSource) => Promise<string[]>;
   /** Off in a hosted variant: scripts and mirrors with scripts are refused. */
   readonly scriptsEnabled: boolean;

@@ -11,15 +11,14 @@ import { describe, expect, it } from 'vitest';
 const connectorsDir = dirname(fileURLToPath(import.meta.url));
 const engineSrcDir = resolve(connectorsDir, '..');
 const postgresDir = join(connectorsDir, 'postgres');
-
-/** The PostgreSQL driver's plumbing that the PostgreSQL destination shares with the source. */
-const sharedPostgresModules = new Set(['connect.ts', 'sql.ts']);
-/** The PostgreSQL destination's own modules besides destination.ts, held to the same rule. */
-const postgresDestinationModules = new Set([
-  'destination-checkpoints.ts',
-  'staged-changes.ts',
-  'table-changes.ts',
-]);
+/**
+ * The PostgreSQL connector's three folders: the source, the destination and
+ * the driver plumbing both use (connections, TLS, quoting, the peer check).
+ * The folders are the rule: nothing here lists files.
+ */
+const postgresSource = join(postgresDir, 'source');
+const postgresDestination = join(postgresDir, 'destination');
+const postgresDriver = join(postgresDir, 'driver');
 
 /** Every .ts file under `dir`, at any depth. */
 function allSourceFiles(dir: string): string[] {
@@ -43,54 +42,63 @@ function importedFiles(file: string): string[] {
   return specifiers.map((specifier) => resolve(dirname(file), specifier));
 }
 
-function inPostgresFolder(file: string): boolean {
-  return !relative(postgresDir, file).startsWith('..');
+function inside(dir: string): (file: string) => boolean {
+  return (file) => !relative(dir, file).startsWith('..');
 }
+const inPostgresFolder = inside(postgresDir);
 
 function shown(file: string): string {
   return relative(engineSrcDir, file);
 }
 
+/** `from -> to` for each import of `files` that `forbidden` says no to. */
+function importsWhere(files: readonly string[], forbidden: (target: string) => boolean): string[] {
+  return files.flatMap((file) =>
+    importedFiles(file)
+      .filter(forbidden)
+      .map((target) => `${shown(file)} -> ${shown(target)}`),
+  );
+}
+
 describe('connector boundaries', () => {
-  it('no destination folder imports from connectors/postgres/', () => {
+  it('the PostgreSQL connector is three folders and nothing else', () => {
+    expect(sourceFiles(postgresDir)).toEqual([]);
+    for (const folder of [postgresSource, postgresDestination, postgresDriver]) {
+      expect(allSourceFiles(folder).length).toBeGreaterThan(2);
+    }
+  });
+
+  it('no other destination folder imports from connectors/postgres/', () => {
     const files = ['clickhouse', 'kafka', 'snowflake', 'memory'].flatMap((folder) =>
-      sourceFiles(join(connectorsDir, folder)),
+      allSourceFiles(join(connectorsDir, folder)),
     );
     expect(files.length).toBeGreaterThan(10);
-    const offending = files.flatMap((file) =>
-      importedFiles(file)
-        .filter(inPostgresFolder)
-        .map((target) => `${shown(file)} -> ${shown(target)}`),
-    );
-    expect(offending).toEqual([]);
+    expect(importsWhere(files, inPostgresFolder)).toEqual([]);
+  });
+
+  it('the PostgreSQL destination imports nothing of the source; the driver neither of them', () => {
+    expect(importsWhere(allSourceFiles(postgresDestination), inside(postgresSource))).toEqual([]);
+    expect(
+      importsWhere(
+        allSourceFiles(postgresDriver),
+        (target) => inside(postgresSource)(target) || inside(postgresDestination)(target),
+      ),
+    ).toEqual([]);
   });
 
   it('the shared connector modules import no PostgreSQL module but the registries their entry', () => {
     const registries = new Map([
       [
         join(connectorsDir, 'registry.ts'),
-        [join(postgresDir, 'destination.ts'), join(postgresDir, 'source.ts')],
+        [join(postgresDestination, 'destination.ts'), join(postgresSource, 'source.ts')],
       ],
-      [join(connectorsDir, 'peer-check.ts'), [join(postgresDir, 'check.ts')]],
+      [join(connectorsDir, 'peer-check.ts'), [join(postgresDriver, 'check.ts')]],
     ]);
     const offending = sourceFiles(connectorsDir).flatMap((file) =>
       importedFiles(file)
         .filter(inPostgresFolder)
         .filter((target) => !registries.get(file)?.includes(target))
         .map((target) => `${shown(file)} -> ${shown(target)}`),
-    );
-    expect(offending).toEqual([]);
-  });
-
-  it('the PostgreSQL destination uses only the driver plumbing of the postgres folder', () => {
-    const offending = ['destination.ts', ...postgresDestinationModules].flatMap((file) =>
-      importedFiles(join(postgresDir, file))
-        .filter(inPostgresFolder)
-        .filter((target) => {
-          const name = relative(postgresDir, target);
-          return !sharedPostgresModules.has(name) && !postgresDestinationModules.has(name);
-        })
-        .map(shown),
     );
     expect(offending).toEqual([]);
   });

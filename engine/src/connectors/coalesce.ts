@@ -4,7 +4,7 @@
 // earlier image of the same row in the batch when one exists. `coalesceChanges`
 // gives the upserts and deletes that leaves (the in-memory destination; the
 // PostgreSQL destination folds the same way over the stage lines it holds, at
-// the write, postgres/staged-changes.ts, whose test holds the two to one result);
+// the write, postgres/destination/staged-changes.ts, whose test holds the two to one result);
 // the ClickHouse (for the changes after a batch's new rows) and Snowflake
 // destinations take `finalStates` itself, for the
 // index of each final change (its row version) and the image a delete removed.

@@ -1,7 +1,7 @@
 // A row as COPY text, the form the PostgreSQL destination writes every row of
 // a batch in: whole lines for new rows COPYed into the table itself
 // (copy-rows.ts), and the row part of the stage lines upserts and deletes are
-// applied from (postgres/staged-changes.ts). The ClickHouse destination holds
+// applied from (postgres/destination/staged-changes.ts). The ClickHouse destination holds
 // new rows this way too and sends them on as TabSeparated. This is hot:
 // strings are concatenated, not joined from arrays.
 import { EngineError } from '../errors.ts';

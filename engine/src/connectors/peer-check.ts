@@ -19,7 +19,7 @@ type PeerChecker<Kind extends PeerKind> = (
 // deployment that never has a Snowflake peer never pays for loading its driver
 // (the largest: about 1.7 s of start-up on a small machine).
 const checkers = {
-  relational: async (peer) => (await import('./postgres/check.ts')).checkRelationalPeer(peer.config),
+  relational: async (peer) => (await import('./postgres/driver/check.ts')).checkRelationalPeer(peer.config),
   analytics: async (peer, timeoutMs) =>
     (await import('./clickhouse/check.ts')).checkAnalyticsPeer(peer.config, timeoutMs),
   datawarehouse: async (peer, timeoutMs) =>

@@ -11,8 +11,8 @@ import type { ScriptSource } from '../resources/script.ts';
 import { ClickHouseDestination } from './clickhouse/destination.ts';
 import type { Destination } from './destination.ts';
 import { KafkaDestination } from './kafka/destination.ts';
-import { PostgresDestination } from './postgres/destination.ts';
-import { PostgresSource } from './postgres/source.ts';
+import { PostgresDestination } from './postgres/destination/destination.ts';
+import { PostgresSource } from './postgres/source/source.ts';
 import { SnowflakeDestination } from './snowflake/destination.ts';
 import type { Source } from './source.ts';
 

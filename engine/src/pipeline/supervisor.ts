@@ -3,7 +3,7 @@
 // shows the fault while it lasts, and marks the mirror failed, with the remedy,
 // when the policy says a person must act.
 import { setTimeout as delay } from 'node:timers/promises';
-import { classifyError } from '../connectors/classify.ts';
+import { classifyError } from '../connectors/classify/index.ts';
 import type { EngineError } from '../errors.ts';
 import { type MirrorContext, mirrorLog } from './context.ts';
 import { defaultStallAfterMs, ProgressWatchdog } from './progress-watchdog.ts';

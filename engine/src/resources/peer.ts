@@ -37,7 +37,7 @@ export const relationalConfigSchema = z
     password: z.string(),
     database: z.string().min(1),
     sshConfig: sshConfigSchema.optional(),
-    // TLS, as libpq's sslmode would say it (connectors/postgres/tls.ts, docs/security.md):
+    // TLS, as libpq's sslmode would say it (connectors/postgres/driver/tls.ts, docs/security.md):
     // nothing set is `prefer`, disableTls `disable`, requireTls or rootCa `verify-full`
     // (against rootCa, else the public CAs), skipCertVerification `require`.
     requireTls: z.boolean().optional(),

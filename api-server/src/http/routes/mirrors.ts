@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { LogLevel, MirrorPhase } from '../../../../engine/src/catalog/catalog.ts';
-import { defaultPublicationName, defaultSlotName } from '../../../../engine/src/connectors/postgres/slot.ts';
+import {
+  defaultPublicationName,
+  defaultSlotName,
+} from '../../../../engine/src/connectors/postgres/source/slot.ts';
 import { isSupportedDestination } from '../../../../engine/src/connectors/registry.ts';
 import { flowStateByPhase } from '../../../../engine/src/control/flow-state.ts';
 import {

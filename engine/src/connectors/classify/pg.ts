@@ -128,7 +128,7 @@ export interface PgErrorContext {
   readonly privileges?: string;
   /** Which end of the mirror the connection serves; read from `what` when absent. */
   readonly side?: Side;
-  /** The connection's TLS mode (postgres/tls.ts), which decides what a TLS failure means. */
+  /** The connection's TLS mode (postgres/driver/tls.ts), which decides what a TLS failure means. */
   readonly tlsMode?: string;
 }
 

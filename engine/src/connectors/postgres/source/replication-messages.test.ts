@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EngineError } from '../../errors.ts';
+import { EngineError } from '../../../errors.ts';
 import {
   encodeStandbyStatus,
   parseReplicationMessage,

@@ -4,10 +4,10 @@
 import type { Readable } from 'node:stream';
 import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import { formatTableName, type TableName } from '../../resources/mirror.ts';
-import { classifyPgError } from '../classify.ts';
-import type { SnapshotPartition } from '../source.ts';
-import { quoteIdent, quoteLiteral, quoteTable } from './sql.ts';
+import { formatTableName, type TableName } from '../../../resources/mirror.ts';
+import { classifyPgError } from '../../classify/index.ts';
+import type { SnapshotPartition } from '../../source.ts';
+import { quoteIdent, quoteLiteral, quoteTable } from '../driver/sql.ts';
 
 /** Heap pages [fromPage, toPage); `toPage` null means to the end of the table. */
 export type CtidRange = SnapshotPartition;

@@ -5,9 +5,9 @@
 // session settings so that the text form of every value (COPY output, pgoutput
 // text tuples) is predictable.
 import pg from 'pg';
-import { SshTunnel } from '../../net/ssh-tunnel.ts';
-import type { RelationalConfig } from '../../resources/peer.ts';
-import { classifyPgError, type Side } from '../classify/index.ts';
+import { SshTunnel } from '../../../net/ssh-tunnel.ts';
+import type { RelationalConfig } from '../../../resources/peer.ts';
+import { classifyPgError, type Side } from '../../classify/index.ts';
 import { isTlsNotOffered, type PostgresTls, postgresTls } from './tls.ts';
 
 /** Settings that fix the text output of dates, times, intervals, floats and bytea. */

@@ -18,8 +18,8 @@
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { type ConnectionOptions, checkServerIdentity, type PeerCertificate } from 'node:tls';
-import { EngineError } from '../../errors.ts';
-import type { RelationalConfig } from '../../resources/peer.ts';
+import { EngineError } from '../../../errors.ts';
+import type { RelationalConfig } from '../../../resources/peer.ts';
 
 export type PostgresTlsMode = 'disable' | 'prefer' | 'require' | 'verify-full';
 

@@ -4,16 +4,16 @@
 // on a timer so the server's wal_sender_timeout never fires while a batch syncs.
 // After a restart inside a transaction larger than a batch, the changes the
 // destination holds of it are dropped here, before their rows are decoded.
-import { formatLsn } from '../../model/lsn.ts';
-import type { RelationalConfig } from '../../resources/peer.ts';
-import type { StreamEvent } from '../changes.ts';
-import { classifyPgError } from '../classify.ts';
-import type { ChangeStream } from '../source.ts';
-import { connectPostgres, type PgConnection } from './connect.ts';
+import { formatLsn } from '../../../model/lsn.ts';
+import type { RelationalConfig } from '../../../resources/peer.ts';
+import type { StreamEvent } from '../../changes.ts';
+import { classifyPgError } from '../../classify/index.ts';
+import type { ChangeStream } from '../../source.ts';
+import { connectPostgres, type PgConnection } from '../driver/connect.ts';
+import { quoteIdent, quoteLiteral } from '../driver/sql.ts';
 import { decodePgoutput } from './pgoutput.ts';
 import { ReplicationCopy } from './replication-copy.ts';
 import { encodeStandbyStatus, parseReplicationMessage } from './replication-messages.ts';
-import { quoteIdent, quoteLiteral } from './sql.ts';
 
 const maxEventsPerRead = 4096;
 /**
@@ -38,7 +38,7 @@ const fastStreamBytes = 128 * 1024;
  */
 const socketReadBytes = 64 * 1024;
 
-export type { StreamEvent } from '../changes.ts';
+export type { StreamEvent } from '../../changes.ts';
 
 export interface ReplicationStreamOptions {
   readonly slotName: string;

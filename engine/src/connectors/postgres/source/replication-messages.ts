@@ -2,7 +2,7 @@
 // https://www.postgresql.org/docs/current/protocol-replication.html#PROTOCOL-REPLICATION-START-REPLICATION
 // The server sends XLogData and Primary keepalive messages; the client answers
 // with Standby status updates, whose flush position is what advances the slot.
-import { EngineError } from '../../errors.ts';
+import { EngineError } from '../../../errors.ts';
 
 /** 2000-01-01T00:00:00Z, PostgreSQL's timestamp epoch, in microseconds since the Unix epoch. */
 export const postgresEpochUnixMicros = 946_684_800_000_000n;

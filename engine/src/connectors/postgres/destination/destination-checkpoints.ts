@@ -5,8 +5,8 @@
 // position inside the next transaction when its batch ended inside one
 // (records.ts, TransactionPosition), or nulls.
 import type pg from 'pg';
-import type { ChangeBatch, Checkpoint } from '../records.ts';
-import { quoteIdent } from './sql.ts';
+import type { ChangeBatch, Checkpoint } from '../../records.ts';
+import { quoteIdent } from '../driver/sql.ts';
 
 export const metadataSchema = '_tributary';
 export const checkpointTable = `${quoteIdent(metadataSchema)}.checkpoints`;

@@ -1,6 +1,6 @@
-import type { TableName } from '../../resources/mirror.ts';
-import type { PeerKind, RelationalConfig } from '../../resources/peer.ts';
-import { connectPostgres } from './connect.ts';
+import type { TableName } from '../../../resources/mirror.ts';
+import type { PeerKind, RelationalConfig } from '../../../resources/peer.ts';
+import { connectPostgres } from '../driver/connect.ts';
 import { readTableInfo } from './table-info.ts';
 import { checkNewMirrorSource } from './validate-source.ts';
 

@@ -1,10 +1,10 @@
 // Checks a PostgreSQL source before a mirror starts. Every problem found is
 // reported at once, each naming what to change, so a user fixes them in one go.
 import type pg from 'pg';
-import { EngineError } from '../../errors.ts';
-import { formatTableName, type TableName } from '../../resources/mirror.ts';
-import type { SourceTableInfo, SourceValidationInput, ValidatedSource } from '../source.ts';
-import { quoteIdent, quoteTable } from './sql.ts';
+import { EngineError } from '../../../errors.ts';
+import { formatTableName, type TableName } from '../../../resources/mirror.ts';
+import type { SourceTableInfo, SourceValidationInput, ValidatedSource } from '../../source.ts';
+import { quoteIdent, quoteTable } from '../driver/sql.ts';
 import { readTableInfo } from './table-info.ts';
 
 /**
@@ -17,7 +17,7 @@ export const minimumServerVersionNum = 130_000;
 /** Failover slots (the FAILOVER option of CREATE_REPLICATION_SLOT). */
 export const failoverSlotServerVersionNum = 170_000;
 
-export type { SourceValidationInput, ValidatedSource } from '../source.ts';
+export type { SourceValidationInput, ValidatedSource } from '../../source.ts';
 
 interface ServerFacts {
   server_version: string;

@@ -7,7 +7,7 @@
 // Start/Stop/Commit/Abort) and two-phase messages are refused with a decode error
 // rather than decoded: inside a stream every data message gains a leading xid, so
 // a stateless decoder that accepted Stream Start would misread what follows.
-import { EngineError } from '../../errors.ts';
+import { EngineError } from '../../../errors.ts';
 import type {
   BeginMessage,
   CommitMessage,
@@ -24,9 +24,9 @@ import type {
   TypeMessage,
   UpdateMessage,
   WireTuple,
-} from '../changes.ts';
-import { tupleCellKind } from '../changes.ts';
-import { type TupleCell, unchangedToast } from '../records.ts';
+} from '../../changes.ts';
+import { tupleCellKind } from '../../changes.ts';
+import { type TupleCell, unchangedToast } from '../../records.ts';
 import { postgresEpochUnixMicros } from './replication-messages.ts';
 
 export type {
@@ -43,7 +43,7 @@ export type {
   Tuple,
   TypeMessage,
   UpdateMessage,
-} from '../changes.ts';
+} from '../../changes.ts';
 /** pgoutput decodes to the source-neutral change messages of changes.ts. */
 export type PgoutputMessage = SourceMessage;
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { textTable } from '../../../../test/support/text-table.ts';
-import { wireTuple } from '../../../../test/support/wire-tuple.ts';
-import type { RowChange } from '../records.ts';
+import { textTable } from '../../../../../test/support/text-table.ts';
+import { wireTuple } from '../../../../../test/support/wire-tuple.ts';
+import type { RowChange } from '../../records.ts';
 import { PostgresTableChanges } from './table-changes.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };

@@ -1,5 +1,5 @@
-import type { RelationalConfig } from '../../resources/peer.ts';
-import { classifyPgError } from '../classify/index.ts';
+import type { RelationalConfig } from '../../../resources/peer.ts';
+import { classifyPgError } from '../../classify/index.ts';
 import { connectPostgres } from './connect.ts';
 
 /** Connects (through the SSH tunnel when set) and reads the server version. */

@@ -6,12 +6,12 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Logger } from 'pino';
-import { EngineError } from '../../errors.ts';
-import { formatTableName } from '../../resources/mirror.ts';
-import type { RelationalConfig } from '../../resources/peer.ts';
-import { classifyPgError } from '../classify/index.ts';
-import type { CopyTextRows } from '../copy-rows.ts';
-import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
+import { EngineError } from '../../../errors.ts';
+import { formatTableName } from '../../../resources/mirror.ts';
+import type { RelationalConfig } from '../../../resources/peer.ts';
+import { classifyPgError } from '../../classify/index.ts';
+import type { CopyTextRows } from '../../copy-rows.ts';
+import type { Destination, DestinationTableState, MirrorColumns } from '../../destination.ts';
 import {
   type ChangeBatch,
   type Checkpoint,
@@ -20,8 +20,9 @@ import {
   keyIndexes,
   type SourceColumn,
   type TableChanges,
-} from '../records.ts';
-import { openPostgresPool, type PgPool } from './connect.ts';
+} from '../../records.ts';
+import { openPostgresPool, type PgPool } from '../driver/connect.ts';
+import { quoteIdent, quoteLiteral, quoteTable } from '../driver/sql.ts';
 import {
   checkpointTable,
   createCheckpointTable,
@@ -29,7 +30,6 @@ import {
   readCheckpointRow,
   writeCheckpoint,
 } from './destination-checkpoints.ts';
-import { quoteIdent, quoteLiteral, quoteTable } from './sql.ts';
 import type { StagedChanges } from './staged-changes.ts';
 import { PostgresTableChanges } from './table-changes.ts';
 

@@ -11,13 +11,13 @@
 // the batch. The test holds the two to the same result. Lines whose keys came
 // in ascending order are all distinct and need no fold.
 
-import { EngineError } from '../../errors.ts';
-import { tupleCellEnd, tupleCellKind, tupleCellsStart, type WireTuple } from '../changes.ts';
-import { rowKey } from '../coalesce.ts';
-import { CopyTextChunks } from '../copy-chunks.ts';
-import { rowFields, tupleLineMaxBytes, writeTupleLine } from '../copy-lines.ts';
-import { copyNull, escapeCopyText, parseCopyTextLine, textArrayLiteral } from '../copy-text.ts';
-import type { DestinationTable } from '../records.ts';
+import { EngineError } from '../../../errors.ts';
+import { tupleCellEnd, tupleCellKind, tupleCellsStart, type WireTuple } from '../../changes.ts';
+import { rowKey } from '../../coalesce.ts';
+import { CopyTextChunks } from '../../copy-chunks.ts';
+import { rowFields, tupleLineMaxBytes, writeTupleLine } from '../../copy-lines.ts';
+import { copyNull, escapeCopyText, parseCopyTextLine, textArrayLiteral } from '../../copy-text.ts';
+import type { DestinationTable } from '../../records.ts';
 import {
   fillUnchanged,
   isUnchangedToast,
@@ -25,7 +25,7 @@ import {
   type RowChange,
   type RowImage,
   unchangedToast,
-} from '../records.ts';
+} from '../../records.ts';
 
 /**
  * What a line's key costs in the heap besides its characters: the string's

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { seededIntegers } from '../../../../test/support/seeded-random.ts';
-import { textTable } from '../../../../test/support/text-table.ts';
-import { wireTuple } from '../../../../test/support/wire-tuple.ts';
-import { coalesceChanges } from '../coalesce.ts';
-import { copyChunkBytes } from '../copy-chunks.ts';
-import { parseCopyTextLine } from '../copy-text.ts';
+import { seededIntegers } from '../../../../../test/support/seeded-random.ts';
+import { textTable } from '../../../../../test/support/text-table.ts';
+import { wireTuple } from '../../../../../test/support/wire-tuple.ts';
+import { coalesceChanges } from '../../coalesce.ts';
+import { copyChunkBytes } from '../../copy-chunks.ts';
+import { parseCopyTextLine } from '../../copy-text.ts';
 import {
   type DestinationTable,
   isUnchangedToast,
@@ -12,7 +12,7 @@ import {
   type RowImage,
   type TupleCell,
   unchangedToast,
-} from '../records.ts';
+} from '../../records.ts';
 import { StagedChanges } from './staged-changes.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };

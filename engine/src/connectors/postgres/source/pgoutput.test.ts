@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { seededRandom as random } from '../../../../test/support/seeded-random.ts';
-import { tupleData } from '../../../../test/support/wire-tuple.ts';
-import { isWireTuple, tupleCells } from '../changes.ts';
-import { isUnchangedToast, type TupleCell, unchangedToast } from '../records.ts';
+import { seededRandom as random } from '../../../../../test/support/seeded-random.ts';
+import { tupleData } from '../../../../../test/support/wire-tuple.ts';
+import { isWireTuple, tupleCells } from '../../changes.ts';
+import { isUnchangedToast, type TupleCell, unchangedToast } from '../../records.ts';
 import { decodePgoutput, PgoutputDecodeError, type PgoutputMessage } from './pgoutput.ts';
 import { postgresEpochUnixMicros } from './replication-messages.ts';
 

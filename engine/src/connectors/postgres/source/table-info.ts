@@ -1,11 +1,11 @@
 // What the engine needs to know about a source table: its columns in attribute
 // order, their types, the key that identifies a row, and its replica identity.
 import type pg from 'pg';
-import { EngineError } from '../../errors.ts';
-import { formatTableName, type TableName } from '../../resources/mirror.ts';
-import type { ReplicaIdentity, SourceTableInfo } from '../source.ts';
+import { EngineError } from '../../../errors.ts';
+import { formatTableName, type TableName } from '../../../resources/mirror.ts';
+import type { ReplicaIdentity, SourceTableInfo } from '../../source.ts';
 
-export type { ReplicaIdentity, SourceTableInfo } from '../source.ts';
+export type { ReplicaIdentity, SourceTableInfo } from '../../source.ts';
 
 const replicaIdentityByCode: Record<string, ReplicaIdentity> = {
   d: 'default',

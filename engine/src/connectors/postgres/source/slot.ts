@@ -1,14 +1,14 @@
 // The publication and logical replication slot a mirror reads from.
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { EngineError, isEngineError } from '../../errors.ts';
-import { parseLsn } from '../../model/lsn.ts';
-import type { TableName } from '../../resources/mirror.ts';
-import { classifyPgError, type SlotState } from '../classify.ts';
-import type { CreatedSlot, SlotRow } from '../source.ts';
-import { quoteIdent, quoteTable } from './sql.ts';
+import { EngineError, isEngineError } from '../../../errors.ts';
+import { parseLsn } from '../../../model/lsn.ts';
+import type { TableName } from '../../../resources/mirror.ts';
+import { classifyPgError, type SlotState } from '../../classify/index.ts';
+import type { CreatedSlot, SlotRow } from '../../source.ts';
+import { quoteIdent, quoteTable } from '../driver/sql.ts';
 
-export type { CreatedSlot, SlotRow } from '../source.ts';
+export type { CreatedSlot, SlotRow } from '../../source.ts';
 
 /**
  * The default slot (and publication) name of a mirror of one installation:

@@ -12,9 +12,9 @@
 // order would: part 3 meets the rows of part 2 at the destination, where an
 // update that did not resend a TOASTed value keeps the value just inserted.
 
-import type { WireTuple } from '../changes.ts';
-import { CopyTextRows } from '../copy-rows.ts';
-import type { ChangeBuffer, DestinationTable, RowChange } from '../records.ts';
+import type { WireTuple } from '../../changes.ts';
+import { CopyTextRows } from '../../copy-rows.ts';
+import type { ChangeBuffer, DestinationTable, RowChange } from '../../records.ts';
 import { StagedChanges } from './staged-changes.ts';
 
 export class PostgresTableChanges implements ChangeBuffer {

@@ -3,11 +3,11 @@
 // snapshot. Every driver error leaves this module classified.
 import type { Readable } from 'node:stream';
 import type pg from 'pg';
-import { EngineError } from '../../errors.ts';
-import { warnUnverifiedHostKey } from '../../net/ssh-tunnel.ts';
-import { formatTableName, type TableName } from '../../resources/mirror.ts';
-import type { RelationalConfig } from '../../resources/peer.ts';
-import { classifyError, classifyPgError, classifySlotState } from '../classify.ts';
+import { EngineError } from '../../../errors.ts';
+import { warnUnverifiedHostKey } from '../../../net/ssh-tunnel.ts';
+import { formatTableName, type TableName } from '../../../resources/mirror.ts';
+import type { RelationalConfig } from '../../../resources/peer.ts';
+import { classifyError, classifyPgError, classifySlotState } from '../../classify/index.ts';
 import type {
   ChangeStream,
   CreatedSlot,
@@ -18,9 +18,9 @@ import type {
   Source,
   SourceValidationInput,
   ValidatedSource,
-} from '../source.ts';
-import { checkRelationalPeer } from './check.ts';
-import { connectPostgres, type PgConnection } from './connect.ts';
+} from '../../source.ts';
+import { checkRelationalPeer } from '../driver/check.ts';
+import { connectPostgres, type PgConnection } from '../driver/connect.ts';
 import { ReplicationStream } from './replication-stream.ts';
 import {
   createSlot,
