@@ -9,14 +9,18 @@ import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import pg from 'pg';
 import { z } from 'zod';
-import { logRetentionInput, logRetentionSchema } from '../../engine/src/catalog/log-retention.ts';
-import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
-import type { EngineRuntime } from '../../engine/src/control/engine-runtime.ts';
-import { WorkQueue } from '../../engine/src/control/work-queue.ts';
-import { createProcessLogger } from '../../engine/src/observability/logger.ts';
-import { type MetricsServer, serveMetrics } from '../../engine/src/observability/metrics-server.ts';
-import { logProcessWarnings } from '../../engine/src/observability/process-warnings.ts';
-import { enginePodDefaultsSchema } from '../../engine/src/resources/engine-pod.ts';
+import {
+  createProcessLogger,
+  type EngineRuntime,
+  enginePodDefaultsSchema,
+  logProcessWarnings,
+  logRetentionInput,
+  logRetentionSchema,
+  type MetricsServer,
+  PostgresCatalog,
+  serveMetrics,
+  WorkQueue,
+} from '../../engine/src/index.ts';
 import { reconcile } from './controllers/controller.ts';
 import { MirrorController } from './controllers/mirror.ts';
 import { PeerController } from './controllers/peer.ts';

@@ -8,7 +8,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { group, version } from '../../operator/src/crds/schemas.ts';
+import { group, version } from '../../operator/src/index.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
 import { clusterMode, createFacade, type Facade } from '../support/facade.ts';
 import { adminConfig } from '../support/kube.ts';

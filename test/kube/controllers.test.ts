@@ -9,7 +9,7 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
+import { PostgresCatalog } from '../../engine/src/index.ts';
 import { setCondition } from '../../operator/src/conditions.ts';
 import { reconcile } from '../../operator/src/controllers/controller.ts';
 import { MirrorController } from '../../operator/src/controllers/mirror.ts';

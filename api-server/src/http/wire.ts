@@ -6,15 +6,15 @@
 // and drops nulls, zero values of optional fields and unknown fields before
 // these schemas validate.
 import { z } from 'zod';
-import { logLevelFilters } from '../../../engine/src/catalog/catalog.ts';
-import { mirrorSpecFields } from '../../../engine/src/resources/mirror.ts';
-import { resourceNameSchema } from '../../../engine/src/resources/names.ts';
 import {
+  logLevelFilters,
+  mirrorSpecFields,
   type PeerKind,
   partitioners,
+  resourceNameSchema,
   saslMechanisms,
   streamCompressions,
-} from '../../../engine/src/resources/peer.ts';
+} from '../../../engine/src/index.ts';
 import { protoEnum } from './protojson.ts';
 
 const port = z.number().int().min(1).max(65_535);

@@ -5,12 +5,15 @@
 // for every phase change and failure. Engines need no access to the
 // Kubernetes API this way.
 import type { Logger } from 'pino';
-import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
-import type { MissingDependency } from '../../../engine/src/control/dependencies.ts';
-import type { EngineRuntime } from '../../../engine/src/control/engine-runtime.ts';
-import { flowStateByPhase } from '../../../engine/src/control/flow-state.ts';
-import { type MirrorOutcome, MirrorReconciler } from '../../../engine/src/control/mirror-reconciler.ts';
-import { workflowId } from '../../../engine/src/control/resources.ts';
+import {
+  type Catalog,
+  type EngineRuntime,
+  flowStateByPhase,
+  type MirrorOutcome,
+  MirrorReconciler,
+  type MissingDependency,
+  workflowId,
+} from '../../../engine/src/index.ts';
 import { type Condition, setCondition } from '../conditions.ts';
 import type { EnginePodProblem, EnginePods } from '../engine-pods.ts';
 import type { EventRecorder } from '../events.ts';

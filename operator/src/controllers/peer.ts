@@ -2,8 +2,7 @@
 // its status (the server version and a Ready condition). An Event is recorded
 // when readiness changes, not on every periodic re-check, so a peer that stays
 // down does not flood `kubectl describe`.
-import { checkPeer, describeCheckFailure } from '../../../engine/src/connectors/peer-check.ts';
-import { splitPeerSecrets } from '../../../engine/src/resources/peer.ts';
+import { checkPeer, describeCheckFailure, splitPeerSecrets } from '../../../engine/src/index.ts';
 import { type Condition, setCondition } from '../conditions.ts';
 import type { EventRecorder } from '../events.ts';
 import type { KubeStore, PeerSnapshot } from '../kube/kube-store.ts';

@@ -1,6 +1,6 @@
 // The Script controller: a Script applied with kubectl gets its numeric id
 // (the API's handle) here; one created through the facade has it already.
-import { ResourceNotFoundError } from '../../../engine/src/control/store.ts';
+import { ResourceNotFoundError } from '../../../engine/src/index.ts';
 import type { KubeStore, ScriptSnapshot } from '../kube/kube-store.ts';
 import type { Controller, Requeue } from './controller.ts';
 

@@ -15,27 +15,23 @@ import {
   type V1Secret,
 } from '@kubernetes/client-node';
 import { ZodError } from 'zod';
-import type {
-  MirrorResource,
-  MirrorResourceSpec,
-  PeerResource,
-  ScriptResource,
-} from '../../../engine/src/control/resources.ts';
-import { mirrorResourceSpecSchema } from '../../../engine/src/control/resources.ts';
 import {
+  joinPeerSecrets,
+  type MirrorResource,
+  type MirrorResourceSpec,
+  mirrorResourceSpecSchema,
+  type Peer,
+  type PeerKind,
+  type PeerResource,
   ResourceConflictError,
   type ResourceEvent,
   ResourceExistsError,
   ResourceInvalidError,
   ResourceNotFoundError,
   type ResourceStore,
-} from '../../../engine/src/control/store.ts';
-import {
-  joinPeerSecrets,
-  type Peer,
-  type PeerKind,
+  type ScriptResource,
   splitPeerSecrets,
-} from '../../../engine/src/resources/peer.ts';
+} from '../../../engine/src/index.ts';
 import type { Condition } from '../conditions.ts';
 import { group, version } from '../crds/schemas.ts';
 import { apiNameAnnotation, apiNameOf, kubeObjectName } from './object-names.ts';
