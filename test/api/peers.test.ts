@@ -823,6 +823,18 @@ describe('peers', () => {
         message: 'peer.stream_config.servers[0]: ',
       },
       {
+        // The engine's rule for a host, now the wire's too (it took any non-empty string).
+        name: 'relational host longer than a DNS name',
+        body: () => ({
+          peer: {
+            name: peerName('bad'),
+            type: 3,
+            relational_config: { host: 'h'.repeat(254), port: 5432, user: 'u', password: 'p', database: 'd' },
+          },
+        }),
+        message: 'peer.relational_config.host: ',
+      },
+      {
         name: 'stream unknown SASL mechanism',
         body: () => ({
           peer: { name: peerName('bad'), type: 9, stream_config: { ...streamConfig, sasl: 'GSSAPI' } },
