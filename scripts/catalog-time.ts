@@ -14,7 +14,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { startControlPlane } from '../api-server/src/standalone/control-plane.ts';
+import { startControlPlane } from '../api-server/src/index.ts';
 
 const batchCount = Number(process.argv[2] ?? 2_000);
 const mirrorCount = 4;

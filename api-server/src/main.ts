@@ -6,12 +6,15 @@ import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import pg from 'pg';
 import { z } from 'zod';
-import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
-import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
-import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/source/inspect.ts';
-import { createProcessLogger } from '../../engine/src/observability/logger.ts';
-import { logProcessWarnings } from '../../engine/src/observability/process-warnings.ts';
-import { KubeStore } from '../../operator/src/kube/kube-store.ts';
+import {
+  checkMirrorSource,
+  checkPeer,
+  createProcessLogger,
+  findMissingTables,
+  logProcessWarnings,
+  PostgresCatalog,
+} from '../../engine/src/index.ts';
+import { KubeStore } from '../../operator/src/index.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
 import {

@@ -4,11 +4,15 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { logRetentionInput, logRetentionSchema } from '../../engine/src/catalog/log-retention.ts';
-import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
-import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/source/inspect.ts';
-import { createProcessLogger } from '../../engine/src/observability/logger.ts';
-import { logProcessWarnings } from '../../engine/src/observability/process-warnings.ts';
+import {
+  checkMirrorSource,
+  checkPeer,
+  createProcessLogger,
+  findMissingTables,
+  logProcessWarnings,
+  logRetentionInput,
+  logRetentionSchema,
+} from '../../engine/src/index.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
 import {

@@ -9,15 +9,19 @@ import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import pg from 'pg';
 import { z } from 'zod';
-import { logRetentionInput, logRetentionSchema } from '../../engine/src/catalog/log-retention.ts';
-import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
-import type { EngineRuntime } from '../../engine/src/control/engine-runtime.ts';
-import { WorkQueue } from '../../engine/src/control/work-queue.ts';
-import { createProcessLogger } from '../../engine/src/observability/logger.ts';
-import { type MetricsServer, serveMetrics } from '../../engine/src/observability/metrics-server.ts';
-import { logProcessWarnings } from '../../engine/src/observability/process-warnings.ts';
-import { stallAfterMsFromEnvironment } from '../../engine/src/pipeline/progress-watchdog.ts';
-import { enginePodDefaultsSchema } from '../../engine/src/resources/engine-pod.ts';
+import {
+  createProcessLogger,
+  type EngineRuntime,
+  enginePodDefaultsSchema,
+  logProcessWarnings,
+  logRetentionInput,
+  logRetentionSchema,
+  type MetricsServer,
+  PostgresCatalog,
+  serveMetrics,
+  stallAfterMsFromEnvironment,
+  WorkQueue,
+} from '../../engine/src/index.ts';
 import { reconcile } from './controllers/controller.ts';
 import { MirrorController } from './controllers/mirror.ts';
 import { PeerController } from './controllers/peer.ts';
@@ -25,6 +29,7 @@ import { ScriptController } from './controllers/script.ts';
 import { EnginePods } from './engine-pods.ts';
 import { EventRecorder } from './events.ts';
 import { KubeStore } from './kube/kube-store.ts';
+import { ReconcileStore } from './kube/reconcile-store.ts';
 import { LeaderElector } from './leader-election.ts';
 import { OperatorMetrics } from './operator-metrics.ts';
 import { LocalProcessEngineRuntime } from './runtime/local-process-runtime.ts';
@@ -164,7 +169,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     await metricsServer?.close();
     return 1;
   }
+  // The facade's store, for the steps shared with standalone mode, the mirror list and the
+  // watch; the controllers' reads and guarded writes apart (kube/reconcile-store.ts).
   const store = new KubeStore(kubeConfig, config.namespace);
+  const objects = new ReconcileStore(kubeConfig, config.namespace);
   const events = new EventRecorder(kubeConfig, config.namespace, logger);
   const runtime: EngineRuntime & { stopAll?: () => Promise<void> } =
     config.engineRuntime === 'local-process'
@@ -194,6 +202,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   let mirrorQueue: WorkQueue | undefined;
   const mirrors = new MirrorController({
     store,
+    objects,
     catalog,
     runtime,
     events,
@@ -209,12 +218,12 @@ export async function main(argv: readonly string[]): Promise<number> {
         logger.warn({ mirror: name, err: error }, 'mirror reconcile failed; retrying'),
     },
   );
-  const peers = new PeerController({ store, events });
+  const peers = new PeerController({ objects, events });
   const peerQueue = new WorkQueue(
     metrics.instrument('peer', (name: string) => reconcile(peers, name)),
     { onError: (name, error) => logger.warn({ peer: name, err: error }, 'peer check failed; retrying') },
   );
-  const scripts = new ScriptController({ store });
+  const scripts = new ScriptController({ objects });
   const scriptQueue = new WorkQueue(
     metrics.instrument('script', (name: string) => reconcile(scripts, name)),
     { onError: (name, error) => logger.warn({ script: name, err: error }, 'script id failed; retrying') },

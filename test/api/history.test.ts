@@ -2,7 +2,7 @@
 // app.inject(), over batches and logs seeded straight into the catalog.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mirrorResourceSpecSchema } from '../../engine/src/control/resources.ts';
+import { mirrorResourceSpecSchema } from '../../engine/src/index.ts';
 import { randomSuffix } from '../support/databases.ts';
 import { createFacade, type Facade } from '../support/facade.ts';
 

@@ -3,9 +3,7 @@
 // asserted on the resource store, runtime phases are set through the catalog.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MirrorPhase } from '../../engine/src/catalog/catalog.ts';
-import { ResourceConflictError } from '../../engine/src/control/store.ts';
-import { peerSchema } from '../../engine/src/resources/peer.ts';
+import { type MirrorPhase, peerSchema, ResourceConflictError } from '../../engine/src/index.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
 import { createFacade, type Facade } from '../support/facade.ts';
 

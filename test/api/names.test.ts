@@ -5,10 +5,14 @@
 
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mirrorResourceSpecSchema } from '../../engine/src/control/resources.ts';
-import { customResourceDefinitions } from '../../operator/src/crds/definitions.ts';
-import { group, version } from '../../operator/src/crds/schemas.ts';
-import { apiNameAnnotation, kubeObjectName } from '../../operator/src/kube/object-names.ts';
+import { mirrorResourceSpecSchema } from '../../engine/src/index.ts';
+import {
+  apiNameAnnotation,
+  customResourceDefinitions,
+  group,
+  kubeObjectName,
+  version,
+} from '../../operator/src/index.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
 import { clusterMode, createFacade, type Facade } from '../support/facade.ts';
 import { adminConfig, kubectl } from '../support/kube.ts';

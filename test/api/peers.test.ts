@@ -8,7 +8,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { group, version } from '../../operator/src/crds/schemas.ts';
+import { group, version } from '../../operator/src/index.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
 import { clusterMode, createFacade, type Facade } from '../support/facade.ts';
 import { adminConfig } from '../support/kube.ts';
@@ -821,6 +821,18 @@ describe('peers', () => {
           peer: { name: peerName('bad'), type: 9, stream_config: { ...streamConfig, servers: 'broker' } },
         }),
         message: 'peer.stream_config.servers[0]: ',
+      },
+      {
+        // The engine's rule for a host, now the wire's too (it took any non-empty string).
+        name: 'relational host longer than a DNS name',
+        body: () => ({
+          peer: {
+            name: peerName('bad'),
+            type: 3,
+            relational_config: { host: 'h'.repeat(254), port: 5432, user: 'u', password: 'p', database: 'd' },
+          },
+        }),
+        message: 'peer.relational_config.host: ',
       },
       {
         name: 'stream unknown SASL mechanism',

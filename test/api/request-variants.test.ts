@@ -6,8 +6,11 @@
 // request. Runs in both modes (the integration and api-cluster projects).
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MirrorResource, MirrorResourceSpec } from '../../engine/src/control/resources.ts';
-import { mirrorResourceSpecSchema } from '../../engine/src/control/resources.ts';
+import {
+  type MirrorResource,
+  type MirrorResourceSpec,
+  mirrorResourceSpecSchema,
+} from '../../engine/src/index.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
 import { createFacade, type Facade } from '../support/facade.ts';
 import {

@@ -7,7 +7,7 @@
 // and the mirror runs once it is gone.
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startControlPlane } from '../../api-server/src/standalone/control-plane.ts';
+import { startControlPlane } from '../../api-server/src/index.ts';
 import type { Catalog } from '../../engine/src/catalog/catalog.ts';
 import { FaultInjectingDestination } from '../../engine/src/connectors/memory/fault-injecting.ts';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination/destination.ts';

@@ -4,7 +4,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedStore } from '../../api-server/src/standalone/embedded-store.ts';
+import { EmbeddedStore } from '../../api-server/src/index.ts';
 import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
 import { InProcessEngineRuntime } from '../../engine/src/control/in-process-runtime.ts';
 import { MirrorReconciler } from '../../engine/src/control/mirror-reconciler.ts';

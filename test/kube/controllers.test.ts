@@ -9,7 +9,7 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
+import { PostgresCatalog } from '../../engine/src/index.ts';
 import { setCondition } from '../../operator/src/conditions.ts';
 import { reconcile } from '../../operator/src/controllers/controller.ts';
 import { MirrorController } from '../../operator/src/controllers/mirror.ts';
@@ -17,7 +17,8 @@ import { PeerController } from '../../operator/src/controllers/peer.ts';
 import { ScriptController } from '../../operator/src/controllers/script.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { EventRecorder } from '../../operator/src/events.ts';
-import { KubeStore, type StoredStatus } from '../../operator/src/kube/kube-store.ts';
+import { KubeStore } from '../../operator/src/kube/kube-store.ts';
+import { ReconcileStore, type StoredStatus } from '../../operator/src/kube/reconcile-store.ts';
 import { LocalProcessEngineRuntime } from '../../operator/src/runtime/local-process-runtime.ts';
 import {
   createTestDatabase,
@@ -41,10 +42,9 @@ interface StoredObject {
   status?: { phase?: string; id?: number; failedGeneration?: number; conditions?: Condition[] };
 }
 
-/** `store` with a count of the calls of each of its methods. */
-function counting(store: KubeStore): { store: KubeStore; calls: Map<string, number> } {
-  const calls = new Map<string, number>();
-  const proxy = new Proxy(store, {
+/** `store` with a count of the calls of each of its methods, in `calls`. */
+function counting<Store extends object>(store: Store, calls = new Map<string, number>()): Store {
+  return new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver);
       if (typeof value !== 'function') return value;
@@ -55,7 +55,6 @@ function counting(store: KubeStore): { store: KubeStore; calls: Map<string, numb
       };
     },
   });
-  return { store: proxy, calls };
 }
 
 /** The calls one reconcile made, by method, reads of each kind together. */
@@ -81,6 +80,7 @@ describe('controllers', () => {
   let pool: pg.Pool;
   let catalog: PostgresCatalog;
   let store: KubeStore;
+  let reconcileStore: ReconcileStore;
   let runtime: LocalProcessEngineRuntime;
   const at = (plural: string) => ({ group, version, namespace, plural });
   const read = async (plural: string, name: string) =>
@@ -132,16 +132,18 @@ describe('controllers', () => {
 
   /** A mirror controller over a store that counts what it is asked. */
   function mirrorController() {
-    const counted = counting(store);
+    // The facade's store and the controllers' reads counted together: one read of each object.
+    const calls = new Map<string, number>();
     const controller = new MirrorController({
-      store: counted.store,
+      store: counting(store, calls),
+      objects: counting(reconcileStore, calls),
       catalog,
       runtime,
       events: new EventRecorder(config, namespace, logger),
       logger,
       requeue: () => {},
     });
-    return { controller, calls: counted.calls };
+    return { controller, calls };
   }
 
   beforeAll(async () => {
@@ -158,6 +160,7 @@ describe('controllers', () => {
     catalog = new PostgresCatalog(pool);
     await catalog.migrate();
     store = new KubeStore(config, namespace);
+    reconcileStore = new ReconcileStore(config, namespace);
     runtime = new LocalProcessEngineRuntime({
       catalog,
       catalogUrl: catalogUrl(catalogDatabase.config),
@@ -225,12 +228,15 @@ describe('controllers', () => {
 
   it('reads a Peer and a Script once per reconcile', async () => {
     await applyPeer('checked', destination);
-    const peers = counting(store);
+    const peerCalls = new Map<string, number>();
     await reconcile(
-      new PeerController({ store: peers.store, events: new EventRecorder(config, namespace, logger) }),
+      new PeerController({
+        objects: counting(reconcileStore, peerCalls),
+        events: new EventRecorder(config, namespace, logger),
+      }),
       'checked',
     );
-    expect(readsOf(peers.calls).peer).toBe(1);
+    expect(readsOf(peerCalls).peer).toBe(1);
     expect((await read('peers', 'checked')).status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe(
       'True',
     );
@@ -244,15 +250,15 @@ describe('controllers', () => {
         spec: { lang: 'lua', source: 'function onRecord(r) return r end' },
       },
     });
-    const scripts = counting(store);
-    await reconcile(new ScriptController({ store: scripts.store }), 'applied');
-    expect(readsOf(scripts.calls).script).toBe(1);
+    const scriptCalls = new Map<string, number>();
+    await reconcile(new ScriptController({ objects: counting(reconcileStore, scriptCalls) }), 'applied');
+    expect(readsOf(scriptCalls).script).toBe(1);
     expect((await read('scripts', 'applied')).status?.id).toBeGreaterThan(0);
   });
 
   it('redoes a status write from a fresh read instead of losing a concurrent write', async () => {
     await applyMirror('race', { state: 'Paused' });
-    const stale = await store.readMirror('race');
+    const stale = await reconcileStore.readMirror('race');
     if (!stale) throw new Error('mirror race not found');
     // Another writer, after the read: a condition of its own, and the failure mark.
     await objects.patchNamespacedCustomObjectStatus({
@@ -280,7 +286,7 @@ describe('controllers', () => {
     await store.recordMirrorFailure('race', 1);
 
     const seen: (StoredStatus | undefined)[] = [];
-    await store.writeMirrorStatus(stale, (status) => {
+    await reconcileStore.writeMirrorStatus(stale, (status) => {
       seen.push(status);
       const conditions = (status?.conditions ?? []) as Parameters<typeof setCondition>[0];
       return {

@@ -9,10 +9,8 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../api-server/src/http/app.ts';
-import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
-import { checkPeer } from '../../engine/src/connectors/peer-check.ts';
-import { checkMirrorSource, findMissingTables } from '../../engine/src/connectors/postgres/source/inspect.ts';
+import { buildApp } from '../../api-server/src/index.ts';
+import { checkMirrorSource, checkPeer, findMissingTables, PostgresCatalog } from '../../engine/src/index.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
+import { PostgresCatalog } from '../../engine/src/index.ts';
 import { createTestDatabase, droppablePool, type TestDatabase, waitFor } from '../support/databases.ts';
 import { kubectl, waitUntilCrdsServed } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';

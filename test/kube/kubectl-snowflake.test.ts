@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
+import { PostgresCatalog } from '../../engine/src/index.ts';
 import { createTestDatabase, droppablePool, type TestDatabase, waitFor } from '../support/databases.ts';
 import { kubectl, waitUntilCrdsServed } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';

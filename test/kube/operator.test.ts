@@ -3,8 +3,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresCatalog } from '../../engine/src/catalog/postgres-catalog.ts';
-import { errorPolicy } from '../../engine/src/errors.ts';
+import { errorPolicy, PostgresCatalog } from '../../engine/src/index.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import {
   createTestDatabase,

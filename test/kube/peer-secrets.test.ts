@@ -11,6 +11,7 @@ import { group, version } from '../../operator/src/crds/schemas.ts';
 import { EventRecorder } from '../../operator/src/events.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import { PeerSecretError, peerSecretLabel } from '../../operator/src/kube/peer-secret.ts';
+import { ReconcileStore } from '../../operator/src/kube/reconcile-store.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 import { adminConfig, createNamespace, installCrds } from '../support/kube.ts';
 
@@ -25,6 +26,7 @@ describe('peer secrets', () => {
   let namespace = '';
   let database: TestDatabase;
   let store: KubeStore;
+  let reconcileStore: ReconcileStore;
   let events: EventRecorder;
 
   const createSecret = (name: string, data: Record<string, string>, labelled: boolean) =>
@@ -53,7 +55,7 @@ describe('peer secrets', () => {
   };
 
   const readyCondition = async (name: string) => {
-    await reconcile(new PeerController({ store, events }), name);
+    await reconcile(new PeerController({ objects: reconcileStore, events }), name);
     const peer = (await objects.getNamespacedCustomObject({
       group,
       version,
@@ -69,6 +71,7 @@ describe('peer secrets', () => {
     namespace = await createNamespace('peer-secrets');
     database = await createTestDatabase('peer_secrets');
     store = new KubeStore(config, namespace);
+    reconcileStore = new ReconcileStore(config, namespace);
     events = new EventRecorder(config, namespace, pino({ level: 'silent' }));
   });
 

@@ -12,8 +12,7 @@ import {
 } from '@kubernetes/client-node';
 import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Catalog } from '../../engine/src/catalog/catalog.ts';
-import { mirrorSpecSchema } from '../../engine/src/resources/mirror.ts';
+import { type Catalog, mirrorSpecSchema } from '../../engine/src/index.ts';
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { StatefulSetEngineRuntime } from '../../operator/src/runtime/statefulset-runtime.ts';
 import { adminConfig, createNamespace, installCrds, statusOf } from '../support/kube.ts';

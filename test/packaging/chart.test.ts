@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import type { V1PodSpec } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { enginePodDefaultsSchema } from '../../engine/src/resources/engine-pod.ts';
+import { enginePodDefaultsSchema } from '../../engine/src/index.ts';
 import { byKind, chart, type Manifest, renderChart, requiredValues } from '../support/chart.ts';
 import { readableByContainer, secretFiles } from '../support/pod-files.ts';
 import { helmBinary, repoRoot } from '../support/testenv.ts';

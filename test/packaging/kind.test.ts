@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { engineObjectName } from '../../operator/src/runtime/statefulset-runtime.ts';
+import { engineObjectName } from '../../operator/src/index.ts';
 import { byKind, renderChart } from '../support/chart.ts';
 import { createNamespace, installCrds, kubectl } from '../support/kube.ts';
 import { repoRoot } from '../support/testenv.ts';

@@ -5,9 +5,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { mirrorMetricsRegistry } from '../../api-server/src/http/metrics.ts';
-import { EngineMetrics } from '../../engine/src/observability/engine-metrics.ts';
-import { OperatorMetrics } from '../../operator/src/operator-metrics.ts';
+import { mirrorMetricsRegistry } from '../../api-server/src/index.ts';
+import { EngineMetrics } from '../../engine/src/index.ts';
+import { OperatorMetrics } from '../../operator/src/index.ts';
 import { byKind, chart, renderChart } from '../support/chart.ts';
 import { exportedNames, parsePromql, withoutGrafanaVariables } from '../support/promql.ts';
 

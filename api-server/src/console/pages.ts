@@ -1,5 +1,5 @@
 // The console's pages: plain server-rendered HTML that works without JavaScript.
-import { type LogLevelFilter, logLevelFilters } from '../../../engine/src/catalog/catalog.ts';
+import { type LogLevelFilter, logLevelFilters } from '../../../engine/src/index.ts';
 import type { Batches, Logs, MirrorStatus, PeerInfo } from './api-client.ts';
 import { type Html, html } from './html.ts';
 import type { MirrorGauges } from './prometheus-text.ts';

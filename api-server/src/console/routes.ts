@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type LogLevelFilter, logLevelFilters } from '../../../engine/src/catalog/catalog.ts';
+import { type LogLevelFilter, logLevelFilters } from '../../../engine/src/index.ts';
 import {
   ApiClient,
   type ApiErrorBody,

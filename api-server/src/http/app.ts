@@ -14,7 +14,7 @@ import {
   PeerSecretsUnavailableError,
   ResourceExistsError,
   ResourceInvalidError,
-} from '../../../engine/src/control/store.ts';
+} from '../../../engine/src/index.ts';
 import { consoleRoutes } from '../console/routes.ts';
 import { isAuthorized } from './auth.ts';
 import type { FacadeContext } from './context.ts';

@@ -2,12 +2,15 @@
 // store and catalog, cluster mode from the Kubernetes API and the catalog database.
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
-import type { PeerCheckResult } from '../../../engine/src/connectors/peer-check.ts';
-import type { NewMirrorSource } from '../../../engine/src/connectors/postgres/source/inspect.ts';
-import type { ResourceStore } from '../../../engine/src/control/store.ts';
-import type { TableName } from '../../../engine/src/resources/mirror.ts';
-import type { Peer, RelationalConfig } from '../../../engine/src/resources/peer.ts';
+import type {
+  Catalog,
+  NewMirrorSource,
+  Peer,
+  PeerCheckResult,
+  RelationalConfig,
+  ResourceStore,
+  TableName,
+} from '../../../engine/src/index.ts';
 import type { AuthConfig } from './auth.ts';
 
 export interface FacadeContext {

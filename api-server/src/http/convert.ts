@@ -2,18 +2,19 @@
 import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import {
+  formatTableName,
   type MirrorResource,
   type MirrorResourceSpec,
+  maskPeerSecrets,
   mirrorResourceSpecSchema,
-} from '../../../engine/src/control/resources.ts';
-import {
-  formatTableName,
+  type Peer,
+  type PeerKind,
   parseTableIdentifier,
+  peerSchema,
   type TableMapping,
   type TableName,
   tableNameSchema,
-} from '../../../engine/src/resources/mirror.ts';
-import { maskPeerSecrets, type Peer, type PeerKind, peerSchema } from '../../../engine/src/resources/peer.ts';
+} from '../../../engine/src/index.ts';
 import { ApiError, describeValidation, formatPath } from './errors.ts';
 import { normalizeBody, snakeCase } from './protojson.ts';
 import type { CreateMirrorRequest, CreatePeerRequest, TableMappingWire } from './wire.ts';

@@ -2,7 +2,7 @@
 // scrape time (engines report to the catalog; nothing here keeps state but a
 // one-second memo, so the gauges of one scrape share one read).
 import { Gauge, Registry } from 'prom-client';
-import { type FlowState, flowStateByPhase } from '../../../engine/src/control/flow-state.ts';
+import { type FlowState, flowStateByPhase } from '../../../engine/src/index.ts';
 import type { FacadeContext } from './context.ts';
 
 interface MirrorSample {

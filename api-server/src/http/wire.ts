@@ -6,18 +6,19 @@
 // and drops nulls, zero values of optional fields and unknown fields before
 // these schemas validate.
 import { z } from 'zod';
-import { logLevelFilters } from '../../../engine/src/catalog/catalog.ts';
-import { mirrorSpecFields } from '../../../engine/src/resources/mirror.ts';
-import { resourceNameSchema } from '../../../engine/src/resources/names.ts';
 import {
+  analyticsConfigSchema,
+  datawarehouseConfigSchema,
+  logLevelFilters,
+  mirrorSpecFields,
   type PeerKind,
-  partitioners,
-  saslMechanisms,
-  streamCompressions,
-} from '../../../engine/src/resources/peer.ts';
+  relationalConfigSchema,
+  resourceNameSchema,
+  sshConfigFields,
+  streamConfigFields,
+} from '../../../engine/src/index.ts';
 import { protoEnum } from './protojson.ts';
 
-const port = z.number().int().min(1).max(65_535);
 // --- peers -----------------------------------------------------------------
 
 /** Peer kinds by the interface's type codes (its DBType numbers). */
@@ -28,83 +29,63 @@ export const peerTypes = {
   STREAM: 9,
 } as const satisfies Record<Uppercase<PeerKind>, number>;
 
-const sshConfigWire = z
-  .object({
-    host: z.string().min(1),
-    port,
-    user: z.string().min(1),
-    password: z.string().optional(),
-    private_key: z.string().optional(),
-    host_key: z.string().optional(),
-  })
-  .strict();
+type SnakeCase<Name extends string> = Name extends `${infer Head}${infer Tail}`
+  ? `${Head extends Lowercase<Head> ? Head : `_${Lowercase<Head>}`}${SnakeCase<Tail>}`
+  : Name;
+
+/** A field as the wire takes it: its engine rule, with an engine default left to the engine. */
+type WireField<Field> = Field extends z.ZodDefault<infer Inner> ? z.ZodOptional<Inner> : Field;
+
+type ProtoShape<Shape extends z.ZodRawShape> = {
+  [Key in keyof Shape as Key extends string ? SnakeCase<Key> : never]: WireField<Shape[Key]>;
+};
+
+function snakeCaseName(name: string): string {
+  return name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+}
+
+/**
+ * A peer config's wire shape, derived from the engine's schema so that one
+ * rule holds in both: each field under its proto name (snake_case, as the
+ * interface declares it), with the engine's rule for it. Two things differ,
+ * on purpose:
+ * - a field the engine defaults is optional here and gets its default from
+ *   the engine's schema, which `peerFromWire` (convert.ts) applies after the
+ *   conversion: protojson drops zero values, and a default applied in two
+ *   places could drift apart;
+ * - rules across fields (an SSH tunnel needs a password or a key, a Kafka
+ *   username needs a SASL mechanism) are the engine's object refinements,
+ *   checked by that same `peerSchema` and reported under the wire's names.
+ */
+function protoFields<Shape extends z.ZodRawShape>(schema: z.ZodObject<Shape>): ProtoShape<Shape> {
+  return Object.fromEntries(
+    Object.entries(schema.shape).map(([name, field]) => [
+      snakeCaseName(name),
+      field instanceof z.ZodDefault ? (field.unwrap() as z.ZodType).optional() : field,
+    ]),
+  ) as ProtoShape<Shape>;
+}
 
 export const relationalConfigWire = z
   .object({
-    host: z.string().min(1),
-    port,
-    user: z.string().min(1),
-    password: z.string(),
-    database: z.string().min(1),
-    ssh_config: sshConfigWire.optional(),
-    require_tls: z.boolean().optional(),
-    disable_tls: z.boolean().optional(),
-    root_ca: z.string().optional(),
-    tls_host: z.string().optional(),
-    skip_cert_verification: z.boolean().optional(),
+    ...protoFields(relationalConfigSchema),
+    // Nested: its fields under their proto names too.
+    ssh_config: z.object(protoFields(sshConfigFields)).strict().optional(),
   })
   .strict();
 
-export const analyticsConfigWire = z
-  .object({
-    host: z.string().min(1),
-    port,
-    /** Extension: the HTTP(S) port when the native port is not 9000 or 9440. */
-    http_port: port.optional(),
-    user: z.string().min(1),
-    password: z.string(),
-    database: z.string().min(1),
-    disable_tls: z.boolean().optional(),
-    certificate: z.string().optional(),
-    private_key: z.string().optional(),
-    root_ca: z.string().optional(),
-    objstore_path: z.string().optional(),
-    access_key_id: z.string().optional(),
-    secret_access_key: z.string().optional(),
-    region: z.string().optional(),
-    endpoint: z.string().optional(),
-  })
-  .strict();
+export const analyticsConfigWire = z.object(protoFields(analyticsConfigSchema)).strict();
 
-export const datawarehouseConfigWire = z
-  .object({
-    account_id: z.string().min(1),
-    username: z.string().min(1),
-    private_key: z.string().min(1),
-    database: z.string().min(1),
-    warehouse: z.string().min(1),
-    role: z.string().min(1),
-    query_timeout: z.number().int().positive().optional(),
-    password: z.string().optional(),
-    /** Extension: service URL for private connectivity. */
-    access_url: z.string().optional(),
-  })
-  .strict();
+export const datawarehouseConfigWire = z.object(protoFields(datawarehouseConfigSchema)).strict();
+
+const streamFields = protoFields(streamConfigFields);
 
 export const streamConfigWire = z
   .object({
-    servers: z.union([z.array(z.string()).min(1), z.string().min(1)]),
-    /** Without a username no SASL is used (a client certificate, or nothing). */
-    username: z.string().optional(),
-    password: z.string().optional(),
-    sasl: z.enum(saslMechanisms).optional(),
-    disable_tls: z.boolean().optional(),
-    partitioner: z.enum(partitioners).optional(),
-    /** Extension: none (default), gzip, lz4, snappy or zstd. */
-    compression: z.enum(streamCompressions).optional(),
-    certificate: z.string().optional(),
-    private_key: z.string().optional(),
-    root_ca: z.string().optional(),
+    ...streamFields,
+    // The interface's clients also send the brokers as one comma-separated
+    // string; peerFromWire splits it, and the engine's rule checks each one.
+    servers: z.union([streamFields.servers, z.string().min(1)]),
   })
   .strict();
 

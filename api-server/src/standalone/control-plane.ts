@@ -6,13 +6,15 @@
 
 import { PGlite } from '@electric-sql/pglite';
 import type { Logger } from 'pino';
-import type { LogRetention } from '../../../engine/src/catalog/log-retention.ts';
-import { PostgresCatalog } from '../../../engine/src/catalog/postgres-catalog.ts';
-import { InProcessEngineRuntime } from '../../../engine/src/control/in-process-runtime.ts';
-import { MirrorReconciler } from '../../../engine/src/control/mirror-reconciler.ts';
-import { WorkQueue } from '../../../engine/src/control/work-queue.ts';
-import { EngineMetrics } from '../../../engine/src/observability/engine-metrics.ts';
-import { stallAfterMsFromEnvironment } from '../../../engine/src/pipeline/progress-watchdog.ts';
+import {
+  EngineMetrics,
+  InProcessEngineRuntime,
+  type LogRetention,
+  MirrorReconciler,
+  PostgresCatalog,
+  stallAfterMsFromEnvironment,
+  WorkQueue,
+} from '../../../engine/src/index.ts';
 import { secureDataDirectory } from './data-dir.ts';
 import { EmbeddedStore } from './embedded-store.ts';
 import { initialiseDataDirectory } from './initdb-process.ts';

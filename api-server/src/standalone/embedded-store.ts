@@ -3,28 +3,24 @@
 // never in the peer row. Change notifications stay in-process.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { migrate } from '../../../engine/src/catalog/migrations.ts';
-import type { SqlExecutor } from '../../../engine/src/catalog/postgres-catalog.ts';
 import {
+  joinPeerSecrets,
   type MirrorResource,
   type MirrorResourceSpec,
+  migrate,
   mirrorResourceSpecSchema,
+  type Peer,
+  type PeerKind,
   type PeerResource,
-  type ScriptResource,
-} from '../../../engine/src/control/resources.ts';
-import {
   ResourceConflictError,
   type ResourceEvent,
   ResourceExistsError,
   ResourceNotFoundError,
   type ResourceStore,
-} from '../../../engine/src/control/store.ts';
-import {
-  joinPeerSecrets,
-  type Peer,
-  type PeerKind,
+  type ScriptResource,
+  type SqlExecutor,
   splitPeerSecrets,
-} from '../../../engine/src/resources/peer.ts';
+} from '../../../engine/src/index.ts';
 import type { PeerSecretFiles } from './peer-secret-files.ts';
 
 /** Standalone mode has one process on its embedded database; the key only keeps the contract. */

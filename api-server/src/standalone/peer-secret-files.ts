@@ -8,12 +8,7 @@
 // cannot point a peer at an arbitrary file.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  joinPeerSecrets,
-  type Peer,
-  peerSecretPaths,
-  splitPeerSecrets,
-} from '../../../engine/src/resources/peer.ts';
+import { joinPeerSecrets, type Peer, peerSecretPaths, splitPeerSecrets } from '../../../engine/src/index.ts';
 
 /** A file's content without the one line end an editor or `echo` adds. */
 function withoutFinalNewline(text: string): string {

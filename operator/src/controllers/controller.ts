@@ -6,9 +6,9 @@
 //
 // `fetch` is the only read of the object in a reconcile: every later step gets
 // what it read, and the status write is guarded by that read's resourceVersion
-// (kube/kube-store.ts, `#writeStatus`), so a write based on a stale read is
+// (kube/reconcile-store.ts, through kube/namespace-objects.ts `writeStatus`), so a write based on a stale read is
 // refused by the API server and redone from a fresh read instead of lost.
-import type { ObjectSnapshot } from '../kube/kube-store.ts';
+import type { ObjectSnapshot } from '../kube/reconcile-store.ts';
 
 /** What the work queue does next with a key: look again after a while, or wait for a change. */
 export type Requeue = { readonly requeueAfterMs: number } | undefined;

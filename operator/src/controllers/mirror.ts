@@ -5,20 +5,27 @@
 // for every phase change and failure. Engines need no access to the
 // Kubernetes API this way.
 import type { Logger } from 'pino';
-import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
-import type { MissingDependency } from '../../../engine/src/control/dependencies.ts';
-import type { EngineRuntime } from '../../../engine/src/control/engine-runtime.ts';
-import { flowStateByPhase } from '../../../engine/src/control/flow-state.ts';
-import { type MirrorOutcome, MirrorReconciler } from '../../../engine/src/control/mirror-reconciler.ts';
-import { workflowId } from '../../../engine/src/control/resources.ts';
+import {
+  type Catalog,
+  type EngineRuntime,
+  flowStateByPhase,
+  type MirrorOutcome,
+  MirrorReconciler,
+  type MissingDependency,
+  type ResourceStore,
+  workflowId,
+} from '../../../engine/src/index.ts';
 import { type Condition, setCondition } from '../conditions.ts';
 import type { EnginePodProblem, EnginePods } from '../engine-pods.ts';
 import type { EventRecorder } from '../events.ts';
-import type { KubeStore, MirrorSnapshot } from '../kube/kube-store.ts';
+import type { MirrorSnapshot, ReconcileStore } from '../kube/reconcile-store.ts';
 import type { Controller, Requeue } from './controller.ts';
 
 export interface MirrorControllerOptions {
-  readonly store: KubeStore;
+  /** The resource store the steps shared with standalone mode work on (kube/kube-store.ts). */
+  readonly store: ResourceStore;
+  /** The Mirror as one read sees it, and the writes guarded by that read. */
+  readonly objects: ReconcileStore;
   readonly catalog: Catalog;
   readonly runtime: EngineRuntime;
   readonly events: EventRecorder;
@@ -51,7 +58,7 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
   }
 
   fetch(name: string): Promise<MirrorSnapshot | undefined> {
-    return this.#options.store.readMirror(name);
+    return this.#options.objects.readMirror(name);
   }
 
   async notFound(name: string): Promise<void> {
@@ -65,7 +72,7 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
       await this.#reconciler.drop(object.mirror);
       return 'finalized';
     }
-    return this.#options.store.addMirrorFinalizer(object);
+    return this.#options.objects.addMirrorFinalizer(object);
   }
 
   // No short-circuit on the generation: every resync compares the engine's
@@ -82,7 +89,7 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
   }
 
   async conditions(object: MirrorSnapshot, outcome: MirrorOutcome): Promise<void> {
-    const { catalog, store, events, pods } = this.#options;
+    const { catalog, objects, events, pods } = this.#options;
     const { mirror } = object;
     const previous = object.status as MirrorStatus | undefined;
     // Read on every resync: the engine in a pod that cannot start or keeps
@@ -169,7 +176,7 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
     // catalog. Written before the status, so that once the resource shows a
     // cause (or its end), the API already says the same.
     if (pods) await catalog.setEngineProblem(mirror.name, podProblem?.message ?? null);
-    await store.writeMirrorStatus(object, (status) => ({
+    await objects.writeMirrorStatus(object, (status) => ({
       observedGeneration: generation,
       phase,
       workflowId: workflowId(mirror),

@@ -2,16 +2,15 @@
 // its status (the server version and a Ready condition). An Event is recorded
 // when readiness changes, not on every periodic re-check, so a peer that stays
 // down does not flood `kubectl describe`.
-import { checkPeer, describeCheckFailure } from '../../../engine/src/connectors/peer-check.ts';
-import { splitPeerSecrets } from '../../../engine/src/resources/peer.ts';
+import { checkPeer, describeCheckFailure, splitPeerSecrets } from '../../../engine/src/index.ts';
 import { type Condition, setCondition } from '../conditions.ts';
 import type { EventRecorder } from '../events.ts';
-import type { KubeStore, PeerSnapshot } from '../kube/kube-store.ts';
 import { PeerSecretError, type PeerSecretProblem } from '../kube/peer-secret.ts';
+import type { PeerSnapshot, ReconcileStore } from '../kube/reconcile-store.ts';
 import type { Controller, Requeue } from './controller.ts';
 
 export interface PeerControllerOptions {
-  readonly store: KubeStore;
+  readonly objects: ReconcileStore;
   readonly events: EventRecorder;
 }
 
@@ -32,7 +31,7 @@ export class PeerController implements Controller<PeerSnapshot, PeerCheck> {
   }
 
   fetch(name: string): Promise<PeerSnapshot | undefined> {
-    return this.#options.store.readPeer(name);
+    return this.#options.objects.readPeer(name);
   }
 
   // Nothing is kept for a peer; no finalizer. No short-circuit on the
@@ -53,10 +52,10 @@ export class PeerController implements Controller<PeerSnapshot, PeerCheck> {
   }
 
   async conditions(object: PeerSnapshot, outcome: PeerCheck): Promise<void> {
-    const { store, events } = this.#options;
+    const { objects, events } = this.#options;
     const conditionsOf = (status: unknown): Condition[] =>
       (status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
-    const written = await store.writePeerStatus(object, (status) => ({
+    const written = await objects.writePeerStatus(object, (status) => ({
       observedGeneration: object.generation,
       ...(outcome.ready ? { version: outcome.version } : {}),
       lastCheckTime: new Date().toISOString(),

@@ -1,22 +1,22 @@
 // The Script controller: a Script applied with kubectl gets its numeric id
 // (the API's handle) here; one created through the facade has it already.
-import { ResourceNotFoundError } from '../../../engine/src/control/store.ts';
-import type { KubeStore, ScriptSnapshot } from '../kube/kube-store.ts';
+import { ResourceNotFoundError } from '../../../engine/src/index.ts';
+import type { ReconcileStore, ScriptSnapshot } from '../kube/reconcile-store.ts';
 import type { Controller, Requeue } from './controller.ts';
 
 export interface ScriptControllerOptions {
-  readonly store: KubeStore;
+  readonly objects: ReconcileStore;
 }
 
 export class ScriptController implements Controller<ScriptSnapshot, void> {
-  readonly #store: KubeStore;
+  readonly #objects: ReconcileStore;
 
   constructor(options: ScriptControllerOptions) {
-    this.#store = options.store;
+    this.#objects = options.objects;
   }
 
   fetch(name: string): Promise<ScriptSnapshot | undefined> {
-    return this.#store.readScript(name);
+    return this.#objects.readScript(name);
   }
 
   // Nothing is kept for a script; no finalizer.
@@ -30,7 +30,7 @@ export class ScriptController implements Controller<ScriptSnapshot, void> {
   // The id is the script's whole status: drawing it and writing it (guarded by
   // the object's resourceVersion) is one step, done here.
   async act(object: ScriptSnapshot): Promise<void> {
-    await this.#store.giveScriptId(object).catch((error: unknown) => {
+    await this.#objects.giveScriptId(object).catch((error: unknown) => {
       // Deleted meanwhile: not found, at the next reconcile.
       if (!(error instanceof ResourceNotFoundError)) throw error;
     });

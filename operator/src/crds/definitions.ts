@@ -2,7 +2,7 @@
 // schemas. `make crds` writes them to crds/; a test fails when the committed
 // YAML differs from what this produces.
 import { z } from 'zod';
-import { peerKinds } from '../../../engine/src/resources/peer.ts';
+import { peerKinds } from '../../../engine/src/index.ts';
 import {
   group,
   mirrorCrSpecSchema,

@@ -2,17 +2,18 @@
 // schemas: one source of truth for the facade, the engine and the CRDs. Secrets
 // never appear in a spec: a Peer names a Secret holding them.
 import { z } from 'zod';
-import { mirrorDesiredStates, scriptLanguages } from '../../../engine/src/control/resources.ts';
-import { mirrorSpecFields } from '../../../engine/src/resources/mirror.ts';
 import {
   allPeerSecretPaths,
   analyticsConfigSchema,
   datawarehouseConfigSchema,
+  mirrorDesiredStates,
+  mirrorSpecFields,
   peerKinds,
   relationalConfigSchema,
+  scriptLanguages,
   sshConfigFields,
   streamConfigFields,
-} from '../../../engine/src/resources/peer.ts';
+} from '../../../engine/src/index.ts';
 
 export const group = 'tributary.dev';
 export const version = 'v1alpha1';

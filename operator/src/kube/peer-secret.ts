@@ -6,8 +6,12 @@
 // fields of the peer's kind are taken from it, never a field of the spec.
 import type { V1Secret } from '@kubernetes/client-node';
 import type { ZodError } from 'zod';
-import { PeerSecretsUnavailableError } from '../../../engine/src/control/store.ts';
-import { isPeerSecretPath, type PeerKind, peerSecretPaths } from '../../../engine/src/resources/peer.ts';
+import {
+  isPeerSecretPath,
+  type PeerKind,
+  PeerSecretsUnavailableError,
+  peerSecretPaths,
+} from '../../../engine/src/index.ts';
 
 /** The label (value "true") a Secret needs before a Peer may read it. */
 export const peerSecretLabel = 'tributary.dev/peer-secret';

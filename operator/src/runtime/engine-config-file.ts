@@ -1,5 +1,4 @@
-import type { EngineRunConfig } from '../../../engine/src/control/engine-runtime.ts';
-import type { EngineConfig } from '../../../engine/src/engine-config.ts';
+import type { EngineConfig, EngineRunConfig } from '../../../engine/src/index.ts';
 
 /** The engine config file's content for a mirror (holds secrets: store it as one). */
 export function engineConfigDocument(config: EngineRunConfig, catalogUrl: string): EngineConfig {

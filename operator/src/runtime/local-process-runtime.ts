@@ -6,16 +6,16 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
-import { configHash } from '../../../engine/src/control/config-hash.ts';
-import type {
-  EngineRunConfig,
-  EngineRuntime,
-  EngineTarget,
-  RunningEngine,
-} from '../../../engine/src/control/engine-runtime.ts';
-import { teardownWithConfig } from '../../../engine/src/control/in-process-runtime.ts';
-import type { SupervisedOutcome } from '../../../engine/src/pipeline/supervisor.ts';
+import {
+  type Catalog,
+  configHash,
+  type EngineRunConfig,
+  type EngineRuntime,
+  type EngineTarget,
+  type RunningEngine,
+  type SupervisedOutcome,
+  teardownWithConfig,
+} from '../../../engine/src/index.ts';
 import { engineConfigDocument } from './engine-config-file.ts';
 
 interface RunningProcess {

@@ -19,28 +19,24 @@ import {
   type V1Toleration,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { Catalog } from '../../../engine/src/catalog/catalog.ts';
 import {
+  type Catalog,
+  configHash,
+  defaultStallAfterMs,
+  defaultTemporaryStorageLimit,
+  type EnginePodSettings,
+  type EngineRunConfig,
+  type EngineRuntime,
+  type EngineTarget,
+  engineConfigSchema,
+  engineHeapMegabytes,
   type LogRetention,
   logRetentionDefaults,
   logRetentionVariables,
-} from '../../../engine/src/catalog/log-retention.ts';
-import { configHash } from '../../../engine/src/control/config-hash.ts';
-import type {
-  EngineRunConfig,
-  EngineRuntime,
-  EngineTarget,
-  RunningEngine,
-} from '../../../engine/src/control/engine-runtime.ts';
-import { teardownWithConfig } from '../../../engine/src/control/in-process-runtime.ts';
-import { engineConfigSchema } from '../../../engine/src/engine-config.ts';
-import { defaultStallAfterMs } from '../../../engine/src/pipeline/progress-watchdog.ts';
-import {
-  defaultTemporaryStorageLimit,
-  type EnginePodSettings,
-  engineHeapMegabytes,
   mergePodSettings,
-} from '../../../engine/src/resources/engine-pod.ts';
+  type RunningEngine,
+  teardownWithConfig,
+} from '../../../engine/src/index.ts';
 import { group, version } from '../crds/schemas.ts';
 import { kubeObjectName } from '../kube/object-names.ts';
 import { engineConfigDocument } from './engine-config-file.ts';

@@ -1,18 +1,19 @@
 import type { FastifyInstance } from 'fastify';
-import type { LogLevel, MirrorPhase } from '../../../../engine/src/catalog/catalog.ts';
 import {
   defaultPublicationName,
   defaultSlotName,
-} from '../../../../engine/src/connectors/postgres/source/slot.ts';
-import { isSupportedDestination } from '../../../../engine/src/connectors/registry.ts';
-import { flowStateByPhase } from '../../../../engine/src/control/flow-state.ts';
-import {
+  flowStateByPhase,
+  formatTableName,
+  isSupportedDestination,
+  type LogLevel,
+  type MirrorPhase,
   type MirrorResource,
   type MirrorResourceSpec,
+  ResourceConflictError,
+  ResourceExistsError,
+  type TableMapping,
   workflowId,
-} from '../../../../engine/src/control/resources.ts';
-import { ResourceConflictError, ResourceExistsError } from '../../../../engine/src/control/store.ts';
-import { formatTableName, type TableMapping } from '../../../../engine/src/resources/mirror.ts';
+} from '../../../../engine/src/index.ts';
 import type { FacadeContext } from '../context.ts';
 import {
   checkDistinctTables,

@@ -1,8 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifyInstance } from 'fastify';
-import { describeCheckFailure } from '../../../../engine/src/connectors/peer-check.ts';
-import { warnUnverifiedHostKey } from '../../../../engine/src/net/ssh-tunnel.ts';
-import { splitPeerSecrets } from '../../../../engine/src/resources/peer.ts';
+import {
+  describeCheckFailure,
+  splitPeerSecrets,
+  warnUnverifiedHostKey,
+} from '../../../../engine/src/index.ts';
 import type { FacadeContext } from '../context.ts';
 import { parseRequest, peerFromWire, peerToWire } from '../convert.ts';
 import { ApiError } from '../errors.ts';

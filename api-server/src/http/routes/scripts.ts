@@ -1,7 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { type ScriptResource, scriptLanguages } from '../../../../engine/src/control/resources.ts';
-import { ResourceExistsError, ResourceNotFoundError } from '../../../../engine/src/control/store.ts';
-import { luaSyntaxError } from '../../../../engine/src/scripting/syntax-check.ts';
+import {
+  luaSyntaxError,
+  ResourceExistsError,
+  ResourceNotFoundError,
+  type ScriptResource,
+  scriptLanguages,
+} from '../../../../engine/src/index.ts';
 import type { FacadeContext } from '../context.ts';
 import { parseRequest } from '../convert.ts';
 import { ApiError } from '../errors.ts';

@@ -1,0 +1,10 @@
+// The operator's front door: what other packages (the api-server's cluster
+// mode), tests of other packages and scripts/ may use of the operator. The
+// role itself is started by bin/tributary.ts from `main.ts`, by path.
+// `scripts/front-doors.test.ts` fails on an import that goes around this file.
+export { customResourceDefinitions } from './crds/definitions.ts';
+export { group, version } from './crds/schemas.ts';
+export { KubeStore } from './kube/kube-store.ts';
+export { apiNameAnnotation, kubeObjectName } from './kube/object-names.ts';
+export { OperatorMetrics } from './operator-metrics.ts';
+export { engineObjectName } from './runtime/statefulset-runtime.ts';
