@@ -284,6 +284,9 @@ describe('batches and logs', () => {
             errorType: 'info',
             errorTimestamp: expect.any(Number),
             id: expect.any(Number),
+            // Additions: each written once (docs/api.md, mirrors/logs).
+            repeatCount: 1,
+            lastErrorTimestamp: expect.any(Number),
           },
           {
             flowName: mirror,
@@ -291,6 +294,9 @@ describe('batches and logs', () => {
             errorType: 'error',
             errorTimestamp: expect.any(Number),
             id: expect.any(Number),
+            // Additions: each written once (docs/api.md, mirrors/logs).
+            repeatCount: 1,
+            lastErrorTimestamp: expect.any(Number),
           },
           {
             flowName: mirror,
@@ -298,6 +304,9 @@ describe('batches and logs', () => {
             errorType: 'warn',
             errorTimestamp: expect.any(Number),
             id: expect.any(Number),
+            // Additions: each written once (docs/api.md, mirrors/logs).
+            repeatCount: 1,
+            lastErrorTimestamp: expect.any(Number),
           },
           {
             flowName: mirror,
@@ -305,6 +314,9 @@ describe('batches and logs', () => {
             errorType: 'info',
             errorTimestamp: expect.any(Number),
             id: expect.any(Number),
+            // Additions: each written once (docs/api.md, mirrors/logs).
+            repeatCount: 1,
+            lastErrorTimestamp: expect.any(Number),
           },
         ],
         total: 4,
