@@ -1,0 +1,22 @@
+// A MemoryDestination whose batch writes wait until the test releases them,
+// one at a time: for tests of what the pipeline does while a batch is in flight.
+import { MemoryDestination } from '../../engine/src/connectors/memory/destination.ts';
+import type { ChangeBatch } from '../../engine/src/connectors/records.ts';
+
+export class GatedDestination extends MemoryDestination {
+  #gates: (() => void)[] = [];
+  readonly writesStarted: bigint[] = [];
+
+  override async syncBatch(batch: ChangeBatch): Promise<void> {
+    this.writesStarted.push(batch.batchId);
+    await new Promise<void>((resolve) => this.#gates.push(resolve));
+    await super.syncBatch(batch);
+  }
+
+  /** Lets the oldest waiting write go on. */
+  release(): void {
+    const gate = this.#gates.shift();
+    if (!gate) throw new Error('no write is waiting');
+    gate();
+  }
+}
