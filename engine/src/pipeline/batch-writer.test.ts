@@ -1,23 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { GatedDestination } from '../../../test/support/gated-destination.ts';
+import { idTextTable } from '../../../test/support/id-text-table.ts';
+import { GatedDestination, memoryDestinationOf } from '../../../test/support/memory-destinations.ts';
 import type { Destination } from '../connectors/destination.ts';
-import { MemoryDestination } from '../connectors/memory/destination.ts';
 import { FaultInjectingDestination } from '../connectors/memory/fault-injecting.ts';
-import type { DestinationTable } from '../connectors/records.ts';
 import { Acknowledgements } from './acknowledgements.ts';
 import { BatchBuilder } from './batch-builder.ts';
 import { BatchWriter } from './batch-writer.ts';
 
 const mirror = 'm';
-const table: DestinationTable = {
-  source: { schema: 'public', table: 't' },
-  destination: { schema: 'public', table: 't' },
-  columns: [
-    { name: 'id', typeOid: 23, typeModifier: -1, typeName: 'integer', notNull: true },
-    { name: 'v', typeOid: 25, typeModifier: -1, typeName: 'text', notNull: false },
-  ],
-  keyColumns: ['id'],
-};
+const table = idTextTable('t');
 
 function writerOver(destination: Destination, options: { maxRows?: number; lastBatchId?: bigint } = {}) {
   const acknowledged: bigint[] = [];
@@ -56,11 +47,7 @@ function writerOver(destination: Destination, options: { maxRows?: number; lastB
   return { writer, builder, acknowledgements, acknowledged, started, finished, insert };
 }
 
-async function memoryDestination(): Promise<MemoryDestination> {
-  const destination = new MemoryDestination();
-  await destination.setupTables([table]);
-  return destination;
-}
+const memoryDestination = () => memoryDestinationOf([table]);
 
 describe('BatchWriter', () => {
   it('numbers batches after the checkpoint’s and records each as it opens and once durable', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { GatedDestination } from '../../../test/support/gated-destination.ts';
+import { GatedDestination, memoryDestinationOf } from '../../../test/support/memory-destinations.ts';
 import { wireTuple } from '../../../test/support/wire-tuple.ts';
 import type { RelationMessage, SourceMessage, StreamEvent, WireTuple } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
@@ -125,11 +125,7 @@ async function applierOver(
   return { applier, acknowledged, started, finished, typeLookups, logs };
 }
 
-async function memoryDestination(): Promise<MemoryDestination> {
-  const destination = new MemoryDestination();
-  await destination.setupTables([table]);
-  return destination;
-}
+const memoryDestination = () => memoryDestinationOf([table]);
 
 describe('ChangeApplier', () => {
   it('acknowledges a commit only once the batch holding it is durable', async () => {

@@ -1,21 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { idTextTable } from '../../../test/support/id-text-table.ts';
 import type { RelationMessage } from '../connectors/changes.ts';
 import { MemoryDestination } from '../connectors/memory/destination.ts';
-import type { DestinationTable } from '../connectors/records.ts';
 import type { TableName } from '../resources/mirror.ts';
 import { SchemaEvolution } from './schema-evolution.ts';
 
-const int4 = 23;
+const int8 = 20;
 const text = 25;
-const table: DestinationTable = {
-  source: { schema: 'public', table: 't' },
-  destination: { schema: 'public', table: 't' },
-  columns: [
-    { name: 'id', typeOid: int4, typeModifier: -1, typeName: 'integer', notNull: true },
-    { name: 'v', typeOid: text, typeModifier: -1, typeName: 'text', notNull: false },
-  ],
-  keyColumns: ['id'],
-};
+const table = idTextTable('t');
 const relation = (columns: RelationMessage['columns'], relationId = 1, name = 't'): RelationMessage => ({
   tag: 'relation',
   relationId,
@@ -24,7 +16,7 @@ const relation = (columns: RelationMessage['columns'], relationId = 1, name = 't
   replicaIdentity: 'default',
   columns,
 });
-const id = { name: 'id', typeOid: int4, typeModifier: -1, isKey: true };
+const id = { name: 'id', typeOid: int8, typeModifier: -1, isKey: true };
 const v = { name: 'v', typeOid: text, typeModifier: -1, isKey: false };
 
 async function evolutionOver(partitionAncestors: Record<number, readonly TableName[]> = {}) {
@@ -68,10 +60,10 @@ describe('SchemaEvolution', () => {
   it('adds a column after the old shape is written, with its looked-up type, and says so', async () => {
     const { schema, steps, destination } = await evolutionOver();
     schema.observe(relation([id, v]));
-    await schema.observe(relation([id, v, { name: 'w', typeOid: 20, typeModifier: -1, isKey: false }]));
+    await schema.observe(relation([id, v, { name: 'w', typeOid: 21, typeModifier: -1, isKey: false }]));
     expect(steps).toEqual([
       'before t, idle',
-      'look up 20',
+      'look up 21',
       'add w bigint',
       'INFO added column(s) w to public.t',
     ]);
@@ -81,7 +73,7 @@ describe('SchemaEvolution', () => {
 
   it('keeps dropped and retyped columns at the destination, and says so', async () => {
     const { schema, steps, destination } = await evolutionOver();
-    await schema.observe(relation([{ ...id, typeOid: 20 }]));
+    await schema.observe(relation([{ ...id, typeOid: 23 }]));
     expect(steps).toEqual([
       'before t',
       'WARN column(s) v of public.t were dropped at the source; the destination keeps them and new rows get null',

@@ -1,15 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { idTextTable } from '../../../test/support/id-text-table.ts';
 import type { SourceMessage } from '../connectors/changes.ts';
-import type { DestinationTable, TransactionPosition } from '../connectors/records.ts';
+import type { TransactionPosition } from '../connectors/records.ts';
 import type { TrackedRelation } from './relations.ts';
 import { TransactionFilter } from './transaction-filter.ts';
 
-const table: DestinationTable = {
-  source: { schema: 'public', table: 't' },
-  destination: { schema: 'public', table: 't' },
-  columns: [{ name: 'id', typeOid: 23, typeModifier: -1, typeName: 'integer', notNull: true }],
-  keyColumns: ['id'],
-};
+const table = idTextTable('t');
 const tracked = (sourceName: string): TrackedRelation => ({
   table,
   sourceName,
