@@ -1,7 +1,8 @@
 // Sequences one mirror: setup → initial load → CDC, and teardown on drop. The
-// steps' I/O lives in the connectors; this module decides order and records
-// the phase. Re-running it after a crash or a pause picks up where the catalog
-// and the destination's checkpoint say the mirror was.
+// steps' I/O lives in the connectors; this module decides order and moves
+// the phase as each step begins or ends (through catalog/phases.ts).
+// Re-running it after a crash or a pause picks up where the catalog and the
+// destination's checkpoint say the mirror was.
 import type { SourceSetup } from '../catalog/catalog.ts';
 import { forgetDroppedMirror, movePhase } from '../catalog/phases.ts';
 import type { DestinationTable } from '../connectors/records.ts';
