@@ -6,7 +6,7 @@
 // only the EngineRuntime differs.
 import type { Logger } from 'pino';
 import type { Catalog, MirrorPhase, MirrorRuntime } from '../catalog/catalog.ts';
-import { canTransition } from '../catalog/phases.ts';
+import { forgetDroppedMirror, movePhase, movePhaseIfAllowed } from '../catalog/phases.ts';
 import { EngineError } from '../errors.ts';
 import { logLifecycle } from '../observability/lifecycle-log.ts';
 import type { ScriptSource } from '../resources/script.ts';
@@ -189,24 +189,16 @@ export class MirrorReconciler {
     );
   }
 
-  /** Moves the phase if the lifecycle allows it from where it is; otherwise leaves it. */
-  async #moveTo(name: string, phase: MirrorPhase): Promise<void> {
-    const current = await this.#phase(name);
-    if (current !== phase && canTransition(current ?? 'new', phase)) {
-      await this.#options.catalog.transition(name, phase);
-    }
-  }
-
   async #pause(mirror: MirrorResource): Promise<void> {
     const { runtime, catalog } = this.#options;
     if ((await runtime.running(mirror.name)) !== undefined) {
-      await this.#moveTo(mirror.name, 'pausing');
+      await movePhaseIfAllowed(catalog, mirror.name, 'pauseRequested');
       await this.#stop(mirror.name);
     }
     // Also when no engine ran (e.g. after a restart): the phase still says active.
-    await this.#moveTo(mirror.name, 'pausing');
-    if ((await this.#phase(mirror.name)) === 'pausing') {
-      await catalog.transition(mirror.name, 'paused');
+    await movePhaseIfAllowed(catalog, mirror.name, 'pauseRequested');
+    // Only a pausing mirror may become paused (the table), so this moves once.
+    if (await movePhaseIfAllowed(catalog, mirror.name, 'engineStoppedForPause')) {
       await catalog.appendLog(mirror.name, 'INFO', 'mirror paused');
       logLifecycle(this.#options.logger, mirror.name, 'paused');
     }
@@ -220,7 +212,7 @@ export class MirrorReconciler {
     const { runtime, catalog, store } = this.#options;
     // A mirror created under the name of a dropped one starts clean; the old
     // mirror's logs stay readable as an earlier incarnation.
-    if ((await this.#phase(mirror.name)) === 'terminated') await catalog.startNewIncarnation(mirror.name);
+    if ((await this.#phase(mirror.name)) === 'terminated') await forgetDroppedMirror(catalog, mirror.name);
     const stored = await catalog.getRuntime(mirror.name);
     const phase = stored?.phase;
     const running = await runtime.running(mirror.name);
@@ -274,7 +266,9 @@ export class MirrorReconciler {
         return { restartInMs };
       }
     }
-    if (phase === 'pausing') await catalog.transition(mirror.name, 'paused');
+    // A pause under way when the mirror was resumed: no engine runs by now, so
+    // the pause is complete before the new engine starts (pausing → running is not a move).
+    if (phase === 'pausing') await movePhase(catalog, mirror.name, 'engineStoppedForPause');
     config ??= await this.#engineConfig(mirror);
     if (!config) return 'settled';
     if ('reason' in config) {
@@ -356,9 +350,7 @@ export class MirrorReconciler {
   async #fail(mirror: MirrorResource, error: EngineError): Promise<void> {
     const { store, catalog } = this.#options;
     await catalog.appendLog(mirror.name, 'ERROR', `${error.message}. ${error.policy.remedy}`);
-    if (canTransition((await this.#phase(mirror.name)) ?? 'new', 'failed')) {
-      await catalog.transition(mirror.name, 'failed', error.message);
-    }
+    await movePhaseIfAllowed(catalog, mirror.name, 'failedForGood', error.message);
     await store.recordMirrorFailure(mirror.name, mirror.generation);
     logLifecycle(this.#options.logger, mirror.name, 'failed', error.message);
   }

@@ -3,6 +3,7 @@
 // stream has nothing more buffered at a transaction boundary), sync each to the
 // destination while the next one is read, and only then acknowledge its last
 // complete commit to the slot (change-applier.ts).
+import { movePhase } from '../catalog/phases.ts';
 import type { StreamEvent } from '../connectors/changes.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import { EngineError } from '../errors.ts';
@@ -92,7 +93,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     else await flushWhenIdle();
   };
 
-  await catalog.transition(spec.name, 'running');
+  await movePhase(catalog, spec.name, 'streamingStarted');
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
   context.progress?.streaming();
   try {

@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { GatedDestination, memoryDestinationOf } from '../../../test/support/memory-destinations.ts';
 import { wireTuple } from '../../../test/support/wire-tuple.ts';
 import type { RelationMessage, SourceMessage, StreamEvent, WireTuple } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
@@ -124,30 +125,7 @@ async function applierOver(
   return { applier, acknowledged, started, finished, typeLookups, logs };
 }
 
-/** A MemoryDestination whose batch writes wait until released, one at a time. */
-class GatedDestination extends MemoryDestination {
-  #gates: (() => void)[] = [];
-  readonly writesStarted: bigint[] = [];
-
-  override async syncBatch(batch: ChangeBatch): Promise<void> {
-    this.writesStarted.push(batch.batchId);
-    await new Promise<void>((resolve) => this.#gates.push(resolve));
-    await super.syncBatch(batch);
-  }
-
-  /** Lets the oldest waiting write go on. */
-  release(): void {
-    const gate = this.#gates.shift();
-    if (!gate) throw new Error('no write is waiting');
-    gate();
-  }
-}
-
-async function memoryDestination(): Promise<MemoryDestination> {
-  const destination = new MemoryDestination();
-  await destination.setupTables([table]);
-  return destination;
-}
+const memoryDestination = () => memoryDestinationOf([table]);
 
 describe('ChangeApplier', () => {
   it('acknowledges a commit only once the batch holding it is durable', async () => {

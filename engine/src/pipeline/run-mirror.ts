@@ -1,8 +1,10 @@
 // Sequences one mirror: setup → initial load → CDC, and teardown on drop. The
-// steps' I/O lives in the connectors; this module decides order and records
-// the phase. Re-running it after a crash or a pause picks up where the catalog
-// and the destination's checkpoint say the mirror was.
+// steps' I/O lives in the connectors; this module decides order and moves
+// the phase as each step begins or ends (through catalog/phases.ts).
+// Re-running it after a crash or a pause picks up where the catalog and the
+// destination's checkpoint say the mirror was.
 import type { SourceSetup } from '../catalog/catalog.ts';
+import { forgetDroppedMirror, movePhase } from '../catalog/phases.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import type { CreatedSlot } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
@@ -37,13 +39,13 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   const stored = await catalog.getRuntime(spec.name);
   if (stored?.phase === 'completed') return 'completed';
   // A mirror re-created under a dropped one's name starts from nothing.
-  if (stored?.phase === 'terminated') await catalog.startNewIncarnation(spec.name);
+  if (stored?.phase === 'terminated') await forgetDroppedMirror(catalog, spec.name);
   const runtime = stored?.phase === 'terminated' ? undefined : stored;
   const { source } = context;
   let setup: SourceSetup;
   let tables: DestinationTable[];
   try {
-    if (!runtime) await catalog.transition(spec.name, 'setup');
+    if (!runtime) await movePhase(catalog, spec.name, 'setupStarted');
     if (runtime?.setup) {
       setup = runtime.setup;
       await checkSlotIdentity(source, spec.name, setup);
@@ -114,7 +116,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
       // No CDC follows: keep no slot that would hold WAL on the source.
       if (setup.slotCreatedByMirror) await source.dropSlot(setup.slotName);
       if (setup.publicationCreatedByMirror) await source.dropPublication(setup.publicationName);
-      await catalog.transition(spec.name, 'completed');
+      await movePhase(catalog, spec.name, 'loadOnlyFinished');
       await mirrorLog(context, 'INFO', 'initial load only: mirror completed');
       return 'completed';
     }
@@ -168,7 +170,7 @@ async function reconcileMappedTables(
   if (added.length === 0) return;
 
   await claimTables(context, added);
-  await catalog.transition(spec.name, 'snapshot');
+  await movePhase(catalog, spec.name, 'loadStarted');
   await watched(context, 'setup: destination: empty added tables', () =>
     context.destination.truncateTables(added),
   );
@@ -277,7 +279,7 @@ async function loadInitialSnapshot(
     await context.destination.removeCheckpoint(spec.name);
   });
   await catalog.resetSnapshotProgress(spec.name);
-  await catalog.transition(spec.name, 'snapshot');
+  await movePhase(catalog, spec.name, 'loadStarted');
 
   // The exporting connection must stay open and idle until every partition has
   // imported the snapshot.
@@ -295,7 +297,7 @@ export async function teardownMirror(
   const { spec, catalog } = context;
   const runtime = await catalog.getRuntime(spec.name);
   if (runtime?.phase === 'terminated') return;
-  await catalog.transition(spec.name, 'terminating');
+  await movePhase(catalog, spec.name, 'dropStarted');
   const { source } = context;
   const kept: string[] = [];
   try {
@@ -318,7 +320,7 @@ export async function teardownMirror(
     await source.close();
   }
   await context.destination.removeCheckpoint(spec.name);
-  await catalog.transition(spec.name, 'terminated');
+  await movePhase(catalog, spec.name, 'dropFinished');
   await catalog.appendLog(
     spec.name,
     'INFO',

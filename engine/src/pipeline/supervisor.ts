@@ -3,6 +3,7 @@
 // shows the fault while it lasts, and marks the mirror failed, with the remedy,
 // when the policy says a person must act.
 import { setTimeout as delay } from 'node:timers/promises';
+import { movePhase } from '../catalog/phases.ts';
 import { classifyError } from '../connectors/classify/index.ts';
 import type { EngineError } from '../errors.ts';
 import { type MirrorContext, mirrorLog } from './context.ts';
@@ -134,11 +135,9 @@ export async function superviseMirror(
         context.metrics?.runFailed(mirror, error.kind, retry === 'timed');
         if (retry !== 'timed') {
           await mirrorLog(context, 'ERROR', `${error.message}. ${remedy}`);
-          await context.catalog
-            .transition(mirror, 'failed', `${error.message}. ${remedy}`)
-            .catch((refused: unknown) =>
-              context.logger.warn({ err: refused }, 'could not record the failure'),
-            );
+          await movePhase(context.catalog, mirror, 'failedForGood', `${error.message}. ${remedy}`).catch(
+            (refused: unknown) => context.logger.warn({ err: refused }, 'could not record the failure'),
+          );
           await context.catalog.setRetryingError(mirror, null).catch(() => {});
           return 'failed';
         }
