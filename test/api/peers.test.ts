@@ -643,7 +643,10 @@ describe('peers', () => {
         namespace: cluster.namespace,
         plural: 'peers',
         name,
-      })) as { spec: { relational: Record<string, unknown>; secretRef: { name: string } } };
+      })) as {
+        metadata: { name: string };
+        spec: { relational: Record<string, unknown>; secretRef: { name: string } };
+      };
       expect(peer.spec.relational).not.toHaveProperty('password');
       expect(JSON.stringify(peer)).not.toContain(postgres.superuser.password);
       const secret = await adminConfig()
@@ -652,6 +655,8 @@ describe('peers', () => {
       expect(Buffer.from(secret.data?.password ?? '', 'base64').toString()).toBe(postgres.superuser.password);
       // The label that lets a Peer read a Secret (docs/security.md): the facade's own Secrets carry it.
       expect(secret.metadata?.labels?.['tributary.dev/peer-secret']).toBe('true');
+      // Bound to its own Peer only, so no other Peer can borrow the password.
+      expect(secret.metadata?.annotations?.['tributary.dev/peers']).toBe(peer.metadata.name);
     });
 
     it.skipIf(clusterMode)('keeps secrets out of the peer row', async () => {
