@@ -459,6 +459,14 @@ describe('mirrors', () => {
         message: 'invalid mirror: source table(s) ',
       },
       {
+        name: 'an adopted slot with an initial load, which would drop it',
+        configs: (name) => connectionConfigs(name, { adopt_existing_slot: true, do_initial_snapshot: true }),
+        status: 400,
+        code: 3,
+        message:
+          'connection_configs.adopt_existing_slot: an adopted slot is used as it is and never dropped, but connection_configs.do_initial_snapshot needs a new slot for its snapshot; set connection_configs.do_initial_snapshot to false',
+      },
+      {
         name: 'an unknown script',
         configs: (name) => connectionConfigs(name, { script: 'no-such-script' }),
         status: 400,

@@ -328,6 +328,27 @@ describe('peers', () => {
       expect(await stateOf(facade)).toBe(created);
     });
 
+    it('answers a re-create the same whatever its password: no oracle for the stored one', async () => {
+      const name = peerName('pg-oracle');
+      expectCreated(await facade.post('/api/v1/peers/create', relationalPeer(name)));
+      const created = await stateOf(facade);
+      const right = await facade.post('/api/v1/peers/create', relationalPeer(name));
+      const wrong = await facade.post(
+        '/api/v1/peers/create',
+        relationalPeer(name, { password: 'a-guess-of-the-password' }),
+      );
+      expect({ status: wrong.statusCode, body: wrong.json() }).toEqual({
+        status: right.statusCode,
+        body: right.json(),
+      });
+      expect(right.json().message).toContain('secrets are not compared');
+      // Nothing changed: the guess was not stored.
+      expect(await stateOf(facade)).toBe(created);
+      expect((await facade.controlPlane.store.getPeer(name))?.peer.config).toMatchObject({
+        password: postgres.superuser.password,
+      });
+    });
+
     it('replaces a peer with allow_update, and keeps the old one when the new one fails its check', async () => {
       const name = peerName('pg-update');
       expectCreated(await facade.post('/api/v1/peers/create', relationalPeer(name)));
@@ -643,7 +664,10 @@ describe('peers', () => {
         namespace: cluster.namespace,
         plural: 'peers',
         name,
-      })) as { spec: { relational: Record<string, unknown>; secretRef: { name: string } } };
+      })) as {
+        metadata: { name: string };
+        spec: { relational: Record<string, unknown>; secretRef: { name: string } };
+      };
       expect(peer.spec.relational).not.toHaveProperty('password');
       expect(JSON.stringify(peer)).not.toContain(postgres.superuser.password);
       const secret = await adminConfig()
@@ -652,6 +676,8 @@ describe('peers', () => {
       expect(Buffer.from(secret.data?.password ?? '', 'base64').toString()).toBe(postgres.superuser.password);
       // The label that lets a Peer read a Secret (docs/security.md): the facade's own Secrets carry it.
       expect(secret.metadata?.labels?.['tributary.dev/peer-secret']).toBe('true');
+      // Bound to its own Peer only, so no other Peer can borrow the password.
+      expect(secret.metadata?.annotations?.['tributary.dev/peers']).toBe(peer.metadata.name);
     });
 
     it.skipIf(clusterMode)('keeps secrets out of the peer row', async () => {

@@ -310,10 +310,14 @@ describe('the chart on a real node', () => {
       user: postgres.superuser.user,
       database,
     });
-    const generated = (name: string, password: string) => ({
+    const generated = (name: string, peer: string, password: string) => ({
       name,
       literals: [`password=${password}`],
-      options: { disableNameSuffixHash: true, labels: { 'tributary.dev/peer-secret': 'true' } },
+      options: {
+        disableNameSuffixHash: true,
+        labels: { 'tributary.dev/peer-secret': 'true' },
+        annotations: { 'tributary.dev/peers': peer },
+      },
     });
     // The examples as they are, plus a PostgreSQL destination and a Kafka mirror, pointed at the test services.
     writeFileSync(
@@ -384,10 +388,10 @@ describe('the chart on a real node', () => {
         namespace,
         resources: [relative(workDir, join(repoRoot, 'examples')), 'warehouse.yaml'],
         secretGenerator: [
-          generated('shop-db', postgres.superuser.password),
-          generated('warehouse-db', warehousePasswords[0]),
-          generated('analytics-db', clickhouse.server.password),
-          generated('events-kafka', kafka.scram.password),
+          generated('shop-db', 'shop', postgres.superuser.password),
+          generated('warehouse-db', 'warehouse', warehousePasswords[0]),
+          generated('analytics-db', 'analytics', clickhouse.server.password),
+          generated('events-kafka', 'events', kafka.scram.password),
         ],
         patches: [
           peerPatch('shop', '/spec/relational', relational(source.name)),
@@ -785,7 +789,12 @@ describe('the chart on a real node', () => {
             {
               apiVersion: 'v1',
               kind: 'Secret',
-              metadata: { name: 'lake-key', namespace, labels: { 'tributary.dev/peer-secret': 'true' } },
+              metadata: {
+                name: 'lake-key',
+                namespace,
+                labels: { 'tributary.dev/peer-secret': 'true' },
+                annotations: { 'tributary.dev/peers': 'lake' },
+              },
               stringData: { privateKey: peerConfig.privateKey },
             },
             {

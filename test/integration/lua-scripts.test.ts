@@ -203,7 +203,16 @@ describe('Lua scripts on the Kafka destination', () => {
       ],
       [
         `function onRecord(r)\n  return { topic = 'no spaces allowed' }\nend`,
-        /"no spaces allowed" is not a Kafka topic name/,
+        /"no spaces allowed" is not a topic it may write: a topic name is/,
+      ],
+      [
+        // Another mirror's checkpoint cannot be forged, nor Kafka's own topics written.
+        `function onRecord(r)\n  return { topic = '_tributary_checkpoints', key = 'other-mirror' }\nend`,
+        /"_tributary_checkpoints" is not a topic it may write: _tributary_checkpoints holds the mirrors' checkpoints/,
+      ],
+      [
+        `function onRecord(r)\n  return { topic = '__consumer_offsets' }\nend`,
+        /"__consumer_offsets" is not a topic it may write: topics starting with "__" are internal to Kafka/,
       ],
       [`onRecord = 42`, /script shaper defines no onRecord function/],
     ];

@@ -91,7 +91,11 @@ describe('controllers', () => {
     await core.createNamespacedSecret({
       namespace,
       body: {
-        metadata: { name: `${name}-secret`, labels: { 'tributary.dev/peer-secret': 'true' } },
+        metadata: {
+          name: `${name}-secret`,
+          labels: { 'tributary.dev/peer-secret': 'true' },
+          annotations: { 'tributary.dev/peers': name },
+        },
         stringData: { password },
       },
     });

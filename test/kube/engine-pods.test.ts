@@ -111,7 +111,11 @@ describe('operator and its engine pods', () => {
       await core.createNamespacedSecret({
         namespace,
         body: {
-          metadata: { name: `${peer}-secret`, labels: { 'tributary.dev/peer-secret': 'true' } },
+          metadata: {
+            name: `${peer}-secret`,
+            labels: { 'tributary.dev/peer-secret': 'true' },
+            annotations: { 'tributary.dev/peers': peer },
+          },
           stringData: { password },
         },
       });
@@ -239,7 +243,11 @@ describe('operator and its engine pods', () => {
       name: 'source-secret',
       namespace,
       body: {
-        metadata: { name: 'source-secret', labels: { 'tributary.dev/peer-secret': 'true' } },
+        metadata: {
+          name: 'source-secret',
+          labels: { 'tributary.dev/peer-secret': 'true' },
+          annotations: { 'tributary.dev/peers': 'source' },
+        },
         stringData: { password: 'second-password' },
       },
     });

@@ -23,8 +23,8 @@ const customerColumns = ['id', 'name'] as const;
 /** The overlay: the shipped examples, with connection details and Secrets for this machine. */
 function overlay(namespace: string, source: TestDatabase, analyticsDatabase: string): string {
   const directory = mkdtempSync(join(tmpdir(), 'tributary-examples-'));
-  const secret = (name: string, password: string) =>
-    `  - name: ${name}\n    literals: [${JSON.stringify(`password=${password}`)}]\n    options: { disableNameSuffixHash: true, labels: { tributary.dev/peer-secret: "true" } }`;
+  const secret = (name: string, peer: string, password: string) =>
+    `  - name: ${name}\n    literals: [${JSON.stringify(`password=${password}`)}]\n    options: { disableNameSuffixHash: true, labels: { tributary.dev/peer-secret: "true" }, annotations: { tributary.dev/peers: ${peer} } }`;
   const set = (kind: string, name: string, path: string, value: unknown) =>
     `  - target: { kind: ${kind}, name: ${name} }\n    patch: |\n      - op: add\n        path: ${path}\n        value: ${JSON.stringify(value)}`;
   const { password: sourcePassword, ...sourceConfig } = source.config;
@@ -39,9 +39,9 @@ function overlay(namespace: string, source: TestDatabase, analyticsDatabase: str
       // kustomize takes a base outside the overlay's folder, but only by a relative path.
       `  - ${relative(directory, join(repoRoot, 'examples'))}`,
       'secretGenerator:',
-      secret('shop-db', sourcePassword),
-      secret('analytics-db', clickhouse.server.password),
-      secret('events-kafka', kafka.scram.password),
+      secret('shop-db', 'shop', sourcePassword),
+      secret('analytics-db', 'analytics', clickhouse.server.password),
+      secret('events-kafka', 'events', kafka.scram.password),
       'patches:',
       set('Peer', 'shop', '/spec/relational', sourceConfig),
       set('Peer', 'analytics', '/spec/analytics', {

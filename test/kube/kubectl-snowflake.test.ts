@@ -59,8 +59,8 @@ describe('kubectl with the Snowflake examples', () => {
         `  - ${relative(directory, join(repoRoot, 'examples', 'snowflake'))}`,
         '  - shop.yaml',
         'secretGenerator:',
-        `  - name: shop-db\n    literals: [${literal('password', sourcePassword)}]\n    options: { disableNameSuffixHash: true, labels: { tributary.dev/peer-secret: "true" } }`,
-        `  - name: warehouse-key\n    files: [privateKey=key.pem]\n    literals: [${literal('password', passphrase)}]\n    options: { disableNameSuffixHash: true, labels: { tributary.dev/peer-secret: "true" } }`,
+        `  - name: shop-db\n    literals: [${literal('password', sourcePassword)}]\n    options: { disableNameSuffixHash: true, labels: { tributary.dev/peer-secret: "true" }, annotations: { tributary.dev/peers: shop } }`,
+        `  - name: warehouse-key\n    files: [privateKey=key.pem]\n    literals: [${literal('password', passphrase)}]\n    options: { disableNameSuffixHash: true, labels: { tributary.dev/peer-secret: "true" }, annotations: { tributary.dev/peers: warehouse } }`,
         'patches:',
         set('Peer', 'warehouse', '/spec/datawarehouse', {
           accountId: config.accountId,

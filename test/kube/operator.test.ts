@@ -56,7 +56,11 @@ describe('operator', () => {
     await core.createNamespacedSecret({
       namespace,
       body: {
-        metadata: { name: `${name}-secret`, labels: { 'tributary.dev/peer-secret': 'true' } },
+        metadata: {
+          name: `${name}-secret`,
+          labels: { 'tributary.dev/peer-secret': 'true' },
+          annotations: { 'tributary.dev/peers': name },
+        },
         stringData: { password },
       },
     });

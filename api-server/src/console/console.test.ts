@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { html } from './html.ts';
+import { confirmPage } from './pages.ts';
 import { mirrorGauges } from './prometheus-text.ts';
 
 describe('console html', () => {
@@ -36,5 +37,40 @@ describe('console metrics reading', () => {
       },
       { mirror: 'b', state: 'STATUS_PAUSED' },
     ]);
+  });
+});
+
+describe('drop confirmation', () => {
+  const config = {
+    sourceName: 'shop',
+    destinationName: 'warehouse',
+    tableMappings: [
+      { sourceTableIdentifier: 'public.orders', destinationTableIdentifier: 'public.orders_copy' },
+      { sourceTableIdentifier: 'public.items', destinationTableIdentifier: 'public.items' },
+    ],
+    replicationSlotName: 'orders_slot',
+    publicationName: '',
+  };
+
+  it('names the mirror, its tables, its peers and the slot it removes', () => {
+    const text = confirmPage('orders', 'drop', config);
+    expect(text).toContain('<h1>Drop mirror orders?</h1>');
+    expect(text).toContain('from shop to warehouse stops');
+    expect(text).toContain('<tr><td>public.orders</td><td>public.orders_copy</td></tr>');
+    expect(text).toContain('<tr><td>public.items</td><td>public.items</td></tr>');
+    expect(text).toContain('the replication slot <code>orders_slot</code>, unless it was adopted');
+    expect(text).toContain('and the publication the mirror created');
+    expect(text).toContain('<button type="submit" class="danger">Drop mirror orders</button>');
+  });
+
+  it('says a publication given to the mirror stays', () => {
+    const text = confirmPage('orders', 'drop', {
+      ...config,
+      replicationSlotName: '',
+      publicationName: 'pub',
+    });
+    expect(text).toContain(
+      'the replication slot the mirror created; the publication <code>pub</code> was given and stays',
+    );
   });
 });

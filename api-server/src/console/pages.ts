@@ -4,25 +4,11 @@ import type { Batches, Logs, MirrorStatus, PeerInfo } from './api-client.ts';
 import { type Html, html } from './html.ts';
 import type { MirrorGauges } from './prometheus-text.ts';
 
-const style = html`<style>
-  body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1a1a1a; background: #fff; }
-  header { background: #123; color: #fff; padding: .6rem 1.2rem; }
-  header a { color: #fff; }
-  main { padding: 1rem 1.2rem; max-width: 70rem; }
-  table { border-collapse: collapse; margin: .5rem 0 1.2rem; }
-  th, td { text-align: left; padding: .3rem .7rem; border-bottom: 1px solid #ccc; }
-  th { background: #eef1f4; }
-  .state { font-weight: 600; }
-  .ERROR, .error { color: #a40000; }
-  .WARN, .warn { color: #6b4a00; }
-  a { color: #0645ad; }
-  a:focus, button:focus, select:focus { outline: 3px solid #ff9d00; outline-offset: 1px; }
-  button { font: inherit; padding: .3rem .8rem; }
-  .danger { background: #a40000; color: #fff; border: 0; }
-  .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
-</style>`;
-
-/** Where the facade serves htmx (from the npm package; no CDN). */
+/**
+ * Where the facade serves htmx (from the npm package; no CDN). Its indicator
+ * styles are off: it would add them as an inline style element, which the
+ * console's Content-Security-Policy refuses (security-headers.ts).
+ */
 export const htmxPath = '/console/assets/htmx.min.js';
 
 export function page(title: string, body: Html): string {
@@ -31,9 +17,10 @@ export function page(title: string, body: Html): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="htmx-config" content='{"includeIndicatorStyles":false}'>
 <script src="${htmxPath}" defer></script>
+<link rel="stylesheet" href="/console/assets/console.css">
 <title>${title} · Tributary</title>
-${style}
 </head>
 <body>
 <header><nav aria-label="Console">Tributary · <a href="/">mirrors</a> · <a href="/peers">peers</a> · <a href="/scripts">scripts</a></nav></header>
@@ -251,13 +238,33 @@ export const actions = {
 } as const;
 export type MirrorAction = keyof typeof actions;
 
-export function confirmPage(name: string, action: MirrorAction): string {
+type MirrorConfig = NonNullable<MirrorStatus['cdcStatus']>['config'];
+
+/** What a drop removes and what it keeps, by name, so nobody drops the wrong mirror. */
+function dropEffect(config: MirrorConfig): Html {
+  const slotName = typeof config.replicationSlotName === 'string' ? config.replicationSlotName : '';
+  const publicationName = typeof config.publicationName === 'string' ? config.publicationName : '';
+  return html`<p>Replication of these tables from ${config.sourceName} to ${config.destinationName} stops:</p>
+<table>
+<thead><tr><th scope="col">source table</th><th scope="col">destination table (stays)</th></tr></thead>
+<tbody>
+${config.tableMappings.map(
+  (mapping) =>
+    html`<tr><td>${mapping.sourceTableIdentifier}</td><td>${mapping.destinationTableIdentifier}</td></tr>`,
+)}
+</tbody>
+</table>
+<p>Removed at ${config.sourceName}: ${slotName ? html`the replication slot <code>${slotName}</code>, unless it was adopted` : 'the replication slot the mirror created'}${publicationName ? html`; the publication <code>${publicationName}</code> was given and stays` : ', and the publication the mirror created'}. Destination tables stay. This cannot be undone.</p>`;
+}
+
+/** The confirmation of an action; a drop's names what it removes when the mirror's configuration is known. */
+export function confirmPage(name: string, action: MirrorAction, config?: MirrorConfig): string {
   const { question, effect } = actions[action];
   const body = html`<h1>${question} mirror ${name}?</h1>
-<p>${effect}</p>
+${action === 'drop' && config ? dropEffect(config) : html`<p>${effect}</p>`}
 <form method="post" action="${mirrorPath(name)}/action">
 <input type="hidden" name="action" value="${action}">
-<button type="submit"${action === 'drop' ? html` class="danger"` : ''}>${question} ${name}</button>
+<button type="submit"${action === 'drop' ? html` class="danger"` : ''}>${question} ${action === 'drop' ? 'mirror ' : ''}${name}</button>
 <a href="${mirrorPath(name)}">Cancel</a>
 </form>`;
   return page(`${question} ${name}`, body);

@@ -34,7 +34,7 @@ import { peerListPage, type ScriptForm, scriptListPage, scriptPage, scriptPath }
 const htmlType = 'text/html; charset=utf-8';
 
 const require = createRequire(import.meta.url);
-/** What /console/assets/ serves: htmx and uPlot from their npm packages, and our chart script. */
+/** What /console/assets/ serves: htmx and uPlot from their npm packages, our chart script and style sheet. */
 const assets: Record<string, { readonly path: () => string; readonly type: string }> = {
   'htmx.min.js': { path: () => require.resolve('htmx.org/dist/htmx.min.js'), type: 'text/javascript' },
   'uPlot.iife.min.js': {
@@ -43,6 +43,7 @@ const assets: Record<string, { readonly path: () => string; readonly type: strin
   },
   'uPlot.min.css': { path: () => require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css' },
   'chart.js': { path: () => join(import.meta.dirname, 'assets', 'chart.js'), type: 'text/javascript' },
+  'console.css': { path: () => join(import.meta.dirname, 'assets', 'console.css'), type: 'text/css' },
 };
 const assetText = new Map<string, string>();
 
@@ -297,7 +298,26 @@ export function consoleRoutes(app: FastifyInstance): void {
             .type(htmlType)
             .send(messagePage('Unknown action', 'action must be pause, resume or drop', '/'));
         }
-        return reply.type(htmlType).send(confirmPage(request.params.name, action));
+        if (action !== 'drop') return reply.type(htmlType).send(confirmPage(request.params.name, action));
+        const status = await client(app, request).post<MirrorStatus>('/api/v1/mirrors/status', {
+          flowJobName: request.params.name,
+          includeFlowInfo: true,
+        });
+        if (status.status !== 200) {
+          return reply
+            .code(status.status)
+            .type(htmlType)
+            .send(
+              messagePage(
+                'Mirror not found',
+                status.body.errorMessage || `no mirror ${request.params.name}`,
+                '/',
+              ),
+            );
+        }
+        return reply
+          .type(htmlType)
+          .send(confirmPage(request.params.name, action, status.body.cdcStatus?.config));
       },
     );
 

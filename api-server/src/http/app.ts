@@ -25,6 +25,7 @@ import { openApiDocument } from './openapi.ts';
 import { mirrorRoutes } from './routes/mirrors.ts';
 import { peerRoutes } from './routes/peers.ts';
 import { scriptRoutes } from './routes/scripts.ts';
+import { addSecurityHeaders } from './security-headers.ts';
 
 /** Which of the interface's error shapes a route answers with. */
 type ErrorShape = 'grpc' | 'peer' | 'status';
@@ -147,6 +148,8 @@ export function buildApp(context: FacadeContext, listener: ListenerOptions = {})
   const authFailures = listener.authFailures ?? listenerDefaults.authFailures;
   app.register(rateLimit, { global: false, max: authFailures.max, timeWindow: authFailures.windowMs });
   let countAuthFailure: ReturnType<FastifyInstance['createRateLimit']> | undefined;
+
+  addSecurityHeaders(app);
 
   // Bodies are JSON only (the interface's rule); Fastify would otherwise hand text/plain bodies through as strings.
   app.removeContentTypeParser('text/plain');

@@ -169,6 +169,14 @@ export function mirrorSpecFromWire(
     mappingFromWire(mapping, path(index), field),
   );
   checkDistinctTables(tableMappings, (index, side) => field([...path(index), `${side}_table_identifier`]));
+  // An initial load needs a slot created with an exported snapshot, so it would
+  // drop and re-create the adopted slot, which an adopted slot never is.
+  if (request.adopt_existing_slot && request.do_initial_snapshot) {
+    throw new ApiError(
+      'invalidArgument',
+      `${field(['connection_configs', 'adopt_existing_slot'])}: an adopted slot is used as it is and never dropped, but ${field(['connection_configs', 'do_initial_snapshot'])} needs a new slot for its snapshot; set ${field(['connection_configs', 'do_initial_snapshot'])} to false (the adopted slot streams from where it is), or leave the slot to the mirror`,
+    );
+  }
   return validMirrorSpec({
     name: request.flow_job_name,
     sourcePeer: request.source_name,

@@ -15,15 +15,17 @@ import {
 import { apiNameOf, kubeObjectName } from './object-names.ts';
 import {
   invalidPeerMessage,
+  ownPeerSecretName,
   PeerSecretError,
   peerSecretLabel,
   peerSecretMissing,
+  peerSecretPeersAnnotation,
   peerSecretsFromSecret,
 } from './peer-secret.ts';
 
 /** The Secret the facade keeps a peer's secrets in. */
 export function peerSecretName(peer: string): string {
-  return `tributary-peer-${kubeObjectName(peer)}`;
+  return ownPeerSecretName(kubeObjectName(peer));
 }
 
 export class PeerSecretStore {
@@ -38,7 +40,13 @@ export class PeerSecretStore {
     const { core, namespace } = this.#kube;
     const name = peerSecretName(peer);
     const secret: V1Secret = {
-      metadata: { name, namespace, labels: { ...managedByLabel, [peerSecretLabel]: 'true' } },
+      metadata: {
+        name,
+        namespace,
+        labels: { ...managedByLabel, [peerSecretLabel]: 'true' },
+        // Bound to its own Peer only (peer-secret.ts).
+        annotations: { [peerSecretPeersAnnotation]: kubeObjectName(peer) },
+      },
       type: 'Opaque',
       stringData: { ...secrets },
     };
@@ -63,7 +71,7 @@ export class PeerSecretStore {
   /**
    * The peer a Peer object describes, with the secrets of the Secret it
    * names; throws PeerSecretError when that Secret is missing, not labelled
-   * for peers, or lacks what the peer's kind requires.
+   * for peers, not bound to this Peer, or lacks what the peer's kind requires.
    */
   async peerOf(object: PeerObject): Promise<PeerResource> {
     const { kind, secretRef } = object.spec;
@@ -74,7 +82,12 @@ export class PeerSecretStore {
       .catch((error: unknown) => {
         throw isStatus(error, 404) ? peerSecretMissing(name, secretRef.name, namespace) : error;
       });
-    const secrets = peerSecretsFromSecret(name, kind, secretRef, secret);
+    const secrets = peerSecretsFromSecret(
+      { name, objectName: object.metadata.name },
+      kind,
+      secretRef,
+      secret,
+    );
     const config = (object.spec[kind] ?? {}) as Record<string, unknown>;
     let peer: Peer;
     try {

@@ -5,8 +5,11 @@ import {
   invalidPeerMessage,
   PeerSecretError,
   peerSecretLabel,
+  peerSecretPeersAnnotation,
   peerSecretsFromSecret,
 } from './peer-secret.ts';
+
+const reader = { name: 'p', objectName: 'p' };
 
 const encoded = (data: Record<string, string>) =>
   Object.fromEntries(
@@ -16,7 +19,8 @@ const encoded = (data: Record<string, string>) =>
 const secret = (
   data: Record<string, string>,
   labels: Record<string, string> = { [peerSecretLabel]: 'true' },
-) => ({ metadata: { name: 's', labels }, data: encoded(data) }) satisfies V1Secret;
+  annotations: Record<string, string> = { [peerSecretPeersAnnotation]: 'p' },
+) => ({ metadata: { name: 's', labels, annotations }, data: encoded(data) }) satisfies V1Secret;
 
 function problemOf(call: () => unknown): PeerSecretError {
   try {
@@ -31,7 +35,7 @@ function problemOf(call: () => unknown): PeerSecretError {
 describe('peerSecretsFromSecret', () => {
   it('reads only the secret fields of the kind', () => {
     const secrets = peerSecretsFromSecret(
-      'p',
+      reader,
       'relational',
       { name: 's' },
       secret({ password: 'pw', host: 'evil', user: 'other', privateKey: 'K', 'sshConfig.password': 'sp' }),
@@ -41,7 +45,7 @@ describe('peerSecretsFromSecret', () => {
 
   it('follows the key mapping', () => {
     const secrets = peerSecretsFromSecret(
-      'p',
+      reader,
       'stream',
       { name: 's', keys: { password: 'kafka-password' } },
       secret({ 'kafka-password': 'kp', password: 'not this' }),
@@ -51,7 +55,7 @@ describe('peerSecretsFromSecret', () => {
 
   it('refuses a Secret without the label, naming the Secret and the label', () => {
     const error = problemOf(() =>
-      peerSecretsFromSecret('p', 'relational', { name: 'app-db' }, secret({ password: 'pw' }, {})),
+      peerSecretsFromSecret(reader, 'relational', { name: 'app-db' }, secret({ password: 'pw' }, {})),
     );
     expect(error.reason).toBe('SecretNotAllowed');
     expect(error.message).toContain('app-db');
@@ -61,7 +65,7 @@ describe('peerSecretsFromSecret', () => {
     expect(
       problemOf(() =>
         peerSecretsFromSecret(
-          'p',
+          reader,
           'relational',
           { name: 'app-db' },
           secret({ password: 'pw' }, { [peerSecretLabel]: 'false' }),
@@ -70,11 +74,70 @@ describe('peerSecretsFromSecret', () => {
     ).toBe('SecretNotAllowed');
   });
 
+  it('refuses a Secret not bound to the Peer, naming the Secret, the Peer and the fix', () => {
+    const other = { name: 'mallory-api-name', objectName: 'mallory' };
+    const error = problemOf(() =>
+      peerSecretsFromSecret(
+        other,
+        'relational',
+        { name: 'app-db' },
+        secret({ password: 'pw' }, undefined, { [peerSecretPeersAnnotation]: 'shop, warehouse' }),
+      ),
+    );
+    expect(error.reason).toBe('SecretNotBound');
+    expect(error.message).toContain('Secret app-db is not bound to Peer mallory');
+    expect(error.message).toContain(
+      `kubectl annotate secret app-db --overwrite ${peerSecretPeersAnnotation}=`,
+    );
+    // Neither the value nor the Peers it is bound to.
+    expect(error.message).not.toContain('pw"');
+    expect(error.message).not.toContain('warehouse');
+    // A name in the list (spaces around commas allowed) is bound; no annotation binds nobody.
+    expect(
+      peerSecretsFromSecret(
+        { name: 'w', objectName: 'warehouse' },
+        'relational',
+        { name: 'app-db' },
+        secret({ password: 'pw' }, undefined, { [peerSecretPeersAnnotation]: 'shop, warehouse' }),
+      ),
+    ).toEqual({ password: 'pw' });
+    expect(
+      problemOf(() => peerSecretsFromSecret(reader, 'relational', { name: 's' }, secret({}, undefined, {})))
+        .reason,
+    ).toBe('SecretNotBound');
+  });
+
+  it("binds a facade's own Secret to its Peer by name, and only with the managed-by label", () => {
+    const own = (labels: Record<string, string>) => ({
+      metadata: { name: 'tributary-peer-shop', labels: { [peerSecretLabel]: 'true', ...labels } },
+      data: encoded({ password: 'pw' }),
+    });
+    const shop = { name: 'shop', objectName: 'shop' };
+    const managed = { 'app.kubernetes.io/managed-by': 'tributary' };
+    expect(peerSecretsFromSecret(shop, 'relational', { name: 'tributary-peer-shop' }, own(managed))).toEqual({
+      password: 'pw',
+    });
+    expect(
+      problemOf(() => peerSecretsFromSecret(shop, 'relational', { name: 'tributary-peer-shop' }, own({})))
+        .reason,
+    ).toBe('SecretNotBound');
+    expect(
+      problemOf(() =>
+        peerSecretsFromSecret(
+          { name: 'evil', objectName: 'evil' },
+          'relational',
+          { name: 'tributary-peer-shop' },
+          own(managed),
+        ),
+      ).reason,
+    ).toBe('SecretNotBound');
+  });
+
   it('refuses a mapping to a field of another kind or to a key the Secret lacks', () => {
     expect(
       problemOf(() =>
         peerSecretsFromSecret(
-          'p',
+          reader,
           'stream',
           { name: 's', keys: { secretAccessKey: 'k' } },
           secret({ k: 'v' }),
@@ -82,7 +145,7 @@ describe('peerSecretsFromSecret', () => {
       ).message,
     ).toContain('secretAccessKey');
     const missing = problemOf(() =>
-      peerSecretsFromSecret('p', 'relational', { name: 's', keys: { password: 'pass' } }, secret({})),
+      peerSecretsFromSecret(reader, 'relational', { name: 's', keys: { password: 'pass' } }, secret({})),
     );
     expect(missing.reason).toBe('SecretInvalid');
     expect(missing.message).toContain('no key pass');

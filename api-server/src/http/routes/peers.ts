@@ -16,8 +16,17 @@ export function peerRoutes(app: FastifyInstance, context: FacadeContext): void {
     const peer = peerFromWire(body.peer, field);
     const existing = await context.store.getPeer(peer.name);
     if (existing && !body.allow_update) {
-      if (isDeepStrictEqual(existing.peer, peer)) {
-        return { status: 'CREATED', message: `peer ${peer.name} already exists with this configuration` };
+      // Secrets are left out of the comparison: an answer that differed with the
+      // stored password would let any API caller test guesses of it.
+      const withoutSecrets = (candidate: typeof peer) => ({
+        kind: candidate.kind,
+        config: splitPeerSecrets(candidate).config,
+      });
+      if (isDeepStrictEqual(withoutSecrets(existing.peer), withoutSecrets(peer))) {
+        return {
+          status: 'CREATED',
+          message: `peer ${peer.name} already exists with this configuration (secrets are not compared; set allow_update to replace them)`,
+        };
       }
       throw new ApiError(
         'conflict',

@@ -11,7 +11,7 @@
 //   the cached partitions; nothing is retried here (the pipeline replays the
 //   batch from the last checkpoint: at least once).
 // - A truncate's key-less messages go to every partition of the topic.
-// - A script's topic that is not a Kafka topic name fails with EngineError 'script'.
+// - A script's topic that is not a Kafka topic name, or is an internal topic, fails with EngineError 'script'.
 // - Snapshot partitions may be written concurrently; batches are not.
 import type { Readable } from 'node:stream';
 import { EngineError } from '../../errors.ts';
@@ -156,7 +156,7 @@ export class KafkaApply {
         if (problem) {
           throw new EngineError(
             'script',
-            `script ${this.#options.script?.name}: "${topicName.slice(0, 300)}" is not a Kafka topic name: ${problem}`,
+            `script ${this.#options.script?.name}: "${topicName.slice(0, 300)}" is not a topic it may write: ${problem}`,
           );
         }
       }

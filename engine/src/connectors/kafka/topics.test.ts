@@ -15,6 +15,15 @@ describe('topic names', () => {
       expect(topicNameProblem(bad)).toBeDefined();
     }
   });
+
+  it("refuses internal topics: the checkpoint topic and Kafka's own", () => {
+    expect(topicNameProblem('_tributary_checkpoints')).toContain("holds the mirrors' checkpoints");
+    expect(topicNameProblem('__consumer_offsets')).toContain('internal to Kafka');
+    expect(topicNameProblem('__transaction_state')).toContain('internal to Kafka');
+    // Names that only look alike are topics like any other.
+    expect(topicNameProblem('_tributary_checkpoints_v2')).toBeUndefined();
+    expect(topicNameProblem('_private')).toBeUndefined();
+  });
 });
 
 describe('stream peer validation', () => {

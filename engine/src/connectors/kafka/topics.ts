@@ -42,12 +42,21 @@ export function defaultTopicName(destination: TableName): string {
 // Kafka's own rule (org.apache.kafka.common.internals.Topic#validate).
 const legalTopic = /^[a-zA-Z0-9._-]{1,249}$/;
 
-/** Why `name` cannot be a Kafka topic, or undefined when it can. */
+/**
+ * Why a mapping or a script cannot write to topic `name`, or undefined when it
+ * can: Kafka's name rule, and no internal topic. A record in the checkpoint
+ * topic would forge another mirror's checkpoint (it is keyed by mirror name), and
+ * Kafka's own `__` topics (`__consumer_offsets`, `__transaction_state`) are the
+ * brokers' state.
+ */
 export function topicNameProblem(name: string): string | undefined {
   if (name === '.' || name === '..') return 'a topic cannot be named "." or ".."';
   if (!legalTopic.test(name)) {
     return 'a topic name is 1 to 249 characters among ASCII letters, digits, ".", "_" and "-"';
   }
+  if (name === checkpointTopic)
+    return `${checkpointTopic} holds the mirrors' checkpoints and is not written to`;
+  if (name.startsWith('__')) return 'topics starting with "__" are internal to Kafka and are not written to';
   return undefined;
 }
 
