@@ -13,4 +13,15 @@ describe("the chart's values schema", () => {
     expect(engine.podLabels.description).toMatch(/labels of the engine pod/);
     expect(engine.temporaryStorage.properties.sizeLimit.description).toBeTruthy();
   });
+
+  it('describes every value, for editors and `helm show values` readers', () => {
+    type Node = { description?: string; properties?: Record<string, Node>; items?: Node };
+    const undescribed = (node: Node, path: string): string[] =>
+      Object.entries(node.properties ?? {}).flatMap(([key, child]) => [
+        ...(child.description?.trim() ? [] : [`${path}${key}`]),
+        ...undescribed(child, `${path}${key}.`),
+      ]);
+    const committed = JSON.parse(readFileSync(valuesSchemaFile, 'utf8')) as Node;
+    expect(undescribed(committed, '')).toEqual([]);
+  });
 });
