@@ -44,6 +44,7 @@ const usage = `usage: tributary operator [options]
                          TRIBUTARY_ENGINE_POD     JSON: engine pod defaults (resources, nodeSelector,
                                                   tolerations, affinity, priorityClassName,
                                                   imagePullSecrets, labels, annotations)
+                         TRIBUTARY_ENGINE_SERVICE_ACCOUNT  service account of engine pods (default tributary-engine)
   --kubeconfig FILE      KUBECONFIG               outside a cluster
   --identity NAME        POD_NAME / hostname       leader election identity
   --lease-seconds N      lease duration (default 15)
@@ -57,6 +58,7 @@ const configSchema = z.object({
   catalogUrl: z.string().min(1),
   engineRuntime: z.enum(['statefulset', 'local-process']).default('statefulset'),
   engineImage: z.string().default('ghcr.io/tributary/tributary:latest'),
+  engineServiceAccount: z.string().min(1).optional(),
   enginePod: z
     .string()
     .optional()
@@ -104,6 +106,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     engineRuntime: values['engine-runtime'] ?? env.TRIBUTARY_ENGINE_RUNTIME,
     engineImage: values['engine-image'] ?? env.TRIBUTARY_ENGINE_IMAGE,
     enginePod: env.TRIBUTARY_ENGINE_POD || undefined,
+    engineServiceAccount: env.TRIBUTARY_ENGINE_SERVICE_ACCOUNT || undefined,
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     identity: values.identity ?? env.POD_NAME ?? hostname(),
     leaseSeconds: values['lease-seconds'],
@@ -188,6 +191,7 @@ export async function main(argv: readonly string[]): Promise<number> {
           namespace: config.namespace,
           image: config.engineImage,
           ...(config.enginePod ? { pod: config.enginePod } : {}),
+          ...(config.engineServiceAccount ? { serviceAccountName: config.engineServiceAccount } : {}),
           catalog,
           catalogUrl: config.catalogUrl,
           logger,

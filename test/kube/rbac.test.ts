@@ -8,6 +8,7 @@ import { AuthorizationV1Api, KubernetesObjectApi, loadYaml } from '@kubernetes/c
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { scriptIdCounterName } from '../../operator/src/kube/kube-store.ts';
+import { kubeVersion } from '../support/chart.ts';
 import { adminConfig, createNamespace } from '../support/kube.ts';
 import { helmBinary, repoRoot } from '../support/testenv.ts';
 
@@ -25,6 +26,7 @@ describe('chart RBAC', () => {
       join(repoRoot, 'charts', 'tributary'),
       '--namespace',
       namespace,
+      ...kubeVersion,
       '--set',
       'catalog.url=postgres://db/c',
       '--set',

@@ -7,7 +7,7 @@ import type { V1PodSpec } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { enginePodDefaultsSchema } from '../../engine/src/index.ts';
-import { byKind, chart, type Manifest, renderChart, requiredValues } from '../support/chart.ts';
+import { byKind, chart, kubeVersion, type Manifest, renderChart, requiredValues } from '../support/chart.ts';
 import { readableByContainer, secretFiles } from '../support/pod-files.ts';
 import { helmBinary, repoRoot } from '../support/testenv.ts';
 
@@ -29,16 +29,17 @@ describe('Helm chart', () => {
 
   it('refuses to render without an API password or a catalog', async () => {
     await expect(
-      run(helmBinary, ['template', 'x', chart, '--set', 'catalog.url=postgres://db/c']),
+      run(helmBinary, ['template', 'x', chart, ...kubeVersion, '--set', 'catalog.url=postgres://db/c']),
     ).rejects.toThrow(/no default password/);
     await expect(
-      run(helmBinary, ['template', 'x', chart, '--set', 'api.password=long-enough-password']),
+      run(helmBinary, ['template', 'x', chart, ...kubeVersion, '--set', 'api.password=long-enough-password']),
     ).rejects.toThrow(/catalog/);
     await expect(
       run(helmBinary, [
         'template',
         'x',
         chart,
+        ...kubeVersion,
         '--set',
         'catalog.url=postgres://db/c',
         '--set',

@@ -7,8 +7,15 @@ import { helmBinary, repoRoot } from './testenv.ts';
 
 const run = promisify(execFile);
 export const chart = join(repoRoot, 'charts', 'tributary');
-/** The values without which the chart refuses to render. */
+/**
+ * The Kubernetes version `helm template` and `helm lint` check Chart.yaml's
+ * kubeVersion against: the test environment's helm is built without the release
+ * build's version stamp (scripts/testenv/helm.sh), so it would assume v1.20.
+ */
+export const kubeVersion = ['--kube-version', '1.31.0'];
+/** The values without which the chart refuses to render (and the Kubernetes version it needs). */
 export const requiredValues = [
+  ...kubeVersion,
   '--set',
   'catalog.url=postgres://u:p@db:5432/catalog',
   '--set',

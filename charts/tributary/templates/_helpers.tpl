@@ -1,3 +1,8 @@
+{{/* The name of the chart's objects: "tributary" unless overridden (object names are <fullname>-operator, …). */}}
+{{- define "tributary.fullname" -}}
+{{- .Values.fullnameOverride | default .Values.nameOverride | default "tributary" | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "tributary.labels" -}}
 app.kubernetes.io/part-of: tributary
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -9,6 +14,12 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
+{{/* The chart's own pieces, by role: the Deployments' and pods' names and app.kubernetes.io/name. */}}
+{{- define "tributary.operatorName" -}}{{ include "tributary.fullname" . }}-operator{{- end -}}
+{{- define "tributary.apiServerName" -}}{{ include "tributary.fullname" . }}-api-server{{- end -}}
+{{- define "tributary.apiServiceName" -}}{{ include "tributary.fullname" . }}-api{{- end -}}
+{{- define "tributary.engineServiceAccount" -}}{{ include "tributary.fullname" . }}-engine{{- end -}}
+
 {{- define "tributary.catalogSecret" -}}
 {{ .Values.catalog.existingSecret | default (printf "%s-catalog" .Release.Name) }}
 {{- end -}}
@@ -17,23 +28,36 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{ .Values.api.existingSecret | default (printf "%s-api" .Release.Name) }}
 {{- end -}}
 
-{{- define "tributary.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 1000
-runAsGroup: 1000
-# Secret volumes are group-owned by fsGroup: with mode 0440 the pod's user reads them.
-fsGroup: 1000
-seccompProfile:
-  type: RuntimeDefault
+{{/*
+The pod-level fields every chart pod takes from its values (operator.*, api.*):
+scheduling, priority, security context. Called with (dict "values" $component "root" $).
+*/}}
+{{- define "tributary.podSpecFields" -}}
+{{- with .values.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.topologySpreadConstraints }}
+topologySpreadConstraints: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .values.podSecurityContext }}
+securityContext: {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
-{{- define "tributary.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-capabilities:
-  drop: ["ALL"]
+{{/* The pod template's labels (the selector's win over podLabels) and annotations. */}}
+{{- define "tributary.podMetadata" -}}
+{{- $labels := merge (dict "app.kubernetes.io/name" .name "app.kubernetes.io/instance" .root.Release.Name) (.values.podLabels | default dict) -}}
+labels: {{- toYaml $labels | nindent 2 }}
+{{- with .values.podAnnotations }}
+annotations: {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
-
 
 {{- define "tributary.imagePullSecrets" -}}
 {{- with .Values.image.pullSecrets }}

@@ -11,42 +11,73 @@ const quantities = z.record(
 );
 
 export const tolerationSchema = z.object({
-  key: z.string().optional(),
-  operator: z.enum(['Exists', 'Equal']).optional(),
-  value: z.string().optional(),
-  effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']).optional(),
-  tolerationSeconds: z.number().int().optional(),
+  key: z
+    .string()
+    .optional()
+    .describe('The taint key the toleration matches; empty with Exists: every taint.'),
+  operator: z
+    .enum(['Exists', 'Equal'])
+    .optional()
+    .describe('Equal (default) compares value; Exists does not.'),
+  value: z.string().optional().describe('The taint value, with operator Equal.'),
+  effect: z
+    .enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute'])
+    .optional()
+    .describe('The taint effect matched; empty: every effect.'),
+  tolerationSeconds: z
+    .number()
+    .int()
+    .optional()
+    .describe('With NoExecute: how long the pod stays on a node after the taint appears.'),
 });
 
 export const enginePodSettingsSchema = z.object({
-  resources: z.object({ requests: quantities.optional(), limits: quantities.optional() }).optional(),
-  nodeSelector: stringMap.optional(),
-  tolerations: z.array(tolerationSchema).optional(),
-  /** A Kubernetes `Affinity` object, passed through as written (the API server checks it). */
+  resources: z
+    .object({
+      requests: quantities.optional().describe('Requested cpu and memory, e.g. { cpu: 500m, memory: 1Gi }.'),
+      limits: quantities
+        .optional()
+        .describe("Limits; the engine's heap is sized to three quarters of the memory limit."),
+    })
+    .optional()
+    .describe("The engine container's resource requests and limits."),
+  nodeSelector: stringMap.optional().describe('Node labels the engine pod must be scheduled on.'),
+  tolerations: z.array(tolerationSchema).optional().describe('Taints the engine pod tolerates.'),
   affinity: z
     .record(z.string(), z.unknown())
-    .meta({ 'x-kubernetes-preserve-unknown-fields': true })
+    .meta({
+      description: 'A Kubernetes Affinity object, passed through as written (the API server checks it).',
+      'x-kubernetes-preserve-unknown-fields': true,
+    })
     .optional(),
-  priorityClassName: z.string().min(1).optional(),
-  imagePullSecrets: z.array(z.object({ name: z.string().min(1) })).optional(),
-  /** Extra labels and annotations of the engine pod (the operator's own keys win). */
-  labels: stringMap.optional(),
-  annotations: stringMap.optional(),
-  /**
-   * The engine's temporary files (a Snowflake destination's batch files) live
-   * in an emptyDir at /tmp, the one writable place of its read-only root file
-   * system: at most `sizeLimit` (default 1Gi), on the node's disk or, with
-   * `medium: Memory`, in memory counted against the pod's memory limit.
-   */
+  priorityClassName: z.string().min(1).optional().describe('The PriorityClass of the engine pod.'),
+  imagePullSecrets: z
+    .array(z.object({ name: z.string().min(1).describe('A Secret of type kubernetes.io/dockerconfigjson.') }))
+    .optional()
+    .describe("Registry Secrets for the engine's image."),
+  labels: stringMap.optional().describe("Extra labels of the engine pod (the operator's own keys win)."),
+  annotations: stringMap
+    .optional()
+    .describe("Extra annotations of the engine pod (the operator's own keys win)."),
   temporaryStorage: z
     .object({
       sizeLimit: z
         .string()
         .regex(/^[0-9.]+([eE][0-9]+|[a-zA-Z]{0,2})$/, 'a quantity such as 256Mi or 1Gi')
-        .optional(),
-      medium: z.enum(['Memory']).optional(),
+        .optional()
+        .describe('The most the temporary volume may hold (default 1Gi).'),
+      medium: z
+        .enum(['Memory'])
+        .optional()
+        .describe(
+          "Memory: keep it in memory, counted against the pod's memory limit; default: the node's disk.",
+        ),
     })
-    .optional(),
+    .optional()
+    .describe(
+      "The engine's temporary files (a Snowflake destination's batch files) live in an emptyDir at /tmp, " +
+        'the one writable place of its read-only root file system.',
+    ),
 });
 export type EnginePodSettings = z.infer<typeof enginePodSettingsSchema>;
 

@@ -1,67 +1,152 @@
-// The mirror specification the engine runs. Defaults are the interface's.
+// The mirror specification the engine runs. Defaults are the interface's. The
+// descriptions are the CRD's (`kubectl explain mirror.spec`) and the OpenAPI
+// document's: `make crds` emits them.
 import { z } from 'zod';
 import { enginePodSettingsSchema } from './engine-pod.ts';
 import { resourceNameSchema } from './names.ts';
 
 export const tableNameSchema = z.object({
-  schema: z.string().min(1).max(63),
-  table: z.string().min(1).max(63),
+  schema: z.string().min(1).max(63).describe('The schema name, as PostgreSQL stores it (case-sensitive).'),
+  table: z.string().min(1).max(63).describe('The table name, as PostgreSQL stores it (case-sensitive).'),
 });
 
 export const tableMappingSchema = z.object({
-  source: tableNameSchema,
-  destination: tableNameSchema,
-  exclude: z.array(z.string().min(1)).default([]),
-  /** Ordering-key ranks for analytics destinations; ignored elsewhere. */
+  source: tableNameSchema.describe('The source table.'),
+  destination: tableNameSchema.describe(
+    'The destination table (for a Kafka destination, the default topic: docs/kafka.md).',
+  ),
+  exclude: z
+    .array(z.string().min(1))
+    .default([])
+    .describe('Source columns left out of the destination table.'),
   columns: z
-    .array(z.object({ sourceName: z.string().min(1), ordering: z.number().int().optional() }))
-    .default([]),
+    .array(
+      z.object({
+        sourceName: z.string().min(1).describe('A source column.'),
+        ordering: z
+          .number()
+          .int()
+          .optional()
+          .describe(
+            'Its rank in the sorting key: ranked columns come first, then the rest of the source key.',
+          ),
+      }),
+    )
+    .default([])
+    .describe('Ordering-key ranks for analytics destinations; ignored elsewhere.'),
 });
 
 /** The spec's fields without cross-field rules (for deriving other schemas). */
 export const mirrorSpecFields = z.object({
-  name: resourceNameSchema,
-  sourcePeer: z.string().min(1),
-  destinationPeer: z.string().min(1),
-  tableMappings: z.array(tableMappingSchema).min(1),
-  maxBatchSize: z.number().int().positive().default(1_000_000),
-  idleTimeoutSeconds: z.number().int().positive().default(60),
-  /**
-   * Beyond the interface: a batch also closes as soon as the replication stream
-   * has nothing more buffered at a transaction boundary, so a change is written
-   * within milliseconds of its commit instead of up to idleTimeoutSeconds later.
-   * Under load batches still grow by themselves (what arrives while one is
-   * written forms the next).
-   */
-  streaming: z.boolean().default(false),
-  publicationName: z.string().min(1).max(63).optional(),
+  name: resourceNameSchema.describe('The mirror name.'),
+  sourcePeer: z.string().min(1).describe('The relational Peer the mirror reads from (immutable).'),
+  destinationPeer: z.string().min(1).describe('The Peer the mirror writes to (immutable).'),
+  tableMappings: z
+    .array(tableMappingSchema)
+    .min(1)
+    .describe('The tables replicated, each source table in one mapping only.'),
+  maxBatchSize: z
+    .number()
+    .int()
+    .positive()
+    .default(1_000_000)
+    .describe('The most changes a batch holds before it is written.'),
+  idleTimeoutSeconds: z
+    .number()
+    .int()
+    .positive()
+    .default(60)
+    .describe('A batch is written at the latest this many seconds after its first change.'),
+  streaming: z
+    .boolean()
+    .default(false)
+    .describe(
+      // Beyond the interface: under load batches still grow by themselves (what
+      // arrives while one is written forms the next).
+      'A batch also closes as soon as the replication stream has nothing more buffered at a transaction ' +
+        'boundary, so a change is written within milliseconds of its commit instead of up to ' +
+        'idleTimeoutSeconds later.',
+    ),
+  publicationName: z
+    .string()
+    .min(1)
+    .max(63)
+    .optional()
+    .describe(
+      'An existing publication holding every mapped table; default: one the mirror creates (immutable).',
+    ),
   // PostgreSQL's rule for slot names; anything else fails only later, at setup.
   replicationSlotName: z
     .string()
     .regex(/^[a-z0-9_]{1,63}$/, 'a replication slot name is 1-63 lower-case letters, digits and _')
-    .optional(),
-  /**
-   * Lets the mirror read and advance a slot (and use a publication of its
-   * default name) that it did not create; it still never drops them.
-   */
-  adoptExistingSlot: z.boolean().default(false),
-  /**
-   * PostgreSQL 17+: the mirror's slot is a failover slot, which standbys that
-   * synchronize slots keep, so the mirror survives a failover (docs/postgres-versions.md).
-   */
-  failoverSlot: z.boolean().default(false),
-  doInitialSnapshot: z.boolean(),
-  snapshotNumRowsPerPartition: z.number().int().positive().default(1_000_000),
-  snapshotMaxParallelWorkers: z.number().int().positive().default(4),
-  snapshotNumTablesInParallel: z.number().int().positive().default(1),
-  resync: z.boolean().default(false),
-  initialSnapshotOnly: z.boolean().default(false),
-  softDeleteColName: z.string().min(1).max(63).optional(),
-  syncedAtColName: z.string().min(1).max(63).optional(),
-  script: z.string().optional(),
-  system: z.enum(['Q', 'PG']).default('Q'),
-  /** Engine pod settings in cluster mode (resources, scheduling, labels): see engine-pod.ts. */
-  engine: enginePodSettingsSchema.optional(),
+    .optional()
+    .describe('The replication slot name; default tributary_<mirror>_<hash> (immutable).'),
+  adoptExistingSlot: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Lets the mirror read and advance a slot (and use a publication of its default name) that it did ' +
+        'not create; it still never drops them.',
+    ),
+  failoverSlot: z
+    .boolean()
+    .default(false)
+    .describe(
+      'PostgreSQL 17+: the slot is a failover slot, which standbys that synchronize slots keep, so the ' +
+        'mirror survives a failover.',
+    ),
+  doInitialSnapshot: z.boolean().describe('Copy the tables as they are before streaming their changes.'),
+  snapshotNumRowsPerPartition: z
+    .number()
+    .int()
+    .positive()
+    .default(1_000_000)
+    .describe('The initial load splits each table into ranges of about this many rows.'),
+  snapshotMaxParallelWorkers: z
+    .number()
+    .int()
+    .positive()
+    .default(4)
+    .describe('Ranges of one table copied at a time during the initial load.'),
+  snapshotNumTablesInParallel: z
+    .number()
+    .int()
+    .positive()
+    .default(1)
+    .describe('Tables copied at a time during the initial load.'),
+  resync: z
+    .boolean()
+    .default(false)
+    .describe('Lets the initial load empty destination tables that hold rows this mirror did not write.'),
+  initialSnapshotOnly: z
+    .boolean()
+    .default(false)
+    .describe('Copy the tables once and stop, without streaming changes (needs doInitialSnapshot).'),
+  softDeleteColName: z
+    .string()
+    .min(1)
+    .max(63)
+    .optional()
+    .describe('A boolean column set on deleted rows, which then stay; without it deleted rows go.'),
+  syncedAtColName: z
+    .string()
+    .min(1)
+    .max(63)
+    .optional()
+    .describe('A column holding the time each row was written at the destination.'),
+  script: z.string().optional().describe('The name of a Script that transforms each record.'),
+  system: z
+    .enum(['Q', 'PG'])
+    .default('Q')
+    .describe(
+      'Type mapping: Q through the typed value model, PG keeping native types for PostgreSQL destinations.',
+    ),
+  engine: enginePodSettingsSchema
+    .optional()
+    .describe(
+      "Cluster mode: the engine pod's resources, scheduling, labels and temporary storage, over the " +
+        "operator's defaults field by field.",
+    ),
 });
 
 export const initialSnapshotOnlyMessage = 'initialSnapshotOnly needs doInitialSnapshot';

@@ -2,26 +2,30 @@
 // Secrets are stored apart from the rest (a Kubernetes Secret, the standalone
 // secret table): `splitPeerSecrets` and `joinPeerSecrets` move between the two,
 // `maskPeerSecrets` prepares a peer for display. The facade's wire shapes and
-// the CRD schema are derived from these definitions.
+// the CRD schema are derived from these definitions, descriptions included
+// (`kubectl explain peer.spec.relational`).
 import { z } from 'zod';
 import { resourceNameSchema } from './names.ts';
 
-const hostSchema = z.string().min(1).max(253);
-const portSchema = z.number().int().min(1).max(65_535);
+const hostSchema = z.string().min(1).max(253).describe("The server's host name or IP address.");
+const portSchema = z.number().int().min(1).max(65_535).describe("The server's TCP port.");
 
 /** The SSH tunnel's fields without the rule that one credential is given. */
 export const sshConfigFields = z
   .object({
-    host: hostSchema,
-    port: portSchema,
-    user: z.string().min(1),
-    password: z.string().optional(),
-    privateKey: z.string().optional(),
-    /**
-     * The server's public host key, as a line of authorized_keys or known_hosts
-     * (`ssh-ed25519 AAAA…`); the tunnel refuses a server with another key.
-     */
-    hostKey: z.string().min(1).optional(),
+    host: hostSchema.describe("The SSH server's host name or IP address."),
+    port: portSchema.describe("The SSH server's port."),
+    user: z.string().min(1).describe('The SSH user.'),
+    password: z.string().optional().describe("The SSH user's password (a secret field)."),
+    privateKey: z.string().optional().describe("The SSH user's private key, PEM (a secret field)."),
+    hostKey: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "The server's public host key, as a line of authorized_keys or known_hosts (`ssh-ed25519 AAAA…`); " +
+          'the tunnel refuses a server with another key.',
+      ),
   })
   .strict();
 
@@ -33,63 +37,100 @@ export const relationalConfigSchema = z
   .object({
     host: hostSchema,
     port: portSchema,
-    user: z.string().min(1),
-    password: z.string(),
-    database: z.string().min(1),
-    sshConfig: sshConfigSchema.optional(),
+    user: z.string().min(1).describe('The PostgreSQL user.'),
+    password: z.string().describe("The user's password (a secret field)."),
+    database: z.string().min(1).describe('The database.'),
+    sshConfig: sshConfigSchema.optional().describe('Connect through an SSH tunnel.'),
     // TLS, as libpq's sslmode would say it (connectors/postgres/driver/tls.ts, docs/security.md):
     // nothing set is `prefer`, disableTls `disable`, requireTls or rootCa `verify-full`
     // (against rootCa, else the public CAs), skipCertVerification `require`.
-    requireTls: z.boolean().optional(),
-    disableTls: z.boolean().optional(),
-    /** PEM certificates of the CA(s) the server's certificate must chain to. */
-    rootCa: z.string().min(1).optional(),
-    /** The name the server's certificate must carry and the TLS server name (SNI); default: host. */
-    tlsHost: hostSchema.optional(),
-    /** TLS without certificate verification: encrypted, but open to an impostor. */
-    skipCertVerification: z.boolean().optional(),
+    requireTls: z
+      .boolean()
+      .optional()
+      .describe(
+        "TLS with the server's certificate verified (sslmode verify-full); default: TLS when offered.",
+      ),
+    disableTls: z.boolean().optional().describe('Plain TCP, no TLS (sslmode disable).'),
+    rootCa: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "PEM certificates of the CA(s) the server's certificate must chain to (sslmode verify-full).",
+      ),
+    tlsHost: hostSchema
+      .optional()
+      .describe("The name the server's certificate must carry and the TLS server name (SNI); default: host."),
+    skipCertVerification: z
+      .boolean()
+      .optional()
+      .describe(
+        'TLS without certificate verification (sslmode require): encrypted, but open to an impostor.',
+      ),
   })
   .strict();
 
 export const analyticsConfigSchema = z
   .object({
     host: hostSchema,
-    /** The server's native TCP port, as existing clients send it. */
-    port: portSchema,
-    /** HTTP(S) port; derived from `port` when absent (see analyticsHttpPort). */
-    httpPort: portSchema.optional(),
-    user: z.string().min(1),
-    password: z.string(),
-    database: z.string().min(1),
-    disableTls: z.boolean().default(false),
-    certificate: z.string().optional(),
-    privateKey: z.string().optional(),
-    rootCa: z.string().optional(),
+    port: portSchema.describe(
+      "The server's native TCP port, as existing clients send it (9000 maps to HTTP 8123, 9440 to 8443).",
+    ),
+    httpPort: portSchema
+      .optional()
+      .describe('The HTTP(S) port; derived from `port` when absent (9000 → 8123, 9440 → 8443).'),
+    user: z.string().min(1).describe('The ClickHouse user.'),
+    password: z.string().describe("The user's password (a secret field)."),
+    database: z.string().min(1).describe('The database the mirror creates its tables and checkpoints in.'),
+    disableTls: z.boolean().default(false).describe('Plain HTTP; otherwise HTTPS.'),
+    certificate: z
+      .string()
+      .optional()
+      .describe('PEM client certificate for mutual TLS; needs privateKey and rootCa.'),
+    privateKey: z.string().optional().describe('PEM private key of `certificate` (a secret field).'),
+    rootCa: z.string().optional().describe("PEM CA certificate(s) to trust instead of the system's."),
     objstorePath: z
       .string()
       .regex(/^[a-z0-9]+:\/\/[^/]+(\/.*)?$/, 'expected <scheme>://<bucket>/<path>')
-      .optional(),
-    accessKeyId: z.string().optional(),
-    secretAccessKey: z.string().optional(),
-    region: z.string().optional(),
-    endpoint: z.string().optional(),
+      .optional()
+      .describe('An object-storage stage, <scheme>://<bucket>/<path>: accepted and stored, not used yet.'),
+    accessKeyId: z.string().optional().describe("The object-storage stage's access key id (not used yet)."),
+    secretAccessKey: z
+      .string()
+      .optional()
+      .describe("The object-storage stage's secret access key (a secret field; not used yet)."),
+    region: z.string().optional().describe("The object-storage stage's region (not used yet)."),
+    endpoint: z.string().optional().describe("The object-storage stage's endpoint URL (not used yet)."),
   })
   .strict();
 
 export const datawarehouseConfigSchema = z
   .object({
-    accountId: z.string().min(1),
-    username: z.string().min(1),
-    /** PEM or PKCS#8; when encrypted, its passphrase is `password`. */
-    privateKey: z.string().min(1),
-    password: z.string().optional(),
-    database: z.string().min(1),
-    warehouse: z.string().min(1),
-    /** The role to connect with (the interface declares it boolean; it is a name). */
-    role: z.string().min(1),
-    queryTimeout: z.number().int().positive().default(30),
-    /** Service URL for private connectivity; default https://<account>.snowflakecomputing.com. */
-    accessUrl: z.url({ protocol: /^https?$/ }).optional(),
+    accountId: z.string().min(1).describe('The Snowflake account identifier (myorg-myaccount).'),
+    username: z.string().min(1).describe('The user the key pair is registered for.'),
+    privateKey: z
+      .string()
+      .min(1)
+      .describe(
+        "The user's private key, PEM or PKCS#8; when encrypted, its passphrase is `password` (a secret field).",
+      ),
+    password: z
+      .string()
+      .optional()
+      .describe("The private key's passphrase, when it is encrypted (a secret field)."),
+    database: z.string().min(1).describe("Where the target tables and the connector's own objects go."),
+    warehouse: z.string().min(1).describe('The warehouse every statement runs on.'),
+    role: z
+      .string()
+      .min(1)
+      .describe('The name of the role to connect with (the interface declares it boolean; it is a name).'),
+    queryTimeout: z.number().int().positive().default(30).describe('Seconds any one statement may run.'),
+    accessUrl: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .describe(
+        'The service URL, for private connectivity; default https://<account>.snowflakecomputing.com.',
+      ),
   })
   .strict();
 
@@ -108,21 +149,41 @@ export const streamCompressions = ['none', 'gzip', 'lz4', 'snappy', 'zstd'] as c
  */
 export const streamConfigFields = z
   .object({
-    servers: z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port')).min(1),
-    username: z.string().default(''),
-    password: z.string().default(''),
-    /** Required with a username; empty without one. */
-    sasl: z.enum(['', ...saslMechanisms]).default(''),
-    disableTls: z.boolean().default(false),
-    partitioner: z.enum(partitioners).default(''),
-    /** How record batches are compressed on the wire and on the brokers (an addition to the interface). */
-    compression: z.enum(streamCompressions).default('none'),
-    /** PEM client certificate (chain) for mutual TLS; needs `privateKey`. */
-    certificate: z.string().optional(),
-    /** PEM private key of `certificate`. */
-    privateKey: z.string().optional(),
-    /** PEM CA certificates that verify the brokers, instead of the system's. */
-    rootCa: z.string().optional(),
+    servers: z
+      .array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port'))
+      .min(1)
+      .describe('Bootstrap brokers, host:port each.'),
+    username: z
+      .string()
+      .default('')
+      .describe('The SASL user; without one no SASL is used (a client certificate, or no authentication).'),
+    password: z.string().default('').describe('The SASL password (a secret field).'),
+    sasl: z
+      .enum(['', ...saslMechanisms])
+      .default('')
+      .describe('The SASL mechanism: required with a username, empty without one.'),
+    disableTls: z.boolean().default(false).describe('Plain TCP to the brokers; otherwise TLS.'),
+    partitioner: z
+      .enum(partitioners)
+      .default('')
+      .describe(
+        "How a message's partition is chosen, with franz-go's meanings ('' hashes the key; docs/kafka.md).",
+      ),
+    compression: z
+      .enum(streamCompressions)
+      .default('none')
+      .describe(
+        'How record batches are compressed on the wire and on the brokers (an addition to the interface).',
+      ),
+    certificate: z
+      .string()
+      .optional()
+      .describe('PEM client certificate (chain) for mutual TLS; needs `privateKey`.'),
+    privateKey: z.string().optional().describe('PEM private key of `certificate` (a secret field).'),
+    rootCa: z
+      .string()
+      .optional()
+      .describe("PEM CA certificates that verify the brokers, instead of the system's."),
   })
   .strict();
 

@@ -3,9 +3,9 @@
 import { z } from 'zod';
 
 export const scriptSourceSchema = z.object({
-  name: z.string().min(1),
-  lang: z.literal('lua'),
-  source: z.string(),
+  name: z.string().min(1).describe('The script name, as mirrors name it.'),
+  lang: z.literal('lua').describe('The language of source.'),
+  source: z.string().describe('The Lua source, defining onRecord(record).'),
 });
 
 export type ScriptSource = z.infer<typeof scriptSourceSchema>;

@@ -27,12 +27,21 @@ const apiNameColumn = {
   description: 'the name the /api/v1 interface knows this object by',
 };
 
+/** The Ready condition's status, as `kubectl get` shows it for Deployments and Pods. */
+const readyColumn = {
+  name: 'Ready',
+  type: 'string',
+  jsonPath: ".status.conditions[?(@.type=='Ready')].status",
+  description: 'whether the Ready condition holds',
+};
+
 type Schema = Record<string, unknown>;
 
-function schemaOf(spec: z.ZodType, status: z.ZodType, specRules: Schema[] = []): Schema {
+function schemaOf(description: string, spec: z.ZodType, status: z.ZodType, specRules: Schema[] = []): Schema {
   const specSchema = toStructural(z.toJSONSchema(spec, { io: 'input' }) as Schema);
   if (specRules.length > 0) specSchema['x-kubernetes-validations'] = specRules;
   return {
+    description,
     type: 'object',
     required: ['spec'],
     properties: {
@@ -115,11 +124,16 @@ export function customResourceDefinitions(): Schema[] {
       kind: 'Peer',
       plural: 'peers',
       shortNames: ['tpeer'],
-      schema: schemaOf(peerCrSpecSchema, peerCrStatusSchema, peerRules),
+      schema: schemaOf(
+        'A server mirrors read from or write to (PostgreSQL, ClickHouse, Snowflake, Kafka); its secrets stay in a Secret.',
+        peerCrSpecSchema,
+        peerCrStatusSchema,
+        peerRules,
+      ),
       columns: [
         apiNameColumn,
         { name: 'Kind', type: 'string', jsonPath: '.spec.kind' },
-        { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
+        readyColumn,
         { name: 'Version', type: 'string', jsonPath: '.status.version' },
       ],
     }),
@@ -127,11 +141,17 @@ export function customResourceDefinitions(): Schema[] {
       kind: 'Mirror',
       plural: 'mirrors',
       shortNames: ['tmirror'],
-      schema: schemaOf(mirrorCrSpecSchema, mirrorCrStatusSchema, mirrorRules),
+      schema: schemaOf(
+        'PostgreSQL tables replicated into a destination Peer: an initial load, then their changes through a replication slot.',
+        mirrorCrSpecSchema,
+        mirrorCrStatusSchema,
+        mirrorRules,
+      ),
       columns: [
         apiNameColumn,
         { name: 'State', type: 'string', jsonPath: '.spec.state' },
         { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+        readyColumn,
         {
           name: 'Lag',
           type: 'integer',
@@ -145,7 +165,11 @@ export function customResourceDefinitions(): Schema[] {
       kind: 'Script',
       plural: 'scripts',
       shortNames: ['tscript'],
-      schema: schemaOf(scriptCrSpecSchema, scriptCrStatusSchema),
+      schema: schemaOf(
+        'A Lua script that transforms the records of the Mirrors naming it.',
+        scriptCrSpecSchema,
+        scriptCrStatusSchema,
+      ),
       columns: [
         apiNameColumn,
         { name: 'Lang', type: 'string', jsonPath: '.spec.lang' },
