@@ -477,12 +477,12 @@ describe('the chart on a real node', () => {
       async () => {
         table = await k('get', 'mirrors');
         const row = table.split('\n').find((line) => line.startsWith('shop-to-warehouse '));
-        return /\bRunning\s+STATUS_RUNNING\s+\d+\s+\d+/.test(row ?? '');
+        return /\bRunning\s+STATUS_RUNNING\s+True\s+\d+\s+\d+/.test(row ?? '');
       },
       120_000,
       'kubectl get mirrors to show the running mirror with lag and rows',
     );
-    expect(table.split('\n')[0]).toMatch(/^NAME\s+API NAME\s+STATE\s+PHASE\s+LAG\s+ROWS\s+AGE/);
+    expect(table.split('\n')[0]).toMatch(/^NAME\s+API NAME\s+STATE\s+PHASE\s+READY\s+LAG\s+ROWS\s+AGE/);
     const events = await kubectlJson<{ items: { reason: string; message: string }[] }>(facts, [
       '-n',
       namespace,

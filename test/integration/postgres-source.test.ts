@@ -1,7 +1,8 @@
 // The PostgreSQL source against a real server: what it reads, and that driver
 // errors on the paths the pipeline used to run itself (partition planning,
 // partition copy, type lookup) leave it classified.
-import type { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tupleCells } from '../../engine/src/connectors/changes.ts';
 import { copyTextRowBatches } from '../../engine/src/connectors/copy-text.ts';
@@ -110,6 +111,44 @@ describe('PostgreSQL source', () => {
       // The write's error is the destination's, not the source's.
       expect(thrown).toMatchObject({ name: 'EngineError', kind: 'destination_write', cause: failure });
       expect((thrown as Error).message).toMatch(/^destination: initial load of public\.items/);
+      expect(await reader.copyPartition(items, ['id'], whole, countRows(['id']))).toBe(500);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('reports the write’s own error when it stops reading part way (its loop left on a full disk)', async () => {
+    const reader = await source.openSnapshotReader(null);
+    const whole = { fromPage: 0, toPage: null };
+    try {
+      // Rows enough that the COPY is still running when the write gives up.
+      await database.client.query(
+        `CREATE TABLE bulk AS SELECT g AS id, repeat('x', 200) AS v FROM generate_series(1, 200000) g`,
+      );
+      const full = Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+      const thrown = await reader
+        .copyPartition({ schema: 'public', table: 'bulk' }, ['id', 'v'], whole, async (rows) => {
+          // As the Snowflake destination streams a partition to its batch file:
+          // the file's write fails, pipeline() ends the generator reading the COPY.
+          await pipeline(
+            Readable.from(
+              (async function* () {
+                for await (const batch of copyTextRowBatches(rows, { source: items, columns: ['id', 'v'] })) {
+                  yield `${batch.length}\n`;
+                }
+              })(),
+            ),
+            new Writable({
+              write(_chunk, _encoding, callback) {
+                callback(full);
+              },
+            }),
+          );
+          return 0;
+        })
+        .catch((error: unknown) => error);
+      expect(thrown).toMatchObject({ kind: 'engine_resource' });
+      expect((thrown as Error).message).toMatch(/^destination: initial load of public\.bulk/);
       expect(await reader.copyPartition(items, ['id'], whole, countRows(['id']))).toBe(500);
     } finally {
       await reader.close();

@@ -198,7 +198,17 @@ describe('kubectl with the shipped examples', () => {
     await waitFor(async () => (await phase()) === 'STATUS_RUNNING', 60_000, 'running');
     const table = await inNamespace('get', 'mirrors');
     const [header, row] = table.trim().split('\n');
-    expect(header?.split(/\s+/)).toEqual(['NAME', 'API', 'NAME', 'STATE', 'PHASE', 'LAG', 'ROWS', 'AGE']);
+    expect(header?.split(/\s+/)).toEqual([
+      'NAME',
+      'API',
+      'NAME',
+      'STATE',
+      'PHASE',
+      'READY',
+      'LAG',
+      'ROWS',
+      'AGE',
+    ]);
     // Applied with kubectl: no API name annotation (its API name is its object name), an empty cell.
     expect(row?.split(/\s+/).slice(0, 3)).toEqual([mirrorName, 'Running', 'STATUS_RUNNING']);
     expect(row?.indexOf('Running')).toBe(header?.indexOf('STATE'));

@@ -121,6 +121,12 @@ export interface PartitionCopy {
 }
 
 /** Streams one partition as COPY text. The caller's transaction must stay open until it ends. */
+/** The error Node destroys a stream with when its reader leaves early (an async iterator's return). */
+function destroyedByReader(error: unknown): boolean {
+  const { name, code } = (error ?? {}) as { name?: unknown; code?: unknown };
+  return name === 'AbortError' || code === 'ABORT_ERR' || code === 'ERR_STREAM_PREMATURE_CLOSE';
+}
+
 export function copyPartition(
   client: pg.Client | pg.PoolClient,
   table: TableName,
@@ -134,9 +140,11 @@ export function copyPartition(
     ended = true;
   });
   // Also keeps a COPY whose reader gave up from throwing when its connection is
-  // dropped: pg-copy-streams emits the driver's error on the stream.
+  // dropped: pg-copy-streams emits the driver's error on the stream. A reader
+  // that stops early (a `for await` left on its own error) destroys the stream
+  // with an AbortError: that is the reader's failure, not the source's.
   stream.on('error', (error: unknown) => {
-    failure ??= error;
+    if (!destroyedByReader(error)) failure ??= error;
   });
   return { stream, ended: () => ended, failure: () => failure };
 }
