@@ -4,11 +4,9 @@
 import { z } from 'zod';
 
 const stringMap = z.record(z.string(), z.string());
-/** Kubernetes quantities as strings ("500m", "1Gi"), the form kubectl prints. */
-const quantities = z.record(
-  z.string(),
-  z.string().regex(/^[0-9.]+([eE][0-9]+|[a-zA-Z]{0,2})$/, 'a quantity such as 500m or 1Gi'),
-);
+/** A Kubernetes quantity as a string ("500m", "1Gi"), the form kubectl prints. */
+const quantity = z.string().regex(/^[0-9.]+([eE][0-9]+|[a-zA-Z]{0,2})$/, 'a quantity such as 500m or 1Gi');
+const quantities = z.record(z.string(), quantity);
 
 export const tolerationSchema = z.object({
   key: z
@@ -61,11 +59,7 @@ export const enginePodSettingsSchema = z.object({
     .describe("Extra annotations of the engine pod (the operator's own keys win)."),
   temporaryStorage: z
     .object({
-      sizeLimit: z
-        .string()
-        .regex(/^[0-9.]+([eE][0-9]+|[a-zA-Z]{0,2})$/, 'a quantity such as 256Mi or 1Gi')
-        .optional()
-        .describe('The most the temporary volume may hold (default 1Gi).'),
+      sizeLimit: quantity.optional().describe('The most the temporary volume may hold (default 1Gi).'),
       medium: z
         .enum(['Memory'])
         .optional()

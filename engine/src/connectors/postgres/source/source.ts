@@ -43,6 +43,7 @@ import {
   type PartitionCopy,
   planPartitions,
 } from './snapshot-reader.ts';
+import { partitionAncestors } from './table-info.ts';
 import { validateSource } from './validate-source.ts';
 
 export interface PostgresSourceOptions {
@@ -247,15 +248,7 @@ export class PostgresSource implements Source {
   async partitionAncestors(relationId: number): Promise<TableName[]> {
     const client = await this.#lookupClient();
     try {
-      // The relation itself comes first, then each parent up to the root; none for a table that is no partition.
-      const result = await client.query<{ schema: string; table: string }>(
-        `SELECT n.nspname AS schema, c.relname AS table
-         FROM pg_partition_ancestors($1::oid) WITH ORDINALITY AS a(relid, position)
-         JOIN pg_class c ON c.oid = a.relid JOIN pg_namespace n ON n.oid = c.relnamespace
-         WHERE a.relid <> $1::oid ORDER BY a.position`,
-        [relationId],
-      );
-      return result.rows.map((row) => ({ schema: row.schema, table: row.table }));
+      return await partitionAncestors(client, relationId);
     } catch (error) {
       throw classifyPgError(error, 'source: look up the partition parents of a relation');
     }

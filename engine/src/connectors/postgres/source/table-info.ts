@@ -30,6 +30,22 @@ interface ColumnRow {
   attndims: number;
 }
 
+/**
+ * The partitioned tables a relation is a partition of, its parent first;
+ * empty for one that is no partition (pg_partition_ancestors lists the
+ * relation itself first, then each parent up to the root).
+ */
+export async function partitionAncestors(client: pg.Client, oid: number): Promise<TableName[]> {
+  const result = await client.query<{ schema: string; table: string }>(
+    `SELECT n.nspname AS schema, c.relname AS table
+     FROM pg_partition_ancestors($1::oid) WITH ORDINALITY AS a(relid, position)
+     JOIN pg_class c ON c.oid = a.relid JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE a.relid <> $1::oid ORDER BY a.position`,
+    [oid],
+  );
+  return result.rows.map((row) => ({ schema: row.schema, table: row.table }));
+}
+
 /** Returns undefined when the table does not exist (or is not visible to the user). */
 export async function readTableInfo(
   client: pg.Client,
@@ -67,14 +83,7 @@ export async function readTableInfo(
      ORDER BY k.position`,
     [tableRow.oid],
   );
-  // pg_partition_ancestors lists the table itself first, then each parent up to the root.
-  const ancestors = await client.query<{ schema: string; table: string }>(
-    `SELECT n.nspname AS schema, c.relname AS table
-     FROM pg_partition_ancestors($1::oid) WITH ORDINALITY AS a(relid, position)
-     JOIN pg_class c ON c.oid = a.relid JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE a.relid <> $1::oid ORDER BY a.position`,
-    [tableRow.oid],
-  );
+  const ancestors = await partitionAncestors(client, tableRow.oid);
   const replicaIdentity = replicaIdentityByCode[tableRow.relreplident];
   if (!replicaIdentity) {
     throw new EngineError('source_setup', `${formatTableName(name)} has an unknown replica identity`);
@@ -94,6 +103,6 @@ export async function readTableInfo(
     keyColumns: key.rows.map((row) => row.attname),
     replicaIdentity,
     partitioned: tableRow.relkind === 'p',
-    partitionOf: ancestors.rows.map((row) => ({ schema: row.schema, table: row.table })),
+    partitionOf: ancestors,
   };
 }
