@@ -5,6 +5,7 @@
 // change in it, which the destination stores with the checkpoint. A table's
 // changes go to the destination's own buffer (Destination.changeBuffer) when
 // it offers one.
+import type { TableApplied } from '../catalog/catalog.ts';
 import type { WireTuple } from '../connectors/changes.ts';
 import {
   type ChangeBatch,
@@ -16,6 +17,7 @@ import {
   type TableChanges,
   type TransactionPosition,
 } from '../connectors/records.ts';
+import { TableTally } from './table-tally.ts';
 
 export interface BatchLimits {
   readonly maxRows: number;
@@ -42,6 +44,8 @@ export class BatchBuilder {
   #openPosition: TransactionPosition | undefined;
   /** A lower row limit for the current batch only (limitThisBatch). */
   #rowLimit: number | undefined;
+  /** Rows of the batch per table and operation (takeApplied). */
+  readonly #tally = new TableTally();
 
   /** `changeBuffer`: the destination's (Destination.changeBuffer), if it offers one. */
   constructor(
@@ -112,6 +116,7 @@ export class BatchBuilder {
     const opened = this.#startIfEmpty(lsn, now);
     this.#hold(this.#entry(table), change);
     this.#added(lsn, position, change.kind !== 'truncate');
+    if (change.kind !== 'truncate') this.#tally.count(table, change.kind, change.transaction);
     return opened;
   }
 
@@ -142,6 +147,7 @@ export class BatchBuilder {
     else if (kind === 'insert') this.#hold(entry, { kind, transaction, newRow: tuple.cells() });
     else this.#hold(entry, { kind, transaction, oldKey: null, newRow: tuple.cells() });
     this.#added(lsn, position, true);
+    this.#tally.count(table, kind, transaction);
     return opened;
   }
 
@@ -185,6 +191,14 @@ export class BatchBuilder {
 
   get lastCompleteCommitLsn(): bigint {
     return this.#lastCompleteCommitLsn;
+  }
+
+  /**
+   * The rows of each table the last batch taken holds, by operation; call it
+   * right after `take` (it starts the count over).
+   */
+  takeApplied(): TableApplied[] {
+    return this.#tally.take();
   }
 
   /** Hands out the batch and starts an empty one. */
