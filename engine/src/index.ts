@@ -21,6 +21,9 @@ export {
   type MirrorPhase,
   type MirrorRuntime,
   mirrorPhases,
+  type TableState,
+  type TableStatus,
+  tableStates,
 } from './catalog/catalog.ts';
 export {
   type LogRetention,
@@ -72,6 +75,12 @@ export {
   ResourceNotFoundError,
   type ResourceStore,
 } from './control/store.ts';
+export {
+  type TableStateName,
+  type TableStatusView,
+  tableStateNames,
+  tableStatusView,
+} from './control/table-status.ts';
 export { WorkQueue } from './control/work-queue.ts';
 // --- resources: the shapes users declare (the API's wire and the CRDs derive from them)
 export { type EngineConfig, engineConfigSchema } from './engine-config.ts';
