@@ -92,6 +92,11 @@ export { EngineMetrics } from './observability/engine-metrics.ts';
 export { createProcessLogger, isLogFormatSetting, logFormats } from './observability/logger.ts';
 export { type MetricsServer, serveMetrics } from './observability/metrics-server.ts';
 export { logProcessWarnings } from './observability/process-warnings.ts';
+export {
+  type MirrorTablesSample,
+  registerTableMetrics,
+  tableMetricNames,
+} from './observability/table-metrics.ts';
 export { defaultStallAfterMs, stallAfterMsFromEnvironment } from './pipeline/progress-watchdog.ts';
 export type { SupervisedOutcome } from './pipeline/supervisor.ts';
 export {
