@@ -22,7 +22,9 @@ export {
   type MirrorRuntime,
   mirrorPhases,
   type TableState,
+  type TableStateName,
   type TableStatus,
+  tableStateNames,
   tableStates,
 } from './catalog/catalog.ts';
 export {
@@ -75,12 +77,7 @@ export {
   ResourceNotFoundError,
   type ResourceStore,
 } from './control/store.ts';
-export {
-  type TableStateName,
-  type TableStatusView,
-  tableStateNames,
-  tableStatusView,
-} from './control/table-status.ts';
+export { type TableStatusView, tableStatusView } from './control/table-status.ts';
 export { WorkQueue } from './control/work-queue.ts';
 // --- resources: the shapes users declare (the API's wire and the CRDs derive from them)
 export { type EngineConfig, engineConfigSchema } from './engine-config.ts';

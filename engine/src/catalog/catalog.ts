@@ -32,6 +32,19 @@ export const tableStates = [
 ] as const;
 export type TableState = (typeof tableStates)[number];
 
+/** The name each table state has in the interface's style (like `currentFlowState`'s). */
+export const tableStateNames = {
+  pending: 'TABLE_STATE_PENDING',
+  loading: 'TABLE_STATE_LOADING',
+  streaming: 'TABLE_STATE_STREAMING',
+  resyncing: 'TABLE_STATE_RESYNCING',
+  held: 'TABLE_STATE_HELD',
+  errored: 'TABLE_STATE_ERRORED',
+  removed: 'TABLE_STATE_REMOVED',
+} as const satisfies Record<TableState, string>;
+
+export type TableStateName = (typeof tableStateNames)[TableState];
+
 /** Why a table is `errored` (or `held`): the error's kind and remedy as for a mirror's fault (errors.ts). */
 export interface TableProblem {
   readonly kind: ErrorKind;

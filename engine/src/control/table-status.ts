@@ -3,20 +3,7 @@
 // (docs/api.md), in protojson's conventions: camelCase names, 64-bit integers
 // as decimal strings, enum values by name, timestamps in RFC 3339 (UTC), a
 // field without a value left out.
-import type { TableState, TableStatus } from '../catalog/catalog.ts';
-
-/** The name each table state has in the interface's style (like `currentFlowState`'s). */
-export const tableStateNames = {
-  pending: 'TABLE_STATE_PENDING',
-  loading: 'TABLE_STATE_LOADING',
-  streaming: 'TABLE_STATE_STREAMING',
-  resyncing: 'TABLE_STATE_RESYNCING',
-  held: 'TABLE_STATE_HELD',
-  errored: 'TABLE_STATE_ERRORED',
-  removed: 'TABLE_STATE_REMOVED',
-} as const satisfies Record<TableState, string>;
-
-export type TableStateName = (typeof tableStateNames)[TableState];
+import { type TableStateName, type TableStatus, tableStateNames } from '../catalog/catalog.ts';
 
 export interface TableStatusView {
   readonly sourceTableIdentifier: string;

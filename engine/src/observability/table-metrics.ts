@@ -6,8 +6,7 @@
 // errored table). Cardinality is bounded by the mirrors' mappings: one state
 // series and three counters per mapped table; a removed table leaves.
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { TableStatus } from '../catalog/catalog.ts';
-import { tableStateNames } from '../control/table-status.ts';
+import { type TableStatus, tableStateNames } from '../catalog/catalog.ts';
 
 export interface MirrorTablesSample {
   readonly mirror: string;
