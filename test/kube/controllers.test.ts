@@ -232,6 +232,27 @@ describe('controllers', () => {
         lastCommitTime: expect.stringMatching(/Z$/),
       },
     ]);
+    // A table that stops (moved through the catalog as the flow that isolates a
+    // table's fault will move it) shows its error and position, with a Warning Event.
+    await catalog.transitionTable('items', {
+      sourceTable: 'public.items',
+      destinationTable: 'public.items',
+      to: 'errored',
+      problem: { kind: 'destination_write', message: 'a value was refused', remedy: 'fix the column' },
+      behindLsn: 4242n,
+    });
+    await reconcileOnce();
+    expect((await read('mirrors', 'items')).status?.tables?.[0]).toMatchObject({
+      state: 'TABLE_STATE_ERRORED',
+      error: { kind: 'destination_write', message: 'a value was refused', remedy: 'fix the column' },
+      behindLsn: '4242',
+    });
+    const tableEvents = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.involvedObject.name === 'items' && event.reason === 'TableStateChanged',
+    );
+    expect(tableEvents.map((event) => [event.type, event.message])).toEqual([
+      ['Warning', 'public.items: TABLE_STATE_STREAMING -> TABLE_STATE_ERRORED: a value was refused'],
+    ]);
 
     await objects.patchNamespacedCustomObject({
       ...at('mirrors'),
