@@ -69,6 +69,7 @@ export {
   workflowId,
 } from './control/resources.ts';
 export {
+  type PeerListEntry,
   PeerSecretsUnavailableError,
   ResourceConflictError,
   type ResourceEvent,

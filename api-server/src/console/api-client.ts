@@ -105,7 +105,8 @@ export interface PeerInfo {
 }
 
 export interface PeerList {
-  readonly items: readonly { readonly name: string; readonly type: string }[];
+  /** `problem`: why a peer's secrets cannot be read (cluster mode), for a peer shown broken. */
+  readonly items: readonly { readonly name: string; readonly type: string; readonly problem?: string }[];
 }
 
 export interface ScriptEntry {
