@@ -21,6 +21,8 @@ export {
   type MirrorPhase,
   type MirrorRuntime,
   mirrorPhases,
+  type SlotHealth,
+  type SlotHealthReason,
 } from './catalog/catalog.ts';
 export {
   type LogRetention,
@@ -64,6 +66,11 @@ export {
   workflowId,
 } from './control/resources.ts';
 export {
+  defaultSlotHealthIntervalMs,
+  SlotHealthMonitor,
+  slotHealthIntervalMsFromEnvironment,
+} from './control/slot-health.ts';
+export {
   PeerSecretsUnavailableError,
   ResourceConflictError,
   type ResourceEvent,
@@ -83,6 +90,7 @@ export { EngineMetrics } from './observability/engine-metrics.ts';
 export { createProcessLogger, isLogFormatSetting, logFormats } from './observability/logger.ts';
 export { type MetricsServer, serveMetrics } from './observability/metrics-server.ts';
 export { logProcessWarnings } from './observability/process-warnings.ts';
+export { SlotHealthMetrics, type SlotHealthSink } from './observability/slot-health-metrics.ts';
 export { defaultStallAfterMs, stallAfterMsFromEnvironment } from './pipeline/progress-watchdog.ts';
 export type { SupervisedOutcome } from './pipeline/supervisor.ts';
 export {

@@ -47,6 +47,19 @@ export interface MirrorStatus {
   readonly currentFlowState: string;
   readonly errorMessage: string;
   readonly ok: boolean;
+  readonly slotHealth?: {
+    readonly slotName: string;
+    readonly checkedAt: string;
+    readonly status: 'True' | 'False' | 'Unknown';
+    readonly reason: string;
+    readonly message: string;
+    readonly active?: boolean;
+    readonly walStatus?: string;
+    readonly retainedWalBytes?: string;
+    readonly unconfirmedBytes?: string;
+    readonly safeWalSizeBytes?: string;
+    readonly invalidationReason?: string;
+  };
   readonly cdcStatus?: {
     readonly config: Record<string, unknown> & {
       readonly sourceName: string;

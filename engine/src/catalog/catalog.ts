@@ -1,6 +1,7 @@
 // The catalog holds each mirror's runtime state, its CDC batches, its logs and
 // its snapshot progress. The engine writes it; the facade and the operator read
 // it. Rows of dropped mirrors' logs and batches are kept.
+import type { SlotReading } from '../connectors/source.ts';
 
 /** Mirror lifecycle phases; transitions are in docs/mirror-lifecycle.md. */
 export const mirrorPhases = [
@@ -50,6 +51,38 @@ export interface SourceSetup {
   readonly slotCreatedByMirror: boolean;
   /** Recorded right after the mirror created the slot; null before that and for an adopted slot. */
   readonly slotIdentity: SlotIdentity | null;
+}
+
+/**
+ * Why a mirror's slot is or is not healthy (control/slot-health.ts decides):
+ * True `Healthy`; False `Invalidated`, `WalAtRisk` (wal_status unreserved: the
+ * next checkpoint may remove WAL it needs), `SlotMissing`; Unknown
+ * `SlotNotCreated` (setup has not created it yet), `SourceUnreachable`,
+ * `WaitingForPeer`.
+ */
+export const slotHealthReasons = [
+  'Healthy',
+  'Invalidated',
+  'WalAtRisk',
+  'SlotMissing',
+  'SlotNotCreated',
+  'SourceUnreachable',
+  'WaitingForPeer',
+] as const;
+export type SlotHealthReason = (typeof slotHealthReasons)[number];
+
+/** A mirror's slot as the last read of its source server found it. */
+export interface SlotHealth {
+  readonly slotName: string;
+  /** When the source was read (or the read failed). */
+  readonly checkedAt: Date;
+  /** True healthy, false not, null unknown (no reading). */
+  readonly healthy: boolean | null;
+  readonly reason: SlotHealthReason;
+  /** One line for a person: what was found, or why nothing could be read. Never a secret. */
+  readonly message: string;
+  /** What pg_replication_slots showed; null when the slot does not exist or the source could not be read. */
+  readonly reading: SlotReading | null;
 }
 
 /** A step that has made no progress for longer than the stall bound. */
@@ -228,6 +261,14 @@ export interface Catalog {
    */
   setEngineProblem(mirror: string, message: string | null): Promise<void>;
   getEngineProblem(mirror: string): Promise<string | undefined>;
+  /**
+   * Records the mirror's slot health as the slot health monitor last read it
+   * (one writer: control/slot-health.ts), replacing the previous record.
+   */
+  recordSlotHealth(mirror: string, health: SlotHealth): Promise<void>;
+  getSlotHealth(mirror: string): Promise<SlotHealth | undefined>;
+  /** Forgets the slot health of every mirror not named (dropped ones). */
+  keepSlotHealthOf(mirrors: readonly string[]): Promise<void>;
   listLogs(query: LogQuery): Promise<{ entries: LogEntry[]; total: number }>;
 
   resetSnapshotProgress(mirror: string): Promise<void>;

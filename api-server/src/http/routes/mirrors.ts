@@ -22,6 +22,7 @@ import {
   mirrorConfigToWire,
   mirrorSpecFromWire,
   parseRequest,
+  slotHealthToWire,
   validMirrorSpec,
 } from '../convert.ts';
 import { ApiError } from '../errors.ts';
@@ -216,6 +217,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
         : runtime
           ? flowStateByPhase[runtime.phase]
           : 'STATUS_SETUP';
+    const slotHealth = await catalog.getSlotHealth(body.flowJobName);
     const status = {
       flowJobName: body.flowJobName,
       // Failed for good: the engine's error. Otherwise what keeps it from
@@ -232,6 +234,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       ...(runtime?.stall && runtime.phase !== 'failed'
         ? { stall: { step: runtime.stall.step, since: runtime.stall.since.toISOString() } }
         : {}),
+      // Beyond the interface (docs/api.md): the slot at the source, in every state.
+      ...(slotHealth && mirror ? { slotHealth: slotHealthToWire(slotHealth) } : {}),
     };
     if (!body.includeFlowInfo || !mirror) return status;
     const [source, destination, clones] = await Promise.all([
