@@ -16,6 +16,8 @@ const sourceSuites = [
   'test/e2e/slot-loss.test.ts',
   'test/e2e/ownership.test.ts',
   'test/e2e/postgres-versions.test.ts',
+  'test/e2e/slot-health.test.ts',
+  'test/integration/slot-health.test.ts',
 ];
 const oldestAndNewestSuites = [
   'test/e2e/source-restart.test.ts',

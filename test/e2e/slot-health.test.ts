@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
+import { checkedJsonExample, jsonShape } from '../support/doc-examples.ts';
 import {
   createRelationalPeers,
   createTableMirror,
@@ -110,6 +111,10 @@ describe(`slot health on PostgreSQL ${sourcePostgres.major}`, () => {
     );
     const grown = await slotHealth();
     expect(grown).toMatchObject({ status: 'True', reason: 'Healthy', active: false });
+    // docs/api.md shows this answer: the same fields, the same JSON types.
+    expect(jsonShape(grown)).toEqual(
+      jsonShape(checkedJsonExample('docs/api.md', 'test/e2e/slot-health.test.ts')),
+    );
     expect(BigInt(grown?.unconfirmedBytes ?? '0')).toBeGreaterThanOrEqual(written);
     expect(await metric('tributary_mirror_slot_retained_wal_bytes')).toBeGreaterThanOrEqual(
       Number(atPause + written),

@@ -33,15 +33,19 @@ interface SlotRow {
 }
 
 // One statement for every supported version: the columns newer than 13 are
-// read through to_jsonb (null where the server has none). On a standby
+// read through to_jsonb (null where the server has none), and a position the
+// slot no longer has (restart_lsn of an invalidated slot) gives no figure
+// rather than GREATEST's 0, which ignores nulls. On a standby
 // (logical slots there are 16+) pg_current_wal_lsn() fails; the received
 // position stands for it.
 const slotHealthQuery = `
   WITH server AS (
     SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_receive_lsn() ELSE pg_current_wal_lsn() END AS lsn)
   SELECT s.slot_name, s.active, s.wal_status,
-         GREATEST(pg_wal_lsn_diff(server.lsn, s.restart_lsn), 0)::text AS retained_wal_bytes,
-         GREATEST(pg_wal_lsn_diff(server.lsn, s.confirmed_flush_lsn), 0)::text AS unconfirmed_bytes,
+         CASE WHEN s.restart_lsn IS NOT NULL
+           THEN GREATEST(pg_wal_lsn_diff(server.lsn, s.restart_lsn), 0)::text END AS retained_wal_bytes,
+         CASE WHEN s.confirmed_flush_lsn IS NOT NULL
+           THEN GREATEST(pg_wal_lsn_diff(server.lsn, s.confirmed_flush_lsn), 0)::text END AS unconfirmed_bytes,
          s.safe_wal_size::text AS safe_wal_size,
          to_jsonb(s) ->> 'invalidation_reason' AS invalidation_reason,
          (to_jsonb(s) ->> 'conflicting')::boolean AS conflicting,
