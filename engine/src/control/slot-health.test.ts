@@ -238,6 +238,17 @@ describe('SlotHealthMonitor', () => {
     expect(w.records.get('named')?.reason).toBe('SlotNotCreated');
   });
 
+  it('says nothing of a slot a dropped mirror’s teardown removed', async () => {
+    const w = world();
+    w.addPeer('a', {});
+    w.addMirror('dropping', 'a', 'slot');
+    w.setPhase('dropping', 'terminating', 'slot');
+    (w.mirrors[0] as { deleting: boolean }).deleting = true;
+    const readServer: ServerSlotReader = async () => ({ serverWalLsn: 1n, slots: new Map() });
+    await new SlotHealthMonitor({ ...w, logger, readServer }).check();
+    expect(w.records.has('dropping')).toBe(false);
+  });
+
   it('waits for a source peer or its Secret, and forgets a mirror once it is gone', async () => {
     const w = world();
     w.peers.set(

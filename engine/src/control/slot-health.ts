@@ -110,6 +110,8 @@ export function slotHealthOf(
 /** A mirror to read, with what its slot is called and where its source is. */
 interface Watched {
   readonly mirror: string;
+  /** Being dropped: its teardown removes the slot, which is then no news. */
+  readonly deleting: boolean;
   readonly phase: MirrorPhase | undefined;
   readonly slotName: string;
   readonly source: RelationalConfig;
@@ -206,7 +208,13 @@ export class SlotHealthMonitor {
         });
         continue;
       }
-      watched.push({ mirror: mirror.name, phase: runtime?.phase, slotName, source });
+      watched.push({
+        mirror: mirror.name,
+        deleting: mirror.deleting,
+        phase: runtime?.phase,
+        slotName,
+        source,
+      });
     }
     const servers = new Map<string, Watched[]>();
     for (const entry of watched) {
@@ -218,6 +226,9 @@ export class SlotHealthMonitor {
         const outcome = await this.#readOneServer(key, entries);
         const checkedAt = new Date();
         for (const entry of entries) {
+          const found = typeof outcome === 'string' ? undefined : outcome.slots.get(entry.slotName);
+          // A mirror being dropped whose slot is gone: the teardown did its job.
+          if (typeof outcome !== 'string' && entry.deleting && !found) continue;
           await record(
             entry.mirror,
             typeof outcome === 'string'
@@ -229,7 +240,7 @@ export class SlotHealthMonitor {
                   message: outcome,
                   reading: null,
                 }
-              : slotHealthOf(entry.slotName, entry.phase, outcome.slots.get(entry.slotName), checkedAt),
+              : slotHealthOf(entry.slotName, entry.phase, found, checkedAt),
           );
         }
       }),
