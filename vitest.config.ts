@@ -24,6 +24,7 @@ const oldestAndNewestSuites = [
   'test/e2e/create-checks.test.ts',
   'test/e2e/big-transaction.test.ts',
   'test/e2e/partitioned-tables.test.ts',
+  'test/e2e/idle-slot.test.ts',
 ];
 const postgresVersionProjects = (
   [
