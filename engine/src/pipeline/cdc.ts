@@ -9,6 +9,7 @@ import type { DestinationTable } from '../connectors/records.ts';
 import { EngineError } from '../errors.ts';
 import { ChangeApplier, describeBatch } from './change-applier.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
+import { ReplicationDelay } from './replication-delay.ts';
 import { StreamWait, type WaitOutcome } from './stream-wait.ts';
 
 export interface CdcOptions {
@@ -44,11 +45,17 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       skipBefore: checkpoint?.transactionPosition,
     }),
   );
+  // Lag in seconds: how long the oldest transaction not yet durable has waited since its commit.
+  const delay = new ReplicationDelay();
   const applier = new ChangeApplier({
     mirror: spec.name,
     destination,
     batches: catalog,
-    acknowledge: (lsn) => stream.acknowledge(lsn),
+    acknowledge: (lsn) => {
+      stream.acknowledge(lsn);
+      delay.acknowledged(lsn);
+    },
+    replicationDelay: delay,
     typeNames: (columns) => source.typeNames(columns),
     partitionAncestors: (relationId) => source.partitionAncestors(relationId),
     publication: { name: options.publicationName, createdByMirror: options.publicationCreatedByMirror },
@@ -93,6 +100,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     else await flushWhenIdle();
   };
 
+  context.metrics?.replicationDelay(spec.name, (nowMs) => delay.secondsAt(nowMs));
   await movePhase(catalog, spec.name, 'streamingStarted');
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
   context.progress?.streaming();
@@ -113,6 +121,8 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     // Pause or shutdown: make what is buffered durable, so nothing is redone.
     await applier.flush();
   } finally {
+    // No stream, no figure: a stopped engine does not report a delay it cannot see.
+    context.metrics?.replicationDelay(spec.name, undefined);
     // A batch still being written after a failure: let it end before the
     // stream and the destination close under it (it is acknowledged if durable).
     await applier.settle();
