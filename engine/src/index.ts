@@ -92,6 +92,7 @@ export { type MetricsServer, serveMetrics } from './observability/metrics-server
 export { logProcessWarnings } from './observability/process-warnings.ts';
 export { SlotHealthMetrics, type SlotHealthSink } from './observability/slot-health-metrics.ts';
 export { defaultStallAfterMs, stallAfterMsFromEnvironment } from './pipeline/progress-watchdog.ts';
+export { lagSecondsOf } from './pipeline/replication-delay.ts';
 export type { SupervisedOutcome } from './pipeline/supervisor.ts';
 export {
   defaultTemporaryStorageLimit,

@@ -104,10 +104,23 @@ describe('engine metrics', () => {
     try {
       await harness.source.client.query(`INSERT INTO readings VALUES (9001, 'held')`);
       await waitFor(async () => ((await lag()) ?? 0) >= 3, 30_000, 'lag of 3 s while the write waits');
+      // The catalog (status, console, kubectl) counts from the held row's commit time.
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(mirror))?.lagSince != null,
+        10_000,
+        'the lag recorded in the catalog',
+      );
+      const since = (await harness.catalog.getRuntime(mirror))?.lagSince;
+      expect(Date.now() - (since?.getTime() ?? 0)).toBeGreaterThanOrEqual(3_000);
     } finally {
       await blocker.query('ROLLBACK');
     }
     await waitFor(async () => (await lag()) === 0, 60_000, 'lag back to 0 once the row is durable');
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(mirror))?.lagSince === null,
+      10_000,
+      'caught up in the catalog',
+    );
     const row = await harness.destination.client.query(`SELECT value FROM readings WHERE id = 9001`);
     expect(row.rows[0]?.value).toBe('held');
   });

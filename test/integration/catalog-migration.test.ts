@@ -36,6 +36,7 @@ describe('catalog migration', () => {
       'logs',
       'mirror_runtime',
       'owned_tables',
+      'slot_health',
       'snapshot_tables',
     ]);
     // Every process asking at once gets the one installation id, made once.

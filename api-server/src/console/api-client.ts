@@ -47,6 +47,7 @@ export interface MirrorStatus {
   readonly currentFlowState: string;
   readonly errorMessage: string;
   readonly ok: boolean;
+  readonly lagSeconds?: number;
   readonly slotHealth?: {
     readonly slotName: string;
     readonly checkedAt: string;

@@ -159,6 +159,7 @@ export function mirrorPage(data: MirrorPageData): string {
   const body = html`<h1>Mirror ${name}</h1>
 <div ${live('mirror-state')}>
 <p>State: <span class="state">${stateName(status.currentFlowState)}</span>
+${status.lagSeconds === undefined ? '' : html` · lag <span class="lag">${status.lagSeconds} s</span>`}
 ${status.errorMessage ? html` · <span class="error">${status.errorMessage}</span>` : ''}</p>
 ${slotHealthSection(status.slotHealth)}
 <p>${actionButtons(name, status.currentFlowState)} <a href="${mirrorPath(name)}">Refresh</a></p>

@@ -253,6 +253,8 @@ export const mirrorStatusResponse = z.object({
   ok: z.boolean(),
   /** Beyond the interface: a step making no progress past the stall bound (docs/api.md). */
   stall: z.object({ step: z.string(), since: z.string() }).optional(),
+  /** Beyond the interface: seconds the oldest change not yet written has waited since its commit; 0 caught up. */
+  lagSeconds: z.number().int().optional(),
   /** Beyond the interface: the mirror's slot at the source, in every state (docs/api.md). */
   slotHealth: z
     .object({

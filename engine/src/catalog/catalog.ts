@@ -109,6 +109,13 @@ export interface MirrorRuntime {
    * than the stall bound (pipeline/progress-watchdog.ts); null when nothing is stalled.
    */
   readonly stall: MirrorStall | null;
+  /**
+   * While the engine streams: the commit time at the source of the oldest
+   * transaction received and not yet durable at the destination; null when
+   * every transaction received is durable (caught up). Lag in seconds is the
+   * time since (pipeline/replication-delay.ts).
+   */
+  readonly lagSince: Date | null;
   readonly setup: SourceSetup | null;
   readonly snapshotCompleted: boolean;
   readonly updatedAt: Date;
@@ -217,6 +224,8 @@ export interface Catalog {
   setRetryingError(mirror: string, message: string | null): Promise<void>;
   /** Records (the stalled step) or clears (null) a stall; see MirrorRuntime.stall. */
   setStall(mirror: string, stall: MirrorStall | null): Promise<void>;
+  /** Records MirrorRuntime.lagSince (null: caught up). */
+  setLagSince(mirror: string, since: Date | null): Promise<void>;
   saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void>;
   /**
    * A random id of this catalog, made once: it tells apart installations that

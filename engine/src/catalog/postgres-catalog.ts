@@ -109,6 +109,7 @@ const migrations: readonly string[] = [
   `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS last_at_ms bigint`,
   `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS stalled_step text`,
   `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS stalled_since timestamptz`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS lag_since timestamptz`,
   `CREATE TABLE IF NOT EXISTS tributary.slot_health (
      mirror text PRIMARY KEY,
      slot_name text NOT NULL,
@@ -134,6 +135,7 @@ interface RuntimeRow {
   retrying_since: Date | null;
   stalled_step: string | null;
   stalled_since: Date | null;
+  lag_since: Date | string | null;
   slot_name: string | null;
   publication_name: string | null;
   publication_created_by_mirror: boolean | null;
@@ -243,6 +245,7 @@ export class PostgresCatalog implements Catalog {
         row.stalled_step !== null && row.stalled_since !== null
           ? { step: row.stalled_step, since: row.stalled_since }
           : null,
+      lagSince: row.lag_since === null ? null : new Date(row.lag_since),
       setup,
       snapshotCompleted: row.snapshot_completed,
       updatedAt: row.updated_at,
@@ -330,6 +333,13 @@ export class PostgresCatalog implements Catalog {
       `UPDATE tributary.mirror_runtime SET stalled_step = $2, stalled_since = $3 WHERE mirror = $1`,
       [mirror, stall?.step ?? null, stall?.since ?? null],
     );
+  }
+
+  async setLagSince(mirror: string, since: Date | null): Promise<void> {
+    await this.#sql.query(`UPDATE tributary.mirror_runtime SET lag_since = $2 WHERE mirror = $1`, [
+      mirror,
+      since,
+    ]);
   }
 
   async saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void> {

@@ -25,6 +25,9 @@ export interface CdcOptions {
   readonly tableStartLsns?: ReadonlyMap<string, bigint>;
 }
 
+/** How often the engine may record a changed lag in the catalog. */
+const lagReportMs = 2_000;
+
 export async function runCdc(context: MirrorContext, options: CdcOptions): Promise<void> {
   const { spec, destination, catalog, signal, source } = context;
   const checkpoint = await watched(context, 'CDC: destination: read the checkpoint', () =>
@@ -101,6 +104,21 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   };
 
   context.metrics?.replicationDelay(spec.name, (nowMs) => delay.secondsAt(nowMs));
+  // The catalog learns where the delay counts from when that changes, at most
+  // every lagReportMs: status, console and `kubectl get mirrors` read it there.
+  let reportedLagSince: number | null | undefined;
+  const reportLag = async () => {
+    const since = delay.pendingSince?.getTime() ?? null;
+    if (since === reportedLagSince) return;
+    reportedLagSince = since;
+    await catalog.setLagSince(spec.name, since === null ? null : new Date(since));
+  };
+  const lagReports = setInterval(() => {
+    reportLag().catch((error: unknown) =>
+      context.logger.debug({ err: error }, 'cannot record the lag in the catalog'),
+    );
+  }, lagReportMs);
+  lagReports.unref();
   await movePhase(catalog, spec.name, 'streamingStarted');
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
   context.progress?.streaming();
@@ -123,6 +141,8 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   } finally {
     // No stream, no figure: a stopped engine does not report a delay it cannot see.
     context.metrics?.replicationDelay(spec.name, undefined);
+    clearInterval(lagReports);
+    await reportLag().catch(() => undefined);
     // A batch still being written after a failure: let it end before the
     // stream and the destination close under it (it is acknowledged if durable).
     await applier.settle();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ReplicationDelay } from './replication-delay.ts';
+import { lagSecondsOf, ReplicationDelay } from './replication-delay.ts';
 
 const micros = (ms: number) => BigInt(ms) * 1000n;
 
@@ -56,5 +56,17 @@ describe('ReplicationDelay', () => {
     expect(seconds).toBeLessThanOrEqual(16);
     delay.acknowledged(BigInt(1_000 + 100_000 * 10));
     expect(delay.secondsAt(20_000)).toBe(0);
+  });
+});
+
+describe('lagSecondsOf', () => {
+  it('counts from lagSince while the engine streams, 0 when caught up, nothing otherwise', () => {
+    const now = 100_000;
+    expect(lagSecondsOf({ phase: 'running', lagSince: null }, now)).toBe(0);
+    expect(lagSecondsOf({ phase: 'running', lagSince: new Date(now - 4_400) }, now)).toBe(4);
+    expect(lagSecondsOf({ phase: 'pausing', lagSince: new Date(now + 5_000) }, now)).toBe(0);
+    for (const phase of ['paused', 'failed', 'snapshot', 'setup'] as const)
+      expect(lagSecondsOf({ phase, lagSince: new Date(0) }, now)).toBeUndefined();
+    expect(lagSecondsOf(undefined, now)).toBeUndefined();
   });
 });

@@ -15,6 +15,8 @@
 // Called from the change applier's thread only: `begun` for each transaction's
 // Begin message, `acknowledged` with every position acknowledged to the slot.
 
+import type { MirrorRuntime } from '../catalog/catalog.ts';
+
 interface PendingCommits {
   /** Final LSN of the first and of the last transaction in the entry. */
   readonly firstFinalLsn: bigint;
@@ -62,8 +64,29 @@ export class ReplicationDelay {
     return Math.max(0, (nowMs - oldest.commitTimeMs) / 1000);
   }
 
+  /** Commit time of the oldest transaction not yet durable; null when caught up. */
+  get pendingSince(): Date | null {
+    const oldest = this.#pending[this.#head];
+    return oldest ? new Date(oldest.commitTimeMs) : null;
+  }
+
   /** Commit time of the last transaction known durable (within an entry's second), if any. */
   get lastAppliedCommitTime(): Date | undefined {
     return this.#lastAppliedCommitMs === undefined ? undefined : new Date(this.#lastAppliedCommitMs);
   }
+}
+
+/**
+ * Lag in whole seconds as status shows it: while the engine streams (phase
+ * running or pausing), the time since MirrorRuntime.lagSince, the oldest change
+ * not yet written (0 when caught up); undefined otherwise (paused, failed, in
+ * the initial load: the slot's retained WAL is the figure then).
+ */
+export function lagSecondsOf(
+  runtime: Pick<MirrorRuntime, 'phase' | 'lagSince'> | undefined,
+  nowMs = Date.now(),
+): number | undefined {
+  if (runtime?.phase !== 'running' && runtime?.phase !== 'pausing') return undefined;
+  const { lagSince } = runtime;
+  return lagSince === null ? 0 : Math.max(0, Math.round((nowMs - lagSince.getTime()) / 1000));
 }

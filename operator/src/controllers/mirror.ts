@@ -9,6 +9,7 @@ import {
   type Catalog,
   type EngineRuntime,
   flowStateByPhase,
+  lagSecondsOf,
   type MirrorOutcome,
   MirrorReconciler,
   type MissingDependency,
@@ -208,12 +209,10 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
             lastBatchId: lastBatch.batchId.toString(),
             lastSyncedLsn: lastBatch.endLsn.toString(),
             lastSyncTime: lastBatch.endTime?.toISOString(),
-            lagSeconds: Math.max(
-              0,
-              Math.round((Date.now() - (lastBatch.endTime?.getTime() ?? Date.now())) / 1000),
-            ),
           }
         : {}),
+      // From commit times (pipeline/replication-delay.ts): an idle, caught-up mirror reads 0.
+      lagSeconds: lagSecondsOf(runtime),
       rowsSynced: (snapshotRows + cdcRows).toString(),
     }));
     const held = previous?.conditions ?? [];

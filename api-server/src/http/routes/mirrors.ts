@@ -6,6 +6,7 @@ import {
   formatTableName,
   isSupportedDestination,
   type LogLevel,
+  lagSecondsOf,
   type MirrorPhase,
   type MirrorResource,
   type MirrorResourceSpec,
@@ -218,6 +219,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
           ? flowStateByPhase[runtime.phase]
           : 'STATUS_SETUP';
     const slotHealth = await catalog.getSlotHealth(body.flowJobName);
+    const lagSeconds = lagSecondsOf(runtime);
     const status = {
       flowJobName: body.flowJobName,
       // Failed for good: the engine's error. Otherwise what keeps it from
@@ -234,6 +236,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       ...(runtime?.stall && runtime.phase !== 'failed'
         ? { stall: { step: runtime.stall.step, since: runtime.stall.since.toISOString() } }
         : {}),
+      // Beyond the interface (docs/api.md): lag in seconds from commit times.
+      ...(lagSeconds === undefined ? {} : { lagSeconds }),
       // Beyond the interface (docs/api.md): the slot at the source, in every state.
       ...(slotHealth && mirror ? { slotHealth: slotHealthToWire(slotHealth) } : {}),
     };
