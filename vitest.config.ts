@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 // Every project: the run's processes are marked, and what a test left running
 // is reported and stopped after the run (test/support/global-setup.ts).
 const globalSetup = ['test/support/global-setup.ts'];
+// Every project: rows compare by their cells (test/support/row-equality.ts).
+const setupFiles = ['test/support/row-equality.ts'];
 
 // The PostgreSQL source suites again on other majors (scripts/testenv/postgres-versions.sh):
 // the oldest supported, one between, the newest release, with destinations on
@@ -38,6 +40,7 @@ const postgresVersionProjects = (
     include: [...include],
     environment: 'node',
     globalSetup,
+    setupFiles,
     env: { TRIBUTARY_TEST_SOURCE_POSTGRES: String(major) },
     testTimeout: 120_000,
     hookTimeout: 180_000,
@@ -62,6 +65,7 @@ export default defineConfig({
           include: ['{engine,operator,api-server,scripts}/**/*.test.ts'],
           environment: 'node',
           globalSetup,
+          setupFiles,
         },
       },
       {
@@ -70,6 +74,7 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
           environment: 'node',
           globalSetup,
+          setupFiles,
           // Real servers on a 2-core machine: generous limits, few files at once.
           testTimeout: 120_000,
           hookTimeout: 180_000,
@@ -84,6 +89,7 @@ export default defineConfig({
           include: ['test/api/**/*.test.ts'],
           environment: 'node',
           globalSetup,
+          setupFiles,
           env: { TRIBUTARY_FACADE_MODE: 'cluster' },
           testTimeout: 120_000,
           hookTimeout: 180_000,

@@ -2,9 +2,14 @@
 // measure the engine and the source, not a destination server.
 import type { Readable } from 'node:stream';
 import type { Destination, DestinationTableState } from '../engine/src/connectors/destination.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable } from '../engine/src/connectors/records.ts';
+import {
+  type ChangeBatch,
+  ChangeList,
+  type Checkpoint,
+  type DestinationTable,
+} from '../engine/src/connectors/records.ts';
 
-export class DiscardDestination implements Destination {
+export class DiscardDestination implements Destination<ChangeList> {
   snapshotRowCount = 0;
   changeCount = 0;
   #checkpoint: Checkpoint | undefined;
@@ -35,7 +40,11 @@ export class DiscardDestination implements Destination {
     return rows;
   }
 
-  async syncBatch(batch: ChangeBatch): Promise<void> {
+  changeBuffer(): ChangeList {
+    return new ChangeList();
+  }
+
+  async syncBatch(batch: ChangeBatch<ChangeList>): Promise<void> {
     this.changeCount += batch.rowCount;
     this.#checkpoint = { batchId: batch.batchId, lsn: batch.endLsn };
     this.#onChange?.(this.changeCount);

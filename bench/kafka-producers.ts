@@ -35,8 +35,10 @@ import pino from 'pino';
 import { defaultChunkBytes, recordOverheadBytes } from '../engine/src/connectors/kafka/apply.ts';
 import { maxChunkMessages } from '../engine/src/connectors/kafka/chunk-sender.ts';
 import { KafkaDestination } from '../engine/src/connectors/kafka/destination.ts';
+import type { KafkaHeld } from '../engine/src/connectors/kafka/held-messages.ts';
 import { changeRecord, tableFormat } from '../engine/src/connectors/kafka/message-format.ts';
 import type { ChangeBatch, DestinationTable, RowChange } from '../engine/src/connectors/records.ts';
+import { rowOfCells } from '../engine/src/connectors/rows.ts';
 import type { StreamConfig } from '../engine/src/resources/peer.ts';
 import { createTopics, deleteTopics, kafkaClient, streamConfig } from '../test/integration/kafka-support.ts';
 import { kafka } from '../test/support/testenv.ts';
@@ -80,13 +82,13 @@ function changes(): RowChange[] {
     out.push({
       kind: 'insert',
       transaction,
-      newRow: [
+      newRow: rowOfCells([
         String(i + 1),
         String(i % 1000),
         `${i % 10000}.${String(i % 100).padStart(2, '0')}`,
         `note ${i} lorem ipsum dolor sit amet`,
         '2026-11-24 04:00:00.123456+00',
-      ],
+      ]),
     });
   }
   return out;
@@ -147,11 +149,13 @@ function viaDestination(chunkMessages: number, compression: StreamConfig['compre
     try {
       await destination.setupTables([target]);
       await destination.readCheckpoint(`${prefix}-${topic}`);
-      const batch: ChangeBatch = {
+      const held = destination.changeBuffer(target);
+      for (const row of rows) held.add(row);
+      const batch: ChangeBatch<KafkaHeld> = {
         mirror: `${prefix}-${topic}`,
         batchId: 1n,
         endLsn: 0x2000000n,
-        tables: [{ table: target, changes: rows }],
+        tables: [{ table: target, held }],
         rowCount: rows.length,
       };
       await timed(() => destination.syncBatch(batch));

@@ -26,6 +26,7 @@ import { luaRecord } from '../engine/src/connectors/kafka/script-records.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/source/table-info.ts';
 import type { ChangeBatch, DestinationTable, RowChange } from '../engine/src/connectors/records.ts';
 import { createSource } from '../engine/src/connectors/registry.ts';
+import { rowOfCells } from '../engine/src/connectors/rows.ts';
 import { runCdc } from '../engine/src/pipeline/cdc.ts';
 import { defaultBatchMemoryBudgetBytes } from '../engine/src/pipeline/context.ts';
 import { destinationTable } from '../engine/src/pipeline/tables.ts';
@@ -249,7 +250,7 @@ async function main(): Promise<void> {
     const changes: RowChange[] = rows.rows.map((row) => ({
       kind: 'insert',
       transaction,
-      newRow: row,
+      newRow: rowOfCells(row),
     }));
     let started = performance.now();
     const messages: Message[] = changes.map((change) => {

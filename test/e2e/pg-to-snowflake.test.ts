@@ -6,7 +6,9 @@
 import { createHash } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChangeList } from '../../engine/src/connectors/records.ts';
 import { createSource } from '../../engine/src/connectors/registry.ts';
+import { rowOfCells } from '../../engine/src/connectors/rows.ts';
 import { SnowflakeDestination } from '../../engine/src/connectors/snowflake/destination.ts';
 import {
   abortDetachedTransactions,
@@ -259,10 +261,10 @@ describe.each(targets)('PostgreSQL to Snowflake ($name)', ({ config: configOf, s
           tables: [
             {
               table,
-              changes: [
-                { transaction, kind: 'insert', newRow: ['1', 'replayed'] },
-                { transaction, kind: 'delete', oldKey: ['2', null] },
-              ],
+              held: ChangeList.of([
+                { transaction, kind: 'insert', newRow: rowOfCells(['1', 'replayed']) },
+                { transaction, kind: 'delete', oldKey: rowOfCells(['2', null]) },
+              ]),
             },
           ],
           rowCount: 2,

@@ -12,10 +12,13 @@ import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination/destination.ts';
 import type {
   ChangeBatch,
+  ChangeBuffer,
   DestinationTable,
   TransactionPosition,
 } from '../../engine/src/connectors/records.ts';
+import { rowOfCells } from '../../engine/src/connectors/rows.ts';
 import { SnowflakeDestination } from '../../engine/src/connectors/snowflake/destination.ts';
+import { heldBatch } from '../support/batches.ts';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 import { idTextTable } from '../support/id-text-table.ts';
@@ -32,46 +35,48 @@ const position = (changeLsn: bigint, changeRank: number): TransactionPosition =>
   changeRank,
 });
 
-function batch(
+function batch<Held extends ChangeBuffer>(
+  destination: Destination<Held>,
   mirror: string,
   table: DestinationTable,
   batchId: bigint,
   ids: number[],
   endLsn: bigint,
   transactionPosition?: TransactionPosition,
-): ChangeBatch {
+): ChangeBatch<Held> {
   const transaction = { xid: 9, commitLsn, commitTimeMicros: 0n };
-  return {
-    mirror,
-    batchId,
-    endLsn,
-    ...(transactionPosition ? { transactionPosition } : {}),
-    tables: [
-      {
-        table,
-        changes: ids.map((id) => ({ kind: 'insert' as const, transaction, newRow: [String(id), `v${id}`] })),
-      },
-    ],
-    rowCount: ids.length,
-  };
+  const changes = ids.map((id) => ({
+    kind: 'insert' as const,
+    transaction,
+    newRow: rowOfCells([String(id), `v${id}`]),
+  }));
+  return heldBatch(
+    destination,
+    { mirror, batchId, endLsn, ...(transactionPosition ? { transactionPosition } : {}) },
+    [{ table, changes }],
+  );
 }
 
 /** Two batches inside one transaction, then the one that ends it. */
 async function walkThroughTransaction(destination: Destination, table: DestinationTable, mirror: string) {
   await destination.setupTables([table]);
   const before = 0x0012_3456_0000_0001n;
-  await destination.syncBatch(batch(mirror, table, 1n, [1, 2], before, position(commitLsn - 500n, 1)));
+  await destination.syncBatch(
+    batch(destination, mirror, table, 1n, [1, 2], before, position(commitLsn - 500n, 1)),
+  );
   expect(await destination.readCheckpoint(mirror)).toEqual({
     batchId: 1n,
     lsn: before,
     transactionPosition: position(commitLsn - 500n, 1),
   });
   // Rows of one multi-insert record: same LSN, a later rank.
-  await destination.syncBatch(batch(mirror, table, 2n, [3, 4], before, position(commitLsn - 400n, 7)));
+  await destination.syncBatch(
+    batch(destination, mirror, table, 2n, [3, 4], before, position(commitLsn - 400n, 7)),
+  );
   expect((await destination.readCheckpoint(mirror))?.transactionPosition).toEqual(
     position(commitLsn - 400n, 7),
   );
-  await destination.syncBatch(batch(mirror, table, 3n, [5], commitLsn + 1n));
+  await destination.syncBatch(batch(destination, mirror, table, 3n, [5], commitLsn + 1n));
   const done = await destination.readCheckpoint(mirror);
   expect(done).toEqual({ batchId: 3n, lsn: commitLsn + 1n });
   expect(done?.transactionPosition).toBeUndefined();
@@ -118,7 +123,9 @@ describe('PostgreSQL destination: transaction positions', () => {
       expect(await destination.readCheckpoint('old')).toEqual({ batchId: 4n, lsn: 4096n });
       await destination.setupTables([idTextTable('upgraded')]);
       expect(await destination.readCheckpoint('old')).toEqual({ batchId: 4n, lsn: 4096n });
-      await destination.syncBatch(batch('old', idTextTable('upgraded'), 5n, [1], 4096n, position(5000n, 2)));
+      await destination.syncBatch(
+        batch(destination, 'old', idTextTable('upgraded'), 5n, [1], 4096n, position(5000n, 2)),
+      );
       expect((await destination.readCheckpoint('old'))?.transactionPosition).toEqual(position(5000n, 2));
     } finally {
       await destination.close();
@@ -176,7 +183,9 @@ describe.each(clickhouseEngines)('ClickHouse destination on $name: transaction p
       });
       await destination.setupTables([idTextTable('upgraded')]);
       expect(await destination.readCheckpoint('old')).toEqual({ batchId: 4n, lsn: 4096n });
-      await destination.syncBatch(batch('old', idTextTable('upgraded'), 5n, [1], 4096n, position(5000n, 2)));
+      await destination.syncBatch(
+        batch(destination, 'old', idTextTable('upgraded'), 5n, [1], 4096n, position(5000n, 2)),
+      );
       expect((await destination.readCheckpoint('old'))?.transactionPosition).toEqual(position(5000n, 2));
     } finally {
       await destination.close();

@@ -6,6 +6,7 @@ import kafkajs from 'kafkajs';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
+import type { KafkaHeld } from '../../engine/src/connectors/kafka/held-messages.ts';
 import { keyPartition, type PartitionerName } from '../../engine/src/connectors/kafka/partitioners.ts';
 import {
   type ChangeBatch,
@@ -13,7 +14,9 @@ import {
   type RowChange,
   unchangedToast,
 } from '../../engine/src/connectors/records.ts';
+import { rowOfCells } from '../../engine/src/connectors/rows.ts';
 import type { StreamConfig } from '../../engine/src/resources/peer.ts';
+import { heldBatch } from '../support/batches.ts';
 import {
   createTopics,
   deleteTopics,
@@ -64,14 +67,13 @@ const transaction = (xid: number) => ({
   commitTimeMicros: 1_767_225_600_000_000n + BigInt(xid),
 });
 
-function batch(table: DestinationTable, batchId: bigint, changes: RowChange[]): ChangeBatch {
-  return {
-    mirror: '',
-    batchId,
-    endLsn: 0x2000n + batchId,
-    tables: [{ table, changes }],
-    rowCount: changes.length,
-  };
+function batch(
+  target: KafkaDestination,
+  table: DestinationTable,
+  batchId: bigint,
+  changes: RowChange[],
+): ChangeBatch<KafkaHeld> {
+  return heldBatch(target, { mirror: '', batchId, endLsn: 0x2000n + batchId }, [{ table, changes }]);
 }
 
 const values = (messages: readonly Received[]) =>
@@ -101,26 +103,30 @@ describe('Kafka destination', () => {
         expect(copied).toBe(2);
         expect(await target.readCheckpoint(mirror)).toBeUndefined();
         const changes: RowChange[] = [
-          { kind: 'insert', transaction: transaction(1), newRow: ['3', '9223372036854775807.5', null, null] },
+          {
+            kind: 'insert',
+            transaction: transaction(1),
+            newRow: rowOfCells(['3', '9223372036854775807.5', null, null]),
+          },
           {
             kind: 'update',
             transaction: transaction(2),
             oldKey: null,
-            newRow: ['3', '2', null, unchangedToast],
+            newRow: rowOfCells(['3', '2', null, unchangedToast]),
           },
           {
             kind: 'update',
             transaction: transaction(2),
-            oldKey: ['2', null, null, null],
-            newRow: ['4', null, null, null],
+            oldKey: rowOfCells(['2', null, null, null]),
+            newRow: rowOfCells(['4', null, null, null]),
           },
-          { kind: 'delete', transaction: transaction(3), oldKey: ['1', null, null, null] },
+          { kind: 'delete', transaction: transaction(3), oldKey: rowOfCells(['1', null, null, null]) },
           { kind: 'truncate', transaction: transaction(4) },
         ];
-        await target.syncBatch({ ...batch(table, 1n, changes), mirror });
+        await target.syncBatch({ ...batch(target, table, 1n, changes), mirror });
         expect(await target.readCheckpoint(mirror)).toEqual({ batchId: 1n, lsn: 0x2001n });
         // A replayed batch is recognised and not sent again.
-        await target.syncBatch({ ...batch(table, 1n, changes), mirror });
+        await target.syncBatch({ ...batch(target, table, 1n, changes), mirror });
 
         const collector = new TopicCollector(kafkaClient(listener));
         await collector.start([topic]);
@@ -204,9 +210,9 @@ describe('Kafka destination', () => {
       const insert: RowChange = {
         kind: 'insert',
         transaction: transaction(1),
-        newRow: ['1', '2', null, null],
+        newRow: rowOfCells(['1', '2', null, null]),
       };
-      await target.syncBatch({ ...batch(table, 1n, [insert]), mirror });
+      await target.syncBatch({ ...batch(target, table, 1n, [insert]), mirror });
       expect(await target.readCheckpoint(mirror)).toEqual({ batchId: 1n, lsn: 0x2001n });
       expect(open()).toEqual([]);
       // The check, the topics, two checkpoint reads: admins, and a fetcher for the read that found a topic.
@@ -238,9 +244,12 @@ describe('Kafka destination', () => {
           const changes: RowChange[] = Array.from({ length: perBatch }, (_, i) => ({
             kind: 'insert',
             transaction: transaction(b + 1),
-            newRow: [String(b * perBatch + i), '1', null, null],
+            newRow: rowOfCells([String(b * perBatch + i), '1', null, null]),
           }));
-          await target.syncBatch({ ...batch(table, BigInt(b + 1), changes), mirror: `mirror-${topic}` });
+          await target.syncBatch({
+            ...batch(target, table, BigInt(b + 1), changes),
+            mirror: `mirror-${topic}`,
+          });
         }
       } finally {
         await target.close();
@@ -334,7 +343,7 @@ describe('Kafka destination', () => {
       try {
         await target.setupTables([table]);
         await target.syncBatch({
-          ...batch(table, 1n, [{ kind: 'truncate', transaction: transaction(9) }]),
+          ...batch(target, table, 1n, [{ kind: 'truncate', transaction: transaction(9) }]),
           mirror: topic,
         });
       } finally {
@@ -366,11 +375,11 @@ describe('Kafka destination', () => {
     const changes: RowChange[] = Array.from({ length: compressedRows }, (_, index) => ({
       kind: 'insert',
       transaction: transaction(index + 1),
-      newRow: [String(index + 1), `${index}.25`, null, null],
+      newRow: rowOfCells([String(index + 1), `${index}.25`, null, null]),
     }));
     try {
       await target.setupTables([table]);
-      await target.syncBatch({ ...batch(table, 1n, changes), mirror: `m-${topic}` });
+      await target.syncBatch({ ...batch(target, table, 1n, changes), mirror: `m-${topic}` });
     } finally {
       await target.close();
     }
@@ -443,8 +452,8 @@ describe('Kafka destination', () => {
     try {
       await target.setupTables([table]);
       await target.syncBatch({
-        ...batch(table, 1n, [
-          { kind: 'insert', transaction: transaction(1), newRow: ['1', null, null, null] },
+        ...batch(target, table, 1n, [
+          { kind: 'insert', transaction: transaction(1), newRow: rowOfCells(['1', null, null, null]) },
         ]),
         mirror: topic,
       });

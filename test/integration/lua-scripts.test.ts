@@ -6,10 +6,13 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
+import type { KafkaHeld } from '../../engine/src/connectors/kafka/held-messages.ts';
 import type { ChangeBatch, DestinationTable, RowChange } from '../../engine/src/connectors/records.ts';
+import { rowOfCells } from '../../engine/src/connectors/rows.ts';
 import { EngineError, errorPolicy } from '../../engine/src/errors.ts';
 import { RecordScript } from '../../engine/src/scripting/record-script.ts';
 import { ScriptThreadError } from '../../engine/src/scripting/script-thread.ts';
+import { heldBatch } from '../support/batches.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import { createHarness, type Harness, startMirror } from '../support/mirror-harness.ts';
 import {
@@ -40,21 +43,21 @@ const transaction = { xid: 5, commitLsn: 0x5000n, commitTimeMicros: 1_767_225_60
 
 function changes(): RowChange[] {
   return [
-    { kind: 'insert', transaction, newRow: ['1', 'new', '10.00'] },
-    { kind: 'insert', transaction, newRow: ['2', 'test', '0.00'] },
-    { kind: 'update', transaction, oldKey: null, newRow: ['1', 'paid', '10.00'] },
-    { kind: 'delete', transaction, oldKey: ['1', null, null] },
+    { kind: 'insert', transaction, newRow: rowOfCells(['1', 'new', '10.00']) },
+    { kind: 'insert', transaction, newRow: rowOfCells(['2', 'test', '0.00']) },
+    { kind: 'update', transaction, oldKey: null, newRow: rowOfCells(['1', 'paid', '10.00']) },
+    { kind: 'delete', transaction, oldKey: rowOfCells(['1', null, null]) },
   ];
 }
 
-function batchOf(target: DestinationTable, mirror: string): ChangeBatch {
-  return {
-    mirror,
-    batchId: 1n,
-    endLsn: 0x5001n,
-    tables: [{ table: target, changes: changes() }],
-    rowCount: 4,
-  };
+function batchOf(
+  destination: KafkaDestination,
+  target: DestinationTable,
+  mirror: string,
+): ChangeBatch<KafkaHeld> {
+  return heldBatch(destination, { mirror, batchId: 1n, endLsn: 0x5001n }, [
+    { table: target, changes: changes() },
+  ]);
 }
 
 async function run(script: string, wanted: { topics: string[]; count: number }, logLines: string[] = []) {
@@ -70,7 +73,7 @@ async function run(script: string, wanted: { topics: string[]; count: number }, 
   });
   try {
     await destination.setupTables([target]);
-    await destination.syncBatch(batchOf(target, base));
+    await destination.syncBatch(batchOf(destination, target, base));
   } finally {
     await destination.close();
   }
@@ -97,7 +100,7 @@ async function failing(script: string): Promise<EngineError> {
   });
   try {
     await destination.setupTables([target]);
-    await destination.syncBatch(batchOf(target, base));
+    await destination.syncBatch(batchOf(destination, target, base));
   } catch (error) {
     expect(error).toBeInstanceOf(EngineError);
     expect((error as EngineError).kind).toBe('script');

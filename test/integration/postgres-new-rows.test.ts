@@ -8,13 +8,14 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresDestination } from '../../engine/src/connectors/postgres/destination/destination.ts';
+import type { PostgresTableChanges } from '../../engine/src/connectors/postgres/destination/table-changes.ts';
 import {
   type ChangeBatch,
-  type ChangeBuffer,
   type DestinationTable,
   type RowChange,
   unchangedToast,
 } from '../../engine/src/connectors/records.ts';
+import { rowOfCells } from '../../engine/src/connectors/rows.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 import { idTextTable } from '../support/id-text-table.ts';
 
@@ -29,9 +30,14 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
   let destination: PostgresDestination;
 
   /** Inserts of `rows`, then `changes`, as the pipeline hands them over: in the destination's own buffer. */
-  const held = (target: DestinationTable, rows: readonly Row[], changes: RowChange[] = []): ChangeBuffer => {
+  const held = (
+    target: DestinationTable,
+    rows: readonly Row[],
+    changes: RowChange[] = [],
+  ): PostgresTableChanges => {
     const buffer = destination.changeBuffer(target);
-    for (const [id, v] of rows) buffer.add({ kind: 'insert', transaction, newRow: [String(id), v] });
+    for (const [id, v] of rows)
+      buffer.add({ kind: 'insert', transaction, newRow: rowOfCells([String(id), v]) });
     for (const change of changes) buffer.add(change);
     return buffer;
   };
@@ -40,11 +46,11 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
     batchId: bigint,
     newRows: readonly Row[],
     changes: RowChange[] = [],
-  ): ChangeBatch => ({
+  ): ChangeBatch<PostgresTableChanges> => ({
     mirror,
     batchId,
     endLsn: 4097n + batchId,
-    tables: [{ table: target, held: held(target, newRows, changes), changes: [] }],
+    tables: [{ table: target, held: held(target, newRows, changes) }],
     rowCount: newRows.length + changes.length,
   });
 
@@ -143,11 +149,11 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
           [3, 'c'],
         ],
         [
-          { kind: 'update', transaction, oldKey: null, newRow: ['1', 'a2'] },
-          { kind: 'delete', transaction, oldKey: ['2', null] },
+          { kind: 'update', transaction, oldKey: null, newRow: rowOfCells(['1', 'a2']) },
+          { kind: 'delete', transaction, oldKey: rowOfCells(['2', null]) },
           // Its TOASTed value did not change: the value just inserted stays.
-          { kind: 'update', transaction, oldKey: null, newRow: ['3', unchangedToast] },
-          { kind: 'insert', transaction, newRow: ['4', 'd'] },
+          { kind: 'update', transaction, oldKey: null, newRow: rowOfCells(['3', unchangedToast]) },
+          { kind: 'insert', transaction, newRow: rowOfCells(['4', 'd']) },
         ],
       ),
     );
@@ -164,40 +170,16 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
     await destination.setupTables([target]);
     // A second table the batch cannot write: the COPY into the first succeeds, then the batch fails.
     const missing = idTextTable('not_there');
-    const failing: ChangeBatch = {
+    const failing: ChangeBatch<PostgresTableChanges> = {
       ...batch(target, 5n, [[1, 'a']]),
       tables: [
-        { table: target, held: held(target, [[1, 'a']]), changes: [] },
-        { table: missing, held: held(missing, [[1, 'x']]), changes: [] },
+        { table: target, held: held(target, [[1, 'a']]) },
+        { table: missing, held: held(missing, [[1, 'x']]) },
       ],
     };
     await expect(destination.syncBatch(failing)).rejects.toMatchObject({ kind: 'schema_mismatch' });
     expect(await rows('undone')).toEqual([]);
     expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 4n, lsn: 4101n });
-  });
-
-  it('takes plain changes as well, and refuses a batch that has both for one table', async () => {
-    const target = idTextTable('plain');
-    await destination.setupTables([target]);
-    const plain: RowChange[] = [
-      { kind: 'insert', transaction, newRow: ['1', 'a'] },
-      { kind: 'insert', transaction, newRow: ['2', 'b'] },
-      { kind: 'update', transaction, oldKey: null, newRow: ['2', 'b2'] },
-    ];
-    const both: ChangeBatch = {
-      mirror,
-      batchId: 6n,
-      endLsn: 4103n,
-      tables: [{ table: target, held: held(target, [[3, 'c']]), changes: plain }],
-      rowCount: 4,
-    };
-    await expect(destination.syncBatch(both)).rejects.toMatchObject({ kind: 'internal' });
-    expect(await rows('plain')).toEqual([]);
-    await destination.syncBatch({ ...both, tables: [{ table: target, changes: plain }], rowCount: 3 });
-    expect(await rows('plain')).toEqual([
-      { id: '1', v: 'a' },
-      { id: '2', v: 'b2' },
-    ]);
   });
 
   it('stages new rows with a soft-delete or synced-at column, which the upsert sets', async () => {
@@ -211,14 +193,14 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
       const target = idTextTable('marked');
       await withColumns.setupTables([target]);
       const buffer = withColumns.changeBuffer(target);
-      buffer.add({ kind: 'insert', transaction, newRow: ['1', 'a'] });
+      buffer.add({ kind: 'insert', transaction, newRow: rowOfCells(['1', 'a']) });
       expect(buffer.newRows).toBeUndefined();
       expect(buffer.staged?.fold().upsertCount).toBe(1);
       await withColumns.syncBatch({
         mirror: 'marked',
         batchId: 1n,
         endLsn: 4097n,
-        tables: [{ table: target, held: buffer, changes: [] }],
+        tables: [{ table: target, held: buffer }],
         rowCount: 1,
       });
       const marked = await database.client.query(

@@ -4,7 +4,6 @@
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tupleCells } from '../../engine/src/connectors/changes.ts';
 import { copyTextRowBatches } from '../../engine/src/connectors/copy-text.ts';
 import { createSource } from '../../engine/src/connectors/registry.ts';
 import type { Source } from '../../engine/src/connectors/source.ts';
@@ -222,7 +221,7 @@ describe('PostgreSQL source', () => {
             seen.push({
               tag: message.tag,
               lsn: event.walStart,
-              ...(message.tag === 'insert' ? { id: tupleCells(message.newTuple)[0] } : {}),
+              ...(message.tag === 'insert' ? { id: message.newTuple.cell(0) } : {}),
               ...(message.tag === 'begin' ? { finalLsn: message.finalLsn } : {}),
             });
             if (message.tag === 'commit') commits++;
@@ -278,7 +277,7 @@ describe('PostgreSQL source', () => {
       for await (const events of stream.events()) {
         for (const event of events) {
           if (event.tag !== 'change' || event.message.tag !== 'insert') continue;
-          const [id, note] = tupleCells(event.message.newTuple).map(String);
+          const [id, note] = event.message.newTuple.cells().map(String);
           ids.push(Number(id));
           notesRight &&= note === `row ${id}\t${'x'.repeat(Number(id) % 50)}`;
         }

@@ -1,7 +1,7 @@
 // In-memory destinations for the pipeline's unit tests
 // (engine/src/connectors/memory/ holds the destination itself).
 import { MemoryDestination } from '../../engine/src/connectors/memory/destination.ts';
-import type { ChangeBatch, DestinationTable } from '../../engine/src/connectors/records.ts';
+import type { ChangeBatch, ChangeList, DestinationTable } from '../../engine/src/connectors/records.ts';
 
 /** A MemoryDestination with these tables set up. */
 export async function memoryDestinationOf(tables: readonly DestinationTable[]): Promise<MemoryDestination> {
@@ -18,7 +18,7 @@ export class GatedDestination extends MemoryDestination {
   #gates: (() => void)[] = [];
   readonly writesStarted: bigint[] = [];
 
-  override async syncBatch(batch: ChangeBatch): Promise<void> {
+  override async syncBatch(batch: ChangeBatch<ChangeList>): Promise<void> {
     this.writesStarted.push(batch.batchId);
     await new Promise<void>((resolve) => this.#gates.push(resolve));
     await super.syncBatch(batch);

@@ -1,8 +1,8 @@
-// A WireTuple made from cells, for the unit tests of what destinations do
-// with an insert that comes undecoded: the TupleData bytes pgoutput would send
-// for the cells, whose decoding gives the cells back.
-import type { WireTuple } from '../../engine/src/connectors/changes.ts';
+// A row over the source's bytes made from cells, for the unit tests of what
+// destinations do with a row that comes undecoded: the TupleData bytes
+// pgoutput would send for the cells, whose decoding gives the cells back.
 import { type TupleCell, unchangedToast } from '../../engine/src/connectors/records.ts';
+import { TupleDataRow } from '../../engine/src/connectors/rows.ts';
 
 /** pgoutput's TupleData of `cells` (an Int16 count, then a kind byte and maybe a length and the value per cell). */
 export function tupleData(cells: readonly TupleCell[]): Buffer {
@@ -21,6 +21,6 @@ export function tupleData(cells: readonly TupleCell[]): Buffer {
   return Buffer.concat(parts);
 }
 
-export function wireTuple(cells: readonly TupleCell[]): WireTuple {
-  return { bytes: tupleData(cells), cellCount: cells.length, cells: () => cells };
+export function wireTuple(cells: readonly TupleCell[]): TupleDataRow {
+  return new TupleDataRow(tupleData(cells), cells.length);
 }

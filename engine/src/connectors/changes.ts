@@ -3,26 +3,24 @@
 // https://www.postgresql.org/docs/current/protocol-logicalrep-message-formats.html):
 // transactions framed by begin and commit, relation descriptions before the
 // row changes that use them. The pipeline reads these; a source produces them.
-import type { TupleCell } from './records.ts';
+import type { Row, TupleCell } from './records.ts';
 
 /** One column of a tuple as the decoder returns it (records.ts describes the cells). */
 export type Tuple = readonly TupleCell[];
 
 /**
- * A row's cells as the source sent them, not yet decoded: pgoutput's
- * TupleData, in a buffer of its own (an Int16 cell count, then per cell a kind
- * byte: `n` null, `u` unchanged TOAST, or `t` text and `b` binary, each of
- * these two followed by an Int32 length and the value's bytes).
+ * A row's cells as pgoutput's TupleData, in a buffer of its own (an Int16
+ * cell count, then per cell a kind byte: `n` null, `u` unchanged TOAST, or
+ * `t` text and `b` binary, each of these two followed by an Int32 length and
+ * the value's bytes), already checked to be well formed.
  * https://www.postgresql.org/docs/current/protocol-logicalrep-message-formats.html
- * Decoding it costs a string per cell; a destination that holds rows as COPY
- * text copies the text bytes instead (copy-lines.ts, writeTupleLine).
+ * Every Row offers its cells so (records.ts, Row.tupleData): a destination's
+ * encoder copies the text bytes instead of making a string per cell.
  */
-export interface WireTuple {
-  /** The TupleData, from its cell count on, already checked to be well formed. */
+export interface TupleData {
+  /** The TupleData, from its cell count on. */
   readonly bytes: Buffer;
   readonly cellCount: number;
-  /** The cells, decoded (once). */
-  cells(): Tuple;
 }
 
 /** The kind byte of each cell of a WireTuple (TupleData). */
@@ -32,10 +30,6 @@ export const tupleCellKind = {
   text: 0x74, // 't'
   binary: 0x62, // 'b'
 } as const;
-
-export function isWireTuple(tuple: Tuple | WireTuple): tuple is WireTuple {
-  return !Array.isArray(tuple);
-}
 
 /** Where a TupleData's first cell starts: past its Int16 cell count. */
 export const tupleCellsStart = 2;
@@ -49,20 +43,6 @@ export function tupleCellEnd(bytes: Buffer, at: number): number {
   return kind === tupleCellKind.text || kind === tupleCellKind.binary
     ? at + 5 + bytes.readUInt32BE(at + 1)
     : at + 1;
-}
-
-/** Whether a wire tuple has an unchanged-TOAST cell (a value the source did not send); its cells are not decoded. */
-export function hasUnchangedToast(tuple: WireTuple): boolean {
-  const bytes = tuple.bytes;
-  for (let cell = 0, at = tupleCellsStart; cell < tuple.cellCount; cell++, at = tupleCellEnd(bytes, at)) {
-    if (bytes[at] === tupleCellKind.unchangedToast) return true;
-  }
-  return false;
-}
-
-/** A tuple's cells, decoding a wire tuple. */
-export function tupleCells(tuple: Tuple | WireTuple): Tuple {
-  return isWireTuple(tuple) ? tuple.cells() : tuple;
 }
 
 export interface BeginMessage {
@@ -118,8 +98,8 @@ export interface TypeMessage {
 export interface InsertMessage {
   readonly tag: 'insert';
   readonly relationId: number;
-  /** Undecoded from pgoutput: most inserts reach a destination that can take the bytes. */
-  readonly newTuple: Tuple | WireTuple;
+  /** A view over the message's bytes: most inserts reach a destination that copies them. */
+  readonly newTuple: Row;
 }
 
 export interface UpdateMessage {
@@ -129,8 +109,8 @@ export interface UpdateMessage {
   readonly keyTuple?: Tuple;
   /** The whole old row, sent when replica identity is full. */
   readonly oldTuple?: Tuple;
-  /** Undecoded from pgoutput when the update carries no old image (an upsert of the new row). */
-  readonly newTuple: Tuple | WireTuple;
+  /** A view over the message's bytes when the update carries no old image (an upsert of the new row). */
+  readonly newTuple: Row;
 }
 
 /** Exactly one of `keyTuple` and `oldTuple` is present. */

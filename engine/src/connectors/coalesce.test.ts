@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { coalesceChanges, finalStates, rowKey } from './coalesce.ts';
 import { type RowChange, unchangedToast } from './records.ts';
+import { rowOfCells } from './rows.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
 
@@ -13,9 +14,9 @@ function finals(changes: RowChange[]) {
 describe('coalesceChanges', () => {
   it('keeps the last image of each key', () => {
     const changes: RowChange[] = [
-      { transaction, kind: 'insert', newRow: ['1', 'a'] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['1', 'b'] },
-      { transaction, kind: 'insert', newRow: ['2', 'x'] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['1', 'a']) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['1', 'b']) },
+      { transaction, kind: 'insert', newRow: rowOfCells(['2', 'x']) },
     ];
     expect(coalesceChanges(changes, key)).toEqual({
       truncated: false,
@@ -29,10 +30,10 @@ describe('coalesceChanges', () => {
 
   it('turns insert then delete into a delete, and delete then insert into an upsert', () => {
     const changes: RowChange[] = [
-      { transaction, kind: 'insert', newRow: ['1', 'a'] },
-      { transaction, kind: 'delete', oldKey: ['1', null] },
-      { transaction, kind: 'delete', oldKey: ['2', null] },
-      { transaction, kind: 'insert', newRow: ['2', 'again'] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['1', 'a']) },
+      { transaction, kind: 'delete', oldKey: rowOfCells(['1', null]) },
+      { transaction, kind: 'delete', oldKey: rowOfCells(['2', null]) },
+      { transaction, kind: 'insert', newRow: rowOfCells(['2', 'again']) },
     ];
     expect(coalesceChanges(changes, key)).toEqual({
       truncated: false,
@@ -43,7 +44,7 @@ describe('coalesceChanges', () => {
 
   it('deletes the old key when an update changes the key', () => {
     const changes: RowChange[] = [
-      { transaction, kind: 'update', oldKey: ['1', null], newRow: ['5', 'moved'] },
+      { transaction, kind: 'update', oldKey: rowOfCells(['1', null]), newRow: rowOfCells(['5', 'moved']) },
     ];
     expect(coalesceChanges(changes, key)).toEqual({
       truncated: false,
@@ -54,32 +55,37 @@ describe('coalesceChanges', () => {
 
   it('fills unchanged TOAST cells from an earlier image in the batch', () => {
     const changes: RowChange[] = [
-      { transaction, kind: 'insert', newRow: ['1', 'big value', 'a'] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'b'] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['1', 'big value', 'a']) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['1', unchangedToast, 'b']) },
     ];
     expect(coalesceChanges(changes, key).upserts).toEqual([['1', 'big value', 'b']]);
   });
 
   it('keeps the unchanged marker when the batch has no earlier image', () => {
     const changes: RowChange[] = [
-      { transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'b'] },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['1', unchangedToast, 'b']) },
     ];
     expect(coalesceChanges(changes, key).upserts).toEqual([['1', unchangedToast, 'b']]);
   });
 
   it('drops changes before a truncate and reports it', () => {
     const changes: RowChange[] = [
-      { transaction, kind: 'insert', newRow: ['1', 'gone'] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['1', 'gone']) },
       { transaction, kind: 'truncate' },
-      { transaction, kind: 'insert', newRow: ['2', 'kept'] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['2', 'kept']) },
     ];
     expect(coalesceChanges(changes, key)).toEqual({ truncated: true, upserts: [['2', 'kept']], deletes: [] });
   });
 
   it("fills the new row of a key change from the old key's earlier image", () => {
     const changes: RowChange[] = [
-      { transaction, kind: 'insert', newRow: ['1', 'big value', 'a'] },
-      { transaction, kind: 'update', oldKey: ['1', null, null], newRow: ['2', unchangedToast, 'b'] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['1', 'big value', 'a']) },
+      {
+        transaction,
+        kind: 'update',
+        oldKey: rowOfCells(['1', null, null]),
+        newRow: rowOfCells(['2', unchangedToast, 'b']),
+      },
     ];
     expect(coalesceChanges(changes, key)).toEqual({
       truncated: false,
@@ -90,17 +96,17 @@ describe('coalesceChanges', () => {
 
   it('tells a null key cell from an empty string', () => {
     const changes: RowChange[] = [
-      { transaction, kind: 'insert', newRow: ['', 'empty'] },
-      { transaction, kind: 'insert', newRow: [null, 'null'] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['', 'empty']) },
+      { transaction, kind: 'insert', newRow: rowOfCells([null, 'null']) },
     ];
     expect(coalesceChanges(changes, key).upserts).toHaveLength(2);
   });
 
   it('orders composite keys by every key column', () => {
     const changes: RowChange[] = [
-      { transaction, kind: 'insert', newRow: ['1', '1', 'a'] },
-      { transaction, kind: 'insert', newRow: ['1', '2', 'b'] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['1', '1', 'c'] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['1', '1', 'a']) },
+      { transaction, kind: 'insert', newRow: rowOfCells(['1', '2', 'b']) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['1', '1', 'c']) },
     ];
     expect(coalesceChanges(changes, [0, 1]).upserts).toEqual([
       ['1', '2', 'b'],
@@ -113,9 +119,9 @@ describe('finalStates', () => {
   it('keeps the last change per key with its index', () => {
     expect(
       finals([
-        { transaction, kind: 'insert', newRow: ['1', 'a'] },
-        { transaction, kind: 'insert', newRow: ['2', 'x'] },
-        { transaction, kind: 'update', oldKey: null, newRow: ['1', 'b'] },
+        { transaction, kind: 'insert', newRow: rowOfCells(['1', 'a']) },
+        { transaction, kind: 'insert', newRow: rowOfCells(['2', 'x']) },
+        { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['1', 'b']) },
       ]),
     ).toEqual([
       { op: 'upsert', row: ['1', 'b'], fillKey: ['1', 'a'], index: 2 },
@@ -125,9 +131,9 @@ describe('finalStates', () => {
 
   it('fills unchanged TOAST cells from an earlier image, else leaves them for the destination', () => {
     const [first, second] = finals([
-      { transaction, kind: 'insert', newRow: ['1', 'body', 't'] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'u'] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['2', unchangedToast, 'v'] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['1', 'body', 't']) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['1', unchangedToast, 'u']) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['2', unchangedToast, 'v']) },
     ]);
     expect(first).toMatchObject({ op: 'upsert', row: ['1', 'body', 'u'], index: 1 });
     expect(second).toMatchObject({
@@ -139,7 +145,14 @@ describe('finalStates', () => {
 
   it('turns a key change into a delete of the old key, the new row filled from the old one', () => {
     expect(
-      finals([{ transaction, kind: 'update', oldKey: ['1', null], newRow: ['9', unchangedToast] }]),
+      finals([
+        {
+          transaction,
+          kind: 'update',
+          oldKey: rowOfCells(['1', null]),
+          newRow: rowOfCells(['9', unchangedToast]),
+        },
+      ]),
     ).toEqual([
       { op: 'upsert', row: ['9', unchangedToast], fillKey: ['1', null], index: 0 },
       { op: 'delete', key: ['1', null], last: undefined, index: 0 },
@@ -149,8 +162,8 @@ describe('finalStates', () => {
   it('remembers the image a delete removed, for soft delete', () => {
     expect(
       finals([
-        { transaction, kind: 'insert', newRow: ['1', 'a'] },
-        { transaction, kind: 'delete', oldKey: ['1', null] },
+        { transaction, kind: 'insert', newRow: rowOfCells(['1', 'a']) },
+        { transaction, kind: 'delete', oldKey: rowOfCells(['1', null]) },
       ]),
     ).toEqual([
       {
@@ -164,7 +177,11 @@ describe('finalStates', () => {
 
   it('drops what came before the last truncate and reports its index', () => {
     const plan = finalStates(
-      [{ kind: 'insert', newRow: ['1', 'a'] }, { kind: 'truncate' }, { kind: 'insert', newRow: ['2', 'b'] }],
+      [
+        { kind: 'insert', newRow: rowOfCells(['1', 'a']) },
+        { kind: 'truncate' },
+        { kind: 'insert', newRow: rowOfCells(['2', 'b']) },
+      ],
       key,
     );
     expect(plan.truncateIndex).toBe(1);
@@ -189,7 +206,10 @@ describe('rowKey', () => {
       for (const left of rows) {
         for (const right of rows) {
           const same = keys.every((index) => left[index] === right[index]);
-          expect(rowKey(left, keys) === rowKey(right, keys), `${keys}: ${left} / ${right}`).toBe(same);
+          expect(
+            rowKey(rowOfCells(left), keys) === rowKey(rowOfCells(right), keys),
+            `${keys}: ${left} / ${right}`,
+          ).toBe(same);
         }
       }
     }

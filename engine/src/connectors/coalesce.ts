@@ -9,13 +9,14 @@
 // destinations take `finalStates` itself, for the
 // index of each final change (its row version) and the image a delete removed.
 // Kafka keeps every change and folds nothing.
-import { fillUnchanged, type RowChange, type RowChangeImages, type RowImage } from './records.ts';
+import type { Row, RowChange, RowChangeImages, TupleCell } from './records.ts';
+import { filledRow } from './rows.ts';
 
 /** A row as the batch left it; unchanged cells still in it come from the destination row of `fillKey`. */
 export interface RowState {
-  readonly row: RowImage;
+  readonly row: Row;
   /** A key image: the row's own key, or the old key when an update changed it. */
-  readonly fillKey: RowImage;
+  readonly fillKey: Row;
 }
 
 export type FinalState =
@@ -23,7 +24,7 @@ export type FinalState =
   | {
       readonly op: 'delete';
       /** The key image (or the whole old row with REPLICA IDENTITY FULL). */
-      readonly key: RowImage;
+      readonly key: Row;
       /** The row as an earlier change of this batch left it, if one did. */
       readonly last: RowState | undefined;
       readonly index: number;
@@ -40,9 +41,9 @@ export interface CoalescedChanges {
   /** A truncate happened; apply it before the rows below. */
   readonly truncated: boolean;
   /** In the order of the change that left each row. */
-  readonly upserts: readonly RowImage[];
+  readonly upserts: readonly Row[];
   /** Key images (key cells set, others possibly null) of rows to delete, in the order of their deletes. */
-  readonly deletes: readonly RowImage[];
+  readonly deletes: readonly Row[];
 }
 
 /**
@@ -51,14 +52,14 @@ export interface CoalescedChanges {
  * own cell, with nothing built; null is NUL there, which a PostgreSQL text
  * value never holds.
  */
-export function rowKey(row: RowImage, keyIndexes: readonly number[]): string {
+export function rowKey(row: Pick<Row, 'cell'>, keyIndexes: readonly number[]): string {
   if (keyIndexes.length === 1) {
-    const cell = row[keyIndexes[0] as number];
+    const cell: TupleCell = row.cell(keyIndexes[0] as number);
     return typeof cell === 'string' ? cell : '\u0000';
   }
   let key = '';
   for (const index of keyIndexes) {
-    const cell = row[index];
+    const cell = row.cell(index);
     // \u0001 marks null so that null and the empty string differ; \u0000 separates.
     key += `${typeof cell === 'string' ? cell : '\u0001'}\u0000`;
   }
@@ -77,22 +78,16 @@ export function finalStates(
     return state?.op === 'upsert' ? state : state?.last;
   };
   /** `row` (whose key is `key`) follows the row at `previousKey` (its own key, or the old one after a key change). */
-  const upsert = (
-    row: RowImage,
-    key: string,
-    index: number,
-    previousKey: string,
-    previousKeyImage: RowImage,
-  ) => {
+  const upsert = (row: Row, key: string, index: number, previousKey: string, previousKeyImage: Row) => {
     const previous = stateOf(previousKey);
     finals.set(key, {
       op: 'upsert',
-      row: previous ? fillUnchanged(row, previous.row) : row,
+      row: previous ? filledRow(row, previous.row) : row,
       fillKey: previous?.fillKey ?? previousKeyImage,
       index,
     });
   };
-  const remove = (keyImage: RowImage, index: number) => {
+  const remove = (keyImage: Row, index: number) => {
     const key = rowKey(keyImage, keyIndexes);
     finals.set(key, { op: 'delete', key: keyImage, last: stateOf(key), index });
   };
@@ -135,8 +130,8 @@ export function coalesceChanges(
 ): CoalescedChanges {
   const { truncateIndex, finals } = finalStates(changes, keyIndexes);
   // One change leaves at most one upsert and one delete: slots by change index keep their order.
-  const upsertAt: (RowImage | undefined)[] = new Array(changes.length);
-  const deleteAt: (RowImage | undefined)[] = new Array(changes.length);
+  const upsertAt: (Row | undefined)[] = new Array(changes.length);
+  const deleteAt: (Row | undefined)[] = new Array(changes.length);
   for (const state of finals.values()) {
     if (state.op === 'upsert') upsertAt[state.index] = state.row;
     else deleteAt[state.index] = state.key;

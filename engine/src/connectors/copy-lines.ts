@@ -1,26 +1,21 @@
 // A row as COPY text, the form the PostgreSQL destination writes every row of
 // a batch in: whole lines for new rows COPYed into the table itself
 // (copy-rows.ts), and the row part of the stage lines upserts and deletes are
-// applied from (postgres/destination/staged-changes.ts). The ClickHouse destination holds
-// new rows this way too and sends them on as TabSeparated. This is hot:
-// strings are concatenated, not joined from arrays.
+// applied from (postgres/destination/staged-changes.ts). One encoder, over the
+// row's TupleData (records.ts, Row.tupleData): the source's bytes are escaped
+// as they are copied, with no string made per cell.
 import { EngineError } from '../errors.ts';
 import { formatTableName, type TableName } from '../resources/mirror.ts';
-import { tupleCellKind, type WireTuple } from './changes.ts';
-import { copyBytes, copyNull, escapeCopyText, writeCopyEscaped } from './copy-text.ts';
-import { type DestinationTable, isUnchangedToast, type RowImage } from './records.ts';
-
-/** A whole row's COPY text line, for the target table itself. */
-export function rowLine(table: DestinationTable, row: RowImage): string {
-  return `${rowFields(table, row)}\n`;
-}
+import { type TupleData, tupleCellKind } from './changes.ts';
+import { copyBytes, writeCopyEscaped } from './copy-text.ts';
+import type { DestinationTable, Row } from './records.ts';
 
 /**
  * The most bytes `writeTupleLine` takes for `tuple`: a text value's bytes at
  * most double when escaped, and its 5-byte header in the tuple pays for its
  * tab; a null's 1 byte in the tuple becomes `\N` and a tab.
  */
-export function tupleLineMaxBytes(tuple: WireTuple): number {
+export function tupleLineMaxBytes(tuple: TupleData): number {
   return 2 * tuple.bytes.length + tuple.cellCount + 1;
 }
 
@@ -76,12 +71,11 @@ const capitalN = 0x4e;
  * are the table's columns in order. Text values are PostgreSQL's text output,
  * which COPY text reads back unchanged once its four escapes are applied; they
  * are ASCII bytes, never part of a multi-byte UTF-8 character, so the bytes are
- * escaped as they are, with no string made. The same line as `rowLine` of the
- * decoded cells.
+ * escaped as they are, with no string made.
  */
 export function writeTupleLine(
   table: DestinationTable,
-  tuple: WireTuple,
+  tuple: TupleData,
   target: Buffer,
   offset: number,
 ): number {
@@ -116,21 +110,14 @@ export function writeTupleLine(
   return write;
 }
 
+/** A row's whole COPY text line, in a buffer of its own. */
+export function rowCopyLine(table: DestinationTable, row: Row): Buffer {
+  const tuple = row.tupleData();
+  const line = Buffer.allocUnsafe(tupleLineMaxBytes(tuple));
+  return line.subarray(0, writeTupleLine(table, tuple, line, 0));
+}
+
 /** A binary cell where text was asked for: the source streams text only. */
 export function binaryValueError(table: TableName): EngineError {
   return new EngineError('decode', `binary tuple value in ${formatTableName(table)}; text format expected`);
-}
-
-/** A row's fields in COPY text, tab-separated (built by concatenation: this runs for every row). */
-export function rowFields(table: DestinationTable, row: RowImage): string {
-  let line = '';
-  for (let index = 0; index < table.columns.length; index++) {
-    const cell = row[index];
-    let field: string;
-    if (typeof cell === 'string') field = escapeCopyText(cell);
-    else if (cell === null || cell === undefined || isUnchangedToast(cell)) field = copyNull;
-    else throw binaryValueError(table.destination);
-    line = index === 0 ? field : `${line}\t${field}`;
-  }
-  return line;
 }

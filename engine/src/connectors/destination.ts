@@ -20,7 +20,11 @@ export interface MirrorColumns {
 
 export type DestinationTableState = 'absent' | 'empty' | 'populated';
 
-export interface Destination extends Connector {
+/**
+ * `Held` is the form the destination holds a table's changes of a batch in
+ * (`changeBuffer`): a destination gets back in `syncBatch` only buffers it made.
+ */
+export interface Destination<Held extends ChangeBuffer = ChangeBuffer> extends Connector {
   /**
    * Creates missing target tables and the destination's checkpoint store.
    * Idempotent: existing tables are kept as they are. Called once at setup and
@@ -64,16 +68,16 @@ export interface Destination extends Connector {
    * pipeline then replays an interrupted transaction from its start; it only
    * loses the progress a huge transaction made before a restart.
    */
-  syncBatch(batch: ChangeBatch): Promise<void>;
+  syncBatch(batch: ChangeBatch<Held>): Promise<void>;
 
   /**
-   * Optional: a buffer for one table's changes of a batch, in the form this
-   * destination writes them. The pipeline adds each of the table's changes to
-   * it as it is decoded, in order, instead of keeping them in `changes`, and
-   * hands it back to syncBatch as `TableChanges.held`. A destination that
-   * offers none gets every change in `changes`.
+   * A buffer for one table's changes of a batch, in the form this destination
+   * writes them: the pipeline adds each of the table's changes to it as it is
+   * decoded, in order, and hands it back to syncBatch in `TableChanges.held`.
+   * A destination that writes from the changes as objects returns a
+   * ChangeList. Called by the pipeline at most once per table and batch.
    */
-  readonly changeBuffer?: ((table: DestinationTable) => ChangeBuffer) | undefined;
+  changeBuffer(table: DestinationTable): Held;
 
   /**
    * The last durable checkpoint of the mirror, if any batch was synced, with

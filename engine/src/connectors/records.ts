@@ -2,9 +2,8 @@
 // destination reads. It belongs to no source or destination; connectors import
 // it, never each other (boundaries.test.ts keeps destinations off the source's
 // folder).
-import { EngineError } from '../errors.ts';
-import { formatTableName, type TableName } from '../resources/mirror.ts';
-import type { WireTuple } from './changes.ts';
+import type { TableName } from '../resources/mirror.ts';
+import type { TupleData } from './changes.ts';
 
 /** A TOASTed value the change did not modify; the source does not resend it. */
 export const unchangedToast: unique symbol = Symbol('unchangedToast');
@@ -66,11 +65,35 @@ export function keyIndexes(table: DestinationTable): readonly number[] {
 }
 
 /**
- * One source row image aligned with `DestinationTable.columns`: text values in
- * PostgreSQL's text output, `null`, or the unchanged-TOAST sentinel (the value
- * did not change and the source did not send it).
+ * One source row image's cells aligned with `DestinationTable.columns`: text
+ * values in PostgreSQL's text output, `null`, or the unchanged-TOAST sentinel
+ * (the value did not change and the source did not send it).
  */
 export type RowImage = readonly TupleCell[];
+
+/**
+ * A row image of a change: the one form every stage and destination reads
+ * (rows.ts makes them). It may be a view over the source's bytes, decoding a
+ * cell only when one is asked for; `tupleData` gives the cells as pgoutput's
+ * TupleData whatever the row came as, so each destination has one encoder, over
+ * those bytes (decoded cells are written into them once, when asked).
+ * Immutable: a row belongs to its change.
+ */
+export interface Row {
+  /** How many cells: the table's column count, for a row of a RowChange. */
+  readonly width: number;
+  /** Whether the row is the source's TupleData as it came: `tupleData` then costs nothing. */
+  readonly fromSourceBytes: boolean;
+  /** One cell, decoded alone when the others are not; `null` past the end. */
+  cell(index: number): TupleCell;
+  /** Every cell, decoded once. */
+  cells(): RowImage;
+  /** The cells as TupleData (changes.ts): the source's bytes, or written once from the cells. */
+  tupleData(): TupleData;
+  hasUnchangedToast(): boolean;
+  /** About the heap bytes the row takes: what a batch's byte budget counts for it. */
+  heapBytes(): number;
+}
 
 /** The source transaction a change belongs to; one object shared by its changes. */
 export interface SourceTransaction {
@@ -83,18 +106,16 @@ export interface SourceTransaction {
 
 /** What a change does to a table's rows, without the transaction it came in. */
 export type RowChangeImages =
-  | { readonly kind: 'insert'; readonly newRow: RowImage }
+  | { readonly kind: 'insert'; readonly newRow: Row }
   /** `oldKey` is the old key (key changed) or the whole old row (REPLICA IDENTITY FULL). */
-  | { readonly kind: 'update'; readonly oldKey: RowImage | null; readonly newRow: RowImage }
-  | { readonly kind: 'delete'; readonly oldKey: RowImage }
+  | { readonly kind: 'update'; readonly oldKey: Row | null; readonly newRow: Row }
+  | { readonly kind: 'delete'; readonly oldKey: Row }
   | { readonly kind: 'truncate' };
 
 export type RowChange = { readonly transaction: SourceTransaction } & RowChangeImages;
 
-// Measured on V8 (Node 24): a change object with its row array costs about 80
-// bytes and each string cell about 24 bytes on top of its text.
-const changeOverheadBytes = 80;
-const cellOverheadBytes = 24;
+// Measured on V8 (Node 24): a change object costs about 64 bytes besides its rows.
+const changeOverheadBytes = 64;
 
 /** About the heap bytes a change held as an object takes: what a batch's byte budget counts for it. */
 export function changeHeapBytes(change: RowChange): number {
@@ -102,82 +123,51 @@ export function changeHeapBytes(change: RowChange): number {
     case 'truncate':
       return changeOverheadBytes;
     case 'insert':
-      return changeOverheadBytes + imageHeapBytes(change.newRow);
+      return changeOverheadBytes + change.newRow.heapBytes();
     case 'update':
-      return (
-        changeOverheadBytes +
-        imageHeapBytes(change.newRow) +
-        (change.oldKey ? imageHeapBytes(change.oldKey) : 0)
-      );
+      return changeOverheadBytes + change.newRow.heapBytes() + (change.oldKey?.heapBytes() ?? 0);
     case 'delete':
-      return changeOverheadBytes + imageHeapBytes(change.oldKey);
+      return changeOverheadBytes + change.oldKey.heapBytes();
   }
-}
-
-function imageHeapBytes(row: readonly unknown[]): number {
-  let size = 0;
-  for (const cell of row) size += cellOverheadBytes + (typeof cell === 'string' ? cell.length : 0);
-  return size;
 }
 
 /**
  * One table's changes of a batch, held in a destination's own form from the
  * moment they are decoded (Destination.changeBuffer) instead of as objects
  * until the write: a batch of tens of megabytes of objects is what V8's
- * young-generation collector copies again at every collection.
+ * young-generation collector copies again at every collection. A destination
+ * that writes from objects holds a ChangeList.
  */
 export interface ChangeBuffer {
-  /** Holds the table's next change; returns about how many bytes it now takes for it. */
+  /**
+   * Holds the table's next change, in order; returns about how many bytes it
+   * now takes for it. A row that is the source's bytes (Row.fromSourceBytes)
+   * can be copied from them without being decoded.
+   */
   add(change: RowChange): number;
-  /**
-   * Holds the table's next change, an insert whose new row is given undecoded
-   * with its cells in the table's column order, when this buffer can keep the
-   * row without decoding it; returns about the bytes it took, or undefined
-   * when it holds nothing and the insert must come decoded, through `add`.
-   */
-  addInsertTuple?(tuple: WireTuple, transaction: SourceTransaction): number | undefined;
-  /**
-   * The same for an update that sent no old image (its key did not change,
-   * replica identity not full) and no unchanged-TOAST cell: the new row
-   * replaces the row of its key.
-   */
-  addUpdateTuple?(tuple: WireTuple, transaction: SourceTransaction): number | undefined;
 }
 
-/**
- * A table's changes in a destination's own held form: the buffer its
- * changeBuffer made (`Held`), or one made now by `make` of plain changes (a
- * batch built without the buffer). A foreign buffer, or held and plain changes
- * together, is an internal error.
- */
-export function heldAs<Held extends ChangeBuffer>(
-  { table, held, changes }: TableChanges,
-  kind: abstract new (...args: never[]) => Held,
-  make: (table: DestinationTable) => Held,
-): Held {
-  if (held === undefined) {
-    const made = make(table);
-    for (const change of changes) made.add(change);
-    return made;
+/** The changes as objects, in order: the buffer of a destination that has no form of its own. */
+export class ChangeList implements ChangeBuffer {
+  readonly changes: RowChange[] = [];
+
+  add(change: RowChange): number {
+    this.changes.push(change);
+    return changeHeapBytes(change);
   }
-  if (!(held instanceof kind) || changes.length > 0) {
-    throw new EngineError(
-      'internal',
-      `the changes of ${formatTableName(table.destination)} were handed over in a form this destination does not hold`,
-    );
+
+  /** A list of `changes`, for a batch made by hand (tests, a stage that rewrites changes). */
+  static of(changes: Iterable<RowChange>): ChangeList {
+    const list = new ChangeList();
+    for (const change of changes) list.add(change);
+    return list;
   }
-  return held;
 }
 
-/** The changes of one batch for one destination table, in commit order. */
-export interface TableChanges {
+/** The changes of one batch for one destination table, in commit order, held by the destination's buffer. */
+export interface TableChanges<Held extends ChangeBuffer = ChangeBuffer> {
   readonly table: DestinationTable;
-  /**
-   * The table's changes held by the destination's own changeBuffer, for a
-   * destination that offers one; `changes` then holds none.
-   */
-  readonly held?: ChangeBuffer | undefined;
-  readonly changes: readonly RowChange[];
+  readonly held: Held;
 }
 
 /**
@@ -192,7 +182,7 @@ export interface TransactionPosition {
   readonly changeRank: number;
 }
 
-export interface ChangeBatch {
+export interface ChangeBatch<Held extends ChangeBuffer = ChangeBuffer> {
   readonly mirror: string;
   readonly batchId: bigint;
   /** Every change in the batch at or before this commit LSN is included. */
@@ -203,7 +193,7 @@ export interface ChangeBatch {
    * this batch or earlier ones.
    */
   readonly transactionPosition?: TransactionPosition | undefined;
-  readonly tables: readonly TableChanges[];
+  readonly tables: readonly TableChanges<Held>[];
   readonly rowCount: number;
 }
 

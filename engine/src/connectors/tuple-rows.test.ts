@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { tupleData, wireTuple } from '../../../test/support/wire-tuple.ts';
 import type { DestinationTable, RowImage } from './records.ts';
 import { unchangedToast } from './records.ts';
+import { rowOfCells } from './rows.ts';
 import { TupleDataRows } from './tuple-rows.ts';
 
 const table: DestinationTable = {
@@ -15,12 +16,12 @@ const table: DestinationTable = {
 };
 
 describe('TupleDataRows', () => {
-  it('holds decoded rows as the TupleData pgoutput sends for them, and undecoded ones as their bytes', () => {
+  it('holds every row as its TupleData: decoded cells written as pgoutput sends them, the source’s bytes copied', () => {
     const rows = new TupleDataRows(table);
     const decoded: RowImage = ['1', 'tab\there, é and 😀'];
-    expect(rows.add(decoded)).toBe(tupleData(decoded).length);
-    expect(rows.addTuple(wireTuple(['2', null]))).toBe(tupleData(['2', null]).length);
-    rows.add(['3', unchangedToast]);
+    expect(rows.add(rowOfCells(decoded))).toBe(tupleData(decoded).length);
+    expect(rows.add(wireTuple(['2', null]))).toBe(tupleData(['2', null]).length);
+    rows.add(rowOfCells(['3', unchangedToast]));
     expect(Buffer.concat(rows.chunks())).toEqual(
       Buffer.concat([tupleData(decoded), tupleData(['2', null]), tupleData(['3', unchangedToast])]),
     );
@@ -33,19 +34,18 @@ describe('TupleDataRows', () => {
     for (let id = 0; id < 5000; id++) {
       const row = [String(id), 'x'.repeat(id % 97)];
       expected.push(row);
-      if (id % 2 === 0) rows.add(row);
-      else rows.addTuple(wireTuple(row));
+      if (id % 2 === 0) rows.add(rowOfCells(row));
+      else rows.add(wireTuple(row));
     }
     expect(rows.chunks().length).toBeGreaterThan(2);
     expect(rows.rows()).toEqual(expected);
   });
 
-  it('refuses a binary cell, which the source does not send', () => {
-    expect(() => new TupleDataRows(table).add(['1', Buffer.from('x')])).toThrow(
-      'binary tuple value in public.d; text format expected',
-    );
-    const rows = new TupleDataRows(table);
-    rows.addTuple(wireTuple(['1', Buffer.from('x')]));
-    expect(() => rows.rows()).toThrow('binary tuple value in public.d');
+  it('refuses a binary cell, which the source does not send, when the rows are read', () => {
+    for (const row of [rowOfCells(['1', Buffer.from('x')]), wireTuple(['1', Buffer.from('x')])]) {
+      const rows = new TupleDataRows(table);
+      rows.add(row);
+      expect(() => rows.rows()).toThrow('binary tuple value in public.d; text format expected');
+    }
   });
 });

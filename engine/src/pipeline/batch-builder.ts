@@ -3,18 +3,14 @@
 // end LSN is what the slot may be acknowledged to once the batch is durable.
 // A batch cut inside a transaction also carries the position of its last
 // change in it, which the destination stores with the checkpoint. A table's
-// changes go to the destination's own buffer (Destination.changeBuffer) when
-// it offers one.
-import type { WireTuple } from '../connectors/changes.ts';
-import {
-  type ChangeBatch,
-  type ChangeBuffer,
-  changeHeapBytes,
-  type DestinationTable,
-  type RowChange,
-  type SourceTransaction,
-  type TableChanges,
-  type TransactionPosition,
+// changes go to the destination's own buffer (Destination.changeBuffer).
+import type {
+  ChangeBatch,
+  ChangeBuffer,
+  DestinationTable,
+  RowChange,
+  TableChanges,
+  TransactionPosition,
 } from '../connectors/records.ts';
 
 export interface BatchLimits {
@@ -22,16 +18,10 @@ export interface BatchLimits {
   readonly maxBytes: number;
 }
 
-/** One table's part of the batch: held by the destination, or kept here. */
-interface TableEntry {
-  readonly held: ChangeBuffer | undefined;
-  readonly changes: RowChange[];
-}
-
-export class BatchBuilder {
+export class BatchBuilder<Held extends ChangeBuffer = ChangeBuffer> {
   readonly #limits: BatchLimits;
-  readonly #changeBuffer: ((table: DestinationTable) => ChangeBuffer) | undefined;
-  #tables = new Map<DestinationTable, TableEntry>();
+  readonly #changeBuffer: (table: DestinationTable) => Held;
+  #tables = new Map<DestinationTable, Held>();
   #rowCount = 0;
   #byteSize = 0;
   #startedAt: number | null = null;
@@ -43,12 +33,8 @@ export class BatchBuilder {
   /** A lower row limit for the current batch only (limitThisBatch). */
   #rowLimit: number | undefined;
 
-  /** `changeBuffer`: the destination's (Destination.changeBuffer), if it offers one. */
-  constructor(
-    limits: BatchLimits,
-    durableLsn: bigint,
-    changeBuffer?: (table: DestinationTable) => ChangeBuffer,
-  ) {
+  /** `changeBuffer`: the destination's (Destination.changeBuffer). */
+  constructor(limits: BatchLimits, durableLsn: bigint, changeBuffer: (table: DestinationTable) => Held) {
     this.#limits = limits;
     this.#changeBuffer = changeBuffer;
     this.#lastCompleteCommitLsn = durableLsn;
@@ -110,38 +96,8 @@ export class BatchBuilder {
     position?: TransactionPosition,
   ): boolean {
     const opened = this.#startIfEmpty(lsn, now);
-    this.#hold(this.#entry(table), change);
+    this.#byteSize += this.#held(table).add(change);
     this.#added(lsn, position, change.kind !== 'truncate');
-    return opened;
-  }
-
-  /**
-   * `add` of an insert, or of an update without an old image or
-   * unchanged-TOAST cells, whose new row comes undecoded, its cells in the
-   * table's column order: a destination buffer that can hold it so
-   * (ChangeBuffer.addInsertTuple, addUpdateTuple) gets the bytes, any other
-   * its decoded cells (an update's old key then is its new row's).
-   */
-  addTuple(
-    kind: 'insert' | 'update',
-    table: DestinationTable,
-    transaction: SourceTransaction,
-    tuple: WireTuple,
-    lsn: bigint,
-    now: () => number,
-    position?: TransactionPosition,
-  ): boolean {
-    const opened = this.#startIfEmpty(lsn, now);
-    const entry = this.#entry(table);
-    const held = entry.held;
-    const heldBytes =
-      kind === 'insert'
-        ? held?.addInsertTuple?.(tuple, transaction)
-        : held?.addUpdateTuple?.(tuple, transaction);
-    if (heldBytes !== undefined) this.#byteSize += heldBytes;
-    else if (kind === 'insert') this.#hold(entry, { kind, transaction, newRow: tuple.cells() });
-    else this.#hold(entry, { kind, transaction, oldKey: null, newRow: tuple.cells() });
-    this.#added(lsn, position, true);
     return opened;
   }
 
@@ -153,22 +109,13 @@ export class BatchBuilder {
     return true;
   }
 
-  #hold(entry: TableEntry, change: RowChange): void {
-    if (entry.held) {
-      this.#byteSize += entry.held.add(change);
-    } else {
-      entry.changes.push(change);
-      this.#byteSize += changeHeapBytes(change);
+  #held(table: DestinationTable): Held {
+    let held = this.#tables.get(table);
+    if (!held) {
+      held = this.#changeBuffer(table);
+      this.#tables.set(table, held);
     }
-  }
-
-  #entry(table: DestinationTable): TableEntry {
-    let entry = this.#tables.get(table);
-    if (!entry) {
-      entry = { held: this.#changeBuffer?.(table), changes: [] };
-      this.#tables.set(table, entry);
-    }
-    return entry;
+    return held;
   }
 
   #added(lsn: bigint, position: TransactionPosition | undefined, isRow: boolean): void {
@@ -188,11 +135,9 @@ export class BatchBuilder {
   }
 
   /** Hands out the batch and starts an empty one. */
-  take(mirror: string, batchId: bigint): ChangeBatch {
-    const tables: TableChanges[] = [...this.#tables].map(([table, { held, changes }]) =>
-      held ? { table, held, changes } : { table, changes },
-    );
-    const batch: ChangeBatch = {
+  take(mirror: string, batchId: bigint): ChangeBatch<Held> {
+    const tables: TableChanges<Held>[] = [...this.#tables].map(([table, held]) => ({ table, held }));
+    const batch: ChangeBatch<Held> = {
       mirror,
       batchId,
       endLsn: this.#lastCompleteCommitLsn,

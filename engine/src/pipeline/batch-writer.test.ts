@@ -3,6 +3,7 @@ import { idTextTable } from '../../../test/support/id-text-table.ts';
 import { GatedDestination, memoryDestinationOf } from '../../../test/support/memory-destinations.ts';
 import type { Destination } from '../connectors/destination.ts';
 import { FaultInjectingDestination } from '../connectors/memory/fault-injecting.ts';
+import { rowOfCells } from '../connectors/rows.ts';
 import { Acknowledgements } from './acknowledgements.ts';
 import { BatchBuilder } from './batch-builder.ts';
 import { BatchWriter } from './batch-writer.ts';
@@ -15,7 +16,9 @@ function writerOver(destination: Destination, options: { maxRows?: number; lastB
   const started: { batchId: bigint; startLsn: bigint }[] = [];
   const finished: { batchId: bigint; endLsn: bigint; rowCount: bigint }[] = [];
   const acknowledgements = new Acknowledgements((lsn) => acknowledged.push(lsn));
-  const builder = new BatchBuilder({ maxRows: options.maxRows ?? 1000, maxBytes: 1 << 20 }, 0n);
+  const builder = new BatchBuilder({ maxRows: options.maxRows ?? 1000, maxBytes: 1 << 20 }, 0n, (table) =>
+    destination.changeBuffer(table),
+  );
   const writer = new BatchWriter({
     mirror,
     destination,
@@ -37,7 +40,7 @@ function writerOver(destination: Destination, options: { maxRows?: number; lastB
     const lsn = commitLsn - 1n;
     const opened = builder.add(
       table,
-      { kind: 'insert', transaction, newRow: [String(id), 'v'] },
+      { kind: 'insert', transaction, newRow: rowOfCells([String(id), 'v']) },
       lsn,
       Date.now,
     );

@@ -1,17 +1,12 @@
 import { describe, expect, it, vi } from 'vitest';
 import { GatedDestination, memoryDestinationOf } from '../../../test/support/memory-destinations.ts';
 import { wireTuple } from '../../../test/support/wire-tuple.ts';
-import type { RelationMessage, SourceMessage, StreamEvent, WireTuple } from '../connectors/changes.ts';
+import type { RelationMessage, SourceMessage, StreamEvent } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
 import { MemoryDestination } from '../connectors/memory/destination.ts';
 import { FaultInjectingDestination } from '../connectors/memory/fault-injecting.ts';
-import {
-  type ChangeBatch,
-  type ChangeBuffer,
-  type DestinationTable,
-  type RowChange,
-  unchangedToast,
-} from '../connectors/records.ts';
+import { ChangeList, type DestinationTable, type RowChange, unchangedToast } from '../connectors/records.ts';
+import { rowOfCells } from '../connectors/rows.ts';
 import { type ChangeApplier as Applier, ChangeApplier, resumeStepRows } from './change-applier.ts';
 
 const mirror = 'm';
@@ -55,7 +50,11 @@ function transaction(commitLsn: bigint, rows: readonly (readonly [string, string
   return [
     change(commitLsn - 100n, { tag: 'begin', finalLsn: commitLsn, commitTimeMicros: 0n, xid: 1 }),
     ...rows.map(([id, v], index) =>
-      change(commitLsn - 50n + BigInt(index), { tag: 'insert', relationId: 1, newTuple: [id, v] }),
+      change(commitLsn - 50n + BigInt(index), {
+        tag: 'insert',
+        relationId: 1,
+        newTuple: rowOfCells([id, v]),
+      }),
     ),
     change(commitLsn, { tag: 'commit', flags: 0, commitLsn, endLsn: commitLsn + 1n, commitTimeMicros: 0n }),
   ];
@@ -150,7 +149,7 @@ describe('ChangeApplier', () => {
       change(20n, { ...relation(), relationId: 99, name: 'other' }),
       // A transaction of a table the mirror does not replicate.
       change(100n, { tag: 'begin', finalLsn: 200n, commitTimeMicros: 0n, xid: 1 }),
-      change(150n, { tag: 'insert', relationId: 99, newTuple: ['x'] }),
+      change(150n, { tag: 'insert', relationId: 99, newTuple: rowOfCells(['x']) }),
       { tag: 'keepalive', walEnd: 160n },
       change(200n, { tag: 'commit', flags: 0, commitLsn: 200n, endLsn: 201n, commitTimeMicros: 0n }),
       { tag: 'keepalive', walEnd: 300n },
@@ -222,7 +221,11 @@ describe('ChangeApplier', () => {
       ...transaction(500n, [['0', 'before']]),
       change(800n, { tag: 'begin', finalLsn: 1000n, commitTimeMicros: 0n, xid: 7 }),
       ...lsns.map((lsn, index) =>
-        change(lsn, { tag: 'insert', relationId: 1, newTuple: [String(index + 1), `r${index + 1}`] }),
+        change(lsn, {
+          tag: 'insert',
+          relationId: 1,
+          newTuple: rowOfCells([String(index + 1), `r${index + 1}`]),
+        }),
       ),
       change(1000n, { tag: 'commit', flags: 0, commitLsn: 1000n, endLsn: 1001n, commitTimeMicros: 0n }),
     ];
@@ -265,7 +268,11 @@ describe('ChangeApplier', () => {
       change(10n, relation()),
       change(100n, { tag: 'begin', finalLsn: 1_000_000n, commitTimeMicros: 0n, xid: 7 }),
       ...Array.from({ length: rows }, (_, index) =>
-        change(1_000n + BigInt(index), { tag: 'insert', relationId: 1, newTuple: [String(index), 'v'] }),
+        change(1_000n + BigInt(index), {
+          tag: 'insert',
+          relationId: 1,
+          newTuple: rowOfCells([String(index), 'v']),
+        }),
       ),
       change(1_000_000n, {
         tag: 'commit',
@@ -362,7 +369,7 @@ describe('ChangeApplier', () => {
       change(10n, relation()),
       ...transaction(1000n, [['1', 'a']]),
       change(1500n, { tag: 'begin', finalLsn: 1600n, commitTimeMicros: 0n, xid: 2 }),
-      change(1550n, { tag: 'update', relationId: 1, newTuple: ['1', 'b'] }),
+      change(1550n, { tag: 'update', relationId: 1, newTuple: rowOfCells(['1', 'b']) }),
       change(1600n, { tag: 'commit', flags: 0, commitLsn: 1600n, endLsn: 1601n, commitTimeMicros: 0n }),
     ];
     const first = await applierOver(destination);
@@ -453,7 +460,7 @@ describe('ChangeApplier', () => {
     await applier.apply([
       // A transaction of a table the mirror does not replicate, then a keepalive.
       change(2500n, { tag: 'begin', finalLsn: 3000n, commitTimeMicros: 0n, xid: 2 }),
-      change(2600n, { tag: 'insert', relationId: 99, newTuple: ['x'] }),
+      change(2600n, { tag: 'insert', relationId: 99, newTuple: rowOfCells(['x']) }),
       change(3000n, { tag: 'commit', flags: 0, commitLsn: 3000n, endLsn: 3001n, commitTimeMicros: 0n }),
       { tag: 'keepalive', walEnd: 4000n },
     ]);
@@ -507,7 +514,7 @@ describe('ChangeApplier', () => {
     await applier.apply([
       change(1100n, relation([{ name: 'w', typeOid: 20, typeModifier: -1, isKey: false }])),
       change(1150n, { tag: 'begin', finalLsn: 1200n, commitTimeMicros: 0n, xid: 3 }),
-      change(1160n, { tag: 'insert', relationId: 1, newTuple: ['2', 'b', '7'] }),
+      change(1160n, { tag: 'insert', relationId: 1, newTuple: rowOfCells(['2', 'b', '7']) }),
       change(1200n, { tag: 'commit', flags: 0, commitLsn: 1200n, endLsn: 1201n, commitTimeMicros: 0n }),
     ]);
     // The relation message flushed the batch written under the old shape.
@@ -523,46 +530,21 @@ describe('ChangeApplier', () => {
 });
 
 /**
- * A MemoryDestination whose tables' changes go through a buffer of its own
- * that takes inserts and updates undecoded (ChangeBuffer.addInsertTuple,
- * addUpdateTuple): it records how each change came, and writes them all as the memory destination does.
+ * A MemoryDestination that records how each change's new row came to its
+ * buffer: still the source's bytes, or decoded (reordered, filled, or sent so).
  */
-class TupleTakingDestination extends MemoryDestination {
-  readonly arrivals: ('tuple' | 'update tuple' | 'decoded')[] = [];
+class ArrivalRecordingDestination extends MemoryDestination {
+  readonly arrivals: ('source bytes' | 'decoded' | 'no new row')[] = [];
 
-  readonly changeBuffer = (): ChangeBuffer => {
-    const changes: RowChange[] = [];
-    const transaction = { xid: 0, commitLsn: 0n, commitTimeMicros: 0n };
-    return Object.assign(
-      {
-        add: (change: RowChange) => {
-          this.arrivals.push('decoded');
-          changes.push(change);
-          return 1;
-        },
-        addInsertTuple: (tuple: WireTuple) => {
-          this.arrivals.push('tuple');
-          changes.push({ kind: 'insert', transaction, newRow: tuple.cells() });
-          return 1;
-        },
-        addUpdateTuple: (tuple: WireTuple) => {
-          this.arrivals.push('update tuple');
-          changes.push({ kind: 'update', transaction, oldKey: null, newRow: tuple.cells() });
-          return 1;
-        },
-      },
-      { changes },
-    );
-  };
-
-  override async syncBatch(batch: ChangeBatch): Promise<void> {
-    await super.syncBatch({
-      ...batch,
-      tables: batch.tables.map(({ table, held }) => ({
-        table,
-        changes: (held as unknown as { changes: RowChange[] }).changes,
-      })),
-    });
+  override changeBuffer(): ChangeList {
+    const list = new ChangeList();
+    const add = list.add.bind(list);
+    list.add = (change: RowChange) => {
+      const row = change.kind === 'insert' || change.kind === 'update' ? change.newRow : undefined;
+      this.arrivals.push(row === undefined ? 'no new row' : row.fromSourceBytes ? 'source bytes' : 'decoded');
+      return add(change);
+    };
+    return list;
   }
 }
 
@@ -600,9 +582,9 @@ describe('ChangeApplier with changes of relations it does not map by name', () =
       change(10n, leaf(7, 't_p1')),
       ...inTransaction(
         1000n,
-        { tag: 'insert', relationId: 7, newTuple: ['a', '1'] },
-        { tag: 'insert', relationId: 7, newTuple: ['b', '2'] },
-        { tag: 'update', relationId: 7, newTuple: ['c', '2'] },
+        { tag: 'insert', relationId: 7, newTuple: rowOfCells(['a', '1']) },
+        { tag: 'insert', relationId: 7, newTuple: rowOfCells(['b', '2']) },
+        { tag: 'update', relationId: 7, newTuple: rowOfCells(['c', '2']) },
         { tag: 'delete', relationId: 7, keyTuple: [null, '1'] },
       ),
     ]);
@@ -630,7 +612,7 @@ describe('ChangeApplier with changes of relations it does not map by name', () =
     await applier.apply([
       change(10n, relation()),
       change(11n, leaf(7, 't_p1')),
-      ...inTransaction(1000n, { tag: 'insert', relationId: 1, newTuple: ['1', 'a'] }),
+      ...inTransaction(1000n, { tag: 'insert', relationId: 1, newTuple: rowOfCells(['1', 'a']) }),
     ]);
     await applier.flush();
     expect(destination.rows('public.t')).toEqual([['1', 'a']]);
@@ -648,9 +630,9 @@ describe('ChangeApplier with changes of relations it does not map by name', () =
         change(11n, { ...relation(), relationId: 9, name: 'other' }),
         ...inTransaction(
           1000n,
-          { tag: 'insert', relationId: 9, newTuple: ['1', 'x'] },
-          { tag: 'insert', relationId: 1, newTuple: ['1', 'a'] },
-          { tag: 'insert', relationId: 9, newTuple: ['2', 'y'] },
+          { tag: 'insert', relationId: 9, newTuple: rowOfCells(['1', 'x']) },
+          { tag: 'insert', relationId: 1, newTuple: rowOfCells(['1', 'a']) },
+          { tag: 'insert', relationId: 9, newTuple: rowOfCells(['2', 'y']) },
           { tag: 'truncate', relationIds: [9], cascade: false, restartIdentity: false },
         ),
       ]);
@@ -689,7 +671,7 @@ describe('ChangeApplier with changes of relations it does not map by name', () =
     const destination = await memoryDestination();
     const { applier } = await applierOver(destination);
     await expect(
-      applier.apply(inTransaction(1000n, { tag: 'insert', relationId: 5, newTuple: ['1', 'a'] })),
+      applier.apply(inTransaction(1000n, { tag: 'insert', relationId: 5, newTuple: rowOfCells(['1', 'a']) })),
     ).rejects.toMatchObject({ kind: 'decode' });
   });
 });
@@ -703,8 +685,8 @@ describe('ChangeApplier with inserts that come undecoded', () => {
     change(1000n, { tag: 'commit', flags: 0, commitLsn: 1000n, endLsn: 1001n, commitTimeMicros: 0n }),
   ];
 
-  it('hands them to a buffer that takes them so, undecoded, when their cells are the table’s columns in order', async () => {
-    const destination = new TupleTakingDestination();
+  it('hands them on over the source’s bytes, undecoded, when their cells are the table’s columns in order', async () => {
+    const destination = new ArrivalRecordingDestination();
     await destination.setupTables([table]);
     const { applier } = await applierOver(destination);
     await applier.apply([
@@ -715,7 +697,7 @@ describe('ChangeApplier with inserts that come undecoded', () => {
       ]),
     ]);
     await applier.flush();
-    expect(destination.arrivals).toEqual(['tuple', 'tuple']);
+    expect(destination.arrivals).toEqual(['source bytes', 'source bytes']);
     expect(destination.rows('public.t')).toEqual([
       ['1', 'a'],
       ['2', 'b\tc'],
@@ -723,7 +705,7 @@ describe('ChangeApplier with inserts that come undecoded', () => {
   });
 
   it('decodes and reorders them when the source has columns the destination does not, in another order', async () => {
-    const destination = new TupleTakingDestination();
+    const destination = new ArrivalRecordingDestination();
     await destination.setupTables([table]);
     const { applier } = await applierOver(destination);
     const reordered: RelationMessage = {
@@ -744,8 +726,8 @@ describe('ChangeApplier with inserts that come undecoded', () => {
 });
 
 describe('ChangeApplier with updates that come undecoded', () => {
-  it('hands an update without an old image or unchanged TOAST undecoded, and decodes the others', async () => {
-    const destination = new TupleTakingDestination();
+  it('hands an update’s new row on as it came, and decodes one it fills from the old image', async () => {
+    const destination = new ArrivalRecordingDestination();
     await destination.setupTables([table]);
     const { applier } = await applierOver(destination);
     await applier.apply([
@@ -753,14 +735,27 @@ describe('ChangeApplier with updates that come undecoded', () => {
       change(900n, { tag: 'begin', finalLsn: 1000n, commitTimeMicros: 0n, xid: 1 }),
       change(950n, { tag: 'insert', relationId: 1, newTuple: wireTuple(['1', 'a']) }),
       change(951n, { tag: 'update', relationId: 1, newTuple: wireTuple(['1', 'b']) }),
-      // A value not sent: the buffer would need its earlier image.
+      // A value not sent, and no old image to fill it from: the destination keeps its value.
       change(952n, { tag: 'update', relationId: 1, newTuple: wireTuple(['1', unchangedToast]) }),
-      // A key change carries the old key.
-      change(953n, { tag: 'update', relationId: 1, keyTuple: ['1', null], newTuple: ['2', 'c'] }),
+      // A key change carries the old key; its new row still goes on as it came.
+      change(953n, { tag: 'update', relationId: 1, keyTuple: ['1', null], newTuple: wireTuple(['2', 'c']) }),
+      // A whole old image (REPLICA IDENTITY FULL) fills the value not sent: a row of decoded cells.
+      change(954n, {
+        tag: 'update',
+        relationId: 1,
+        oldTuple: ['2', 'c'],
+        newTuple: wireTuple(['2', unchangedToast]),
+      }),
       change(1000n, { tag: 'commit', flags: 0, commitLsn: 1000n, endLsn: 1001n, commitTimeMicros: 0n }),
     ]);
     await applier.flush();
-    expect(destination.arrivals).toEqual(['tuple', 'update tuple', 'decoded', 'decoded']);
+    expect(destination.arrivals).toEqual([
+      'source bytes',
+      'source bytes',
+      'source bytes',
+      'source bytes',
+      'decoded',
+    ]);
     expect(destination.rows('public.t')).toEqual([['2', 'c']]);
   });
 });
@@ -775,7 +770,12 @@ describe('MemoryDestination', () => {
       endLsn: 11n,
       rowCount: 1,
       tables: [
-        { table, changes: [{ kind: 'insert' as const, transaction: transactionOf, newRow: ['1', 'a'] }] },
+        {
+          table,
+          held: ChangeList.of([
+            { kind: 'insert' as const, transaction: transactionOf, newRow: rowOfCells(['1', 'a']) },
+          ]),
+        },
       ],
     };
     await destination.syncBatch(batch);

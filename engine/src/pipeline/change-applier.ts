@@ -1,20 +1,14 @@
-import {
-  hasUnchangedToast,
-  isWireTuple,
-  type SourceMessage,
-  type StreamEvent,
-  tupleCells,
-  type WireTuple,
-} from '../connectors/changes.ts';
+import type { SourceMessage, StreamEvent } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
 import type { Checkpoint, DestinationTable, RowChange, SourceTransaction } from '../connectors/records.ts';
+import { rowOfCells } from '../connectors/rows.ts';
 import { EngineError } from '../errors.ts';
 import { formatLsn } from '../model/lsn.ts';
 import { formatTableName } from '../resources/mirror.ts';
 import { Acknowledgements } from './acknowledgements.ts';
 import { BatchBuilder, type BatchLimits } from './batch-builder.ts';
 import { BatchWriter, type BatchWriterOptions } from './batch-writer.ts';
-import { fillFromOld, project, type RelationTracker, type TrackedRelation } from './relations.ts';
+import { project, projectRow, type RelationTracker, type TrackedRelation, updatedRow } from './relations.ts';
 import type { ReplicationDelay } from './replication-delay.ts';
 import { SchemaEvolution, type SchemaEvolutionOptions } from './schema-evolution.ts';
 import { TransactionFilter } from './transaction-filter.ts';
@@ -58,10 +52,8 @@ export class ChangeApplier {
   constructor(options: ChangeApplierOptions) {
     this.#options = options;
     const { checkpoint, destination } = options;
-    this.#builder = new BatchBuilder(
-      options.limits,
-      checkpoint.lsn,
-      destination.changeBuffer?.bind(destination),
+    this.#builder = new BatchBuilder(options.limits, checkpoint.lsn, (table) =>
+      destination.changeBuffer(table),
     );
     this.#acknowledgements = new Acknowledgements(options.acknowledge);
     this.#writer = new BatchWriter({
@@ -157,26 +149,6 @@ export class ChangeApplier {
     return this.#writer.added(opened, lsn);
   }
 
-  /** Adds an insert or update whose new row goes on undecoded (BatchBuilder.addTuple). */
-  #addTuple(
-    kind: 'insert' | 'update',
-    tracked: TrackedRelation,
-    transaction: SourceTransaction,
-    tuple: WireTuple,
-    lsn: bigint,
-  ): Promise<void> | undefined {
-    const opened = this.#builder.addTuple(
-      kind,
-      tracked.table,
-      transaction,
-      tuple,
-      lsn,
-      Date.now,
-      this.#filter.position,
-    );
-    return this.#writer.added(opened, lsn);
-  }
-
   async #addTruncates(
     relationIds: readonly number[],
     transaction: SourceTransaction,
@@ -229,15 +201,9 @@ export class ChangeApplier {
         if (this.#filter.holds(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
-        const tuple = message.newTuple;
-        // A tuple whose cells are the table's columns in order may reach the
-        // destination undecoded; any other is decoded and reordered.
-        if (isWireTuple(tuple) && tracked.keepsTupleOrder && tuple.cellCount === tracked.projection.length) {
-          return this.#addTuple('insert', tracked, transaction, tuple, lsn);
-        }
         return this.#addChange(
           tracked.table,
-          { kind: 'insert', transaction, newRow: project(tupleCells(tuple), tracked) },
+          { kind: 'insert', transaction, newRow: projectRow(message.newTuple, tracked) },
           lsn,
         );
       }
@@ -246,21 +212,8 @@ export class ChangeApplier {
         if (this.#filter.holds(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
-        const tuple = message.newTuple;
-        // Without an old image, a new row whose cells are the table's columns
-        // in order and all sent may reach the destination undecoded.
-        if (
-          isWireTuple(tuple) &&
-          tracked.keepsTupleOrder &&
-          tuple.cellCount === tracked.projection.length &&
-          !hasUnchangedToast(tuple)
-        ) {
-          return this.#addTuple('update', tracked, transaction, tuple, lsn);
-        }
-        const old = message.oldTuple ?? message.keyTuple;
-        const oldRow = old ? project(old, tracked) : null;
-        const newRow = fillFromOld(project(tupleCells(tuple), tracked), message.oldTuple ? oldRow : null);
-        return this.#addChange(tracked.table, { kind: 'update', transaction, oldKey: oldRow, newRow }, lsn);
+        const { oldKey, newRow } = updatedRow(message, tracked);
+        return this.#addChange(tracked.table, { kind: 'update', transaction, oldKey, newRow }, lsn);
       }
       case 'delete': {
         if (this.#schema.needsResolving(message.relationId)) return this.#resolveThen(message, lsn);
@@ -275,7 +228,7 @@ export class ChangeApplier {
           );
         return this.#addChange(
           tracked.table,
-          { kind: 'delete', transaction, oldKey: project(old, tracked) },
+          { kind: 'delete', transaction, oldKey: rowOfCells(project(old, tracked)) },
           lsn,
         );
       }

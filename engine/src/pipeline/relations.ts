@@ -1,14 +1,9 @@
 // Follows Relation messages: which mapped table a relation id is, how
 // its tuple columns line up with the destination's, and what changed in its
 // schema since the last message.
-import type { RelationMessage, Tuple } from '../connectors/changes.ts';
-import {
-  type DestinationTable,
-  fillUnchanged,
-  type RowImage,
-  type SourceColumn,
-  type TupleCell,
-} from '../connectors/records.ts';
+import type { RelationMessage, Tuple, UpdateMessage } from '../connectors/changes.ts';
+import type { DestinationTable, Row, RowImage, SourceColumn, TupleCell } from '../connectors/records.ts';
+import { filledRow, rowOfCells } from '../connectors/rows.ts';
 import { formatTableName, type TableMapping, type TableName } from '../resources/mirror.ts';
 
 export interface TrackedRelation {
@@ -166,9 +161,29 @@ export function project(
   return row;
 }
 
-/** Fills unchanged-TOAST cells of a new image from a full old image (REPLICA IDENTITY FULL). */
-export function fillFromOld(newRow: RowImage, oldRow: RowImage | null): RowImage {
-  return oldRow ? fillUnchanged(newRow, oldRow) : newRow;
+/**
+ * A message's row in destination column order: the row itself when the
+ * projection keeps it as it is (a view over the source's bytes stays one),
+ * else its cells reordered.
+ */
+export function projectRow(row: Row, tracked: Pick<TrackedRelation, 'projection' | 'keepsTupleOrder'>): Row {
+  if (tracked.keepsTupleOrder && row.width === tracked.projection.length) return row;
+  return rowOfCells(project(row.cells(), tracked));
+}
+
+/**
+ * An update's images in destination column order: the old key (or the whole
+ * old row, REPLICA IDENTITY FULL) when the source sent one, and the new row,
+ * its unchanged-TOAST cells filled from a whole old row.
+ */
+export function updatedRow(
+  message: UpdateMessage,
+  tracked: Pick<TrackedRelation, 'projection' | 'keepsTupleOrder'>,
+): { readonly oldKey: Row | null; readonly newRow: Row } {
+  const old = message.oldTuple ?? message.keyTuple;
+  const oldKey = old ? rowOfCells(project(old, tracked)) : null;
+  const newRow = projectRow(message.newTuple, tracked);
+  return { oldKey, newRow: message.oldTuple && oldKey ? filledRow(newRow, oldKey) : newRow };
 }
 
 function sourceKey(schema: string, table: string): string {

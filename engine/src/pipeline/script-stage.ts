@@ -6,12 +6,12 @@
 // script's message form (connectors/kafka/script-records.ts) and is not wrapped.
 //
 // Contract (a Destination wrapping another, `inner`):
-// - It offers no changeBuffer, so the pipeline decodes each change of a
-//   scripted mirror into a RowChange; syncBatch runs the batch's changes
+// - Its changeBuffer is a ChangeList, so the pipeline holds each change of a
+//   scripted mirror as a RowChange; syncBatch runs the batch's changes
 //   through the script in runs of scriptBatchRecords (one crossing of the
 //   script's thread per run), in order, and hands `inner` the batch with the
-//   changes kept, as edited: in its own buffer when it offers one, so it
-//   writes them exactly as it writes an unscripted batch's. A batch whose
+//   changes kept, as edited, in its own buffer, so it writes them exactly as
+//   it writes an unscripted batch's. A batch whose
 //   changes were all dropped still reaches `inner`, which stores its checkpoint.
 // - writeSnapshotPartition reads the partition's COPY text, runs its rows
 //   through the script and gives `inner` the kept rows as COPY text; it
@@ -29,11 +29,13 @@
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { LogLevel } from '../catalog/catalog.ts';
-import { rowLine } from '../connectors/copy-lines.ts';
+import { rowCopyLine } from '../connectors/copy-lines.ts';
 import { copyTextRowBatches } from '../connectors/copy-text.ts';
 import type { Destination, DestinationTableState } from '../connectors/destination.ts';
 import {
   type ChangeBatch,
+  type ChangeBuffer,
+  ChangeList,
   type Checkpoint,
   type DestinationTable,
   isUnchangedToast,
@@ -43,6 +45,7 @@ import {
   type TableChanges,
   type TupleCell,
 } from '../connectors/records.ts';
+import { rowOfCells } from '../connectors/rows.ts';
 import { EngineError } from '../errors.ts';
 import { formatLsn } from '../model/lsn.ts';
 import { formatTableName } from '../resources/mirror.ts';
@@ -59,15 +62,18 @@ export interface ScriptStageOptions {
 }
 
 /** `destination` with the mirror's script applied to its rows (see the contract above). */
-export function withScriptStage(destination: Destination, options: ScriptStageOptions): Destination {
+export function withScriptStage<Held extends ChangeBuffer>(
+  destination: Destination<Held>,
+  options: ScriptStageOptions,
+): Destination<ChangeList> {
   return new ScriptStage(destination, options);
 }
 
-export class ScriptStage implements Destination {
-  readonly #inner: Destination;
+export class ScriptStage<Held extends ChangeBuffer> implements Destination<ChangeList> {
+  readonly #inner: Destination<Held>;
   readonly #script: RecordScript;
 
-  constructor(inner: Destination, options: ScriptStageOptions) {
+  constructor(inner: Destination<Held>, options: ScriptStageOptions) {
     this.#inner = inner;
     this.#script = new RecordScript(options.script, {
       logger: options.logger,
@@ -102,18 +108,18 @@ export class ScriptStage implements Destination {
     await this.#script.ready();
     const script = this.#script;
     let failure: unknown;
-    async function* keptLines(): AsyncGenerator<string> {
+    async function* keptLines(): AsyncGenerator<Buffer> {
       try {
         for await (const rows of copyTextRowBatches(copyText, table)) {
           for (let start = 0; start < rows.length; start += scriptBatchRecords) {
             const run = rows.slice(start, start + scriptBatchRecords);
             const edits = await script.transformRows(run.map((row) => rowRecord(table, 'snapshot', row)));
-            let lines = '';
+            const lines: Buffer[] = [];
             for (const [index, row] of run.entries()) {
               const edited = editedRow(script.name, table, row, edits[index]);
-              if (edited) lines += rowLine(table, edited);
+              if (edited) lines.push(rowCopyLine(table, rowOfCells(edited)));
             }
-            if (lines.length > 0) yield lines;
+            if (lines.length > 0) yield Buffer.concat(lines);
           }
         }
       } catch (error) {
@@ -132,10 +138,18 @@ export class ScriptStage implements Destination {
     }
   }
 
-  async syncBatch(batch: ChangeBatch): Promise<void> {
+  /** The changes as objects: each goes through the script at the write. */
+  changeBuffer(): ChangeList {
+    return new ChangeList();
+  }
+
+  async syncBatch(batch: ChangeBatch<ChangeList>): Promise<void> {
     await this.#script.ready();
-    const tables: TableChanges[] = [];
-    for (const { table, changes } of batch.tables) {
+    const tables: TableChanges<Held>[] = [];
+    for (const {
+      table,
+      held: { changes },
+    } of batch.tables) {
       const kept: RowChange[] = [];
       for (let start = 0; start < changes.length; start += scriptBatchRecords) {
         const run = changes.slice(start, start + scriptBatchRecords);
@@ -145,11 +159,9 @@ export class ScriptStage implements Destination {
           if (edited) kept.push(edited);
         }
       }
-      const buffer = this.#inner.changeBuffer?.(table);
-      if (buffer) {
-        for (const change of kept) buffer.add(change);
-        tables.push({ table, held: buffer, changes: [] });
-      } else tables.push({ table, changes: kept });
+      const held = this.#inner.changeBuffer(table);
+      for (const change of kept) held.add(change);
+      tables.push({ table, held });
     }
     await this.#inner.syncBatch({ ...batch, tables });
   }
@@ -173,11 +185,11 @@ type RowKind = 'snapshot' | 'insert' | 'update' | 'delete' | 'truncate';
 export function changeRecord(table: DestinationTable, change: RowChange): LuaInput {
   switch (change.kind) {
     case 'insert':
-      return rowRecord(table, 'insert', change.newRow, null, change);
+      return rowRecord(table, 'insert', change.newRow.cells(), null, change);
     case 'update':
-      return rowRecord(table, 'update', change.newRow, change.oldKey, change);
+      return rowRecord(table, 'update', change.newRow.cells(), change.oldKey?.cells() ?? null, change);
     case 'delete':
-      return rowRecord(table, 'delete', null, change.oldKey, change);
+      return rowRecord(table, 'delete', null, change.oldKey.cells(), change);
     case 'truncate':
       return rowRecord(table, 'truncate', null, null, change);
   }
@@ -281,8 +293,9 @@ export function editedChange(
   switch (change.kind) {
     case 'insert':
     case 'update': {
-      const newRow = editedRow(scriptName, table, change.newRow, edit);
-      return newRow ? { ...change, newRow } : undefined;
+      const newRow = editedRow(scriptName, table, change.newRow.cells(), edit);
+      if (!newRow) return undefined;
+      return newRow === change.newRow.cells() ? change : { ...change, newRow: rowOfCells(newRow) };
     }
     case 'delete':
     case 'truncate':

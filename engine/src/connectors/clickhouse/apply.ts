@@ -10,6 +10,7 @@ import { EngineError } from '../../errors.ts';
 import { type FinalState, finalStates, type TableFinalStates } from '../coalesce.ts';
 import { copyTextLineBlocks, copyTextRowBatches } from '../copy-text.ts';
 import { type DestinationTable, isUnchangedToast, type RowChangeImages, type RowImage } from '../records.ts';
+import { rowOfCells } from '../rows.ts';
 import type { TupleDataRows } from '../tuple-rows.ts';
 import { type EncodableCell, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
 import { rowVersion } from './row-version.ts';
@@ -127,11 +128,11 @@ function keysToRead(
   const softDelete = target.softDeleteColumn !== undefined;
   for (const state of finals) {
     if (state.op === 'upsert') {
-      if (state.row.some(isUnchangedToast)) want(state.fillKey);
-      if (moves) want(state.row);
+      if (state.row.hasUnchangedToast()) want(state.fillKey.cells());
+      if (moves) want(state.row.cells());
     } else {
-      if (state.last?.row.some(isUnchangedToast)) want(state.last.fillKey);
-      if (softDelete || moves) want(state.key);
+      if (state.last?.row.hasUnchangedToast()) want(state.last.fillKey.cells());
+      if (softDelete || moves) want(state.key.cells());
     }
   }
   return wanted;
@@ -215,22 +216,27 @@ class BatchRows {
     const target = this.#target;
     const version = rowVersion(this.#batchId, this.#firstIndex + state.index);
     if (state.op === 'upsert') {
-      const cells = this.#resolve(state.row, state.fillKey);
-      this.#hideMoved(writer, state.row, cells, version);
+      const cells = this.#resolve(state.row.cells(), state.fillKey.cells());
+      this.#hideMoved(writer, state.row.cells(), cells, version);
       writeRow(writer, target, cells, { softDeleted: false, deleted: false, version });
     } else if (target.softDeleteColumn !== undefined) {
-      const current = this.#latest(state.key);
+      const key = state.key.cells();
+      const current = this.#latest(key);
       const cells = state.last
-        ? this.#resolve(state.last.row, state.last.fillKey)
+        ? this.#resolve(state.last.row.cells(), state.last.fillKey.cells())
         : current
           ? current.cells
-          : this.#keyCells(state.key);
-      this.#hideMoved(writer, state.key, cells, version);
+          : this.#keyCells(key);
+      this.#hideMoved(writer, key, cells, version);
       writeRow(writer, target, cells, { softDeleted: true, deleted: false, version });
-    } else if (this.#moves && this.#storedOf(state.key).length > 0) {
-      this.#hideMoved(writer, state.key, undefined, version);
+    } else if (this.#moves && this.#storedOf(state.key.cells()).length > 0) {
+      this.#hideMoved(writer, state.key.cells(), undefined, version);
     } else {
-      writeRow(writer, target, this.#keyCells(state.key), { softDeleted: false, deleted: true, version });
+      writeRow(writer, target, this.#keyCells(state.key.cells()), {
+        softDeleted: false,
+        deleted: true,
+        version,
+      });
     }
   }
 
@@ -268,7 +274,7 @@ export async function applyTableChanges(
     } else {
       const inserts: RowChangeImages[] = newRows
         .rows()
-        .map((newRow) => ({ kind: 'insert' as const, newRow }));
+        .map((cells) => ({ kind: 'insert' as const, newRow: rowOfCells(cells) }));
       later = { changes: [...inserts, ...(later?.changes ?? [])], firstIndex: 0 };
     }
   }

@@ -15,13 +15,7 @@ import { EngineError } from '../../errors.ts';
 import type { TableMapping } from '../../resources/mirror.ts';
 import type { AnalyticsConfig } from '../../resources/peer.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
-import {
-  type ChangeBatch,
-  type Checkpoint,
-  type DestinationTable,
-  heldAs,
-  type SourceColumn,
-} from '../records.ts';
+import type { ChangeBatch, Checkpoint, DestinationTable, SourceColumn } from '../records.ts';
 import { applyTableChanges, writeSnapshotRows } from './apply.ts';
 import { CheckpointStore } from './checkpoints.ts';
 import { maxChangesPerBatch } from './row-version.ts';
@@ -37,7 +31,7 @@ export interface ClickHouseDestinationOptions {
   readonly logger: Logger;
 }
 
-export class ClickHouseDestination implements Destination {
+export class ClickHouseDestination implements Destination<ClickHouseTableChanges> {
   /** A batch's inserts are held as COPY text, the rest as records (table-changes.ts). */
   readonly changeBuffer = (table: DestinationTable): ClickHouseTableChanges =>
     new ClickHouseTableChanges(table);
@@ -115,16 +109,15 @@ export class ClickHouseDestination implements Destination {
     await this.#schemas.addColumns(table, columns, capabilities);
   }
 
-  async syncBatch(batch: ChangeBatch): Promise<void> {
+  async syncBatch(batch: ChangeBatch<ClickHouseTableChanges>): Promise<void> {
     const stored = await this.#checkpoints.stored(batch.mirror);
     if (stored.checkpoint && stored.checkpoint.batchId >= batch.batchId) {
       this.#options.logger.info({ batchId: String(batch.batchId) }, 'batch already applied, skipped');
       return;
     }
     const versionBatch = stored.versionBase + batch.batchId;
-    for (const tableChanges of batch.tables) {
-      const target = await this.#schemas.writer(tableChanges.table);
-      const held = heldAs(tableChanges, ClickHouseTableChanges, (table) => new ClickHouseTableChanges(table));
+    for (const { table, held } of batch.tables) {
+      const target = await this.#schemas.writer(table);
       await applyTableChanges(this.#transport, target, versionBatch, held, this.#options.logger);
     }
     await this.#checkpoints.write(

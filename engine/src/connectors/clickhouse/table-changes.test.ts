@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { wireTuple } from '../../../../test/support/wire-tuple.ts';
 import type { DestinationTable, RowChange, RowImage } from '../records.ts';
+import { rowOfCells } from '../rows.ts';
 import { ClickHouseTableChanges } from './table-changes.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
@@ -16,13 +17,13 @@ const table: DestinationTable = {
 const insert = (id: string, v: string | null): RowChange => ({
   transaction,
   kind: 'insert',
-  newRow: [id, v],
+  newRow: rowOfCells([id, v]),
 });
 const update = (id: string, v: string): RowChange => ({
   transaction,
   kind: 'update',
   oldKey: null,
-  newRow: [id, v],
+  newRow: rowOfCells([id, v]),
 });
 const truncate: RowChange = { transaction, kind: 'truncate' };
 
@@ -67,14 +68,15 @@ describe('ClickHouseTableChanges', () => {
     expect(buffer.add(update('1', 'abcd'))).toBeGreaterThan(80);
   });
 
-  it('holds leading inserts given undecoded as new rows, counting each in the changes’ order', () => {
+  it('holds leading inserts over the source’s bytes as new rows, counting each in the changes’ order', () => {
     const buffer = new ClickHouseTableChanges(table);
-    expect(buffer.addInsertTuple(wireTuple(['1', 'a\tb']))).toBe(2 + 5 + 1 + 5 + 3);
+    expect(buffer.add({ transaction, kind: 'insert', newRow: wireTuple(['1', 'a\tb']) })).toBe(
+      2 + 5 + 1 + 5 + 3,
+    );
     buffer.add(insert('2', null));
     buffer.add(update('1', 'b'));
-    // After a later change: the insert must come decoded, through add.
-    expect(buffer.addInsertTuple(wireTuple(['3', 'c']))).toBeUndefined();
-    buffer.add(insert('3', 'c'));
+    // After a later change: the insert is a later change too.
+    buffer.add({ transaction, kind: 'insert', newRow: wireTuple(['3', 'c']) });
     expect(newRowsOf(buffer)).toEqual([
       ['1', 'a\tb'],
       ['2', null],

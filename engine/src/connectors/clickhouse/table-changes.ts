@@ -15,7 +15,6 @@
 // 1 at the destination, where an update that did not resend a TOASTed value
 // reads the value just inserted. A truncate drops part 1, as applying it in
 // order would have.
-import type { WireTuple } from '../changes.ts';
 import { type ChangeBuffer, changeHeapBytes, type DestinationTable, type RowChange } from '../records.ts';
 import { TupleDataRows } from '../tuple-rows.ts';
 
@@ -28,13 +27,6 @@ export class ClickHouseTableChanges implements ChangeBuffer {
 
   constructor(table: DestinationTable) {
     this.#table = table;
-  }
-
-  addInsertTuple(tuple: WireTuple): number | undefined {
-    if (this.#later !== undefined) return undefined;
-    this.#changeCount++;
-    this.#newRows ??= new TupleDataRows(this.#table);
-    return this.#newRows.addTuple(tuple);
   }
 
   add(change: RowChange): number {

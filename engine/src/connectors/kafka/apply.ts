@@ -17,9 +17,9 @@ import type { Readable } from 'node:stream';
 import { EngineError } from '../../errors.ts';
 import type { RecordScript, ScriptMessage } from '../../scripting/record-script.ts';
 import { copyTextLineBlocks, copyTextRowBatches } from '../copy-text.ts';
-import type { ChangeBatch, ChangeBuffer, DestinationTable } from '../records.ts';
+import type { ChangeBatch, DestinationTable } from '../records.ts';
 import { ChunkSender, type Outgoing } from './chunk-sender.ts';
-import { HeldMessages } from './held-messages.ts';
+import { HeldMessages, type KafkaHeld } from './held-messages.ts';
 import {
   type ChangeRecord,
   changeRecord,
@@ -92,16 +92,19 @@ export class KafkaApply {
   }
 
   /** Sends a batch's messages, in order; the checkpoint is the caller's. */
-  async sendBatch(batch: ChangeBatch): Promise<void> {
+  async sendBatch(batch: ChangeBatch<KafkaHeld>): Promise<void> {
     const assigner = this.#strategy.batch();
     const sender = this.#sender(`destination: send batch ${batch.batchId}`, () => assigner, false);
     const records = recordSink(this.#options.script, (format, record, wanted) =>
       this.#add(format, record, wanted, sender),
     );
-    for (const { table, held, changes } of batch.tables) {
-      if (held !== undefined) await this.#addHeld(held, sender);
+    for (const { table, held } of batch.tables) {
+      if (held.form === 'messages') {
+        await this.#addHeld(held, sender);
+        continue;
+      }
       const format = tableFormat(table);
-      for (const change of changes) {
+      for (const change of held.changes) {
         const adding = records.add(format, changeRecord(format, change));
         if (adding) await adding;
       }
@@ -186,10 +189,7 @@ export class KafkaApply {
   }
 
   /** The messages a table's changes became as they were decoded (held-messages.ts), in order. */
-  async #addHeld(held: ChangeBuffer, sender: ChunkSender): Promise<void> {
-    if (!(held instanceof HeldMessages)) {
-      throw new EngineError('internal', 'changes held by another destination were handed to Kafka');
-    }
+  async #addHeld(held: HeldMessages, sender: ChunkSender): Promise<void> {
     const topic = this.#topics.get(held.format.topic) ?? (await this.#topics.of(held.format.topic));
     for (const message of held.messages()) {
       this.#pushBytes(sender, topic, message.truncate, message.key, message.value, undefined, 0, undefined);

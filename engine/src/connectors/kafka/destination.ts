@@ -29,7 +29,7 @@ import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
 import { defaultChunkBytes, KafkaApply } from './apply.ts';
 import { CheckpointStore } from './checkpoints.ts';
 import { connectionErrorOf } from './client.ts';
-import { HeldMessages } from './held-messages.ts';
+import { HeldMessages, type KafkaHeld, ScriptedChanges } from './held-messages.ts';
 import { tableFormat } from './message-format.ts';
 import { type PartitionerName, PartitionStrategy } from './partitioners.ts';
 import { KnownTopics, topicNameProblem } from './topics.ts';
@@ -49,7 +49,7 @@ export interface KafkaDestinationOptions {
   readonly chunkMessages?: number | undefined;
 }
 
-export class KafkaDestination implements Destination {
+export class KafkaDestination implements Destination<KafkaHeld> {
   readonly #logger: Logger;
   readonly #script: RecordScript | undefined;
   readonly #transport: KafkaTransport;
@@ -61,7 +61,6 @@ export class KafkaDestination implements Destination {
    * bytes from the moment it is decoded (held-messages.ts). A script reads
    * records as objects, so with one the changes stay objects until the send.
    */
-  readonly changeBuffer: ((table: DestinationTable) => HeldMessages) | undefined;
 
   constructor(config: StreamConfig, options: KafkaDestinationOptions) {
     this.#logger = options.logger;
@@ -83,7 +82,15 @@ export class KafkaDestination implements Destination {
       chunkBytes: options.chunkBytes ?? defaultChunkBytes,
       chunkMessages: options.chunkMessages,
     });
-    this.changeBuffer = this.#script ? undefined : (table) => new HeldMessages(tableFormat(table));
+  }
+
+  /**
+   * Without a script, a batch holds each change as its default message's
+   * bytes from the moment it is decoded (held-messages.ts). A script reads
+   * records as objects, so with one the changes stay objects until the send.
+   */
+  changeBuffer(table: DestinationTable): KafkaHeld {
+    return this.#script ? new ScriptedChanges() : new HeldMessages(tableFormat(table));
   }
 
   async check(): Promise<{ version: string }> {
@@ -139,7 +146,7 @@ export class KafkaDestination implements Destination {
     return this.#apply.writeSnapshotPartition(table, copyText);
   }
 
-  async syncBatch(batch: ChangeBatch): Promise<void> {
+  async syncBatch(batch: ChangeBatch<KafkaHeld>): Promise<void> {
     const stored = await this.#checkpoints.stored(batch.mirror);
     if (stored && stored.batchId >= batch.batchId) {
       this.#logger.info({ batchId: String(batch.batchId) }, 'batch already sent, skipped');

@@ -8,8 +8,13 @@
 // (docs/benchmarks.md, "The engine's CPU per change"), and the producer gets
 // views of them at send time.
 import { EngineError } from '../../errors.ts';
-import type { WireTuple } from '../changes.ts';
-import type { ChangeBuffer, RowChange, SourceTransaction } from '../records.ts';
+import {
+  type ChangeBuffer,
+  ChangeList,
+  type Row,
+  type RowChange,
+  type SourceTransaction,
+} from '../records.ts';
 import { changeRecord, type TableFormat } from './message-format.ts';
 import { RowJson } from './row-json.ts';
 
@@ -26,6 +31,18 @@ const indexFields = 4;
 const indexBytes = indexFields * 4;
 const newline = 0x0a;
 
+/**
+ * A table's changes of a batch as the Kafka destination holds them: as their
+ * default messages' bytes, or, for a mirror with a script, as the changes
+ * themselves (the script reads records as objects at the send).
+ */
+export type KafkaHeld = HeldMessages | ScriptedChanges;
+
+/** The changes of a scripted mirror's table, as objects until the script reads them at the send. */
+export class ScriptedChanges extends ChangeList {
+  readonly form = 'records';
+}
+
 /** A held message as the producer takes it. */
 export interface HeldMessage {
   readonly key: Buffer | null;
@@ -35,6 +52,8 @@ export interface HeldMessage {
 }
 
 export class HeldMessages implements ChangeBuffer {
+  /** What the Kafka destination's buffers are told apart by (KafkaHeld). */
+  readonly form = 'messages';
   readonly format: TableFormat;
   readonly #chunks: Buffer[] = [];
   /** Where the next message is written in the last chunk. */
@@ -50,6 +69,12 @@ export class HeldMessages implements ChangeBuffer {
   }
 
   add(change: RowChange): number {
+    // A new row alone (an insert, an update without an old image) that is the
+    // source's bytes has its message written from them when the table allows.
+    if (change.kind === 'insert' || (change.kind === 'update' && change.oldKey === null)) {
+      const held = this.#addSourceBytes(change.kind, change.newRow, change.transaction);
+      if (held !== undefined) return held;
+    }
     const record = changeRecord(this.format, change);
     const { key, json } = record;
     // UTF-8 takes at most three bytes per UTF-16 code unit.
@@ -61,24 +86,18 @@ export class HeldMessages implements ChangeBuffer {
     return this.#held(record.kind === 'truncate', start, keyLength, valueLength);
   }
 
-  /**
-   * Holds an insert given undecoded, its cells in the table's column order,
-   * writing its message from the bytes (row-json.ts); undefined when the
-   * table's columns are not all of kinds written so.
-   */
-  addInsertTuple(tuple: WireTuple, transaction: SourceTransaction): number | undefined {
-    return this.#addTuple('insert', tuple, transaction);
-  }
-
-  /** The same for an update without an old image (ChangeBuffer.addUpdateTuple): `"old":null`, the new row. */
-  addUpdateTuple(tuple: WireTuple, transaction: SourceTransaction): number | undefined {
-    return this.#addTuple('update', tuple, transaction);
-  }
-
-  #addTuple(kind: 'insert' | 'update', tuple: WireTuple, transaction: SourceTransaction): number | undefined {
+  /** Holds a new row from the source's bytes (row-json.ts); undefined when it cannot be written so. */
+  #addSourceBytes(kind: 'insert' | 'update', row: Row, transaction: SourceTransaction): number | undefined {
+    if (!row.fromSourceBytes) return undefined;
     const writer = this.#writer();
-    if (writer === null || tuple.cellCount !== writer.columnCount) return undefined;
-    return this.#addWritten(writer, writer.takeTuple(kind, tuple, transaction));
+    if (
+      writer === null ||
+      row.width !== writer.columnCount ||
+      (kind === 'update' && row.hasUnchangedToast())
+    ) {
+      return undefined;
+    }
+    return this.#addWritten(writer, writer.takeTuple(kind, row.tupleData(), transaction));
   }
 
   /**

@@ -3,6 +3,7 @@ import { typedColumn } from '../../../../test/support/text-table.ts';
 import { EngineError } from '../../errors.ts';
 import { parseTextValue } from '../../model/parse-text.ts';
 import { type DestinationTable, type RowImage, type SourceTransaction, unchangedToast } from '../records.ts';
+import { rowOfCells } from '../rows.ts';
 import { changeRecord, isoTimestamp, renderText, snapshotRecord, tableFormat } from './message-format.ts';
 
 const table: DestinationTable = {
@@ -31,7 +32,8 @@ describe('default message format', () => {
       commitTimeMicros: 1_700_000_001_000_000n,
     };
     const insert = (of: SourceTransaction) =>
-      changeRecord(format, { kind: 'insert', transaction: of, newRow: ['1', 'eu', '1.00', null] }).document;
+      changeRecord(format, { kind: 'insert', transaction: of, newRow: rowOfCells(['1', 'eu', '1.00', null]) })
+        .document;
     for (const of of [transaction, transaction, later, transaction, later]) {
       expect(insert(of)).toMatchObject({
         xid: of.xid,
@@ -122,8 +124,8 @@ describe('default message format', () => {
     const update = changeRecord(format, {
       kind: 'update',
       transaction,
-      oldKey: ['1', 'eu', null, null],
-      newRow: ['2', 'eu', '10.00', unchangedToast],
+      oldKey: rowOfCells(['1', 'eu', null, null]),
+      newRow: rowOfCells(['2', 'eu', '10.00', unchangedToast]),
     });
     expect(update.key).toBe('{"id":"2","region":"eu"}');
     expect(update.commitLsn).toBe(0x1_0000_00a0n);
@@ -141,7 +143,7 @@ describe('default message format', () => {
     const fullDelete = changeRecord(format, {
       kind: 'delete',
       transaction,
-      oldKey: ['3', 'us', '1.00', null],
+      oldKey: rowOfCells(['3', 'us', '1.00', null]),
     });
     expect(fullDelete.document.old).toEqual({ id: '3', region: 'us', amount: '1.00', doc: null });
     expect(fullDelete.key).toBe('{"id":"3","region":"us"}');
@@ -269,12 +271,22 @@ describe('default message JSON', () => {
       const toasted = row.map((cell, column) => (column === 5 || column === 18 ? unchangedToast : cell));
       return [
         snapshotRecord(format, row as (string | null)[]),
-        changeRecord(format, { kind: 'insert', transaction, newRow: row }),
-        changeRecord(format, { kind: 'update', transaction, oldKey: null, newRow: toasted }),
-        changeRecord(format, { kind: 'update', transaction, oldKey: keyOnly, newRow: other }),
-        changeRecord(format, { kind: 'update', transaction, oldKey: other, newRow: row }),
-        changeRecord(format, { kind: 'delete', transaction, oldKey: keyOnly }),
-        changeRecord(format, { kind: 'delete', transaction, oldKey: row }),
+        changeRecord(format, { kind: 'insert', transaction, newRow: rowOfCells(row) }),
+        changeRecord(format, { kind: 'update', transaction, oldKey: null, newRow: rowOfCells(toasted) }),
+        changeRecord(format, {
+          kind: 'update',
+          transaction,
+          oldKey: rowOfCells(keyOnly),
+          newRow: rowOfCells(other),
+        }),
+        changeRecord(format, {
+          kind: 'update',
+          transaction,
+          oldKey: rowOfCells(other),
+          newRow: rowOfCells(row),
+        }),
+        changeRecord(format, { kind: 'delete', transaction, oldKey: rowOfCells(keyOnly) }),
+        changeRecord(format, { kind: 'delete', transaction, oldKey: rowOfCells(row) }),
         changeRecord(format, { kind: 'truncate', transaction }),
       ];
     });
@@ -287,8 +299,8 @@ describe('default message JSON', () => {
     const keyUnchanged = changeRecord(format, {
       kind: 'update',
       transaction,
-      oldKey: rows[0] as RowImage,
-      newRow: (rows[0] as RowImage).map((cell, index) => (index === 4 ? unchangedToast : cell)),
+      oldKey: rowOfCells(rows[0] as RowImage),
+      newRow: rowOfCells((rows[0] as RowImage).map((cell, index) => (index === 4 ? unchangedToast : cell))),
     });
     expect(JSON.parse(keyUnchanged.key ?? '')).toEqual({
       id: '9223372036854775807',
@@ -325,14 +337,14 @@ describe('default message JSON', () => {
 
   it('refuses a binary cell, and integers PostgreSQL would not print, as the document does', () => {
     const binary = [Buffer.from('1'), ...(rows[0] as RowImage).slice(1)];
-    expect(() => changeRecord(format, { kind: 'insert', transaction, newRow: binary }).json).toThrow(
-      EngineError,
-    );
+    expect(
+      () => changeRecord(format, { kind: 'insert', transaction, newRow: rowOfCells(binary) }).json,
+    ).toThrow(EngineError);
     const withSmall = (text: string) =>
       changeRecord(format, {
         kind: 'insert',
         transaction,
-        newRow: (rows[0] as RowImage).map((cell, index) => (index === 1 ? text : cell)),
+        newRow: rowOfCells((rows[0] as RowImage).map((cell, index) => (index === 1 ? text : cell))),
       });
     for (const bad of ['40000', '-32769', '1e3', ' 1', '+1', '']) {
       expect(() => withSmall(bad).json, bad).toThrow(EngineError);
@@ -357,10 +369,10 @@ describe('default message JSON', () => {
       changeRecord(partial, {
         kind: 'update',
         transaction,
-        oldKey: ['6', null],
-        newRow: ['7', unchangedToast],
+        oldKey: rowOfCells(['6', null]),
+        newRow: rowOfCells(['7', unchangedToast]),
       }),
-      changeRecord(partial, { kind: 'delete', transaction, oldKey: ['7', null] }),
+      changeRecord(partial, { kind: 'delete', transaction, oldKey: rowOfCells(['7', null]) }),
     ];
     for (const record of records) {
       expect(record.key).toBe('{"id":"7","region":null}');

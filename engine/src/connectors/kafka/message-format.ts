@@ -136,11 +136,17 @@ export function changeRecord(format: TableFormat, change: RowChange): ChangeReco
   const { transaction } = change;
   switch (change.kind) {
     case 'insert':
-      return new RenderedRecord(format, 'insert', transaction, null, change.newRow);
+      return new RenderedRecord(format, 'insert', transaction, null, change.newRow.cells());
     case 'update':
-      return new RenderedRecord(format, 'update', transaction, change.oldKey, change.newRow);
+      return new RenderedRecord(
+        format,
+        'update',
+        transaction,
+        change.oldKey?.cells() ?? null,
+        change.newRow.cells(),
+      );
     case 'delete':
-      return new RenderedRecord(format, 'delete', transaction, change.oldKey, null);
+      return new RenderedRecord(format, 'delete', transaction, change.oldKey.cells(), null);
     case 'truncate':
       return new RenderedRecord(format, 'truncate', transaction, null, null);
   }

@@ -1,6 +1,6 @@
 // A new row's default Kafka message (key and value JSON) written straight
 // from the bytes the source sent, for a table whose every column has a rule
-// here: an insert's TupleData (changes.ts, WireTuple) or a snapshot's COPY
+// here: an insert's TupleData (changes.ts, TupleData) or a snapshot's COPY
 // text line. The values are copied into the held chunk as they are, quoted
 // and escaped where JSON needs it (COPY's escapes turned into JSON's), with no
 // string made per value. The text is the same, byte for byte, as
@@ -16,7 +16,7 @@
 
 import { EngineError } from '../../errors.ts';
 import type { ColumnType } from '../../model/value-kind.ts';
-import { tupleCellEnd, tupleCellKind, tupleCellsStart, type WireTuple } from '../changes.ts';
+import { type TupleData, tupleCellEnd, tupleCellKind, tupleCellsStart } from '../changes.ts';
 import { copyRowWidthError, parseCopyTextLine } from '../copy-text.ts';
 import type { SourceTransaction } from '../records.ts';
 import {
@@ -158,7 +158,7 @@ export class RowJson {
    * cells the table's columns in order, for the writes that follow; returns
    * the most bytes its key and value take together.
    */
-  takeTuple(kind: 'insert' | 'update', tuple: WireTuple, transaction: SourceTransaction): number {
+  takeTuple(kind: 'insert' | 'update', tuple: TupleData, transaction: SourceTransaction): number {
     this.#headFor(kind, transaction);
     const count = tuple.cellCount;
     this.#reserve(count);

@@ -3,6 +3,7 @@ import { typedColumn } from '../../../../test/support/text-table.ts';
 import type { LuaInput } from '../../scripting/lua-vm.ts';
 import { type RecordScript, type ScriptMessage, scriptBatchRecords } from '../../scripting/record-script.ts';
 import type { DestinationTable, SourceTransaction } from '../records.ts';
+import { rowOfCells } from '../rows.ts';
 import { type ChangeRecord, changeRecord, type TableFormat, tableFormat } from './message-format.ts';
 import { luaRecord, recordSink } from './script-records.ts';
 
@@ -16,7 +17,7 @@ const transaction: SourceTransaction = { xid: 7, commitLsn: 0x10n, commitTimeMic
 const format = tableFormat(table);
 
 function insert(id: number): ChangeRecord {
-  return changeRecord(format, { transaction, kind: 'insert', newRow: [String(id), 'n'] });
+  return changeRecord(format, { transaction, kind: 'insert', newRow: rowOfCells([String(id), 'n']) });
 }
 
 /** A script that answers each record with one message whose value is the row's id, counting its calls. */

@@ -15,6 +15,7 @@ import { copyTextRowBatches } from '../copy-text.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
 import {
   type ChangeBatch,
+  ChangeList,
   type Checkpoint,
   type DestinationTable,
   fillUnchanged,
@@ -22,6 +23,7 @@ import {
   type RowImage,
   type SourceColumn,
 } from '../records.ts';
+import { rowOfCells } from '../rows.ts';
 
 interface StoredTable {
   columns: SourceColumn[];
@@ -30,7 +32,7 @@ interface StoredTable {
   readonly rows: Map<string, RowImage>;
 }
 
-export class MemoryDestination implements Destination {
+export class MemoryDestination implements Destination<ChangeList> {
   readonly #tables = new Map<string, StoredTable>();
   readonly #checkpoints = new Map<string, Checkpoint>();
   /** Ids of the batches applied (not those recognised as replays), in order. */
@@ -40,6 +42,10 @@ export class MemoryDestination implements Destination {
 
   async check(): Promise<{ version: string }> {
     return { version: 'memory' };
+  }
+
+  changeBuffer(): ChangeList {
+    return new ChangeList();
   }
 
   async close(): Promise<void> {}
@@ -70,14 +76,14 @@ export class MemoryDestination implements Destination {
     let rowCount = 0;
     for await (const rows of copyTextRowBatches(copyText, table)) {
       for (const row of rows) {
-        stored.rows.set(rowKey(row, keys), this.#widen(stored, row));
+        stored.rows.set(rowKey(rowOfCells(row), keys), this.#widen(stored, row));
         rowCount++;
       }
     }
     return rowCount;
   }
 
-  async syncBatch(batch: ChangeBatch): Promise<void> {
+  async syncBatch(batch: ChangeBatch<ChangeList>): Promise<void> {
     const checkpoint = this.#checkpoints.get(batch.mirror);
     if (checkpoint && batch.batchId <= checkpoint.batchId) {
       this.replayedBatchIds.push(batch.batchId);
@@ -85,10 +91,10 @@ export class MemoryDestination implements Destination {
     }
     // Everything below runs without an await: the rows and the checkpoint
     // become durable together or not at all.
-    const applied = batch.tables.map(({ table, changes }) => ({
+    const applied = batch.tables.map(({ table, held }) => ({
       stored: this.#stored(table),
       keys: keyIndexes(table),
-      coalesced: coalesceChanges(changes, keyIndexes(table)),
+      coalesced: coalesceChanges(held.changes, keyIndexes(table)),
     }));
     for (const { stored, keys, coalesced } of applied) {
       if (coalesced.truncated) stored.rows.clear();
@@ -96,7 +102,7 @@ export class MemoryDestination implements Destination {
       for (const row of coalesced.upserts) {
         const key = rowKey(row, keys);
         const previous = stored.rows.get(key);
-        const widened = this.#widen(stored, row);
+        const widened = this.#widen(stored, row.cells());
         stored.rows.set(key, previous ? fillUnchanged(widened, previous) : widened);
       }
     }

@@ -10,8 +10,10 @@ import type { ChangeBatch, ChangeBuffer, Checkpoint, DestinationTable } from '..
 /** The calls a fault can be injected into: one per pipeline phase that writes. */
 export type FaultedCall = 'setupTables' | 'writeSnapshotPartition' | 'syncBatch';
 
-export class FaultInjectingDestination implements Destination {
-  readonly #inner: Destination;
+export class FaultInjectingDestination<Held extends ChangeBuffer = ChangeBuffer>
+  implements Destination<Held>
+{
+  readonly #inner: Destination<Held>;
   #failingSyncs = 0;
   #failingReplies = 0;
   #setupFault: EngineError | undefined;
@@ -23,12 +25,13 @@ export class FaultInjectingDestination implements Destination {
   syncedBatchIds: bigint[] = [];
   /** How many calls are held right now (waiting for `releaseHeld`). */
   heldCount = 0;
-  /** The inner destination's, so batches reach it in the form it takes them. */
-  readonly changeBuffer: ((table: DestinationTable) => ChangeBuffer) | undefined;
-
-  constructor(inner: Destination) {
+  constructor(inner: Destination<Held>) {
     this.#inner = inner;
-    this.changeBuffer = inner.changeBuffer?.bind(inner);
+  }
+
+  /** The inner destination's, so batches reach it in the form it takes them. */
+  changeBuffer(table: DestinationTable): Held {
+    return this.#inner.changeBuffer(table);
   }
 
   /**
@@ -101,7 +104,7 @@ export class FaultInjectingDestination implements Destination {
     }
   }
 
-  async syncBatch(batch: ChangeBatch): Promise<void> {
+  async syncBatch(batch: ChangeBatch<Held>): Promise<void> {
     if (this.#failingSyncs > 0) {
       this.#failingSyncs--;
       this.failedSyncCount++;

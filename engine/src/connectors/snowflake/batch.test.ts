@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ChangeBatch, DestinationTable, RowChange, SourceTransaction } from '../records.ts';
-import { unchangedToast } from '../records.ts';
+import { ChangeList, unchangedToast } from '../records.ts';
+import { rowOfCells } from '../rows.ts';
 import { applyBatch, type BatchContext } from './batch.ts';
 import { internalObjects } from './internal.ts';
 import type { SnowflakeSession, StatementResult } from './session.ts';
@@ -35,22 +36,32 @@ const table: DestinationTable = {
 const transaction: SourceTransaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
 const changes: RowChange[] = [
   { transaction, kind: 'truncate' },
-  { transaction, kind: 'insert', newRow: ['1', 'a', '1.50'] },
-  { transaction, kind: 'insert', newRow: ['2', 'b', '2.50'] },
-  { transaction, kind: 'update', oldKey: null, newRow: ['2', unchangedToast, '3.00'] },
-  { transaction, kind: 'update', oldKey: ['1', null, null], newRow: ['3', 'a', '1.50'] },
+  { transaction, kind: 'insert', newRow: rowOfCells(['1', 'a', '1.50']) },
+  { transaction, kind: 'insert', newRow: rowOfCells(['2', 'b', '2.50']) },
+  { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['2', unchangedToast, '3.00']) },
+  {
+    transaction,
+    kind: 'update',
+    oldKey: rowOfCells(['1', null, null]),
+    newRow: rowOfCells(['3', 'a', '1.50']),
+  },
   // A key change of a row this batch has no image of, its body not resent: the
   // body is read from the destination's row under key 9.
-  { transaction, kind: 'update', oldKey: ['9', null, null], newRow: ['10', unchangedToast, '9.00'] },
-  { transaction, kind: 'delete', oldKey: ['2', null, null] },
-  { transaction, kind: 'insert', newRow: ['4', 'd', null] },
+  {
+    transaction,
+    kind: 'update',
+    oldKey: rowOfCells(['9', null, null]),
+    newRow: rowOfCells(['10', unchangedToast, '9.00']),
+  },
+  { transaction, kind: 'delete', oldKey: rowOfCells(['2', null, null]) },
+  { transaction, kind: 'insert', newRow: rowOfCells(['4', 'd', null]) },
 ];
 
-const batch: ChangeBatch = {
+const batch: ChangeBatch<ChangeList> = {
   mirror: 'm1',
   batchId: 8n,
   endLsn: 100n,
-  tables: [{ table, changes }],
+  tables: [{ table, held: ChangeList.of(changes) }],
   rowCount: changes.length,
 };
 

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
 import { finalStates, rowKey } from '../coalesce.ts';
 import type { MirrorColumns } from '../destination.ts';
-import { type ChangeBatch, isUnchangedToast, keyIndexes } from '../records.ts';
+import { type ChangeBatch, type ChangeList, keyIndexes } from '../records.ts';
 import { applyTableSql, type TableApply } from './apply-sql.ts';
 import { changeLine, dataObject, unchangedFlags } from './changes-file.ts';
 import { transactionName } from './detached.ts';
@@ -35,16 +35,19 @@ export interface BatchContext {
   /** Local directory for the file to PUT. */
   readonly localDir: string;
   /** Runs what must precede BEGIN for the batch's tables (ADD COLUMN: DDL commits implicitly). */
-  readonly beforeBegin: (session: SnowflakeSession, batch: ChangeBatch) => Promise<void>;
+  readonly beforeBegin: (session: SnowflakeSession, batch: ChangeBatch<ChangeList>) => Promise<void>;
 }
 
 export type BatchOutcome = 'applied' | 'skipped';
 
 /** The staged file's text and the apply plan of each table with rows. */
-export function stageBatch(batch: ChangeBatch, database: string): { text: string; applies: TableApply[] } {
+export function stageBatch(
+  batch: ChangeBatch<ChangeList>,
+  database: string,
+): { text: string; applies: TableApply[] } {
   const lines: string[] = [];
   const applies: TableApply[] = [];
-  batch.tables.forEach(({ table, changes }, tableNo) => {
+  batch.tables.forEach(({ table, held: { changes } }, tableNo) => {
     const positions = keyIndexes(table);
     if (positions.length === 0 || positions.includes(-1)) {
       throw new EngineError(
@@ -76,8 +79,7 @@ export function stageBatch(batch: ChangeBatch, database: string): { text: string
         const flags = unchangedFlags(state.row);
         // A key change with unchanged values: they are in the row under the old key.
         const refill =
-          state.row.some(isUnchangedToast) &&
-          rowKey(state.fillKey, positions) !== rowKey(state.row, positions);
+          state.row.hasUnchangedToast() && rowKey(state.fillKey, positions) !== rowKey(state.row, positions);
         if (flags) hasUnchanged = true;
         if (refill) fillsFromOldKey = true;
         const data = dataObject(
@@ -122,7 +124,7 @@ async function storedBatchId(
  */
 export async function applyBatch(
   session: SnowflakeSession,
-  batch: ChangeBatch,
+  batch: ChangeBatch<ChangeList>,
   context: BatchContext,
   attempt: number,
 ): Promise<BatchOutcome> {

@@ -7,7 +7,7 @@
 // (NULL) when every value is there.
 import { EngineError } from '../../errors.ts';
 import { formatTableName } from '../../resources/mirror.ts';
-import { type DestinationTable, isUnchangedToast, type RowImage, type TupleCell } from '../records.ts';
+import { type DestinationTable, isUnchangedToast, type Row, type TupleCell } from '../records.ts';
 import type { ColumnCodec } from './types.ts';
 
 export type ChangeOp = 'U' | 'D';
@@ -39,27 +39,30 @@ export function fillKey(index: number): string {
 export function dataObject(
   table: DestinationTable,
   codecs: readonly ColumnCodec[],
-  row: RowImage,
+  row: Row,
   keyPositions?: readonly number[],
-  fill?: { readonly key: RowImage; readonly positions: readonly number[] },
+  fill?: { readonly key: Row; readonly positions: readonly number[] },
 ): string {
   const parts: string[] = [];
   const positions = keyPositions ?? table.columns.map((_, index) => index);
-  const add = (name: string, index: number, cell: RowImage[number] | undefined) => {
+  const add = (name: string, index: number, cell: TupleCell) => {
     const text = cellText(cell, table);
     if (text === null) return;
     const json = codecs[index]?.encode(text);
     if (json !== undefined) parts.push(`"${name}":${json}`);
   };
-  for (const index of positions) add(dataKey(index), index, row[index]);
-  if (fill) for (const index of fill.positions) add(fillKey(index), index, fill.key[index]);
+  for (const index of positions) add(dataKey(index), index, row.cell(index));
+  if (fill) for (const index of fill.positions) add(fillKey(index), index, fill.key.cell(index));
   return `{${parts.join(',')}}`;
 }
 
 /** '0'/'1' by position, or '' when no cell is an unchanged TOAST value. */
-export function unchangedFlags(row: RowImage): string {
-  if (!row.some(isUnchangedToast)) return '';
-  return row.map((cell) => (isUnchangedToast(cell) ? '1' : '0')).join('');
+export function unchangedFlags(row: Row): string {
+  if (!row.hasUnchangedToast()) return '';
+  return row
+    .cells()
+    .map((cell) => (isUnchangedToast(cell) ? '1' : '0'))
+    .join('');
 }
 
 /** One CSV line; DATA is always quoted, so its backslashes and commas are literal. */

@@ -21,7 +21,14 @@ import type { DatawarehouseConfig } from '../../resources/peer.ts';
 import { classifySnowflakeError } from '../classify/index.ts';
 import { copyTextRowBatches } from '../copy-text.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable, SourceColumn } from '../records.ts';
+import {
+  type ChangeBatch,
+  ChangeList,
+  type Checkpoint,
+  type DestinationTable,
+  type SourceColumn,
+} from '../records.ts';
+import { rowOfCells } from '../rows.ts';
 import { insertSnapshotSql } from './apply-sql.ts';
 import { applyBatch } from './batch.ts';
 import { changeLine, dataObject } from './changes-file.ts';
@@ -52,7 +59,7 @@ function tableKey(table: DestinationTable): string {
   return `${table.destination.schema}\u0000${table.destination.table}`;
 }
 
-export class SnowflakeDestination implements Destination {
+export class SnowflakeDestination implements Destination<ChangeList> {
   readonly #config: DatawarehouseConfig;
   readonly #options: SnowflakeDestinationOptions;
   readonly #objects: InternalObjects;
@@ -198,7 +205,14 @@ export class SnowflakeDestination implements Destination {
             for await (const rows of copyTextRowBatches(copyText, table)) {
               let lines = '';
               for (const row of rows) {
-                lines += changeLine(BigInt(token), 0, rowCount, 'U', dataObject(table, codecs, row), '');
+                lines += changeLine(
+                  BigInt(token),
+                  0,
+                  rowCount,
+                  'U',
+                  dataObject(table, codecs, rowOfCells(row)),
+                  '',
+                );
                 rowCount++;
               }
               yield lines;
@@ -247,7 +261,12 @@ export class SnowflakeDestination implements Destination {
     return rowCount;
   }
 
-  async syncBatch(batch: ChangeBatch): Promise<void> {
+  /** Snowflake folds each table's changes at the write (batch.ts), from the changes as objects. */
+  changeBuffer(): ChangeList {
+    return new ChangeList();
+  }
+
+  async syncBatch(batch: ChangeBatch<ChangeList>): Promise<void> {
     this.#attempt++;
     const attempt = this.#attempt;
     const localDir = await this.#dir();
@@ -286,7 +305,7 @@ export class SnowflakeDestination implements Destination {
   }
 
   /** ADD COLUMN for the batch's columns the target may lack; DDL commits, so before BEGIN. */
-  async #addNewColumns(session: SnowflakeSession, batch: ChangeBatch): Promise<void> {
+  async #addNewColumns(session: SnowflakeSession, batch: ChangeBatch<ChangeList>): Promise<void> {
     for (const { table } of batch.tables) {
       const known = this.#knownColumns.get(tableKey(table)) ?? new Set<string>();
       for (const column of table.columns) {

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DestinationTable, SourceColumn } from '../records.ts';
 import { unchangedToast } from '../records.ts';
+import { rowOfCells } from '../rows.ts';
 import { changeLine, dataObject, unchangedFlags } from './changes-file.ts';
 import { columnCodec, formatMicros } from './types.ts';
 
@@ -77,11 +78,11 @@ describe('Snowflake column types and values', () => {
     };
     const codecs = table.columns.map(columnCodec);
     const row = ['1', unchangedToast, 'say "hi", \\ bye'] as const;
-    const data = dataObject(table, codecs, row);
+    const data = dataObject(table, codecs, rowOfCells(row));
     expect(data).toBe('{"c0":"1","c2":"say \\"hi\\", \\\\ bye"}');
-    expect(dataObject(table, codecs, ['2', null, null])).toBe('{"c0":"2"}');
-    expect(unchangedFlags(row)).toBe('010');
-    expect(unchangedFlags(['1', null, 'x'])).toBe('');
+    expect(dataObject(table, codecs, rowOfCells(['2', null, null]))).toBe('{"c0":"2"}');
+    expect(unchangedFlags(rowOfCells(row))).toBe('010');
+    expect(unchangedFlags(rowOfCells(['1', null, 'x']))).toBe('');
     expect(changeLine(5n, 0, 3, 'U', data, '010')).toBe(
       '5,0,3,U,"{""c0"":""1"",""c2"":""say \\""hi\\"", \\\\ bye""}",010\n',
     );

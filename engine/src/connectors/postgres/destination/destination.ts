@@ -16,7 +16,6 @@ import {
   type ChangeBatch,
   type Checkpoint,
   type DestinationTable,
-  heldAs,
   keyIndexes,
   type SourceColumn,
   type TableChanges,
@@ -60,7 +59,7 @@ const newRowsSavepoint = 'tributary_new_rows';
 /** SQLSTATE unique_violation. */
 const uniqueViolation = '23505';
 
-export class PostgresDestination implements Destination {
+export class PostgresDestination implements Destination<PostgresTableChanges> {
   readonly #config: RelationalConfig;
   readonly #options: PostgresDestinationOptions;
   #pool: PgPool | undefined;
@@ -260,7 +259,7 @@ export class PostgresDestination implements Destination {
     }
   }
 
-  async syncBatch(batch: ChangeBatch): Promise<void> {
+  async syncBatch(batch: ChangeBatch<PostgresTableChanges>): Promise<void> {
     const pool = await this.#connection();
     let client: pg.PoolClient | undefined;
     try {
@@ -345,15 +344,16 @@ export class PostgresDestination implements Destination {
     );
   }
 
-  async #applyTable(client: pg.PoolClient, tableChanges: TableChanges, index: number): Promise<void> {
-    const { table } = tableChanges;
+  async #applyTable(
+    client: pg.PoolClient,
+    { table, held }: TableChanges<PostgresTableChanges>,
+    index: number,
+  ): Promise<void> {
     const keyPositions = keyIndexes(table);
     if (keyPositions.length === 0 || keyPositions.includes(-1)) {
       throw new EngineError('config', `destination table ${quoteTable(table.destination)} has no usable key`);
     }
-    const { truncated, newRows, staged } = heldAs(tableChanges, PostgresTableChanges, (table) =>
-      this.#tableChanges(table),
-    );
+    const { truncated, newRows, staged } = held;
     if (truncated) {
       const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
       const target = quoteTable(table.destination);

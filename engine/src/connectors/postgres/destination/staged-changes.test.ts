@@ -7,12 +7,12 @@ import { copyChunkBytes } from '../../copy-chunks.ts';
 import { parseCopyTextLine } from '../../copy-text.ts';
 import {
   type DestinationTable,
-  isUnchangedToast,
   type RowChange,
   type RowImage,
   type TupleCell,
   unchangedToast,
 } from '../../records.ts';
+import { rowOfCells } from '../../rows.ts';
 import { StagedChanges } from './staged-changes.ts';
 
 const transaction = { xid: 1, commitLsn: 100n, commitTimeMicros: 0n };
@@ -54,8 +54,8 @@ function expectedRows(changes: readonly RowOrKeyChange[], onTable = table): Stag
     return names.length > 0 ? `{${names.join(',')}}` : null;
   };
   return [
-    ...deletes.map((row) => ({ op: 'D', unchanged: null, row: cells(row) })),
-    ...upserts.map((row) => ({ op: 'U', unchanged: unchangedNames(row), row: cells(row) })),
+    ...deletes.map((row) => ({ op: 'D', unchanged: null, row: cells(row.cells()) })),
+    ...upserts.map((row) => ({ op: 'U', unchanged: unchangedNames(row.cells()), row: cells(row.cells()) })),
   ];
 }
 
@@ -65,11 +65,11 @@ const byKeyAndOp = (rows: StageRow[]) =>
 describe('StagedChanges', () => {
   it('keeps the last change of each key, and counts what the stage upserts and deletes', () => {
     const held = staged([
-      { transaction, kind: 'insert', newRow: ['1', 'a', 'x'] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['1', 'b', 'y'] },
-      { transaction, kind: 'insert', newRow: ['2', 'c', null] },
-      { transaction, kind: 'delete', oldKey: ['2', null, null] },
-      { transaction, kind: 'delete', oldKey: ['3', null, null] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['1', 'a', 'x']) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['1', 'b', 'y']) },
+      { transaction, kind: 'insert', newRow: rowOfCells(['2', 'c', null]) },
+      { transaction, kind: 'delete', oldKey: rowOfCells(['2', null, null]) },
+      { transaction, kind: 'delete', oldKey: rowOfCells(['3', null, null]) },
     ]);
     expect(stageRows(held)).toEqual([
       { op: 'U', unchanged: null, row: ['1', 'b', 'y'] },
@@ -82,8 +82,13 @@ describe('StagedChanges', () => {
 
   it('deletes the old key of a key change, and fills the new row from the old key’s image', () => {
     const held = staged([
-      { transaction, kind: 'insert', newRow: ['1', 'big value', 'a'] },
-      { transaction, kind: 'update', oldKey: ['1', null, null], newRow: ['5', unchangedToast, 'moved'] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['1', 'big value', 'a']) },
+      {
+        transaction,
+        kind: 'update',
+        oldKey: rowOfCells(['1', null, null]),
+        newRow: rowOfCells(['5', unchangedToast, 'moved']),
+      },
     ]);
     expect(stageRows(held)).toEqual([
       { op: 'U', unchanged: null, row: ['5', 'big value', 'moved'] },
@@ -94,29 +99,38 @@ describe('StagedChanges', () => {
 
   it('names the unchanged TOAST columns no earlier image of the batch fills, for the destination to keep', () => {
     const held = staged([
-      { transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'a'] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'b'] },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['1', unchangedToast, 'a']) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['1', unchangedToast, 'b']) },
     ]);
     expect(stageRows(held)).toEqual([{ op: 'U', unchanged: '{"big"}', row: ['1', null, 'b'] }]);
     expect(held.fold().mayKeepUnchanged).toBe(true);
     // Superseded by a change that sends the value: nothing is left to keep.
     const sent = staged([
-      { transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'a'] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['1', 'sent', 'c'] },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['1', unchangedToast, 'a']) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['1', 'sent', 'c']) },
     ]);
     expect(sent.fold().mayKeepUnchanged).toBe(false);
   });
 
   it('fills from an earlier image in a sealed chunk, with values that need escapes', () => {
     const held = new StagedChanges(table);
-    held.add({ transaction, kind: 'insert', newRow: ['1', 'tab\tnew\nline back\\slash é', null] });
+    held.add({
+      transaction,
+      kind: 'insert',
+      newRow: rowOfCells(['1', 'tab\tnew\nline back\\slash é', null]),
+    });
     // Enough other rows to seal the first line into a chunk of its own.
     const filler = 'x'.repeat(200);
     const fillers = Math.ceil(copyChunkBytes / 200) + 10;
     for (let id = 2; id < 2 + fillers; id++) {
-      held.add({ transaction, kind: 'insert', newRow: [String(id), filler, null] });
+      held.add({ transaction, kind: 'insert', newRow: rowOfCells([String(id), filler, null]) });
     }
-    held.add({ transaction, kind: 'update', oldKey: null, newRow: ['1', unchangedToast, 'later'] });
+    held.add({
+      transaction,
+      kind: 'update',
+      oldKey: null,
+      newRow: rowOfCells(['1', unchangedToast, 'later']),
+    });
     const rows = stageRows(held);
     expect(rows).toHaveLength(1 + fillers);
     expect(rows.find((row) => row.row[0] === '1')).toEqual({
@@ -135,7 +149,7 @@ describe('StagedChanges', () => {
           transaction,
           kind: 'update',
           oldKey: null,
-          newRow: [String(id), `round ${round} ü`, null],
+          newRow: rowOfCells([String(id), `round ${round} ü`, null]),
         });
       }
     }
@@ -148,9 +162,9 @@ describe('StagedChanges', () => {
   });
 
   it('takes nothing more once folded', () => {
-    const held = staged([{ transaction, kind: 'insert', newRow: ['1', 'a', null] }]);
+    const held = staged([{ transaction, kind: 'insert', newRow: rowOfCells(['1', 'a', null]) }]);
     const folded = held.fold();
-    expect(() => held.add({ transaction, kind: 'delete', oldKey: ['1', null, null] })).toThrow(
+    expect(() => held.add({ transaction, kind: 'delete', oldKey: rowOfCells(['1', null, null]) })).toThrow(
       /already folded/,
     );
     expect(held.fold()).toBe(folded);
@@ -159,11 +173,16 @@ describe('StagedChanges', () => {
   it('leaves lines whose keys ascend as written, counted', () => {
     // 9 → 10 crosses a digit: ascending by length first, then by characters.
     const changes: RowOrKeyChange[] = [
-      { transaction, kind: 'insert', newRow: ['8', 'a', null] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['9', 'b', 'x'] },
-      { transaction, kind: 'delete', oldKey: ['10', null, null] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['8', 'a', null]) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['9', 'b', 'x']) },
+      { transaction, kind: 'delete', oldKey: rowOfCells(['10', null, null]) },
       // A key change writes the new key's line, then the old key's.
-      { transaction, kind: 'update', oldKey: ['13', null, null], newRow: ['12', 'c', null] },
+      {
+        transaction,
+        kind: 'update',
+        oldKey: rowOfCells(['13', null, null]),
+        newRow: rowOfCells(['12', 'c', null]),
+      },
     ];
     const held = staged(changes);
     expect(stageRows(held)).toEqual([
@@ -182,9 +201,9 @@ describe('StagedChanges', () => {
 
   it('folds once a key comes out of order, even after ascending keys', () => {
     const held = staged([
-      { transaction, kind: 'insert', newRow: ['9', 'a', null] },
-      { transaction, kind: 'insert', newRow: ['10', 'b', null] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['9', 'changed', null] },
+      { transaction, kind: 'insert', newRow: rowOfCells(['9', 'a', null]) },
+      { transaction, kind: 'insert', newRow: rowOfCells(['10', 'b', null]) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['9', 'changed', null]) },
     ]);
     expect(stageRows(held)).toEqual([
       { op: 'U', unchanged: null, row: ['10', 'b', null] },
@@ -206,10 +225,16 @@ describe('StagedChanges', () => {
         const pick = ascendingOnly ? 2 : next(10);
         key = pick === 0 ? key : pick === 1 ? Math.max(0, key - 1 - next(3)) : key + 1 + next(12);
         const newRow = [String(key), `v${run}.${step}`, null];
-        if (next(4) === 0) changes.push({ transaction, kind: 'delete', oldKey: [String(key), null, null] });
+        if (next(4) === 0)
+          changes.push({ transaction, kind: 'delete', oldKey: rowOfCells([String(key), null, null]) });
         else if (!ascendingOnly && next(6) === 0)
-          changes.push({ transaction, kind: 'update', oldKey: [String(key + 1000), null, null], newRow });
-        else changes.push({ transaction, kind: 'update', oldKey: null, newRow });
+          changes.push({
+            transaction,
+            kind: 'update',
+            oldKey: rowOfCells([String(key + 1000), null, null]),
+            newRow: rowOfCells(newRow),
+          });
+        else changes.push({ transaction, kind: 'update', oldKey: null, newRow: rowOfCells(newRow) });
       }
       expect(byKeyAndOp(stageRows(staged(changes)))).toEqual(byKeyAndOp(expectedRows(changes)));
     }
@@ -228,19 +253,24 @@ describe('StagedChanges', () => {
         const pick = next(8);
         if (!present.has(key)) {
           const inserted = [key, `big ${step}`, next(3) === 0 ? null : `n${step}`];
-          changes.push({ transaction, kind: 'insert', newRow: inserted });
+          changes.push({ transaction, kind: 'insert', newRow: rowOfCells(inserted) });
           present.set(key, inserted);
         } else if (pick < 2) {
-          changes.push({ transaction, kind: 'delete', oldKey: [key, null, null] });
+          changes.push({ transaction, kind: 'delete', oldKey: rowOfCells([key, null, null]) });
           present.delete(key);
         } else if (pick < 4 && !present.has(moved)) {
           const newRow: RowImage = [moved, value(), `moved ${step}`];
-          changes.push({ transaction, kind: 'update', oldKey: [key, null, null], newRow });
+          changes.push({
+            transaction,
+            kind: 'update',
+            oldKey: rowOfCells([key, null, null]),
+            newRow: rowOfCells(newRow),
+          });
           present.delete(key);
           present.set(moved, newRow);
         } else {
           const newRow: RowImage = [key, value(), `u${step}`];
-          changes.push({ transaction, kind: 'update', oldKey: null, newRow });
+          changes.push({ transaction, kind: 'update', oldKey: null, newRow: rowOfCells(newRow) });
           present.set(key, newRow);
         }
       }
@@ -250,21 +280,34 @@ describe('StagedChanges', () => {
 });
 
 /**
- * The same changes held twice: every change decoded (`add`), and with each
- * update that may come undecoded (no old key, no unchanged TOAST) given as its
- * wire tuple (`addUpsertTuple`), as the change applier hands it over.
+ * The same changes held twice: with rows of decoded cells, and with every row
+ * over TupleData bytes, as the source's come: one encoder, the same lines.
  */
 function stagedBothWays(changes: readonly RowOrKeyChange[], onTable: DestinationTable = table) {
   const decoded = staged(changes, onTable);
   const fromBytes = new StagedChanges(onTable);
   let tuples = 0;
   for (const change of changes) {
-    if (change.kind === 'update' && change.oldKey === null && !change.newRow.some(isUnchangedToast)) {
-      fromBytes.addUpsertTuple(wireTuple(change.newRow));
-      tuples++;
-    } else fromBytes.add(change);
+    fromBytes.add(overSourceBytes(change));
+    if (change.kind !== 'delete') tuples++;
   }
   return { decoded: decoded.fold(), fromBytes: fromBytes.fold(), tuples };
+}
+
+/** The change with its rows over TupleData bytes, as the source's come. */
+function overSourceBytes(change: RowOrKeyChange): RowOrKeyChange {
+  switch (change.kind) {
+    case 'insert':
+      return { ...change, newRow: wireTuple(change.newRow.cells()) };
+    case 'update':
+      return {
+        ...change,
+        oldKey: change.oldKey && wireTuple(change.oldKey.cells()),
+        newRow: wireTuple(change.newRow.cells()),
+      };
+    case 'delete':
+      return { ...change, oldKey: wireTuple(change.oldKey.cells()) };
+  }
 }
 
 describe('StagedChanges of updates given undecoded (addUpsertTuple)', () => {
@@ -277,21 +320,22 @@ describe('StagedChanges of updates given undecoded (addUpsertTuple)', () => {
         const key = String(next(6));
         const value = (): TupleCell => (next(5) === 0 ? unchangedToast : `v\t${run}.${step} ✓`);
         const pick = next(6);
-        if (pick === 0) changes.push({ transaction, kind: 'delete', oldKey: [key, null, null] });
-        else if (pick === 1) changes.push({ transaction, kind: 'insert', newRow: [key, 'big', null] });
+        if (pick === 0) changes.push({ transaction, kind: 'delete', oldKey: rowOfCells([key, null, null]) });
+        else if (pick === 1)
+          changes.push({ transaction, kind: 'insert', newRow: rowOfCells([key, 'big', null]) });
         else if (pick === 2)
           changes.push({
             transaction,
             kind: 'update',
-            oldKey: [String(next(6)), null, null],
-            newRow: [key, value(), 'moved'],
+            oldKey: rowOfCells([String(next(6)), null, null]),
+            newRow: rowOfCells([key, value(), 'moved']),
           });
         else
           changes.push({
             transaction,
             kind: 'update',
             oldKey: null,
-            newRow: [key, value(), next(3) === 0 ? null : 'n'],
+            newRow: rowOfCells([key, value(), next(3) === 0 ? null : 'n']),
           });
       }
       const { decoded, fromBytes, tuples: given } = stagedBothWays(changes);
@@ -305,12 +349,12 @@ describe('StagedChanges of updates given undecoded (addUpsertTuple)', () => {
   it('keys rows of a composite key, nulls and text past ASCII as the decoded cells do', () => {
     const composite = { ...textTable(['region', 'id', 'note']), keyColumns: ['region', 'id'] };
     const changes: RowOrKeyChange[] = [
-      { transaction, kind: 'update', oldKey: null, newRow: ['é', '1', 'first'] },
-      { transaction, kind: 'update', oldKey: null, newRow: [null, '1', 'null region'] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['', '1', 'empty region'] },
-      { transaction, kind: 'delete', oldKey: ['é', '1', null] },
-      { transaction, kind: 'update', oldKey: null, newRow: ['é', '1', 'again'] },
-      { transaction, kind: 'update', oldKey: null, newRow: [null, '1', 'null region again'] },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['é', '1', 'first']) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells([null, '1', 'null region']) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['', '1', 'empty region']) },
+      { transaction, kind: 'delete', oldKey: rowOfCells(['é', '1', null]) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['é', '1', 'again']) },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells([null, '1', 'null region again']) },
     ];
     const { decoded, fromBytes, tuples } = stagedBothWays(changes, composite);
     expect(tuples).toBe(5);
@@ -321,11 +365,13 @@ describe('StagedChanges of updates given undecoded (addUpsertTuple)', () => {
   it('fails on a binary cell as the decoded cells do, holding nothing of it', () => {
     const row = ['1', Buffer.from('binary'), 'n'];
     const decoded = new StagedChanges(table);
-    expect(() => decoded.add({ transaction, kind: 'update', oldKey: null, newRow: row })).toThrow(
+    expect(() => decoded.add({ transaction, kind: 'update', oldKey: null, newRow: rowOfCells(row) })).toThrow(
       'binary tuple value',
     );
     const fromBytes = new StagedChanges(table);
-    expect(() => fromBytes.addUpsertTuple(wireTuple(row))).toThrow('binary tuple value');
+    expect(() =>
+      fromBytes.add({ transaction, kind: 'update', oldKey: null, newRow: wireTuple(row) }),
+    ).toThrow('binary tuple value');
     // Nothing of it was recorded.
     expect(fromBytes.fold()).toMatchObject({ chunks: [], upsertCount: 0, deleteCount: 0 });
   });

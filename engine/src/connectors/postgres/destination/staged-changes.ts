@@ -12,20 +12,14 @@
 // in ascending order are all distinct and need no fold.
 
 import { EngineError } from '../../../errors.ts';
-import { tupleCellEnd, tupleCellKind, tupleCellsStart, type WireTuple } from '../../changes.ts';
+import type { TupleData } from '../../changes.ts';
 import { rowKey } from '../../coalesce.ts';
 import { CopyTextChunks } from '../../copy-chunks.ts';
-import { rowFields, tupleLineMaxBytes, writeTupleLine } from '../../copy-lines.ts';
+import { tupleLineMaxBytes, writeTupleLine } from '../../copy-lines.ts';
 import { copyNull, escapeCopyText, parseCopyTextLine, textArrayLiteral } from '../../copy-text.ts';
 import type { DestinationTable } from '../../records.ts';
-import {
-  fillUnchanged,
-  isUnchangedToast,
-  keyIndexes,
-  type RowChange,
-  type RowImage,
-  unchangedToast,
-} from '../../records.ts';
+import { keyIndexes, type Row, type RowChange, type RowImage, unchangedToast } from '../../records.ts';
+import { filledRow, rowOfCells } from '../../rows.ts';
 
 /**
  * What a line's key costs in the heap besides its characters: the string's
@@ -50,7 +44,7 @@ export interface StageLines {
 
 /** An upsert line written with unchanged-TOAST cells, which an earlier line of the batch may fill. */
 interface UnfilledUpsert {
-  readonly image: RowImage;
+  readonly image: Row;
   /** The key whose state the row follows: its own, or its old key after a key change. */
   readonly fromKey: string;
 }
@@ -88,37 +82,11 @@ export class StagedChanges {
         if (!change.oldKey || oldKey === newKey) return this.#upsert(change.newRow, newKey, newKey);
         // The new row follows the old key's state; then the old key goes.
         const size = this.#upsert(change.newRow, newKey, oldKey);
-        return size + this.#append(deleteLine(this.#table, change.oldKey), oldKey, 0);
+        return size + this.#append(deleteOp, copyNull, change.oldKey, oldKey, 0);
       }
       case 'delete':
-        return this.#append(
-          deleteLine(this.#table, change.oldKey),
-          rowKey(change.oldKey, this.#keyIndexes),
-          0,
-        );
+        return this.#append(deleteOp, copyNull, change.oldKey, rowKey(change.oldKey, this.#keyIndexes), 0);
     }
-  }
-
-  /**
-   * Holds an update given undecoded, its cells the table's columns in order
-   * and none unchanged TOAST (ChangeBuffer.addUpdateTuple): the same upsert
-   * line as `add` of its decoded cells, written from the bytes. Returns about
-   * the bytes it took.
-   */
-  addUpsertTuple(tuple: WireTuple): number {
-    if (this.#folded) throw new EngineError('internal', 'a change was added to stage lines already folded');
-    const key = tupleKey(tuple, this.#keyIndexes);
-    // The line first: a cell it cannot write (binary) leaves nothing recorded.
-    const lineBytes = this.#text.addWritten(
-      upsertHead.length + tupleLineMaxBytes(tuple),
-      (target, offset) => {
-        let write = offset;
-        for (let index = 0; index < upsertHead.length; index++) target[write++] = upsertHead[index] as number;
-        return writeTupleLine(this.#table, tuple, target, write);
-      },
-    );
-    this.#appended(key, 1);
-    return lineBytes + keyOverheadBytes + key.length;
   }
 
   /**
@@ -149,7 +117,7 @@ export class StagedChanges {
     let droppedAny = false;
     /** Lines whose text a fill changed, and the images of lines written with unchanged cells. */
     const replaced = new Map<number, string>();
-    const images = new Map<number, RowImage>();
+    const images = new Map<number, Row>();
     const chunkLines = new ChunkLines(chunks, this.#text.firstLines);
     for (let line = 0; line < lineCount; line++) {
       const key = this.#keys[line] as string;
@@ -158,8 +126,8 @@ export class StagedChanges {
         const from = latest.get(unfilled.fromKey);
         let image = unfilled.image;
         if (from !== undefined && this.#upserts[from] === 1) {
-          image = fillUnchanged(image, images.get(from) ?? chunkLines.upsertImage(from));
-          replaced.set(line, upsertLine(this.#table, image));
+          image = filledRow(image, images.get(from) ?? rowOfCells(chunkLines.upsertImage(from)));
+          replaced.set(line, stageLineText(this.#table, upsertOp, unchangedField(this.#table, image), image));
         }
         images.set(line, image);
       }
@@ -176,7 +144,7 @@ export class StagedChanges {
       if (this.#upserts[line] !== 1) continue;
       upsertCount++;
       const image = images.get(line);
-      if (image?.some(isUnchangedToast)) mayKeepUnchanged = true;
+      if (image?.hasUnchangedToast()) mayKeepUnchanged = true;
     }
     this.#folded = {
       chunks: droppedAny || replaced.size > 0 ? chunkLines.rewritten(dropped, replaced) : chunks,
@@ -187,15 +155,22 @@ export class StagedChanges {
     return this.#folded;
   }
 
-  #upsert(row: RowImage, key: string, fromKey: string): number {
-    if (row.some(isUnchangedToast)) this.#unfilled.set(this.#keys.length, { image: row, fromKey });
-    return this.#append(upsertLine(this.#table, row), key, 1);
+  #upsert(row: Row, key: string, fromKey: string): number {
+    if (!row.hasUnchangedToast()) return this.#append(upsertOp, copyNull, row, key, 1);
+    this.#unfilled.set(this.#keys.length, { image: row, fromKey });
+    return this.#append(upsertOp, unchangedField(this.#table, row), row, key, 1);
   }
 
-  #append(lineText: string, key: string, upsert: 0 | 1): number {
+  /** Holds a stage line of `op` over `row`; returns about the bytes it takes. */
+  #append(op: string, unchanged: string, row: Row, key: string, upsert: 0 | 1): number {
+    const tuple = row.tupleData();
+    // The line first: a cell it cannot write (binary) leaves nothing recorded.
+    const lineBytes = this.#text.addWritten(
+      op.length + unchanged.length + 2 + tupleLineMaxBytes(tuple),
+      (target, offset) => writeStageLine(this.#table, op, unchanged, tuple, target, offset),
+    );
     this.#appended(key, upsert);
-    this.#text.add(`${lineText}\n`);
-    return lineText.length + 1 + keyOverheadBytes + key.length;
+    return lineBytes + keyOverheadBytes + key.length;
   }
 
   /** Records the key and op of the line about to be added. */
@@ -218,40 +193,38 @@ function follows(key: string, previous: string): boolean {
   return key.length > previous.length || (key.length === previous.length && key > previous);
 }
 
-/** An upsert line's op and its empty list of unchanged columns, before the row's fields. */
-const upsertHead = Buffer.from(`${upsertOp}\t${copyNull}\t`);
-
-/**
- * rowKey of a wire tuple's cells (coalesce.ts), decoding only its key cells:
- * the same string their decoding gives (pgoutput.ts reads text as UTF-8).
- */
-function tupleKey(tuple: WireTuple, keyIndexes: readonly number[]): string {
-  const bytes = tuple.bytes;
-  // Only the key cells are set: rowKey reads a hole as null, as it reads a key column not replicated.
-  const keyCells: (string | null)[] = [];
-  for (let cell = 0, at = tupleCellsStart; cell < tuple.cellCount; cell++) {
-    const end = tupleCellEnd(bytes, at);
-    if (bytes[at] === tupleCellKind.text && keyIndexes.includes(cell)) {
-      keyCells[cell] = bytes.toString('utf8', at + 5, end);
-    }
-    at = end;
-  }
-  return rowKey(keyCells, keyIndexes);
+/** The unchanged field of an upsert line: the names of its unchanged-TOAST columns, or `\N`. */
+function unchangedField(table: DestinationTable, row: Row): string {
+  if (!row.hasUnchangedToast()) return copyNull;
+  const cells = row.cells();
+  const names = table.columns.filter((_, index) => cells[index] === unchangedToast);
+  return escapeCopyText(textArrayLiteral(names.map((column) => column.name)));
 }
 
-/** An upsert's stage line without its line end: the names of its unchanged-TOAST columns, then the row. */
-function upsertLine(table: DestinationTable, image: RowImage): string {
-  let unchangedField = copyNull;
-  if (image.some(isUnchangedToast)) {
-    const names = table.columns.filter((_, index) => image[index] === unchangedToast);
-    unchangedField = escapeCopyText(textArrayLiteral(names.map((column) => column.name)));
-  }
-  return `${upsertOp}\t${unchangedField}\t${rowFields(table, image)}`;
+/** Writes a stage line (op, unchanged field, then the row, and its line end) at `offset`; returns its end. */
+function writeStageLine(
+  table: DestinationTable,
+  op: string,
+  unchanged: string,
+  tuple: TupleData,
+  target: Buffer,
+  offset: number,
+): number {
+  let write = offset + target.write(op, offset, 'latin1');
+  target[write++] = tab;
+  write += target.write(unchanged, write, 'utf8');
+  target[write++] = tab;
+  return writeTupleLine(table, tuple, target, write);
 }
 
-function deleteLine(table: DestinationTable, keyImage: RowImage): string {
-  return `${deleteOp}\t${copyNull}\t${rowFields(table, keyImage)}`;
+/** A stage line's text without its line end (a line a fold rewrote). */
+function stageLineText(table: DestinationTable, op: string, unchanged: string, row: Row): string {
+  const tuple = row.tupleData();
+  const line = Buffer.allocUnsafe(op.length + 3 * unchanged.length + 2 + tupleLineMaxBytes(tuple));
+  return line.toString('utf8', 0, writeStageLine(table, op, unchanged, tuple, line, 0) - 1);
 }
+
+const tab = 0x09;
 
 /** Sealed chunks read back as lines, for the rare fold that must look into them. */
 class ChunkLines {

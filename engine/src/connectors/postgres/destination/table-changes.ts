@@ -12,7 +12,6 @@
 // order would: part 3 meets the rows of part 2 at the destination, where an
 // update that did not resend a TOASTed value keeps the value just inserted.
 
-import type { WireTuple } from '../../changes.ts';
 import { CopyTextRows } from '../../copy-rows.ts';
 import type { ChangeBuffer, DestinationTable, RowChange } from '../../records.ts';
 import { StagedChanges } from './staged-changes.ts';
@@ -28,18 +27,6 @@ export class PostgresTableChanges implements ChangeBuffer {
   constructor(table: DestinationTable, copiesNewRows: boolean) {
     this.#table = table;
     this.#copiesNewRows = copiesNewRows;
-  }
-
-  addInsertTuple(tuple: WireTuple): number | undefined {
-    if (!this.#copiesNewRows || this.#staged) return undefined;
-    this.#newRows ??= new CopyTextRows(this.#table);
-    return this.#newRows.addTuple(tuple);
-  }
-
-  /** An update given undecoded (ChangeBuffer.addUpdateTuple): its upsert line written from the bytes. */
-  addUpdateTuple(tuple: WireTuple): number {
-    this.#staged ??= new StagedChanges(this.#table);
-    return this.#staged.addUpsertTuple(tuple);
   }
 
   add(change: RowChange): number {

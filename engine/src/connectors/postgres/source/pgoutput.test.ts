@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { seededRandom as random } from '../../../../../test/support/seeded-random.ts';
 import { tupleData } from '../../../../../test/support/wire-tuple.ts';
-import { isWireTuple, tupleCells } from '../../changes.ts';
 import { isUnchangedToast, type TupleCell, unchangedToast } from '../../records.ts';
+import { TupleDataRow } from '../../rows.ts';
 import { decodePgoutput, PgoutputDecodeError, type PgoutputMessage } from './pgoutput.ts';
 import { postgresEpochUnixMicros } from './replication-messages.ts';
 
@@ -218,8 +218,8 @@ describe('decodePgoutput', () => {
     const message = decodePgoutput(samples.insert);
     if (message.tag !== 'insert') throw new Error('unreachable');
     expect(message.relationId).toBe(16_384);
-    expect(tupleCells(message.newTuple)).toEqual(rowCells);
-    const [nullCell, toastCell, text, emptyText, binary] = tupleCells(message.newTuple);
+    expect(message.newTuple.cells()).toEqual(rowCells);
+    const [nullCell, toastCell, text, emptyText, binary] = message.newTuple.cells();
     expect(nullCell).toBeNull();
     expect(toastCell).toBe(unchangedToast);
     expect(isUnchangedToast(toastCell ?? null)).toBe(true);
@@ -250,7 +250,7 @@ describe('decodePgoutput', () => {
     if (insert.tag !== 'insert' || message.tag !== 'message') throw new Error('unreachable');
     data.fill(9);
     emitted.fill(9);
-    expect(tupleCells(insert.newTuple)[0]).toEqual(Buffer.from([7, 8]));
+    expect(insert.newTuple.cells()[0]).toEqual(Buffer.from([7, 8]));
     expect(message.content).toEqual(Buffer.from([1, 2]));
   });
 
@@ -258,7 +258,8 @@ describe('decodePgoutput', () => {
     const cells = ['1', null, 'two\tthree'];
     const data = encode().char('I').uint32(1).char('N').tuple(cells).build();
     const message = decodePgoutput(data);
-    if (message.tag !== 'insert' || !isWireTuple(message.newTuple)) throw new Error('expected a wire tuple');
+    if (message.tag !== 'insert' || !(message.newTuple instanceof TupleDataRow))
+      throw new Error('expected a wire tuple');
     const tuple = message.newTuple;
     expect(tuple.cellCount).toBe(3);
     // The TupleData: the message without its tag, relation id and marker.
@@ -280,7 +281,7 @@ describe('decodePgoutput', () => {
       data.copy(reused);
       const message = decodePgoutput(reused.subarray(0, data.length));
       reused.fill(0);
-      if (message.tag !== 'insert' || !isWireTuple(message.newTuple))
+      if (message.tag !== 'insert' || !(message.newTuple instanceof TupleDataRow))
         throw new Error('expected a wire tuple');
       expect(message.newTuple.bytes).toEqual(data.subarray(6));
       return message.newTuple;
@@ -293,10 +294,10 @@ describe('decodePgoutput', () => {
     const data = encode().char('I').uint32(1).char('N').tuple(cells).build();
     const message = decodePgoutput(data);
     if (message.tag !== 'insert') throw new Error('unreachable');
-    expect(tupleCells(message.newTuple)).toEqual(cells);
+    expect(message.newTuple.cells()).toEqual(cells);
     // A value never aliases the input: changing the buffer changes no decoded text.
     data.fill(0x41, 8);
-    expect(tupleCells(message.newTuple)).toEqual(cells);
+    expect(message.newTuple.cells()).toEqual(cells);
   });
 
   it('decodes a message in place from an offset, naming errors from its start', () => {
@@ -316,23 +317,25 @@ describe('decodePgoutput', () => {
     const data = encode().char('I').uint32(1).char('N').tuple([]).build();
     const message = decodePgoutput(data);
     if (message.tag !== 'insert') throw new Error('unreachable');
-    expect(tupleCells(message.newTuple)).toEqual([]);
+    expect(message.newTuple.cells()).toEqual([]);
   });
 
   it('decodes the three forms of Update', () => {
     const updateNew = decodePgoutput(samples.updateNew);
     if (updateNew.tag !== 'update') throw new Error('expected an update');
-    // Without an old image, the new row comes undecoded, as an insert's.
-    expect(isWireTuple(updateNew.newTuple)).toBe(true);
-    expect(tupleCells(updateNew.newTuple)).toEqual(['1', 'b']);
+    // The new row comes undecoded, as an insert's.
+    expect(updateNew.newTuple.fromSourceBytes).toBe(true);
+    expect(updateNew.newTuple.cells()).toEqual(['1', 'b']);
     expect(Object.keys(updateNew).sort()).toEqual(['newTuple', 'relationId', 'tag']);
-    expect(decodePgoutput(samples.updateKey)).toEqual({
+    const updateKey = decodePgoutput(samples.updateKey);
+    expect({ ...updateKey, newTuple: updateKey.tag === 'update' && updateKey.newTuple.cells() }).toEqual({
       tag: 'update',
       relationId: 16_384,
       keyTuple: ['1', null],
       newTuple: ['2', 'b'],
     });
-    expect(decodePgoutput(samples.updateOld)).toEqual({
+    const updateOld = decodePgoutput(samples.updateOld);
+    expect({ ...updateOld, newTuple: updateOld.tag === 'update' && updateOld.newTuple.cells() }).toEqual({
       tag: 'update',
       relationId: 16_384,
       oldTuple: ['1', 'a'],

@@ -23,10 +23,10 @@ import type {
   Tuple,
   TypeMessage,
   UpdateMessage,
-  WireTuple,
 } from '../../changes.ts';
 import { tupleCellKind } from '../../changes.ts';
-import { type TupleCell, unchangedToast } from '../../records.ts';
+import { type Row, type TupleCell, unchangedToast } from '../../records.ts';
+import { TupleDataRow } from '../../rows.ts';
 import { postgresEpochUnixMicros } from './replication-messages.ts';
 
 export type {
@@ -196,7 +196,6 @@ function decodeUpdate(c: Cursor): UpdateMessage {
   const markerOffset = c.offset;
   const marker = c.uint8();
   if (marker === markerNew) {
-    // Without an old image, the new row alone may reach the destination undecoded, as an insert's.
     const newTuple = c.wireTuple();
     c.end();
     return { tag: 'update', relationId, newTuple };
@@ -204,7 +203,7 @@ function decodeUpdate(c: Cursor): UpdateMessage {
   if (marker !== markerKey && marker !== markerOld) throw c.fail(markerOffset, 'unknown tuple marker');
   const before = c.tuple();
   c.expectMarker(markerNew);
-  const newTuple = c.tuple();
+  const newTuple = c.wireTuple();
   c.end();
   return marker === markerKey
     ? { tag: 'update', relationId, keyTuple: before, newTuple }
@@ -365,10 +364,10 @@ class Cursor {
   }
 
   /**
-   * TupleData checked and copied out undecoded: its cells are read only when
-   * asked for (a destination holding COPY text copies their bytes instead).
+   * TupleData checked and copied out undecoded, as a row (rows.ts): its cells
+   * are read only when asked for (a destination copies their bytes instead).
    */
-  wireTuple(): WireTuple {
+  wireTuple(): Row {
     const start = this.offset;
     const columnCount = this.uint16();
     for (let i = 0; i < columnCount; i++) {
@@ -379,7 +378,7 @@ class Cursor {
         throw this.fail(kindOffset, `unknown tuple column kind 0x${kind.toString(16).padStart(2, '0')}`);
       }
     }
-    return new PgoutputWireTuple(copyOut(this.#data, start, this.offset), columnCount);
+    return new TupleDataRow(copyOut(this.#data, start, this.offset), columnCount, decodeCopiedTuple);
   }
 
   /** TupleData: an Int16 column count, then per column a kind byte and maybe a value. */
@@ -435,20 +434,7 @@ function copyOut(data: Buffer, start: number, end: number): Buffer {
   return copied;
 }
 
-/** A TupleData copied out of its message, decoded on first use (changes.ts, WireTuple). */
-class PgoutputWireTuple implements WireTuple {
-  readonly bytes: Buffer;
-  readonly cellCount: number;
-  #cells: Tuple | undefined;
-
-  constructor(bytes: Buffer, cellCount: number) {
-    this.bytes = bytes;
-    this.cellCount = cellCount;
-  }
-
-  cells(): Tuple {
-    // Checked when it was copied out: decoding it again cannot fail.
-    this.#cells ??= new Cursor(this.bytes, 0, this.bytes.length, 'Insert', 0).tuple();
-    return this.#cells;
-  }
+/** The cells of a TupleData copied out of its message: checked when it was copied, so this cannot fail. */
+function decodeCopiedTuple(bytes: Buffer): Tuple {
+  return new Cursor(bytes, 0, bytes.length, 'Insert', 0).tuple();
 }
