@@ -6,10 +6,11 @@
 // server's WAL; restart_lsn follows at the running-transactions snapshots the
 // server logs (every 15 s while WAL is written), so the slot retains about that
 // long of the server's WAL, and none once the writes stop. The bound stated
-// here: the confirmed position is never more than 16 MiB behind (at a 1 s read
-// interval), and the WAL retained falls back under 16 MiB within 60 s of the
-// last write. Measured on 13, 15 and 18: up to ~150 MiB retained while ~9 MiB/s
-// were written, back to 0 about 15 s after the writes ended.
+// here: the confirmed position is never more than 64 MiB behind (read between
+// writes of ~18 MiB each), and the WAL retained and unconfirmed fall back under
+// 16 MiB within 60 s of the last write. Measured on 13, 15 and 18: up to
+// ~150 MiB retained while ~9 MiB/s were written, back to 0 about 15 s after the
+// writes ended.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -103,9 +104,18 @@ describe(`an idle mirror on a busy PostgreSQL ${sourcePostgres.major}`, () => {
       await busy.query<{ bytes: string }>(`SELECT pg_total_relation_size('filler')::text AS bytes`)
     ).rows[0]?.bytes;
     expect(BigInt(written ?? '0')).toBeGreaterThanOrEqual(150n * mib);
-    expect(mostUnconfirmed).toBeLessThan(16n * mib);
+    // Keepalives come between the reads of other databases' WAL: the confirmed
+    // position trails by what one or two of them span, far less than was written.
+    expect(mostUnconfirmed).toBeLessThan(64n * mib);
     // The slot did retain WAL meanwhile (the measurement means something).
     expect(mostRetained).toBeGreaterThan(16n * mib);
-    await waitFor(async () => (await slot()).retained < 16n * mib, 60_000, 'retained WAL released');
+    await waitFor(
+      async () => {
+        const now = await slot();
+        return now.retained < 16n * mib && now.unconfirmed < 16n * mib;
+      },
+      60_000,
+      'retained WAL released',
+    );
   });
 });
