@@ -57,8 +57,6 @@ export interface ControlPlane {
   resumeMirrors(): Promise<void>;
   /** Resolves once every reconcile in progress has finished (for tests). */
   idle(): Promise<void>;
-  /** Reads every mirror's slot now (the monitor does it every interval by itself); absent when engines do not run. */
-  checkSlotHealth?(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -166,7 +164,6 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       slotHealth.start();
     },
     idle: () => workQueue.idle(),
-    checkSlotHealth: () => slotHealth.check(),
     async close() {
       unwatch();
       await slotHealth.stop();
