@@ -23,6 +23,11 @@ export {
   mirrorPhases,
   type SlotHealth,
   type SlotHealthReason,
+  type TableState,
+  type TableStateName,
+  type TableStatus,
+  tableStateNames,
+  tableStates,
 } from './catalog/catalog.ts';
 export {
   type LogRetention,
@@ -79,6 +84,7 @@ export {
   ResourceNotFoundError,
   type ResourceStore,
 } from './control/store.ts';
+export { type TableStatusView, tableStatusView } from './control/table-status.ts';
 export { WorkQueue } from './control/work-queue.ts';
 // --- resources: the shapes users declare (the API's wire and the CRDs derive from them)
 export { type EngineConfig, engineConfigSchema } from './engine-config.ts';
@@ -91,6 +97,11 @@ export { createProcessLogger, isLogFormatSetting, logFormats } from './observabi
 export { type MetricsServer, serveMetrics } from './observability/metrics-server.ts';
 export { logProcessWarnings } from './observability/process-warnings.ts';
 export { SlotHealthMetrics, type SlotHealthSink } from './observability/slot-health-metrics.ts';
+export {
+  type MirrorTablesSample,
+  registerTableMetrics,
+  tableMetricNames,
+} from './observability/table-metrics.ts';
 export { defaultStallAfterMs, stallAfterMsFromEnvironment } from './pipeline/progress-watchdog.ts';
 export { lagSecondsOf } from './pipeline/replication-delay.ts';
 export type { SupervisedOutcome } from './pipeline/supervisor.ts';

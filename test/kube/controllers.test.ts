@@ -39,7 +39,13 @@ interface Condition {
 
 interface StoredObject {
   metadata: { finalizers?: string[] };
-  status?: { phase?: string; id?: number; failedGeneration?: number; conditions?: Condition[] };
+  status?: {
+    phase?: string;
+    id?: number;
+    failedGeneration?: number;
+    conditions?: Condition[];
+    tables?: Record<string, unknown>[];
+  };
 }
 
 /** `store` with a count of the calls of each of its methods, in `calls`. */
@@ -204,6 +210,49 @@ describe('controllers', () => {
     // A resync of a running mirror.
     expect(await reconcileOnce()).toEqual({ mirror: 1, peer: 2, script: 0 });
     expect((await read('mirrors', 'items')).status?.phase).toBe('STATUS_RUNNING');
+    // The table loaded and streams; CDC's rows by operation reach status.tables
+    // (which the API server checks against the CRD's schema).
+    await source.client.query(`INSERT INTO items VALUES (101, 'a'), (102, 'b')`);
+    await source.client.query(`UPDATE items SET v = 'c' WHERE id = 1`);
+    await source.client.query(`DELETE FROM items WHERE id = 2`);
+    await waitFor(
+      async () => (await catalog.listTables('items'))[0]?.deletes === 1n,
+      60_000,
+      'the delete applied',
+    );
+    await reconcileOnce();
+    expect((await read('mirrors', 'items')).status?.tables).toEqual([
+      {
+        sourceTableIdentifier: 'public.items',
+        destinationTableIdentifier: 'public.items',
+        state: 'TABLE_STATE_STREAMING',
+        stateSince: expect.stringMatching(/Z$/),
+        rowsApplied: { inserts: '2', updates: '1', deletes: '1' },
+        lastAppliedLsn: expect.stringMatching(/^[1-9]\d*$/),
+        lastCommitTime: expect.stringMatching(/Z$/),
+      },
+    ]);
+    // A table that stops (moved through the catalog as the flow that isolates a
+    // table's fault will move it) shows its error and position, with a Warning Event.
+    await catalog.transitionTable('items', {
+      sourceTable: 'public.items',
+      destinationTable: 'public.items',
+      to: 'errored',
+      problem: { kind: 'destination_write', message: 'a value was refused', remedy: 'fix the column' },
+      behindLsn: 4242n,
+    });
+    await reconcileOnce();
+    expect((await read('mirrors', 'items')).status?.tables?.[0]).toMatchObject({
+      state: 'TABLE_STATE_ERRORED',
+      error: { kind: 'destination_write', message: 'a value was refused', remedy: 'fix the column' },
+      behindLsn: '4242',
+    });
+    const tableEvents = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.involvedObject.name === 'items' && event.reason === 'TableStateChanged',
+    );
+    expect(tableEvents.map((event) => [event.type, event.message])).toEqual([
+      ['Warning', 'public.items: TABLE_STATE_STREAMING -> TABLE_STATE_ERRORED: a value was refused'],
+    ]);
 
     await objects.patchNamespacedCustomObject({
       ...at('mirrors'),

@@ -14,6 +14,8 @@ import {
   MirrorReconciler,
   type MissingDependency,
   type ResourceStore,
+  type TableStatusView,
+  tableStatusView,
   workflowId,
 } from '../../../engine/src/index.ts';
 import { type Condition, setCondition } from '../conditions.ts';
@@ -46,6 +48,7 @@ interface MirrorStatus {
   phase?: string;
   conditions?: Condition[];
   errorMessage?: string;
+  tables?: TableStatusView[];
 }
 
 export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcome> {
@@ -99,13 +102,15 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
       pods && mirror.spec.state === 'Running' ? await pods.problem(mirror.name) : undefined;
     const runtime = await catalog.getRuntime(mirror.name);
     const phase = runtime ? flowStateByPhase[runtime.phase] : 'STATUS_SETUP';
-    const [{ batches }, snapshot, cdcRows, slotHealth] = await Promise.all([
+    const [{ batches }, snapshot, cdcRows, tableRows, slotHealth] = await Promise.all([
       catalog.listBatches(mirror.name, { limit: 1, ascending: false, finishedOnly: true }),
       catalog.listSnapshotProgress(mirror.name),
       catalog.cdcRowCount(mirror.name),
+      catalog.listTables(mirror.name),
       // The slot as the slot health monitor last read it (engine/src/control/slot-health.ts).
       catalog.getSlotHealth(mirror.name),
     ]);
+    const tables = tableRows.map(tableStatusView);
     const lastBatch = batches.find((batch) => batch.endTime !== null);
     const snapshotRows = snapshot.reduce((rows, table) => rows + table.rowsSynced, 0n);
     const failed = runtime?.phase === 'failed';
@@ -204,6 +209,8 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
           rowsSynced: table.rowsSynced.toString(),
         })),
       },
+      // Each table's state, rows applied and problem (docs/mirror-lifecycle.md, Table states).
+      ...(tables.length > 0 ? { tables } : {}),
       ...(lastBatch
         ? {
             lastBatchId: lastBatch.batchId.toString(),
@@ -256,6 +263,24 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
       await events.record(target, 'Warning', 'SlotUnhealthy', slotHealth.message);
     } else if (slotHealth?.healthy && previousSlot?.status === 'False') {
       await events.record(target, 'Normal', 'SlotHealthy', slotHealth.message);
+    }
+    // A table's move is an Event, as a phase change is (a Warning when it stopped).
+    const previousStates = new Map(
+      (previous?.tables ?? []).map((table) => [table.sourceTableIdentifier, table.state]),
+    );
+    for (const table of tables) {
+      const before = previousStates.get(table.sourceTableIdentifier);
+      if (before === table.state) continue;
+      const stopped = table.state === 'TABLE_STATE_ERRORED' || table.state === 'TABLE_STATE_HELD';
+      // A table seen for the first time is news only when it stopped: a mirror of
+      // many tables would otherwise record one Event per table at its first status.
+      if (before === undefined && !stopped) continue;
+      await events.record(
+        target,
+        stopped ? 'Warning' : 'Normal',
+        'TableStateChanged',
+        `${table.sourceTableIdentifier}: ${before ?? 'new'} -> ${table.state}${table.error ? `: ${table.error.message}` : ''}`,
+      );
     }
   }
 }

@@ -13,6 +13,7 @@ import {
   ResourceConflictError,
   ResourceExistsError,
   type TableMapping,
+  tableStatusView,
   workflowId,
 } from '../../../../engine/src/index.ts';
 import type { FacadeContext } from '../context.ts';
@@ -220,6 +221,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
           : 'STATUS_SETUP';
     const slotHealth = await catalog.getSlotHealth(body.flowJobName);
     const lagSeconds = lagSecondsOf(runtime);
+    // Beyond the interface (docs/api.md): each table's state and what CDC applied to it.
+    const tables = runtime ? await catalog.listTables(body.flowJobName) : [];
     const status = {
       flowJobName: body.flowJobName,
       // Failed for good: the engine's error. Otherwise what keeps it from
@@ -240,6 +243,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       ...(lagSeconds === undefined ? {} : { lagSeconds }),
       // Beyond the interface (docs/api.md): the slot at the source, in every state.
       ...(slotHealth && mirror ? { slotHealth: slotHealthToWire(slotHealth) } : {}),
+      // Left out while empty, as protojson leaves out an empty repeated field.
+      ...(tables.length > 0 ? { tables: tables.map(tableStatusView) } : {}),
     };
     if (!body.includeFlowInfo || !mirror) return status;
     const [source, destination, clones] = await Promise.all([
