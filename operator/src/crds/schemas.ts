@@ -226,5 +226,7 @@ export const scriptCrSpecSchema = z
 export const scriptCrStatusSchema = z
   .object({
     id: z.number().int().optional().describe('The id /api/v1/scripts answers for the script.'),
+    observedGeneration: z.number().int().optional().describe('The metadata.generation last compiled.'),
+    conditions: conditionsSchema,
   })
-  .describe('What the operator assigned to the script.');
+  .describe('What the operator assigned to the script, and whether its source compiles (Ready).');
