@@ -49,6 +49,20 @@ export interface MirrorStatus {
   readonly currentFlowState: string;
   readonly errorMessage: string;
   readonly ok: boolean;
+  readonly lagSeconds?: number;
+  readonly slotHealth?: {
+    readonly slotName: string;
+    readonly checkedAt: string;
+    readonly status: 'True' | 'False' | 'Unknown';
+    readonly reason: string;
+    readonly message: string;
+    readonly active?: boolean;
+    readonly walStatus?: string;
+    readonly retainedWalBytes?: string;
+    readonly unconfirmedBytes?: string;
+    readonly safeWalSizeBytes?: string;
+    readonly invalidationReason?: string;
+  };
   /** Each table's state and what CDC applied to it; absent while no table is tracked. */
   readonly tables?: readonly TableStatusView[];
   readonly cdcStatus?: {
