@@ -106,9 +106,9 @@ export interface UpdateMessage {
   readonly tag: 'update';
   readonly relationId: number;
   /** Old key columns, sent when replica identity is default or index and the key changed. */
-  readonly keyTuple?: Tuple;
+  readonly keyTuple?: Row;
   /** The whole old row, sent when replica identity is full. */
-  readonly oldTuple?: Tuple;
+  readonly oldTuple?: Row;
   /** A view over the message's bytes when the update carries no old image (an upsert of the new row). */
   readonly newTuple: Row;
 }
@@ -117,8 +117,8 @@ export interface UpdateMessage {
 export interface DeleteMessage {
   readonly tag: 'delete';
   readonly relationId: number;
-  readonly keyTuple?: Tuple;
-  readonly oldTuple?: Tuple;
+  readonly keyTuple?: Row;
+  readonly oldTuple?: Row;
 }
 
 export interface TruncateMessage {

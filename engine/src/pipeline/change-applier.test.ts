@@ -585,7 +585,7 @@ describe('ChangeApplier with changes of relations it does not map by name', () =
         { tag: 'insert', relationId: 7, newTuple: rowOfCells(['a', '1']) },
         { tag: 'insert', relationId: 7, newTuple: rowOfCells(['b', '2']) },
         { tag: 'update', relationId: 7, newTuple: rowOfCells(['c', '2']) },
-        { tag: 'delete', relationId: 7, keyTuple: [null, '1'] },
+        { tag: 'delete', relationId: 7, keyTuple: rowOfCells([null, '1']) },
       ),
     ]);
     await applier.flush();
@@ -738,12 +738,17 @@ describe('ChangeApplier with updates that come undecoded', () => {
       // A value not sent, and no old image to fill it from: the destination keeps its value.
       change(952n, { tag: 'update', relationId: 1, newTuple: wireTuple(['1', unchangedToast]) }),
       // A key change carries the old key; its new row still goes on as it came.
-      change(953n, { tag: 'update', relationId: 1, keyTuple: ['1', null], newTuple: wireTuple(['2', 'c']) }),
+      change(953n, {
+        tag: 'update',
+        relationId: 1,
+        keyTuple: rowOfCells(['1', null]),
+        newTuple: wireTuple(['2', 'c']),
+      }),
       // A whole old image (REPLICA IDENTITY FULL) fills the value not sent: a row of decoded cells.
       change(954n, {
         tag: 'update',
         relationId: 1,
-        oldTuple: ['2', 'c'],
+        oldTuple: rowOfCells(['2', 'c']),
         newTuple: wireTuple(['2', unchangedToast]),
       }),
       change(1000n, { tag: 'commit', flags: 0, commitLsn: 1000n, endLsn: 1001n, commitTimeMicros: 0n }),

@@ -1,14 +1,13 @@
 import type { SourceMessage, StreamEvent } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
 import type { Checkpoint, DestinationTable, RowChange, SourceTransaction } from '../connectors/records.ts';
-import { rowOfCells } from '../connectors/rows.ts';
 import { EngineError } from '../errors.ts';
 import { formatLsn } from '../model/lsn.ts';
 import { formatTableName } from '../resources/mirror.ts';
 import { Acknowledgements } from './acknowledgements.ts';
 import { BatchBuilder, type BatchLimits } from './batch-builder.ts';
 import { BatchWriter, type BatchWriterOptions } from './batch-writer.ts';
-import { project, projectRow, type RelationTracker, type TrackedRelation, updatedRow } from './relations.ts';
+import { projectRow, type RelationTracker, type TrackedRelation, updatedRow } from './relations.ts';
 import type { ReplicationDelay } from './replication-delay.ts';
 import { SchemaEvolution, type SchemaEvolutionOptions } from './schema-evolution.ts';
 import { TransactionFilter } from './transaction-filter.ts';
@@ -228,7 +227,7 @@ export class ChangeApplier {
           );
         return this.#addChange(
           tracked.table,
-          { kind: 'delete', transaction, oldKey: rowOfCells(project(old, tracked)) },
+          { kind: 'delete', transaction, oldKey: projectRow(old, tracked) },
           lsn,
         );
       }

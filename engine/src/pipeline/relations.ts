@@ -181,7 +181,7 @@ export function updatedRow(
   tracked: Pick<TrackedRelation, 'projection' | 'keepsTupleOrder'>,
 ): { readonly oldKey: Row | null; readonly newRow: Row } {
   const old = message.oldTuple ?? message.keyTuple;
-  const oldKey = old ? rowOfCells(project(old, tracked)) : null;
+  const oldKey = old ? projectRow(old, tracked) : null;
   const newRow = projectRow(message.newTuple, tracked);
   return { oldKey, newRow: message.oldTuple && oldKey ? filledRow(newRow, oldKey) : newRow };
 }

@@ -210,10 +210,17 @@ function writeStageLine(
   target: Buffer,
   offset: number,
 ): number {
-  let write = offset + target.write(op, offset, 'latin1');
-  target[write++] = tab;
-  write += target.write(unchanged, write, 'utf8');
-  target[write++] = tab;
+  let write = offset;
+  const head = unchanged === copyNull ? plainHeads[op] : undefined;
+  if (head) {
+    // The usual line: its op and `\N` for no unchanged columns, copied (no string write).
+    for (let index = 0; index < head.length; index++) target[write++] = head[index] as number;
+  } else {
+    write += target.write(op, write, 'latin1');
+    target[write++] = tab;
+    write += target.write(unchanged, write, 'utf8');
+    target[write++] = tab;
+  }
   return writeTupleLine(table, tuple, target, write);
 }
 
@@ -225,6 +232,11 @@ function stageLineText(table: DestinationTable, op: string, unchanged: string, r
 }
 
 const tab = 0x09;
+/** The head of a line without unchanged columns, per op: `U\t\N\t`, `D\t\N\t`. */
+const plainHeads: Readonly<Record<string, Buffer>> = {
+  [upsertOp]: Buffer.from(`${upsertOp}\t${copyNull}\t`),
+  [deleteOp]: Buffer.from(`${deleteOp}\t${copyNull}\t`),
+};
 
 /** Sealed chunks read back as lines, for the rare fold that must look into them. */
 class ChunkLines {

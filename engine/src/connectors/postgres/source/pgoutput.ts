@@ -201,7 +201,7 @@ function decodeUpdate(c: Cursor): UpdateMessage {
     return { tag: 'update', relationId, newTuple };
   }
   if (marker !== markerKey && marker !== markerOld) throw c.fail(markerOffset, 'unknown tuple marker');
-  const before = c.tuple();
+  const before = c.wireTuple();
   c.expectMarker(markerNew);
   const newTuple = c.wireTuple();
   c.end();
@@ -215,7 +215,7 @@ function decodeDelete(c: Cursor): DeleteMessage {
   const markerOffset = c.offset;
   const marker = c.uint8();
   if (marker !== markerKey && marker !== markerOld) throw c.fail(markerOffset, 'unknown tuple marker');
-  const before = c.tuple();
+  const before = c.wireTuple();
   c.end();
   return marker === markerKey
     ? { tag: 'delete', relationId, keyTuple: before }
