@@ -1,13 +1,20 @@
-// A new row's default Kafka message (key and value JSON) written straight
-// from the bytes the source sent, for a table whose every column has a rule
-// here: an insert's TupleData (changes.ts, TupleData) or a snapshot's COPY
-// text line. The values are copied into the held chunk as they are, quoted
-// and escaped where JSON needs it (COPY's escapes turned into JSON's), with no
-// string made per value. The text is the same, byte for byte, as
-// message-format.ts writes from the decoded values (unit test); a value a rule
-// does not take as it is (a timestamp of another shape, `NaN`, text past
-// ASCII, a COPY escape in octal) is decoded and written through
-// message-format.ts's cellJson, which also names bad values.
+// The default Kafka message of a change (docs/kafka.md): its key and value
+// JSON, written as bytes. The one encoder of that message: every path goes
+// through it (held-messages.ts for a mirror without a script, at decode time
+// and for the initial load; script-records.ts for the default key and value a
+// script's messages fall back on), for every kind of change.
+//
+// It writes from a row's TupleData (records.ts, Row.tupleData: the source's
+// bytes as they came, or decoded cells written once as TupleData) or from a
+// snapshot's COPY text line, whose fields are read by the same per-cell rules.
+// A value whose text already is its JSON, or becomes it by a byte rewrite
+// (text kinds quoted and escaped, COPY's escapes turned into JSON's, int2 and
+// int4, bigint and numeric quoted, usual timestamps to ISO 8601, booleans), is
+// copied into the target with no string made for it. Any other value (a kind
+// with no byte rule, a timestamp of another shape, `NaN`, text past ASCII, a
+// COPY escape in octal) is decoded and written by the one per-value rendering,
+// message-format.ts's cellJson, which also names a bad value; a script's
+// record document renders its values with the same rendering (renderText).
 //
 // An insert of the benchmark's table, from its pgoutput message to its held
 // message, took 2.5–2.8 µs of CPU through decoded values and 0.9–1.1 µs this
@@ -18,32 +25,36 @@ import { EngineError } from '../../errors.ts';
 import type { ColumnType } from '../../model/value-kind.ts';
 import { type TupleData, tupleCellEnd, tupleCellKind, tupleCellsStart } from '../changes.ts';
 import { copyRowWidthError, parseCopyTextLine } from '../copy-text.ts';
-import type { SourceTransaction } from '../records.ts';
+import type { Row, RowChange, SourceTransaction } from '../records.ts';
 import {
   binaryValue,
   cellJson,
-  type NewRowKind,
-  newRowValueHead,
+  isKeyOnly,
+  type RecordKind,
+  snapshotFieldsJson,
   type TableFormat,
+  transactionFields,
 } from './message-format.ts';
 
 /** How a column's text becomes its JSON. */
 const rule = {
+  /** Decoded and rendered (cellJson): a kind with no byte rule. */
+  rendered: 0,
   /** A JSON string of the text as it is (text kinds, bigint). */
-  quoted: 0,
+  quoted: 1,
   /** A JSON number, the text of a canonical int2 or int4 in range. */
-  int16: 1,
-  int32: 2,
+  int16: 2,
+  int32: 3,
   /** A JSON string of a plain decimal's text. */
-  numeric: 3,
+  numeric: 4,
   /** ISO 8601 of the usual `YYYY-MM-DD HH:MM:SS[.ffffff]` (timestamp) and with `+00` (timestamptz). */
-  timestamp: 4,
-  timestamptz: 5,
+  timestamp: 5,
+  timestamptz: 6,
   /** `t` and `f` as true and false. */
-  boolean: 6,
+  boolean: 7,
 } as const;
 
-/** The rule of each kind that has one besides the verbatim text kinds (all quoted). */
+/** The rule of each kind that has one besides the verbatim text kinds (all quoted); the others are rendered. */
 const ruleOfKind: Partial<Record<ColumnType['kind'], number>> = {
   // Its text is its rendering, and JSON carries it as a string (message-format.ts).
   int64: rule.quoted,
@@ -55,7 +66,7 @@ const ruleOfKind: Partial<Record<ColumnType['kind'], number>> = {
   boolean: rule.boolean,
 };
 
-/** What a table's new rows are written with; tables with a column of another kind are written from decoded values. */
+/** How a table's messages are written. */
 interface Plan {
   readonly format: TableFormat;
   readonly rules: Uint8Array;
@@ -64,13 +75,13 @@ interface Plan {
   /** Per key column in key order, its position in the row (-1: not replicated) and `"name":`. */
   readonly keyIndexes: readonly number[];
   readonly keyMembers: readonly Buffer[];
-  /** The bytes of the JSON around the cells, the heads aside: member names, braces, separators, the tail. */
+  /** The bytes of the JSON around the cells, the head aside: member names, braces, separators, the tail. */
   readonly fixedBytes: number;
 }
 
-const plans = new WeakMap<TableFormat, Plan | null>();
+const plans = new WeakMap<TableFormat, Plan>();
 
-function planOf(format: TableFormat): Plan | null {
+function planOf(format: TableFormat): Plan {
   let plan = plans.get(format);
   if (plan === undefined) {
     plan = makePlan(format);
@@ -79,34 +90,35 @@ function planOf(format: TableFormat): Plan | null {
   return plan;
 }
 
-function makePlan(format: TableFormat): Plan | null {
+function makePlan(format: TableFormat): Plan {
   const rules = new Uint8Array(format.types.length);
   for (let index = 0; index < format.types.length; index++) {
     const kind = (format.types[index] as TableFormat['types'][number]).kind;
-    const columnRule = format.isVerbatim[index] ? rule.quoted : ruleOfKind[kind];
-    if (columnRule === undefined) return null;
-    rules[index] = columnRule;
+    rules[index] = format.isVerbatim[index] ? rule.quoted : (ruleOfKind[kind] ?? rule.rendered);
   }
   const members = format.memberNames.map((name, index) => Buffer.from(index === 0 ? name : `,${name}`));
   const keyMembers = format.table.keyColumns.map((name, position) =>
     Buffer.from(`${position === 0 ? '' : ','}${JSON.stringify(name)}:`),
   );
   const namesBytes = (names: readonly Buffer[]) => names.reduce((sum, name) => sum + name.length, 0);
-  // `}` after the members, the tail, and the key's braces; the names of
-  // unchanged columns are bounded by the member names.
+  // The member names of the old and the new image, and the names of unchanged
+  // columns (bounded by them); the key's; the braces, separators and the tail.
   const fixedBytes =
-    2 * namesBytes(members) + namesBytes(keyMembers) + unchangedTail.length + 3 + 2 + format.types.length;
+    3 * namesBytes(members) + namesBytes(keyMembers) + fixedTailBytes + 3 * format.types.length;
   return { format, rules, members, keyIndexes: format.keyIndexes, keyMembers, fixedBytes };
 }
 
-const unchangedTail = Buffer.from('},"unchanged_columns":');
 const nullBytes = Buffer.from('null');
 const trueBytes = Buffer.from('true');
 const falseBytes = Buffer.from('false');
+const newMember = Buffer.from(',"new":');
+const unchangedMember = Buffer.from(',"unchanged_columns":');
+/** `null,"new":null,"unchanged_columns":[]}` and the braces of two images, with room to spare. */
+const fixedTailBytes = 64;
 /** What escaping makes of a text byte at most (`\u001f`); other rules write less. */
 const mostBytesPerByte = 6;
 
-/** Where a value of the row being written is, as `#kinds` holds it. */
+/** Where a value of the row being written is, as `Cells.kinds` holds it. */
 const cell = {
   null: tupleCellKind.null,
   unchangedToast: tupleCellKind.unchangedToast,
@@ -118,74 +130,39 @@ const cell = {
 } as const;
 
 /**
- * Writes the default messages of a table's new rows from the source's bytes,
- * or is not made for a table with a column of a kind it has no rule for
- * (`RowJson.for` gives undefined). Each row is taken (`takeTuple`,
- * `takeCopyLine`), then its key and value are written.
+ * One row image taken for writing: per column its kind (`cell`), and its
+ * value's bytes' start and end in `source`, with no string made.
  */
-export class RowJson {
-  readonly #plan: Plan;
-  #headOf: SourceTransaction | null | undefined;
-  #headKind: NewRowKind | undefined;
-  #head: Buffer = Buffer.alloc(0);
-  /** Per value of the row taken: its kind (`cell`), and its bytes' start and end in `#source`. */
-  #kinds = new Uint8Array(64);
-  #starts = new Int32Array(64);
-  #ends = new Int32Array(64);
-  #source: Buffer = Buffer.alloc(0);
-  #count = 0;
-
-  private constructor(plan: Plan) {
-    this.#plan = plan;
-  }
-
-  /** Whether the table's new rows are written from bytes: every column has a rule. */
-  static writes(format: TableFormat): boolean {
-    return planOf(format) !== null;
-  }
-
-  static for(format: TableFormat): RowJson | undefined {
-    const plan = planOf(format);
-    return plan === null ? undefined : new RowJson(plan);
-  }
-
-  get columnCount(): number {
-    return this.#plan.rules.length;
-  }
+class Cells {
+  kinds = new Uint8Array(64);
+  starts = new Int32Array(64);
+  ends = new Int32Array(64);
+  source: Buffer = Buffer.alloc(0);
 
   /**
-   * Takes the new row of an insert, or of an update without an old key, its
-   * cells the table's columns in order, for the writes that follow; returns
-   * the most bytes its key and value take together.
+   * Takes a TupleData's cells as the table's `width` columns (a cell past
+   * its end is null, as in a decoded image); returns its bytes.
    */
-  takeTuple(kind: 'insert' | 'update', tuple: TupleData, transaction: SourceTransaction): number {
-    this.#headFor(kind, transaction);
-    const count = tuple.cellCount;
-    this.#reserve(count);
-    // Its bytes were checked when it was copied out of its message.
+  takeTuple(tuple: TupleData, width: number): number {
+    this.#reserve(width);
+    // Its bytes were checked when it was copied out of its message, or written by rows.ts.
     const bytes = tuple.bytes;
+    const count = Math.min(tuple.cellCount, width);
     for (let index = 0, at = tupleCellsStart; index < count; index++) {
       const end = tupleCellEnd(bytes, at);
-      this.#kinds[index] = bytes[at] as number;
+      this.kinds[index] = bytes[at] as number;
       // A text or binary value's bytes, after the kind byte and Int32 length.
-      this.#starts[index] = at + 5;
-      this.#ends[index] = end;
+      this.starts[index] = at + 5;
+      this.ends[index] = end;
       at = end;
     }
-    this.#source = bytes;
-    this.#count = count;
-    return this.#mostBytes(bytes.length);
+    for (let index = count; index < width; index++) this.kinds[index] = cell.null;
+    this.source = bytes;
+    return bytes.length;
   }
 
-  /**
-   * Takes a snapshot row, the COPY text line `block[start, end)` (without its
-   * newline), for the writes that follow; returns the most bytes its key and
-   * value take together. A line of another field count than the table's
-   * columns fails as copy-text.ts's reading fails.
-   */
-  takeCopyLine(block: Buffer, start: number, end: number): number {
-    this.#headFor('snapshot', null);
-    const width = this.#plan.rules.length;
+  /** Takes the COPY text line `block[start, end)` as `width` fields; returns how many it has. */
+  takeCopyLine(block: Buffer, start: number, end: number, width: number): number {
     this.#reserve(width);
     let fields = 0;
     let fieldStart = start;
@@ -194,61 +171,175 @@ export class RowJson {
       if (fields < width) {
         const isNull =
           read - fieldStart === 2 && block[fieldStart] === backslash && block[fieldStart + 1] === capitalN;
-        this.#kinds[fields] = isNull ? cell.null : cell.copyText;
-        this.#starts[fields] = fieldStart;
-        this.#ends[fields] = read;
+        this.kinds[fields] = isNull ? cell.null : cell.copyText;
+        this.starts[fields] = fieldStart;
+        this.ends[fields] = read;
       }
       fields++;
       fieldStart = read + 1;
     }
+    this.source = block;
+    return fields;
+  }
+
+  /** Whether the cell at `index` has no value to write: NULL or unchanged TOAST. */
+  isAbsent(index: number): boolean {
+    const kind = this.kinds[index];
+    return kind === cell.null || kind === cell.unchangedToast;
+  }
+
+  #reserve(count: number): void {
+    if (count > this.kinds.length) {
+      this.kinds = new Uint8Array(count);
+      this.starts = new Int32Array(count);
+      this.ends = new Int32Array(count);
+    }
+  }
+}
+
+/** Where keyText and valueText write before they decode: grown as a message needs. */
+let scratch = Buffer.allocUnsafe(16 * 1024);
+
+/**
+ * Writes the default messages of a table's changes and snapshot rows. Each
+ * is taken (`take`, `takeSnapshotRow`, `takeCopyLine`), then its key and
+ * value are written (`writeKey`, `writeValue`, or as text: `keyText`,
+ * `valueText`); a take replaces the one before. Not for concurrent use: a
+ * take and its writes run without an await between them.
+ */
+export class MessageJson {
+  readonly #plan: Plan;
+  readonly #new = new Cells();
+  readonly #old = new Cells();
+  #hasNew = false;
+  #hasOld = false;
+  /** Whether the old image is written with its key columns only (isKeyOnly). */
+  #oldKeyOnly = false;
+  #most = 0;
+  #headOf: SourceTransaction | null | undefined;
+  #headKind: RecordKind | undefined;
+  /** `{"kind":…,"source":…,"target":…,<the transaction's members>,"old":` of the last kind and transaction. */
+  #head: Buffer = Buffer.alloc(0);
+  #unchanged: string[] | undefined;
+
+  private constructor(plan: Plan) {
+    this.#plan = plan;
+  }
+
+  /** A writer of the table's messages, its own. */
+  static for(format: TableFormat): MessageJson {
+    return new MessageJson(planOf(format));
+  }
+
+  /** A writer of the table's messages shared by the callers that take and write at once (script-records.ts). */
+  static of(format: TableFormat): MessageJson {
+    let writer = sharedWriters.get(format);
+    if (!writer) {
+      writer = MessageJson.for(format);
+      sharedWriters.set(format, writer);
+    }
+    return writer;
+  }
+
+  /** Takes a change for the writes that follow; returns the most bytes its key and value take together. */
+  take(change: RowChange): number {
+    const { transaction } = change;
+    switch (change.kind) {
+      case 'insert':
+        return this.#take('insert', transaction, change.newRow, null);
+      case 'update':
+        return this.#take('update', transaction, change.newRow, change.oldKey);
+      case 'delete':
+        return this.#take('delete', transaction, null, change.oldKey);
+      case 'truncate':
+        return this.#take('truncate', transaction, null, null);
+    }
+  }
+
+  /** Takes a snapshot row, its cells the table's columns in order; returns as `take` does. */
+  takeSnapshotRow(row: Row): number {
+    return this.#take('snapshot', null, row, null);
+  }
+
+  /**
+   * Takes a snapshot row, the COPY text line `block[start, end)` (without its
+   * newline), its fields read by the same rules as a TupleData's cells;
+   * returns as `take` does. A line of another field count than the table's
+   * columns fails as copy-text.ts's reading fails.
+   */
+  takeCopyLine(block: Buffer, start: number, end: number): number {
+    this.#headFor('snapshot', null);
+    const width = this.#plan.rules.length;
+    const fields = this.#new.takeCopyLine(block, start, end, width);
     if (fields !== width) throw copyRowWidthError(this.#plan.format.table, fields);
-    this.#source = block;
-    this.#count = width;
-    return this.#mostBytes(end - start + 1);
+    this.#hasNew = true;
+    this.#hasOld = false;
+    this.#most = this.#mostBytes(end - start + 1);
+    return this.#most;
   }
 
+  #take(
+    kind: RecordKind,
+    transaction: SourceTransaction | null,
+    newRow: Row | null,
+    oldRow: Row | null,
+  ): number {
+    this.#headFor(kind, transaction);
+    const width = this.#plan.rules.length;
+    let sourceBytes = 0;
+    this.#hasNew = newRow !== null;
+    if (newRow !== null) sourceBytes += this.#new.takeTuple(newRow.tupleData(), width);
+    this.#hasOld = oldRow !== null;
+    if (oldRow !== null) {
+      const old = this.#old;
+      sourceBytes += old.takeTuple(oldRow.tupleData(), width);
+      this.#oldKeyOnly = isKeyOnly(this.#plan.format, (index) => old.kinds[index] === cell.null);
+    }
+    this.#most = this.#mostBytes(sourceBytes);
+    return this.#most;
+  }
+
+  /** Whether the message taken has a key: the table has one, and it is not a truncate's. */
   get hasKey(): boolean {
-    return this.#plan.keyIndexes.length > 0;
+    return this.#plan.keyIndexes.length > 0 && (this.#hasNew || this.#hasOld);
   }
 
-  /** Writes the key JSON (message-format.ts, keyJson) at `at`; returns where it ends. */
+  /**
+   * Writes the key JSON at `at` (only when `hasKey`): the key columns in key
+   * order from the new image, a key column it lacks (NULL, unchanged TOAST)
+   * from the old one; returns where it ends.
+   */
   writeKey(target: Buffer, at: number): number {
     const plan = this.#plan;
+    const image = this.#hasNew ? this.#new : this.#old;
+    const fallback = this.#hasNew && this.#hasOld ? this.#old : null;
     let write = at;
     target[write++] = 0x7b; // {
     for (let position = 0; position < plan.keyIndexes.length; position++) {
       write = copyBytes(plan.keyMembers[position] as Buffer, target, write);
       const index = plan.keyIndexes[position] as number;
-      const kind = index < 0 ? cell.null : this.#kinds[index];
-      if (kind === cell.null || kind === cell.unchangedToast) write = copyBytes(nullBytes, target, write);
-      else if (kind === cell.binary) throw binaryValue(plan.format);
-      else write = this.#writeValue(index, target, write);
+      const from = index >= 0 && image.isAbsent(index) && fallback !== null ? fallback : image;
+      if (index < 0 || from.isAbsent(index)) write = copyBytes(nullBytes, target, write);
+      else if (from.kinds[index] === cell.binary) throw binaryValue(plan.format);
+      else write = this.#writeCell(from, index, target, write);
     }
     target[write++] = 0x7d; // }
     return write;
   }
 
-  /** Writes the value JSON (message-format.ts, RenderedRecord's json) at `at`; returns where it ends. */
+  /** Writes the value JSON at `at` (JSON.stringify of the record document, in column order); returns where it ends. */
   writeValue(target: Buffer, at: number): number {
-    const plan = this.#plan;
     let write = copyBytes(this.#head, target, at);
-    let unchanged: string[] | undefined;
-    let first = true;
-    for (let index = 0; index < this.#count; index++) {
-      const kind = this.#kinds[index];
-      if (kind === cell.unchangedToast) {
-        unchanged ??= [];
-        unchanged.push((plan.format.table.columns[index] as { name: string }).name);
-        continue;
-      }
-      if (kind === cell.binary) throw binaryValue(plan.format);
-      // The first member written goes without its comma (the first column's has none).
-      write = copyBytes(plan.members[index] as Buffer, target, write, first && index > 0 ? 1 : 0);
-      first = false;
-      if (kind === cell.null) write = copyBytes(nullBytes, target, write);
-      else write = this.#writeValue(index, target, write);
-    }
-    write = copyBytes(unchangedTail, target, write);
+    write = this.#hasOld
+      ? this.#writeImage(this.#old, this.#oldKeyOnly, false, target, write)
+      : copyBytes(nullBytes, target, write);
+    write = copyBytes(newMember, target, write);
+    this.#unchanged = undefined;
+    write = this.#hasNew
+      ? this.#writeImage(this.#new, false, true, target, write)
+      : copyBytes(nullBytes, target, write);
+    write = copyBytes(unchangedMember, target, write);
+    const unchanged = this.#unchanged as string[] | undefined;
     if (unchanged === undefined) {
       target[write++] = 0x5b; // [
       target[write++] = 0x5d; // ]
@@ -259,33 +350,77 @@ export class RowJson {
     return write;
   }
 
-  #headFor(kind: NewRowKind, transaction: SourceTransaction | null): void {
+  /** The key written as text, or null when the message taken has none. */
+  keyText(): string | null {
+    if (!this.hasKey) return null;
+    const target = this.#scratch();
+    return target.toString('utf8', 0, this.writeKey(target, 0));
+  }
+
+  /** The value written as text. */
+  valueText(): string {
+    const target = this.#scratch();
+    return target.toString('utf8', 0, this.writeValue(target, 0));
+  }
+
+  #scratch(): Buffer {
+    if (scratch.length < this.#most) scratch = Buffer.allocUnsafe(this.#most);
+    return scratch;
+  }
+
+  #headFor(kind: RecordKind, transaction: SourceTransaction | null): void {
     if (this.#headOf !== transaction || this.#headKind !== kind) {
-      this.#head = Buffer.from(newRowValueHead(this.#plan.format, kind, transaction));
+      const format = this.#plan.format;
+      const transactionJson = transaction ? transactionFields(transaction).json : snapshotFieldsJson;
+      this.#head = Buffer.from(`{"kind":"${kind}"${format.tableJson}${transactionJson},"old":`);
       this.#headOf = transaction;
       this.#headKind = kind;
     }
   }
 
-  #reserve(count: number): void {
-    if (count > this.#kinds.length) {
-      this.#kinds = new Uint8Array(count);
-      this.#starts = new Int32Array(count);
-      this.#ends = new Int32Array(count);
-    }
-  }
-
-  /** The most bytes a row of `sourceBytes` takes: its value bytes appear twice at most (key columns). */
+  /** The most bytes a message of `sourceBytes` takes: its value bytes appear twice at most (key columns). */
   #mostBytes(sourceBytes: number): number {
     return this.#head.length + this.#plan.fixedBytes + 2 * mostBytesPerByte * sourceBytes;
   }
 
-  /** Writes the JSON of non-null value `index` at `at`; returns where it ends. */
-  #writeValue(index: number, target: Buffer, at: number): number {
-    const source = this.#source;
-    const start = this.#starts[index] as number;
-    const end = this.#ends[index] as number;
-    const copyText = this.#kinds[index] === cell.copyText;
+  /**
+   * Writes an image as a JSON object in column order at `at`: with `keyOnly`
+   * its key columns only; unchanged TOASTed columns are left out, and named
+   * in `#unchanged` with `namesUnchanged`. Returns where it ends.
+   */
+  #writeImage(image: Cells, keyOnly: boolean, namesUnchanged: boolean, target: Buffer, at: number): number {
+    const plan = this.#plan;
+    const { isKey } = plan.format;
+    let write = at;
+    target[write++] = 0x7b; // {
+    let first = true;
+    for (let index = 0; index < plan.rules.length; index++) {
+      if (keyOnly && !isKey[index]) continue;
+      const kind = image.kinds[index];
+      if (kind === cell.unchangedToast) {
+        if (namesUnchanged) {
+          this.#unchanged ??= [];
+          this.#unchanged.push((plan.format.table.columns[index] as { name: string }).name);
+        }
+        continue;
+      }
+      if (kind === cell.binary) throw binaryValue(plan.format);
+      // The first member written goes without its comma (the first column's has none).
+      write = copyBytes(plan.members[index] as Buffer, target, write, first && index > 0 ? 1 : 0);
+      first = false;
+      if (kind === cell.null) write = copyBytes(nullBytes, target, write);
+      else write = this.#writeCell(image, index, target, write);
+    }
+    target[write++] = 0x7d; // }
+    return write;
+  }
+
+  /** Writes the JSON of non-null value `index` of `image` at `at`; returns where it ends. */
+  #writeCell(image: Cells, index: number, target: Buffer, at: number): number {
+    const source = image.source;
+    const start = image.starts[index] as number;
+    const end = image.ends[index] as number;
+    const copyText = image.kinds[index] === cell.copyText;
     let written = -1;
     switch (this.#plan.rules[index]) {
       case rule.quoted:
@@ -317,12 +452,14 @@ export class RowJson {
         break;
     }
     if (written >= 0) return written;
-    // Not taken as it is: the decoded value's own JSON (or its error).
+    // Not taken as it is: the decoded value's rendering (or its error).
     const text = source.toString('utf8', start, end);
     const value = copyText ? (parseCopyTextLine(text)[0] as string) : text;
     return writeString(cellJson(this.#plan.format, index, value), target, at);
   }
 }
+
+const sharedWriters = new WeakMap<TableFormat, MessageJson>();
 
 /** A JSON text written as UTF-8; the chunk was sized for it, and running out of it is a defect. */
 function writeString(json: string, target: Buffer, at: number): number {
@@ -472,7 +609,7 @@ function isPlainDecimal(source: Buffer, start: number, end: number): boolean {
 /**
  * A usual timestamp's text (`YYYY-MM-DD HH:MM:SS`, a fraction, `+00` for
  * timestamptz only) written as ISO 8601 with `T`, the fraction's trailing
- * zeros dropped and `Z`: message-format.ts's usualTimestamp. Returns -1 for
+ * zeros dropped and `Z`, as renderText writes it (message-format.ts). Returns -1 for
  * any other shape.
  */
 function writeUsualTimestamp(
