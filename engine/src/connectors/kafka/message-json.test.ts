@@ -336,7 +336,7 @@ describe('new rows written from their TupleData (MessageJson)', () => {
 
   it('holds many inserts and a large one across chunks, as their documents give them', () => {
     const tuples: TupleDataRow[] = [];
-    for (let id = 0; id < 3_000; id++) tuples.push(wireTuple(row('id', String(id))));
+    for (let id = 0; id < 1_000; id++) tuples.push(wireTuple(row('id', String(id))));
     tuples.push(wireTuple(row('note', '\n'.repeat(100_000))));
     tuples.push(wireTuple(row('id', '1000000')));
     expectHeldAsDocuments(newRows(tuples));

@@ -23,9 +23,10 @@
 
 import { EngineError } from '../../errors.ts';
 import type { ColumnType } from '../../model/value-kind.ts';
-import { type TupleData, tupleCellEnd, tupleCellKind, tupleCellsStart } from '../changes.ts';
+import { tupleCellEnd, tupleCellKind, tupleCellsStart } from '../changes.ts';
 import { copyRowWidthError, parseCopyTextLine } from '../copy-text.ts';
 import type { Row, RowChange, SourceTransaction } from '../records.ts';
+import { tupleDataMaxBytes, writeTupleDataAt } from '../rows.ts';
 import {
   binaryValue,
   cellJson,
@@ -139,15 +140,31 @@ class Cells {
   ends = new Int32Array(64);
   source: Buffer = Buffer.alloc(0);
 
+  /** Decoded cells written as TupleData (rows.ts), reused from row to row. */
+  #written: Buffer = Buffer.alloc(0);
+
   /**
-   * Takes a TupleData's cells as the table's `width` columns (a cell past
-   * its end is null, as in a decoded image); returns its bytes.
+   * Takes a row's TupleData as the table's `width` columns (a cell past its
+   * end is null, as in a decoded image); returns its bytes. A row of decoded
+   * cells is written as TupleData into this image's own bytes, reused, rather
+   * than into a buffer the row keeps (Row.tupleData).
    */
-  takeTuple(tuple: TupleData, width: number): number {
+  takeRow(row: Row, width: number): number {
+    if (row.fromSourceBytes) {
+      const tuple = row.tupleData();
+      return this.#takeTuple(tuple.bytes, tuple.cellCount, tuple.bytes.length, width);
+    }
+    const cells = row.cells();
+    const most = tupleDataMaxBytes(cells);
+    if (this.#written.length < most) this.#written = Buffer.allocUnsafe(Math.max(most, 1024));
+    const end = writeTupleDataAt(cells, this.#written, 0);
+    return this.#takeTuple(this.#written, cells.length, end, width);
+  }
+
+  #takeTuple(bytes: Buffer, cellCount: number, byteCount: number, width: number): number {
     this.#reserve(width);
-    // Its bytes were checked when it was copied out of its message, or written by rows.ts.
-    const bytes = tuple.bytes;
-    const count = Math.min(tuple.cellCount, width);
+    // Its bytes were checked when they were copied out of their message, or written by rows.ts.
+    const count = Math.min(cellCount, width);
     for (let index = 0, at = tupleCellsStart; index < count; index++) {
       const end = tupleCellEnd(bytes, at);
       this.kinds[index] = bytes[at] as number;
@@ -158,7 +175,7 @@ class Cells {
     }
     for (let index = count; index < width; index++) this.kinds[index] = cell.null;
     this.source = bytes;
-    return bytes.length;
+    return byteCount;
   }
 
   /** Takes the COPY text line `block[start, end)` as `width` fields; returns how many it has. */
@@ -288,11 +305,11 @@ export class MessageJson {
     const width = this.#plan.rules.length;
     let sourceBytes = 0;
     this.#hasNew = newRow !== null;
-    if (newRow !== null) sourceBytes += this.#new.takeTuple(newRow.tupleData(), width);
+    if (newRow !== null) sourceBytes += this.#new.takeRow(newRow, width);
     this.#hasOld = oldRow !== null;
     if (oldRow !== null) {
       const old = this.#old;
-      sourceBytes += old.takeTuple(oldRow.tupleData(), width);
+      sourceBytes += old.takeRow(oldRow, width);
       this.#oldKeyOnly = isKeyOnly(this.#plan.format, (index) => old.kinds[index] === cell.null);
     }
     this.#most = this.#mostBytes(sourceBytes);

@@ -39,7 +39,7 @@ import { MessageJson } from './message-json.ts';
 /** What one change becomes before a script or the default format decides its message. */
 export interface ChangeRecord {
   readonly kind: RecordKind;
-  /** The default message value (message-json.ts), written when first read. */
+  /** The default message value (message-json.ts). */
   readonly json: string;
   /** The default message value as an object, built when first read (by a script). */
   readonly document: RecordDocument;
@@ -67,21 +67,20 @@ export function changeRecord(format: TableFormat, change: RowChange): ChangeReco
 }
 
 /**
- * A change or snapshot row and the images it carries: its default key is
- * written at once (a partitioner and the script read it), its value when
- * first read, both by the table's encoder; the document is rendered on first
- * read.
+ * A change or snapshot row and the images it carries: its default key and
+ * value are written at once by the table's encoder (a partitioner and the
+ * script read the key; the value is written with it, for one take of the
+ * row); the document is rendered on first read.
  */
 class RenderedRecord implements ChangeRecord {
   readonly kind: RecordKind;
   readonly key: string | null;
+  readonly json: string;
   readonly commitLsn: bigint | null;
   readonly #format: TableFormat;
-  /** The change; undefined for a snapshot row, which is `#after`. */
-  readonly #change: RowChange | undefined;
+  readonly #transaction: SourceTransaction | undefined;
   readonly #before: Row | null;
   readonly #after: Row | null;
-  #json: string | undefined;
   #document: RecordDocument | undefined;
 
   constructor(
@@ -94,15 +93,15 @@ class RenderedRecord implements ChangeRecord {
     this.kind = kind;
     this.commitLsn = change ? change.transaction.commitLsn : null;
     this.#format = format;
-    this.#change = change;
+    this.#transaction = change?.transaction;
     this.#before = before;
     this.#after = after;
-    this.key = this.#taken().keyText();
-  }
-
-  get json(): string {
-    this.#json ??= this.#taken().valueText();
-    return this.#json;
+    // The table's shared encoder: a take and its writes run at once.
+    const writer = MessageJson.of(format);
+    if (change) writer.take(change);
+    else writer.takeSnapshotRow(after as Row);
+    this.key = writer.keyText();
+    this.json = writer.valueText();
   }
 
   get document(): RecordDocument {
@@ -110,17 +109,9 @@ class RenderedRecord implements ChangeRecord {
     return this.#document;
   }
 
-  /** The table's shared encoder with this record taken (a take and its write run at once). */
-  #taken(): MessageJson {
-    const writer = MessageJson.of(this.#format);
-    if (this.#change) writer.take(this.#change);
-    else writer.takeSnapshotRow(this.#after as Row);
-    return writer;
-  }
-
   #renderDocument(): RecordDocument {
     const format = this.#format;
-    const transaction: SourceTransaction | undefined = this.#change?.transaction;
+    const transaction = this.#transaction;
     const rendered = transaction ? transactionFields(transaction) : undefined;
     const before = this.#before ? renderRow(format, this.#before.cells(), 'old').row : null;
     const after = this.#after ? renderRow(format, this.#after.cells(), 'full') : undefined;
