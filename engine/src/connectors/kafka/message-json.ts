@@ -116,7 +116,12 @@ const newMember = Buffer.from(',"new":');
 const unchangedMember = Buffer.from(',"unchanged_columns":');
 /** `null,"new":null,"unchanged_columns":[]}` and the braces of two images, with room to spare. */
 const fixedTailBytes = 64;
-/** What escaping makes of a text byte at most (`\u001f`); other rules write less. */
+/**
+ * What escaping makes of a text byte at most (`\u001f`). The other rules
+ * write less, and so does a value's rendering counted with its cell's
+ * framing (an interval's shortest text, `1 day`, takes 10 bytes of TupleData
+ * or 6 of a COPY line and renders in 41).
+ */
 const mostBytesPerByte = 6;
 
 /** Where a value of the row being written is, as `Cells.kinds` holds it. */
@@ -237,6 +242,8 @@ export class MessageJson {
   #headKind: RecordKind | undefined;
   /** `{"kind":…,"source":…,"target":…,<the transaction's members>,"old":` of the last kind and transaction. */
   #head: Buffer = Buffer.alloc(0);
+  /** `#head` and `null,"new":`: a new row's alone, written in one copy. */
+  #newRowHead: Buffer = Buffer.alloc(0);
   #unchanged: string[] | undefined;
 
   private constructor(plan: Plan) {
@@ -346,11 +353,14 @@ export class MessageJson {
 
   /** Writes the value JSON at `at` (JSON.stringify of the record document, in column order); returns where it ends. */
   writeValue(target: Buffer, at: number): number {
-    let write = copyBytes(this.#head, target, at);
-    write = this.#hasOld
-      ? this.#writeImage(this.#old, this.#oldKeyOnly, false, target, write)
-      : copyBytes(nullBytes, target, write);
-    write = copyBytes(newMember, target, write);
+    let write: number;
+    if (this.#hasOld) {
+      write = copyBytes(this.#head, target, at);
+      write = this.#writeImage(this.#old, this.#oldKeyOnly, false, target, write);
+      write = copyBytes(newMember, target, write);
+    } else {
+      write = copyBytes(this.#newRowHead, target, at);
+    }
     this.#unchanged = undefined;
     write = this.#hasNew
       ? this.#writeImage(this.#new, false, true, target, write)
@@ -389,7 +399,9 @@ export class MessageJson {
     if (this.#headOf !== transaction || this.#headKind !== kind) {
       const format = this.#plan.format;
       const transactionJson = transaction ? transactionFields(transaction).json : snapshotFieldsJson;
-      this.#head = Buffer.from(`{"kind":"${kind}"${format.tableJson}${transactionJson},"old":`);
+      const head = `{"kind":"${kind}"${format.tableJson}${transactionJson},"old":`;
+      this.#head = Buffer.from(head);
+      this.#newRowHead = Buffer.from(`${head}null,"new":`);
       this.#headOf = transaction;
       this.#headKind = kind;
     }
@@ -397,7 +409,7 @@ export class MessageJson {
 
   /** The most bytes a message of `sourceBytes` takes: its value bytes appear twice at most (key columns). */
   #mostBytes(sourceBytes: number): number {
-    return this.#head.length + this.#plan.fixedBytes + 2 * mostBytesPerByte * sourceBytes;
+    return this.#newRowHead.length + this.#plan.fixedBytes + 2 * mostBytesPerByte * sourceBytes;
   }
 
   /**
