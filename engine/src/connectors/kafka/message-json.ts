@@ -19,7 +19,8 @@
 // An insert of the benchmark's table, from its pgoutput message to its held
 // message, took 2.5–2.8 µs of CPU through decoded values and 0.9–1.1 µs this
 // way; a snapshot row 2.0 and 0.73–0.80 µs (docs/benchmarks.md, "Kafka
-// messages written from the source's bytes").
+// messages written from the source's bytes"; since every message goes through
+// this encoder, "One encoder of the Kafka message").
 
 import { EngineError } from '../../errors.ts';
 import type { ColumnType } from '../../model/value-kind.ts';
