@@ -35,7 +35,9 @@ describe('catalog migration', () => {
       'installation',
       'logs',
       'mirror_runtime',
+      'mirror_tables',
       'owned_tables',
+      'slot_health',
       'snapshot_tables',
     ]);
     // Every process asking at once gets the one installation id, made once.

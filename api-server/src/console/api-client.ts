@@ -1,7 +1,9 @@
 // The console's only way to the data: the facade's own /api/v1 and /metrics,
 // called in-process with the visitor's credentials (app.inject), so the console
 // shows and does exactly what the interface allows that visitor.
+
 import type { FastifyInstance } from 'fastify';
+import type { TableStatusView } from '../../../engine/src/index.ts';
 
 export interface ApiAnswer<Body> {
   readonly status: number;
@@ -47,6 +49,22 @@ export interface MirrorStatus {
   readonly currentFlowState: string;
   readonly errorMessage: string;
   readonly ok: boolean;
+  readonly lagSeconds?: number;
+  readonly slotHealth?: {
+    readonly slotName: string;
+    readonly checkedAt: string;
+    readonly status: 'True' | 'False' | 'Unknown';
+    readonly reason: string;
+    readonly message: string;
+    readonly active?: boolean;
+    readonly walStatus?: string;
+    readonly retainedWalBytes?: string;
+    readonly unconfirmedBytes?: string;
+    readonly safeWalSizeBytes?: string;
+    readonly invalidationReason?: string;
+  };
+  /** Each table's state and what CDC applied to it; absent while no table is tracked. */
+  readonly tables?: readonly TableStatusView[];
   readonly cdcStatus?: {
     readonly config: Record<string, unknown> & {
       readonly sourceName: string;
@@ -101,7 +119,8 @@ export interface PeerInfo {
 }
 
 export interface PeerList {
-  readonly items: readonly { readonly name: string; readonly type: string }[];
+  /** `problem`: why a peer's secrets cannot be read (cluster mode), for a peer shown broken. */
+  readonly items: readonly { readonly name: string; readonly type: string; readonly problem?: string }[];
 }
 
 export interface ScriptEntry {

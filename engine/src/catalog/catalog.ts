@@ -1,6 +1,8 @@
 // The catalog holds each mirror's runtime state, its CDC batches, its logs and
 // its snapshot progress. The engine writes it; the facade and the operator read
 // it. Rows of dropped mirrors' logs and batches are kept.
+import type { SlotReading } from '../connectors/source.ts';
+import type { ErrorKind } from '../errors.ts';
 
 /** Mirror lifecycle phases; transitions are in docs/mirror-lifecycle.md. */
 export const mirrorPhases = [
@@ -15,6 +17,88 @@ export const mirrorPhases = [
   'failed',
 ] as const;
 export type MirrorPhase = (typeof mirrorPhases)[number];
+
+/**
+ * The states of one mapped table of a mirror; transitions are in
+ * docs/mirror-lifecycle.md ("Table states") and written by table-states.ts only.
+ */
+export const tableStates = [
+  'pending',
+  'loading',
+  'streaming',
+  'resyncing',
+  'held',
+  'errored',
+  'removed',
+] as const;
+export type TableState = (typeof tableStates)[number];
+
+/** The name each table state has in the interface's style (like `currentFlowState`'s). */
+export const tableStateNames = {
+  pending: 'TABLE_STATE_PENDING',
+  loading: 'TABLE_STATE_LOADING',
+  streaming: 'TABLE_STATE_STREAMING',
+  resyncing: 'TABLE_STATE_RESYNCING',
+  held: 'TABLE_STATE_HELD',
+  errored: 'TABLE_STATE_ERRORED',
+  removed: 'TABLE_STATE_REMOVED',
+} as const satisfies Record<TableState, string>;
+
+export type TableStateName = (typeof tableStateNames)[TableState];
+
+/** Why a table is `errored` (or `held`): the error's kind and remedy as for a mirror's fault (errors.ts). */
+export interface TableProblem {
+  readonly kind: ErrorKind;
+  readonly message: string;
+  readonly remedy: string;
+}
+
+/** Rows of one table a CDC batch applied, by operation, and the last of its changes the batch holds. */
+export interface TableApplied {
+  /** The source table, schema.table as formatTableName writes it. */
+  readonly sourceTable: string;
+  readonly inserts: bigint;
+  readonly updates: bigint;
+  readonly deletes: bigint;
+  /** Commit LSN of the last transaction whose changes of this table the batch holds. */
+  readonly lastLsn: bigint;
+  /** That transaction's commit time, microseconds since the Unix epoch. */
+  readonly lastCommitTimeMicros: bigint;
+}
+
+/** One table of a mirror as the catalog holds it (Catalog.listTables). */
+export interface TableStatus {
+  readonly sourceTable: string;
+  readonly destinationTable: string;
+  readonly state: TableState;
+  /** When the table entered its state. */
+  readonly stateSince: Date;
+  readonly inserts: bigint;
+  readonly updates: bigint;
+  readonly deletes: bigint;
+  /** Commit LSN of the last transaction CDC applied to the table; 0 before the first. */
+  readonly lastLsn: bigint;
+  /** Its commit time; null before the first. */
+  readonly lastCommitTime: Date | null;
+  /** Set while the table is `errored` or `held`; null otherwise. */
+  readonly problem: TableProblem | null;
+  /**
+   * While `errored` or `held`: the position the table's destination is at,
+   * changes after it are not applied; null otherwise.
+   */
+  readonly behindLsn: bigint | null;
+}
+
+/** What a table's state writer records with a move (Catalog.transitionTable). */
+export interface TableMove {
+  readonly sourceTable: string;
+  readonly destinationTable: string;
+  readonly to: TableState;
+  /** Required for `errored` and `held`; cleared by every other move. */
+  readonly problem?: TableProblem | undefined;
+  /** For `errored` and `held`; cleared by every other move. */
+  readonly behindLsn?: bigint | undefined;
+}
 
 /** Levels of a mirror's log entries, most severe first. */
 export const logLevels = ['ERROR', 'WARN', 'INFO'] as const;
@@ -52,6 +136,38 @@ export interface SourceSetup {
   readonly slotIdentity: SlotIdentity | null;
 }
 
+/**
+ * Why a mirror's slot is or is not healthy (control/slot-health.ts decides):
+ * True `Healthy`; False `Invalidated`, `WalAtRisk` (wal_status unreserved: the
+ * next checkpoint may remove WAL it needs), `SlotMissing`; Unknown
+ * `SlotNotCreated` (setup has not created it yet), `SourceUnreachable`,
+ * `WaitingForPeer`.
+ */
+export const slotHealthReasons = [
+  'Healthy',
+  'Invalidated',
+  'WalAtRisk',
+  'SlotMissing',
+  'SlotNotCreated',
+  'SourceUnreachable',
+  'WaitingForPeer',
+] as const;
+export type SlotHealthReason = (typeof slotHealthReasons)[number];
+
+/** A mirror's slot as the last read of its source server found it. */
+export interface SlotHealth {
+  readonly slotName: string;
+  /** When the source was read (or the read failed). */
+  readonly checkedAt: Date;
+  /** True healthy, false not, null unknown (no reading). */
+  readonly healthy: boolean | null;
+  readonly reason: SlotHealthReason;
+  /** One line for a person: what was found, or why nothing could be read. Never a secret. */
+  readonly message: string;
+  /** What pg_replication_slots showed; null when the slot does not exist or the source could not be read. */
+  readonly reading: SlotReading | null;
+}
+
 /** A step that has made no progress for longer than the stall bound. */
 export interface MirrorStall {
   /** What it waits on, e.g. `initial load: destination: write public.orders partition 3 of 8`. */
@@ -76,6 +192,13 @@ export interface MirrorRuntime {
    * than the stall bound (pipeline/progress-watchdog.ts); null when nothing is stalled.
    */
   readonly stall: MirrorStall | null;
+  /**
+   * While the engine streams: the commit time at the source of the oldest
+   * transaction received and not yet durable at the destination; null when
+   * every transaction received is durable (caught up). Lag in seconds is the
+   * time since (pipeline/replication-delay.ts).
+   */
+  readonly lagSince: Date | null;
   readonly setup: SourceSetup | null;
   readonly snapshotCompleted: boolean;
   readonly updatedAt: Date;
@@ -184,6 +307,8 @@ export interface Catalog {
   setRetryingError(mirror: string, message: string | null): Promise<void>;
   /** Records (the stalled step) or clears (null) a stall; see MirrorRuntime.stall. */
   setStall(mirror: string, stall: MirrorStall | null): Promise<void>;
+  /** Records MirrorRuntime.lagSince (null: caught up). */
+  setLagSince(mirror: string, since: Date | null): Promise<void>;
   saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void>;
   /**
    * A random id of this catalog, made once: it tells apart installations that
@@ -202,9 +327,20 @@ export interface Catalog {
   setSnapshotCompleted(mirror: string, completed: boolean): Promise<void>;
 
   startBatch(mirror: string, batch: { batchId: bigint; startTime: Date; startLsn: bigint }): Promise<void>;
+  /**
+   * Records the batch durable; with `tables`, adds each table's applied rows and
+   * moves its last applied position in the same statement (a table the catalog
+   * does not track is left out).
+   */
   finishBatch(
     mirror: string,
-    batch: { batchId: bigint; endTime: Date; rowCount: bigint; endLsn: bigint },
+    batch: {
+      batchId: bigint;
+      endTime: Date;
+      rowCount: bigint;
+      endLsn: bigint;
+      tables?: readonly TableApplied[] | undefined;
+    },
   ): Promise<void>;
   /** Removes batches that never became durable (ids above the destination's checkpoint). */
   discardBatchesAfter(mirror: string, batchId: bigint): Promise<void>;
@@ -228,6 +364,14 @@ export interface Catalog {
    */
   setEngineProblem(mirror: string, message: string | null): Promise<void>;
   getEngineProblem(mirror: string): Promise<string | undefined>;
+  /**
+   * Records the mirror's slot health as the slot health monitor last read it
+   * (one writer: control/slot-health.ts), replacing the previous record.
+   */
+  recordSlotHealth(mirror: string, health: SlotHealth): Promise<void>;
+  getSlotHealth(mirror: string): Promise<SlotHealth | undefined>;
+  /** Forgets the slot health of every mirror not named (dropped ones). */
+  keepSlotHealthOf(mirrors: readonly string[]): Promise<void>;
   listLogs(query: LogQuery): Promise<{ entries: LogEntry[]; total: number }>;
 
   resetSnapshotProgress(mirror: string): Promise<void>;
@@ -245,4 +389,13 @@ export interface Catalog {
   ): Promise<void>;
   finishSnapshotTable(mirror: string, sourceTable: string): Promise<void>;
   listSnapshotProgress(mirror: string): Promise<SnapshotTableProgress[]>;
+
+  /** Every table the mirror tracks, removed ones too, by source table. */
+  listTables(mirror: string): Promise<TableStatus[]>;
+  /**
+   * Moves one table to `move.to` if the table states allow it from the state
+   * it is in (creating its row when `new` may lead there), atomically; throws
+   * TableStateTransitionError (table-states.ts) otherwise. Only table-states.ts calls it.
+   */
+  transitionTable(mirror: string, move: TableMove): Promise<void>;
 }

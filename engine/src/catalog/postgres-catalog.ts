@@ -2,6 +2,7 @@
 // it runs on a `pg` Pool (cluster mode) and on an embedded engine (standalone).
 
 import { randomUUID } from 'node:crypto';
+import type { ErrorKind } from '../errors.ts';
 import type {
   BatchQuery,
   Catalog,
@@ -12,13 +13,20 @@ import type {
   MirrorPhase,
   MirrorRuntime,
   MirrorStall,
+  SlotHealth,
+  SlotHealthReason,
   SnapshotTableProgress,
   SourceSetup,
+  TableApplied,
+  TableMove,
+  TableState,
+  TableStatus,
 } from './catalog.ts';
 import { type LogRetention, logRetentionDefaults } from './log-retention.ts';
 import { migrate } from './migrations.ts';
 import { PhaseTransitionError } from './phase-error.ts';
 import { phasesLeadingTo } from './phases.ts';
+import { TableStateTransitionError, tableStatesLeadingTo } from './table-states.ts';
 
 export interface SqlQueries {
   query<Row>(text: string, params?: unknown[]): Promise<{ rows: Row[] }>;
@@ -107,6 +115,40 @@ const migrations: readonly string[] = [
   `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS last_at_ms bigint`,
   `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS stalled_step text`,
   `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS stalled_since timestamptz`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS lag_since timestamptz`,
+  `CREATE TABLE IF NOT EXISTS tributary.slot_health (
+     mirror text PRIMARY KEY,
+     slot_name text NOT NULL,
+     checked_at timestamptz NOT NULL,
+     healthy boolean,
+     reason text NOT NULL,
+     message text NOT NULL,
+     found boolean NOT NULL,
+     active boolean,
+     wal_status text,
+     retained_wal_bytes numeric(20, 0),
+     unconfirmed_bytes numeric(20, 0),
+     safe_wal_size_bytes numeric(20, 0),
+     invalidation_reason text,
+     conflicting boolean)`,
+  // One row per table a mirror tracks (table-states.ts writes `state`; the
+  // batch writer adds to the counters in the statement that finishes a batch).
+  `CREATE TABLE IF NOT EXISTS tributary.mirror_tables (
+     mirror text NOT NULL,
+     source_table text NOT NULL,
+     destination_table text NOT NULL,
+     state text NOT NULL,
+     state_since timestamptz NOT NULL DEFAULT now(),
+     inserts bigint NOT NULL DEFAULT 0,
+     updates bigint NOT NULL DEFAULT 0,
+     deletes bigint NOT NULL DEFAULT 0,
+     last_lsn numeric(20, 0) NOT NULL DEFAULT 0,
+     last_commit_time timestamptz,
+     error_kind text,
+     error_message text,
+     error_remedy text,
+     behind_lsn numeric(20, 0),
+     PRIMARY KEY (mirror, source_table))`,
 ];
 
 interface RuntimeRow {
@@ -117,6 +159,7 @@ interface RuntimeRow {
   retrying_since: Date | null;
   stalled_step: string | null;
   stalled_since: Date | null;
+  lag_since: Date | string | null;
   slot_name: string | null;
   publication_name: string | null;
   publication_created_by_mirror: boolean | null;
@@ -135,6 +178,22 @@ interface BatchRow {
   row_count: string;
   start_lsn: string;
   end_lsn: string;
+}
+
+interface TableRow {
+  source_table: string;
+  destination_table: string;
+  state: TableState;
+  state_since: Date;
+  inserts: string;
+  updates: string;
+  deletes: string;
+  last_lsn: string;
+  last_commit_time: Date | null;
+  error_kind: string | null;
+  error_message: string | null;
+  error_remedy: string | null;
+  behind_lsn: string | null;
 }
 
 interface LogRow {
@@ -226,6 +285,7 @@ export class PostgresCatalog implements Catalog {
         row.stalled_step !== null && row.stalled_since !== null
           ? { step: row.stalled_step, since: row.stalled_since }
           : null,
+      lagSince: row.lag_since === null ? null : new Date(row.lag_since),
       setup,
       snapshotCompleted: row.snapshot_completed,
       updatedAt: row.updated_at,
@@ -282,6 +342,9 @@ export class PostgresCatalog implements Catalog {
          RETURNING batch_id),
        snapshot AS (
          DELETE FROM tributary.snapshot_tables WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
+         RETURNING source_table),
+       tables AS (
+         DELETE FROM tributary.mirror_tables WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
          RETURNING source_table)
        SELECT mirror FROM dropped`,
       [mirror],
@@ -313,6 +376,13 @@ export class PostgresCatalog implements Catalog {
       `UPDATE tributary.mirror_runtime SET stalled_step = $2, stalled_since = $3 WHERE mirror = $1`,
       [mirror, stall?.step ?? null, stall?.since ?? null],
     );
+  }
+
+  async setLagSince(mirror: string, since: Date | null): Promise<void> {
+    await this.#sql.query(`UPDATE tributary.mirror_runtime SET lag_since = $2 WHERE mirror = $1`, [
+      mirror,
+      since,
+    ]);
   }
 
   async saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void> {
@@ -384,12 +454,56 @@ export class PostgresCatalog implements Catalog {
 
   async finishBatch(
     mirror: string,
-    batch: { batchId: bigint; endTime: Date; rowCount: bigint; endLsn: bigint },
+    batch: {
+      batchId: bigint;
+      endTime: Date;
+      rowCount: bigint;
+      endLsn: bigint;
+      tables?: readonly TableApplied[] | undefined;
+    },
   ): Promise<void> {
+    const params: unknown[] = [
+      mirror,
+      batch.batchId.toString(),
+      batch.endTime,
+      batch.rowCount.toString(),
+      batch.endLsn.toString(),
+    ];
+    const tables = batch.tables ?? [];
+    if (tables.length === 0) {
+      await this.#sql.query(
+        `UPDATE tributary.cdc_batches SET end_time = $3, row_count = $4, end_lsn = $5
+         WHERE mirror = $1 AND batch_id = $2`,
+        params,
+      );
+      return;
+    }
+    // One statement: the batch and its tables' counters are durable together,
+    // so a status never counts a batch the catalog has not finished (nor the reverse).
+    const column = (value: (table: TableApplied) => string) => tables.map(value);
     await this.#sql.query(
-      `UPDATE tributary.cdc_batches SET end_time = $3, row_count = $4, end_lsn = $5
-       WHERE mirror = $1 AND batch_id = $2`,
-      [mirror, batch.batchId.toString(), batch.endTime, batch.rowCount.toString(), batch.endLsn.toString()],
+      `WITH batch AS (
+         UPDATE tributary.cdc_batches SET end_time = $3, row_count = $4, end_lsn = $5
+         WHERE mirror = $1 AND batch_id = $2 RETURNING batch_id),
+       applied AS (
+         SELECT * FROM unnest($6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::numeric[],
+           $11::bigint[]) AS a(source_table, inserts, updates, deletes, last_lsn, commit_micros))
+       UPDATE tributary.mirror_tables t SET inserts = t.inserts + a.inserts,
+         updates = t.updates + a.updates, deletes = t.deletes + a.deletes,
+         last_commit_time = CASE WHEN a.last_lsn >= t.last_lsn
+           THEN timestamptz 'epoch' + a.commit_micros * interval '1 microsecond'
+           ELSE t.last_commit_time END,
+         last_lsn = greatest(t.last_lsn, a.last_lsn)
+       FROM applied a WHERE t.mirror = $1 AND t.source_table = a.source_table`,
+      [
+        ...params,
+        column((table) => table.sourceTable),
+        column((table) => table.inserts.toString()),
+        column((table) => table.updates.toString()),
+        column((table) => table.deletes.toString()),
+        column((table) => table.lastLsn.toString()),
+        column((table) => table.lastCommitTimeMicros.toString()),
+      ],
     );
   }
 
@@ -510,6 +624,88 @@ export class PostgresCatalog implements Catalog {
       [mirror],
     );
     return rows[0]?.message;
+  }
+
+  async recordSlotHealth(mirror: string, health: SlotHealth): Promise<void> {
+    const reading = health.reading;
+    const text = (value: bigint | null | undefined) => (value == null ? null : value.toString());
+    await this.#sql.query(
+      `INSERT INTO tributary.slot_health (mirror, slot_name, checked_at, healthy, reason, message, found, active,
+         wal_status, retained_wal_bytes, unconfirmed_bytes, safe_wal_size_bytes, invalidation_reason, conflicting)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+       ON CONFLICT (mirror) DO UPDATE SET slot_name = EXCLUDED.slot_name, checked_at = EXCLUDED.checked_at,
+         healthy = EXCLUDED.healthy, reason = EXCLUDED.reason, message = EXCLUDED.message, found = EXCLUDED.found,
+         active = EXCLUDED.active, wal_status = EXCLUDED.wal_status, retained_wal_bytes = EXCLUDED.retained_wal_bytes,
+         unconfirmed_bytes = EXCLUDED.unconfirmed_bytes, safe_wal_size_bytes = EXCLUDED.safe_wal_size_bytes,
+         invalidation_reason = EXCLUDED.invalidation_reason, conflicting = EXCLUDED.conflicting`,
+      [
+        mirror,
+        health.slotName,
+        health.checkedAt,
+        health.healthy,
+        health.reason,
+        health.message,
+        reading !== null,
+        reading?.active ?? null,
+        reading?.walStatus ?? null,
+        text(reading?.retainedWalBytes),
+        text(reading?.unconfirmedBytes),
+        text(reading?.safeWalSizeBytes),
+        reading?.invalidationReason ?? null,
+        reading?.conflicting ?? null,
+      ],
+    );
+  }
+
+  async getSlotHealth(mirror: string): Promise<SlotHealth | undefined> {
+    const { rows } = await this.#sql.query<{
+      slot_name: string;
+      checked_at: Date | string;
+      healthy: boolean | null;
+      reason: string;
+      message: string;
+      found: boolean;
+      active: boolean | null;
+      wal_status: string | null;
+      retained_wal_bytes: string | null;
+      unconfirmed_bytes: string | null;
+      safe_wal_size_bytes: string | null;
+      invalidation_reason: string | null;
+      conflicting: boolean | null;
+    }>(
+      `SELECT slot_name, checked_at, healthy, reason, message, found, active, wal_status,
+              retained_wal_bytes::text, unconfirmed_bytes::text, safe_wal_size_bytes::text,
+              invalidation_reason, conflicting
+       FROM tributary.slot_health WHERE mirror = $1`,
+      [mirror],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    const bytes = (value: string | null) => (value === null ? null : BigInt(value));
+    return {
+      slotName: row.slot_name,
+      checkedAt: new Date(row.checked_at),
+      healthy: row.healthy,
+      reason: row.reason as SlotHealthReason,
+      message: row.message,
+      reading: row.found
+        ? {
+            active: row.active ?? false,
+            walStatus: row.wal_status,
+            retainedWalBytes: bytes(row.retained_wal_bytes),
+            unconfirmedBytes: bytes(row.unconfirmed_bytes),
+            safeWalSizeBytes: bytes(row.safe_wal_size_bytes),
+            invalidationReason: row.invalidation_reason,
+            conflicting: row.conflicting,
+          }
+        : null,
+    };
+  }
+
+  async keepSlotHealthOf(mirrors: readonly string[]): Promise<void> {
+    await this.#sql.query(`DELETE FROM tributary.slot_health WHERE mirror <> ALL($1::text[])`, [
+      [...mirrors],
+    ]);
   }
 
   async listLogs(query: LogQuery): Promise<{ entries: LogEntry[]; total: number }> {
@@ -637,5 +833,72 @@ export class PostgresCatalog implements Catalog {
       consolidateCompleted: row.consolidate_completed,
       cdcStartLsn: BigInt(row.cdc_start_lsn),
     }));
+  }
+
+  async listTables(mirror: string): Promise<TableStatus[]> {
+    const { rows } = await this.#sql.query<TableRow>(
+      `SELECT source_table, destination_table, state, state_since, inserts::text, updates::text,
+         deletes::text, last_lsn::text, last_commit_time, error_kind, error_message, error_remedy,
+         behind_lsn::text
+       FROM tributary.mirror_tables WHERE mirror = $1 ORDER BY source_table`,
+      [mirror],
+    );
+    return rows.map((row) => ({
+      sourceTable: row.source_table,
+      destinationTable: row.destination_table,
+      state: row.state,
+      stateSince: row.state_since,
+      inserts: BigInt(row.inserts),
+      updates: BigInt(row.updates),
+      deletes: BigInt(row.deletes),
+      lastLsn: BigInt(row.last_lsn),
+      lastCommitTime: row.last_commit_time,
+      problem:
+        row.error_kind !== null && row.error_message !== null
+          ? {
+              kind: row.error_kind as ErrorKind,
+              message: row.error_message,
+              remedy: row.error_remedy ?? '',
+            }
+          : null,
+      behindLsn: row.behind_lsn === null ? null : BigInt(row.behind_lsn),
+    }));
+  }
+
+  async transitionTable(mirror: string, move: TableMove): Promise<void> {
+    const from = tableStatesLeadingTo(move.to);
+    const values = [
+      mirror,
+      move.sourceTable,
+      move.destinationTable,
+      move.to,
+      move.problem?.kind ?? null,
+      move.problem?.message ?? null,
+      move.problem?.remedy ?? null,
+      move.behindLsn?.toString() ?? null,
+    ];
+    // Conditional on the state held, as Catalog.transition is on the phase.
+    const updated = await this.#sql.query<{ source_table: string }>(
+      `UPDATE tributary.mirror_tables SET destination_table = $3, state = $4, state_since = now(),
+         error_kind = $5, error_message = $6, error_remedy = $7, behind_lsn = $8
+       WHERE mirror = $1 AND source_table = $2 AND state = ANY($9::text[])
+       RETURNING source_table`,
+      [...values, from.filter((origin) => origin !== 'new')],
+    );
+    if (updated.rows.length > 0) return;
+    const inserted = from.includes('new')
+      ? (
+          await this.#sql.query<{ source_table: string }>(
+            `INSERT INTO tributary.mirror_tables (mirror, source_table, destination_table, state,
+               error_kind, error_message, error_remedy, behind_lsn)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (mirror, source_table) DO NOTHING RETURNING source_table`,
+            values,
+          )
+        ).rows
+      : [];
+    if (inserted.length > 0) return;
+    const current = (await this.listTables(mirror)).find((table) => table.sourceTable === move.sourceTable);
+    throw new TableStateTransitionError(mirror, move.sourceTable, current?.state ?? 'new', move.to);
   }
 }

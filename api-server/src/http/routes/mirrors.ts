@@ -6,12 +6,14 @@ import {
   formatTableName,
   isSupportedDestination,
   type LogLevel,
+  lagSecondsOf,
   type MirrorPhase,
   type MirrorResource,
   type MirrorResourceSpec,
   ResourceConflictError,
   ResourceExistsError,
   type TableMapping,
+  tableStatusView,
   workflowId,
 } from '../../../../engine/src/index.ts';
 import type { FacadeContext } from '../context.ts';
@@ -22,6 +24,7 @@ import {
   mirrorConfigToWire,
   mirrorSpecFromWire,
   parseRequest,
+  slotHealthToWire,
   validMirrorSpec,
 } from '../convert.ts';
 import { ApiError } from '../errors.ts';
@@ -216,6 +219,10 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
         : runtime
           ? flowStateByPhase[runtime.phase]
           : 'STATUS_SETUP';
+    const slotHealth = await catalog.getSlotHealth(body.flowJobName);
+    const lagSeconds = lagSecondsOf(runtime);
+    // Beyond the interface (docs/api.md): each table's state and what CDC applied to it.
+    const tables = runtime ? await catalog.listTables(body.flowJobName) : [];
     const status = {
       flowJobName: body.flowJobName,
       // Failed for good: the engine's error. Otherwise what keeps it from
@@ -232,6 +239,12 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       ...(runtime?.stall && runtime.phase !== 'failed'
         ? { stall: { step: runtime.stall.step, since: runtime.stall.since.toISOString() } }
         : {}),
+      // Beyond the interface (docs/api.md): lag in seconds from commit times.
+      ...(lagSeconds === undefined ? {} : { lagSeconds }),
+      // Beyond the interface (docs/api.md): the slot at the source, in every state.
+      ...(slotHealth && mirror ? { slotHealth: slotHealthToWire(slotHealth) } : {}),
+      // Left out while empty, as protojson leaves out an empty repeated field.
+      ...(tables.length > 0 ? { tables: tables.map(tableStatusView) } : {}),
     };
     if (!body.includeFlowInfo || !mirror) return status;
     const [source, destination, clones] = await Promise.all([
