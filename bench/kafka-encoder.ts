@@ -93,10 +93,24 @@ function casesOf(t: Awaited<ReturnType<typeof load>>) {
       if (++k % 10_000 === 0) held = new t.HeldMessages(format);
     }
   };
+  const cellInserts = () => rows.map((r) => ({ transaction, kind: 'insert', newRow: t.rowOfCells(r) }));
+  const byteInserts = () =>
+    bytes.map((b) => ({ transaction, kind: 'insert', newRow: new t.TupleDataRow(b, 5) }));
+  /** A script's records of the changes, their key and value read as text (or as the bytes the producer gets). */
+  const records = (asBytes: boolean) => (changes: unknown[]) => {
+    let total = 0;
+    for (const change of changes) {
+      const record = t.changeRecord(format, change);
+      total += asBytes
+        ? (record.key === null ? 0 : Buffer.from(record.key).length) + Buffer.from(record.json).length
+        : (record.key?.length ?? 0) + record.json.length;
+    }
+    if (total === 0) throw new Error('no records');
+  };
   return [
     {
       name: 'insert (TupleData)',
-      make: () => bytes.map((b) => ({ transaction, kind: 'insert', newRow: new t.TupleDataRow(b, 5) })),
+      make: byteInserts,
       run: hold,
     },
     {
@@ -127,42 +141,9 @@ function casesOf(t: Awaited<ReturnType<typeof load>>) {
         })),
       run: hold,
     },
-    {
-      name: 'record (cells)',
-      make: () => rows.map((r) => ({ transaction, kind: 'insert', newRow: t.rowOfCells(r) })),
-      run: (cs: unknown[]) => {
-        let s = 0;
-        for (const ch of cs) {
-          const rec = t.changeRecord(format, ch);
-          s += (rec.key?.length ?? 0) + rec.json.length;
-        }
-        if (!s) throw new Error();
-      },
-    },
-    {
-      name: 'record (TupleData)',
-      make: () => bytes.map((b) => ({ transaction, kind: 'insert', newRow: new t.TupleDataRow(b, 5) })),
-      run: (cs: unknown[]) => {
-        let s = 0;
-        for (const ch of cs) {
-          const rec = t.changeRecord(format, ch);
-          s += (rec.key?.length ?? 0) + rec.json.length;
-        }
-        if (!s) throw new Error();
-      },
-    },
-    {
-      name: 'record bytes (cells)',
-      make: () => rows.map((r) => ({ transaction, kind: 'insert', newRow: t.rowOfCells(r) })),
-      run: (cs: unknown[]) => {
-        let s = 0;
-        for (const ch of cs) {
-          const rec = t.changeRecord(format, ch);
-          s += (rec.key === null ? 0 : Buffer.from(rec.key).length) + Buffer.from(rec.json).length;
-        }
-        if (!s) throw new Error();
-      },
-    },
+    { name: 'record (cells)', make: cellInserts, run: records(false) },
+    { name: 'record (TupleData)', make: byteInserts, run: records(false) },
+    { name: 'record bytes (cells)', make: cellInserts, run: records(true) },
   ].filter((x) => !only || only.some((o) => x.name.startsWith(o)));
 }
 const cases = { before: casesOf(trees.before), after: casesOf(trees.after) };
