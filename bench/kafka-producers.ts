@@ -36,7 +36,8 @@ import { defaultChunkBytes, recordOverheadBytes } from '../engine/src/connectors
 import { maxChunkMessages } from '../engine/src/connectors/kafka/chunk-sender.ts';
 import { KafkaDestination } from '../engine/src/connectors/kafka/destination.ts';
 import type { KafkaHeld } from '../engine/src/connectors/kafka/held-messages.ts';
-import { changeRecord, tableFormat } from '../engine/src/connectors/kafka/message-format.ts';
+import { tableFormat } from '../engine/src/connectors/kafka/message-format.ts';
+import { changeRecord } from '../engine/src/connectors/kafka/script-records.ts';
 import type { ChangeBatch, DestinationTable, RowChange } from '../engine/src/connectors/records.ts';
 import { rowOfCells } from '../engine/src/connectors/rows.ts';
 import type { StreamConfig } from '../engine/src/resources/peer.ts';

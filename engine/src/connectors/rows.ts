@@ -137,15 +137,20 @@ export class TupleDataRow implements Row {
 
 /** The TupleData of decoded cells (a binary cell keeps its bytes under the `b` kind). */
 export function writeTupleData(cells: RowImage): TupleData {
+  const target = Buffer.allocUnsafe(tupleDataMaxBytes(cells));
+  const end = writeTupleDataAt(cells, target, 0);
+  return { bytes: target.subarray(0, end), cellCount: cells.length };
+}
+
+/** The most bytes the TupleData of `cells` takes: the room writeTupleDataAt needs. */
+export function tupleDataMaxBytes(cells: RowImage): number {
   // A UTF-16 code unit is at most 3 bytes of UTF-8.
   let maxBytes = 2;
   for (const cell of cells) {
     maxBytes +=
       typeof cell === 'string' ? 5 + 3 * cell.length : cell instanceof Uint8Array ? 5 + cell.length : 1;
   }
-  const target = Buffer.allocUnsafe(maxBytes);
-  const end = writeTupleDataAt(cells, target, 0);
-  return { bytes: target.subarray(0, end), cellCount: cells.length };
+  return maxBytes;
 }
 
 /** Writes the TupleData of `cells` at `offset` of `target` (room enough, see writeTupleData); returns its end. */

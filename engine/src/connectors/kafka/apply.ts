@@ -1,6 +1,7 @@
 // A Kafka destination's writes: a snapshot partition's rows and a batch's
-// changes become messages (message-format.ts, held-messages.ts, a script's
-// results: script-records.ts), get their partition (partitioners.ts) and go to
+// changes become messages (their default ones written by message-json.ts, held
+// as bytes: held-messages.ts; a script's results: script-records.ts), get
+// their partition (partitioners.ts) and go to
 // the broker in chunks of bounded size (chunk-sender.ts).
 //
 // Contract:
@@ -20,15 +21,9 @@ import { copyTextLineBlocks, copyTextRowBatches } from '../copy-text.ts';
 import type { ChangeBatch, DestinationTable } from '../records.ts';
 import { ChunkSender, type Outgoing } from './chunk-sender.ts';
 import { HeldMessages, type KafkaHeld } from './held-messages.ts';
-import {
-  type ChangeRecord,
-  changeRecord,
-  snapshotRecord,
-  type TableFormat,
-  tableFormat,
-} from './message-format.ts';
+import { type TableFormat, tableFormat } from './message-format.ts';
 import type { BatchAssigner, PartitionStrategy, TopicPartitions } from './partitioners.ts';
-import { recordSink } from './script-records.ts';
+import { type ChangeRecord, changeRecord, recordSink, snapshotRecord } from './script-records.ts';
 import { type KnownTopics, topicNameProblem } from './topics.ts';
 import type { KafkaTransport } from './transport.ts';
 
@@ -66,8 +61,8 @@ export class KafkaApply {
     // A snapshot partition's chunks are batches of their own (Sticky moves on between them).
     const sender = this.#sender(`destination: load ${format.topic}`, () => this.#strategy.batch(), true);
     let rowCount = 0;
-    if (!this.#options.script && HeldMessages.writesFromBytes(format)) {
-      // Each block's messages written from its COPY text (row-json.ts), as views of their bytes.
+    if (!this.#options.script) {
+      // Each block's messages written from its COPY text (message-json.ts), as views of their bytes.
       for await (const block of copyTextLineBlocks(copyText)) {
         const held = new HeldMessages(format);
         rowCount += held.addSnapshotLines(block);

@@ -1,22 +1,15 @@
 // One table's changes of a batch held as the bytes of their default messages
 // (Destination.changeBuffer, for a mirror without a script): each change's key
 // and value JSON are written into byte chunks as it is decoded, instead of the
-// change staying a set of objects until the batch is sent. An insert or update
-// that comes undecoded has its message written from its bytes (row-json.ts),
-// and so have a snapshot's rows from their COPY text. The chunks live outside V8's
-// heap, so a batch costs its young-generation collector nothing to keep
-// (docs/benchmarks.md, "The engine's CPU per change"), and the producer gets
-// views of them at send time.
-import { EngineError } from '../../errors.ts';
-import {
-  type ChangeBuffer,
-  ChangeList,
-  type Row,
-  type RowChange,
-  type SourceTransaction,
-} from '../records.ts';
-import { changeRecord, type TableFormat } from './message-format.ts';
-import { RowJson } from './row-json.ts';
+// change staying a set of objects until the batch is sent. Every change's
+// message is written by the one encoder of the message from its rows'
+// TupleData (message-json.ts), and a snapshot's rows' from their COPY text.
+// The chunks live outside V8's heap, so a batch costs its young-generation
+// collector nothing to keep (docs/benchmarks.md, "The engine's CPU per
+// change"), and the producer gets views of them at send time.
+import { type ChangeBuffer, ChangeList, type RowChange } from '../records.ts';
+import type { TableFormat } from './message-format.ts';
+import { MessageJson } from './message-json.ts';
 
 /**
  * Bytes of a table's first chunk in a batch, doubling for each next one up to
@@ -61,83 +54,43 @@ export class HeldMessages implements ChangeBuffer {
   #nextChunkBytes = firstChunkBytes;
   #index = new Int32Array(1024 * indexFields);
   #count = 0;
-  /** The writer of new rows from the source's bytes; null for a table it cannot write. */
-  #rowJson: RowJson | null | undefined;
+  readonly #writer: MessageJson;
 
   constructor(format: TableFormat) {
     this.format = format;
+    this.#writer = MessageJson.for(format);
   }
 
   add(change: RowChange): number {
-    // A new row alone (an insert, an update without an old image) that is the
-    // source's bytes has its message written from them when the table allows.
-    if (change.kind === 'insert' || (change.kind === 'update' && change.oldKey === null)) {
-      const held = this.#addSourceBytes(change.kind, change.newRow, change.transaction);
-      if (held !== undefined) return held;
-    }
-    const record = changeRecord(this.format, change);
-    const { key, json } = record;
-    // UTF-8 takes at most three bytes per UTF-16 code unit.
-    const chunk = this.#room(3 * ((key?.length ?? 0) + json.length));
-    const start = this.#offset;
-    const keyLength = key === null ? -1 : chunk.write(key, start);
-    const valueStart = start + Math.max(keyLength, 0);
-    const valueLength = chunk.write(json, valueStart);
-    return this.#held(record.kind === 'truncate', start, keyLength, valueLength);
-  }
-
-  /** Holds a new row from the source's bytes (row-json.ts); undefined when it cannot be written so. */
-  #addSourceBytes(kind: 'insert' | 'update', row: Row, transaction: SourceTransaction): number | undefined {
-    if (!row.fromSourceBytes) return undefined;
-    const writer = this.#writer();
-    if (
-      writer === null ||
-      row.width !== writer.columnCount ||
-      (kind === 'update' && row.hasUnchangedToast())
-    ) {
-      return undefined;
-    }
-    return this.#addWritten(writer, writer.takeTuple(kind, row.tupleData(), transaction));
+    return this.#addWritten(this.#writer.take(change), change.kind === 'truncate');
   }
 
   /**
    * Holds the snapshot rows of a block of whole COPY text lines (copy-text.ts,
    * copyTextLineBlocks), writing their messages from the bytes; returns how
-   * many rows. Only for a table that `writesFromBytes`.
+   * many rows.
    */
   addSnapshotLines(block: Buffer): number {
-    const writer = this.#writer();
-    if (writer === null)
-      throw new EngineError('internal', 'snapshot rows held as bytes for a table not written so');
     let rows = 0;
     for (let start = 0; start < block.length; rows++) {
       // Every line of a block ends with a newline; a last one without counts as ending there.
       const found = block.indexOf(newline, start);
       const end = found < 0 ? block.length : found;
-      this.#addWritten(writer, writer.takeCopyLine(block, start, end));
+      this.#addWritten(this.#writer.takeCopyLine(block, start, end), false);
       start = end + 1;
     }
     return rows;
   }
 
-  /** Whether the messages of the table's new rows are written from the source's bytes (row-json.ts). */
-  static writesFromBytes(format: TableFormat): boolean {
-    return RowJson.writes(format);
-  }
-
-  #writer(): RowJson | null {
-    if (this.#rowJson === undefined) this.#rowJson = RowJson.for(this.format) ?? null;
-    return this.#rowJson;
-  }
-
-  /** Writes the row `writer` took, in at most `most` bytes; returns the bytes it takes. */
-  #addWritten(writer: RowJson, most: number): number {
+  /** Writes the message the writer took, in at most `most` bytes; returns the bytes it takes. */
+  #addWritten(most: number, truncate: boolean): number {
+    const writer = this.#writer;
     const chunk = this.#room(most);
     const start = this.#offset;
     const keyLength = writer.hasKey ? writer.writeKey(chunk, start) - start : -1;
     const valueStart = start + Math.max(keyLength, 0);
     const valueLength = writer.writeValue(chunk, valueStart) - valueStart;
-    return this.#held(false, start, keyLength, valueLength);
+    return this.#held(truncate, start, keyLength, valueLength);
   }
 
   /** The last chunk when `most` bytes fit in it after the last message, else a new one. */

@@ -1,18 +1,14 @@
-// The default Kafka message of a change, and the record a script sees: one
-// rendering of typed values shared by both (docs/kafka.md documents it).
+// What the Kafka destination knows of a table's default message (docs/kafka.md),
+// and the one rendering of a typed value for it: the JSON of a value the
+// message encoder (message-json.ts) cannot copy from its text as it is
+// (cellJson), and the value a script's record document holds (renderText,
+// script-records.ts). cellJson is JSON.stringify of renderText, so the message
+// and the document agree (unit test).
 //
 // Values are parsed with the typed value model (model/parse-text.ts) and
 // written so that nothing is lost in JSON: 64-bit integers and numerics as
 // strings, bytes as base64, timestamps as ISO 8601 with microseconds, NaN and
 // infinities as strings.
-//
-// The default message is written as JSON text straight from the row's cells
-// (`ChangeRecord.json`): member names and per-transaction fields are rendered
-// once, and the cells whose text already is their JSON (integers, numerics,
-// text kinds, usual timestamps) skip the parse. The document object, which a
-// script reads, is built only when it is read. Both give the same JSON (unit
-// test), except that the text keeps the table's column order where an object
-// would put names that read as array indexes ("10") first.
 
 import { EngineError } from '../../errors.ts';
 import { civilFromDays, formatCivilDate } from '../../model/calendar.ts';
@@ -28,15 +24,7 @@ import {
 } from '../../model/parse-text.ts';
 import { pgColumnType } from '../../model/pg-type-map.ts';
 import type { ColumnType } from '../../model/value-kind.ts';
-import {
-  type DestinationTable,
-  isUnchangedToast,
-  keyIndexes,
-  type RowChange,
-  type RowImage,
-  type SourceTransaction,
-  type TupleCell,
-} from '../records.ts';
+import { type DestinationTable, keyIndexes, type SourceTransaction, type TupleCell } from '../records.ts';
 import { defaultTopicName } from './topics.ts';
 
 export type Rendered =
@@ -47,14 +35,12 @@ export type Rendered =
   | readonly Rendered[]
   | { readonly [key: string]: Rendered };
 
-export type Row = { readonly [column: string]: Rendered };
+/** A row image as the document holds it: its columns' rendered values by name. */
+export type RenderedRow = { readonly [column: string]: Rendered };
 
 export type RecordKind = 'snapshot' | 'insert' | 'update' | 'delete' | 'truncate';
 
-/** The kinds whose message is a new row alone (`"old":null`), as row-json.ts writes them. */
-export type NewRowKind = 'snapshot' | 'insert' | 'update';
-
-/** The default message value, as JSON. */
+/** The default message value, as an object (a script reads it; message-json.ts writes it as JSON). */
 export interface RecordDocument {
   readonly kind: RecordKind;
   readonly source: { readonly schema: string; readonly table: string };
@@ -65,23 +51,10 @@ export interface RecordDocument {
   /** Commit time, ISO 8601 UTC with microseconds; null for snapshot rows. */
   readonly commit_time: string | null;
   readonly xid: number | null;
-  readonly old: Row | null;
-  readonly new: Row | null;
+  readonly old: RenderedRow | null;
+  readonly new: RenderedRow | null;
   /** Columns of `new` whose TOASTed value did not change and was not sent. */
   readonly unchanged_columns: readonly string[];
-}
-
-/** What one change becomes before a script or the default format decides its message. */
-export interface ChangeRecord {
-  readonly kind: RecordKind;
-  /** The default message value: JSON.stringify(document), written without building the document. */
-  readonly json: string;
-  /** The default message value as an object, built when first read (by a script). */
-  readonly document: RecordDocument;
-  /** The row's key columns as a JSON object in key order; null when the table has no key or for a truncate. */
-  readonly key: string | null;
-  /** Commit LSN as a number, for scripts' `checkpoint`. */
-  readonly commitLsn: bigint | null;
 }
 
 /** What the destination needs about a table, computed once per DestinationTable. */
@@ -128,124 +101,22 @@ export function tableFormat(table: DestinationTable): TableFormat {
   return format;
 }
 
-export function snapshotRecord(format: TableFormat, row: readonly (string | null)[]): ChangeRecord {
-  return new RenderedRecord(format, 'snapshot', undefined, null, row);
-}
-
-export function changeRecord(format: TableFormat, change: RowChange): ChangeRecord {
-  const { transaction } = change;
-  switch (change.kind) {
-    case 'insert':
-      return new RenderedRecord(format, 'insert', transaction, null, change.newRow.cells());
-    case 'update':
-      return new RenderedRecord(
-        format,
-        'update',
-        transaction,
-        change.oldKey?.cells() ?? null,
-        change.newRow.cells(),
-      );
-    case 'delete':
-      return new RenderedRecord(format, 'delete', transaction, change.oldKey.cells(), null);
-    case 'truncate':
-      return new RenderedRecord(format, 'truncate', transaction, null, null);
-  }
-}
-
 /**
- * A change and the images it carries: the JSON of its default message and
- * its key are written from the cells; the document is rendered on first read.
+ * An old image holds only the key columns unless the source sent the whole
+ * row (REPLICA IDENTITY FULL): pgoutput sends non-key columns of a key-only
+ * image as nulls, so an old image whose non-key columns are all null (`isNull`
+ * of a column's position) is written with its key columns only.
  */
-class RenderedRecord implements ChangeRecord {
-  readonly kind: RecordKind;
-  readonly key: string | null;
-  readonly commitLsn: bigint | null;
-  readonly #format: TableFormat;
-  readonly #transaction: SourceTransaction | undefined;
-  readonly #before: RowImage | null;
-  readonly #after: RowImage | null;
-  #json: string | undefined;
-  #document: RecordDocument | undefined;
-
-  constructor(
-    format: TableFormat,
-    kind: RecordKind,
-    transaction: SourceTransaction | undefined,
-    before: RowImage | null,
-    after: RowImage | null,
-  ) {
-    this.kind = kind;
-    this.commitLsn = transaction ? transaction.commitLsn : null;
-    this.#format = format;
-    this.#transaction = transaction;
-    this.#before = before;
-    this.#after = after;
-    this.key = kind === 'truncate' ? null : keyJson(format, after ?? before, after ? before : null);
+export function isKeyOnly(format: TableFormat, isNull: (index: number) => boolean): boolean {
+  if (format.keyIndexes.length === 0) return false;
+  for (let index = 0; index < format.isKey.length; index++) {
+    if (!format.isKey[index] && !isNull(index)) return false;
   }
-
-  get json(): string {
-    this.#json ??= this.#writeJson();
-    return this.#json;
-  }
-
-  get document(): RecordDocument {
-    this.#document ??= this.#renderDocument();
-    return this.#document;
-  }
-
-  #writeJson(): string {
-    const format = this.#format;
-    const before = this.#before;
-    const after = this.#after;
-    const transactionJson = this.#transaction
-      ? transactionFields(this.#transaction).json
-      : snapshotFieldsJson;
-    const old = before ? imageJson(format, before, isKeyOnly(format, before)) : 'null';
-    if (!after) {
-      return `{"kind":"${this.kind}"${format.tableJson}${transactionJson},"old":${old},"new":null,"unchanged_columns":[]}`;
-    }
-    const unchanged: string[] = [];
-    const json = imageJson(format, after, false, unchanged);
-    const unchangedJson = unchanged.length === 0 ? '[]' : JSON.stringify(unchanged);
-    return `{"kind":"${this.kind}"${format.tableJson}${transactionJson},"old":${old},"new":${json},"unchanged_columns":${unchangedJson}}`;
-  }
-
-  #renderDocument(): RecordDocument {
-    const format = this.#format;
-    const transaction = this.#transaction;
-    const rendered = transaction ? transactionFields(transaction) : undefined;
-    const before = this.#before ? renderRow(format, this.#before, 'old').row : null;
-    const after = this.#after ? renderRow(format, this.#after, 'full') : undefined;
-    return {
-      kind: this.kind,
-      source: format.source,
-      target: format.topic,
-      lsn: rendered ? rendered.lsn : null,
-      commit_time: rendered ? rendered.commitTime : null,
-      xid: transaction ? transaction.xid : null,
-      old: before,
-      new: after ? after.row : null,
-      unchanged_columns: after ? after.unchanged : [],
-    };
-  }
+  return true;
 }
 
-const snapshotFieldsJson = '"lsn":null,"commit_time":null,"xid":null';
-
-/**
- * A new row's value JSON (an insert's, an update's without an old key, or a
- * snapshot row's without a transaction) up to the members of its row
- * (`"new":{`): what row-json.ts writes before the row's values, the same text
- * #writeJson writes.
- */
-export function newRowValueHead(
-  format: TableFormat,
-  kind: NewRowKind,
-  transaction: SourceTransaction | null,
-): string {
-  const transactionJson = transaction ? transactionFields(transaction).json : snapshotFieldsJson;
-  return `{"kind":"${kind}"${format.tableJson}${transactionJson},"old":null,"new":{`;
-}
+/** The members of a snapshot row's document where a change has its transaction's. */
+export const snapshotFieldsJson = '"lsn":null,"commit_time":null,"xid":null';
 
 /**
  * The last transaction's LSN and commit time as the document writes them:
@@ -256,7 +127,8 @@ let renderedTransaction:
   | { transaction: SourceTransaction; lsn: string; commitTime: string; json: string }
   | undefined;
 
-function transactionFields(transaction: SourceTransaction): {
+/** A transaction's `lsn` and `commit_time` as rendered, and its three members as JSON. */
+export function transactionFields(transaction: SourceTransaction): {
   lsn: string;
   commitTime: string;
   json: string;
@@ -275,92 +147,18 @@ function transactionFields(transaction: SourceTransaction): {
 }
 
 /**
- * The key columns as a JSON object, in key order. A key column missing from
- * `image` (an unchanged TOASTed key, or NULL) is taken from `fallback`, the
- * change's old image.
+ * One non-NULL cell's rendering as JSON text: JSON.stringify(renderText(…)),
+ * the text of a verbatim kind as a JSON string. A binary cell has none.
  */
-function keyJson(format: TableFormat, image: RowImage | null, fallback: RowImage | null): string | null {
-  if (format.keyIndexes.length === 0 || !image) return null;
-  let json = '{';
-  for (let position = 0; position < format.keyIndexes.length; position++) {
-    const index = format.keyIndexes[position] as number;
-    let cell = image[index] ?? null;
-    if ((cell === null || isUnchangedToast(cell)) && fallback) cell = fallback[index] ?? null;
-    const value = cell === null || isUnchangedToast(cell) ? 'null' : cellJson(format, index, cell);
-    json += `${position === 0 ? '' : ','}${JSON.stringify(format.table.keyColumns[position])}:${value}`;
-  }
-  return `${json}}`;
-}
-
-/**
- * An old image holds only the key columns unless the source sent the whole
- * row (REPLICA IDENTITY FULL): pgoutput sends non-key columns of a key-only
- * image as nulls, so an old image whose non-key columns are all null is
- * written with its key columns only.
- */
-function isKeyOnly(format: TableFormat, image: RowImage): boolean {
-  if (format.keyIndexes.length === 0) return false;
-  for (let index = 0; index < image.length; index++) {
-    if (!format.isKey[index] && image[index] !== null) return false;
-  }
-  return true;
-}
-
-/**
- * A row image as a JSON object in column order: with `keyOnly`, only the key
- * columns; unchanged TOASTed columns are left out and named in `unchanged`.
- */
-function imageJson(format: TableFormat, image: RowImage, keyOnly: boolean, unchanged?: string[]): string {
-  const { columns } = format.table;
-  let json = '{';
-  let first = true;
-  for (let index = 0; index < columns.length; index++) {
-    if (keyOnly && !format.isKey[index]) continue;
-    const cell = image[index] ?? null;
-    let value: string;
-    if (cell === null) value = 'null';
-    else if (isUnchangedToast(cell)) {
-      unchanged?.push((columns[index] as DestinationTable['columns'][number]).name);
-      continue;
-    } else value = cellJson(format, index, cell);
-    json += first ? `${format.memberNames[index]}${value}` : `,${format.memberNames[index]}${value}`;
-    first = false;
-  }
-  return `${json}}`;
-}
-
-// PostgreSQL's canonical output of int2 and int4: the JSON number as it is.
-const integerText = /^(?:0|-?[1-9]\d{0,9})$/;
-const integerRange = { int16: 0x7fff, int32: 0x7fff_ffff } as const;
-
-/** One non-NULL cell's rendering as JSON text: what JSON.stringify(renderText(…)) gives. */
 export function cellJson(format: TableFormat, index: number, cell: Exclude<TupleCell, null>): string {
   if (typeof cell !== 'string') throw binaryValue(format);
   if (format.isVerbatim[index]) return stringJson(cell);
-  const type = format.types[index] ?? textType;
-  const { kind } = type;
-  switch (kind) {
-    case 'int16':
-    case 'int32': {
-      // Out-of-range or malformed text goes through the parse, which names the problem.
-      const limit = integerRange[kind];
-      if (integerText.test(cell) && Math.abs(Number(cell)) <= limit + (cell.startsWith('-') ? 1 : 0))
-        return cell;
-      break;
-    }
-    case 'int64':
-      // Its text is its rendering (renderText), and JSON carries it as a string.
-      return stringJson(cell);
-    case 'numeric':
-      return stringJson(renderText(type, cell) as string);
-    case 'timestamp':
-    case 'timestamptz': {
-      const rendered = usualTimestamp(kind, cell);
-      if (rendered !== undefined) return `"${rendered}"`;
-      break;
-    }
-  }
-  return JSON.stringify(renderText(type, cell));
+  return JSON.stringify(renderCell(format, index, cell));
+}
+
+/** The rendering of column `index`'s text: what the document holds for it. */
+export function renderCell(format: TableFormat, index: number, text: string): Rendered {
+  return renderText(format.types[index] ?? textType, text);
 }
 
 // Characters JSON.stringify escapes in a string: the quote, the backslash,
@@ -377,29 +175,6 @@ export function binaryValue(format: TableFormat): EngineError {
     'decode',
     `binary tuple value in ${format.table.source.schema}.${format.table.source.table}; text format expected`,
   );
-}
-
-/** Renders a row image for the document (`which` as in isKeyOnly). */
-function renderRow(
-  format: TableFormat,
-  image: RowImage,
-  which: 'full' | 'old',
-): { row: Row; unchanged: string[] } {
-  const { columns } = format.table;
-  const keyOnly = which === 'old' && isKeyOnly(format, image);
-  const row: Record<string, Rendered> = {};
-  const unchanged: string[] = [];
-  for (let index = 0; index < columns.length; index++) {
-    const column = columns[index];
-    if (!column) continue;
-    if (keyOnly && !format.isKey[index]) continue;
-    const cell = image[index] ?? null;
-    if (cell === null) row[column.name] = null;
-    else if (isUnchangedToast(cell)) unchanged.push(column.name);
-    else if (typeof cell === 'string') row[column.name] = renderText(format.types[index] ?? textType, cell);
-    else throw binaryValue(format);
-  }
-  return { row, unchanged };
 }
 
 const textType: ColumnType = { kind: 'unknown_text' };
