@@ -84,7 +84,7 @@ async function main(): Promise<void> {
         info,
       );
       const copy = await copyText(source.client, table);
-      prepared.push({ table, copy, rows: copy.flatMap((chunk) => parseCopyTextLines(chunk)) });
+      prepared.push({ table, copy, rows: parseCopyTextLines(Buffer.concat(copy)) });
     }
     for (const engine of clickhouseEngines) {
       const database = `bench_chcpu_${randomBytes(4).toString('hex')}`;
@@ -93,7 +93,6 @@ async function main(): Promise<void> {
         url: `http://127.0.0.1:${config.httpPort}`,
         username: config.user,
         password: config.password,
-        request_timeout: 600_000,
       });
       await admin.command({ query: `CREATE DATABASE ${database}` });
       const destination = new ClickHouseDestination(config, {

@@ -31,6 +31,7 @@ import type { ColumnType } from '../../model/value-kind.ts';
 import {
   type DateLimits,
   decimalWidth,
+  integerRanges,
   mismatch,
   type RowBinaryWriter,
   unwrapLowCardinality,
@@ -160,17 +161,6 @@ function commonMicros(source: Buffer, start: number, end: number, withTimeZone: 
   return Number.isSafeInteger(micros) ? micros : undefined;
 }
 
-const integerTypes: ReadonlySet<string> = new Set([
-  'Int8',
-  'Int16',
-  'Int32',
-  'Int64',
-  'UInt8',
-  'UInt16',
-  'UInt32',
-  'UInt64',
-]);
-
 /** The source kinds' ranges, outside which the value model refuses an integer's text. */
 const sourceIntegerRanges: Readonly<Record<string, readonly [number, number]>> = {
   int16: [-0x8000, 0x7fff],
@@ -204,7 +194,7 @@ function textReader(source: ColumnType, target: ChType, context: ValueContext): 
       return true;
     };
   }
-  if (kind === 'boolean' && (target.name === 'Bool' || integerTypes.has(target.name))) {
+  if (kind === 'boolean' && integerRanges[target.name]) {
     return (writer, bytes, start, end) => {
       if (end - start !== 1 || (bytes[start] !== lowerT && bytes[start] !== lowerF)) return false;
       writeInteger(writer, target, bytes[start] === lowerT ? 1 : 0, context);
@@ -212,12 +202,16 @@ function textReader(source: ColumnType, target: ChType, context: ValueContext): 
     };
   }
   const range = sourceIntegerRanges[kind];
-  if (range && integerTypes.has(target.name)) {
-    const [min, max] = range;
+  const targetRange = integerRanges[target.name];
+  if (range && targetRange) {
+    // The source's range (outside it the value model refuses the text) and the column's (writeInteger refuses).
+    const min = Math.max(range[0], Number(targetRange.min));
+    const max = Math.min(range[1], Number(targetRange.max));
+    const { width } = targetRange;
     return (writer, bytes, start, end) => {
       const value = smallInteger(bytes, start, end);
       if (value === undefined || value < min || value > max) return false;
-      writeInteger(writer, target, value, context);
+      writer.safeInteger(value, width);
       return true;
     };
   }
@@ -287,7 +281,7 @@ function writeSmallDecimal(
     if (fractionCount === 0) return false;
   }
   for (let pad = fractionCount; pad < scale; pad++) value *= 10;
-  writer.integer(integerStart > start ? -value : value, width);
+  writer.safeInteger(integerStart > start ? -value : value, width);
   return true;
 }
 

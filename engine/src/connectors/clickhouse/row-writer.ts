@@ -92,6 +92,8 @@ export class RowWriter {
   readonly #loadFlags: Buffer;
   /** Whether the last TupleData written had an unchanged TOAST value without a cell to fill it. */
   #missedFill = false;
+  /** Where the next backslash of the block being written is, or -1: fields before it have no escapes. */
+  #nextBackslash = -1;
   /** A field's bytes with its escapes undone. */
   #unescaped = Buffer.allocUnsafe(4096);
 
@@ -112,6 +114,7 @@ export class RowWriter {
 
   /** Writes every line of `block` (whole lines, each ending with a newline) at version 0; returns the row count. */
   writeLines(block: Buffer, out: RowBinaryWriter): number {
+    this.#nextBackslash = block.indexOf(backslash);
     let rowCount = 0;
     for (let lineStart = 0; lineStart < block.length; rowCount++) {
       const lineEnd = block.indexOf(newline, lineStart);
@@ -128,15 +131,14 @@ export class RowWriter {
     let fieldStart = start;
     for (let index = 0; index <= last; index++) {
       let fieldEnd = fieldStart;
-      let escaped = false;
-      for (; fieldEnd < end; fieldEnd++) {
-        const byte = line[fieldEnd];
-        if (byte === tab) break;
-        if (byte === backslash) escaped = true;
-      }
+      while (fieldEnd < end && line[fieldEnd] !== tab) fieldEnd++;
       if ((fieldEnd === end) !== (index === last)) throw this.#widthError(line, start, end);
       const encoder = encoders[index] as ColumnEncoder;
-      if (!escaped) {
+      // The next backslash of the block, found once for the fields before it: most blocks have few.
+      if (this.#nextBackslash !== -1 && this.#nextBackslash < fieldStart) {
+        this.#nextBackslash = line.indexOf(backslash, fieldStart);
+      }
+      if (this.#nextBackslash === -1 || this.#nextBackslash >= fieldEnd) {
         encoder.text(out, line, fieldStart, fieldEnd);
       } else if (fieldEnd - fieldStart === 2 && line[fieldStart + 1] === capitalN) {
         encoder.null(out);
