@@ -13,15 +13,12 @@
 //
 // Best of BENCH_REPEAT (default 2) runs per figure, formats alternating.
 // Sizes: BENCH_ROWS (default 1,000,000). Run: node bench/clickhouse-format.ts
-import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { type ClickHouseClient, createClient } from '@clickhouse/client';
 import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import pino from 'pino';
 import { columnEncoder } from '../engine/src/connectors/clickhouse/column-encoder.ts';
-import { ClickHouseDestination } from '../engine/src/connectors/clickhouse/destination.ts';
 import { RowBinaryWriter } from '../engine/src/connectors/clickhouse/row-binary.ts';
 import { RowWriter } from '../engine/src/connectors/clickhouse/row-writer.ts';
 import { serverCapabilities } from '../engine/src/connectors/clickhouse/server.ts';
@@ -34,10 +31,10 @@ import { destinationTable } from '../engine/src/pipeline/tables.ts';
 import { tableMappingSchema } from '../engine/src/resources/mirror.ts';
 import { clickhouseEngines } from '../test/support/clickhouse-engines.ts';
 import { createTestDatabase } from '../test/support/databases.ts';
+import { benchDestination } from './lib/clickhouse-bench.ts';
 
 const rowCount = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const repeat = Number(process.env.BENCH_REPEAT ?? 2);
-const logger = pino({ level: 'warn' });
 const chunkBytes = 1 << 20;
 
 const engines = clickhouseEngines;
@@ -149,22 +146,8 @@ async function main(): Promise<void> {
     const copyBytes = copyChunks.reduce((sum, chunk) => sum + chunk.length, 0);
 
     for (const engine of engines) {
-      const database = `bench_chfmt_${randomBytes(4).toString('hex')}`;
-      const config = engine.config(database);
-      const admin = createClient({
-        url: `http://127.0.0.1:${config.httpPort}`,
-        username: config.user,
-        password: config.password,
-        request_timeout: 600_000,
-        clickhouse_settings: { send_progress_in_http_headers: 1, http_headers_progress_interval_ms: '10000' },
-      });
-      await admin.command({ query: `CREATE DATABASE ${database}` });
-      const destination = new ClickHouseDestination(config, {
-        mirrorColumns: {},
-        tableMappings: [],
-        maxBatchSize: 1_000_000,
-        logger,
-      });
+      const bench = await benchDestination(engine, 'bench_chfmt');
+      const { database, config, admin, destination } = bench;
       try {
         const version = (await destination.check()).version;
         await destination.setupTables([table]);
@@ -297,9 +280,7 @@ async function main(): Promise<void> {
         });
         console.log(JSON.stringify(results.at(-1), null, 2));
       } finally {
-        await destination.close();
-        await admin.command({ query: `DROP DATABASE IF EXISTS ${database}` });
-        await admin.close();
+        await bench.close();
       }
     }
   } finally {

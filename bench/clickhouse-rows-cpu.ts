@@ -12,14 +12,10 @@
 // bench's shape) and `types_ch` (bigint, float8, date, uuid, boolean, bytea).
 // Best of BENCH_REPEAT (default 2) per figure. Sizes: BENCH_ROWS (default
 // 200,000). Run: node bench/clickhouse-rows-cpu.ts; prints one JSON line.
-import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { Readable } from 'node:stream';
-import { createClient } from '@clickhouse/client';
 import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import pino from 'pino';
-import { ClickHouseDestination } from '../engine/src/connectors/clickhouse/destination.ts';
 import { parseCopyTextLines } from '../engine/src/connectors/copy-text.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/source/table-info.ts';
 import type { DestinationTable, RowChange } from '../engine/src/connectors/records.ts';
@@ -28,10 +24,10 @@ import { tableMappingSchema } from '../engine/src/resources/mirror.ts';
 import { clickhouseEngines } from '../test/support/clickhouse-engines.ts';
 import { createTestDatabase } from '../test/support/databases.ts';
 import { wireTuple } from '../test/support/wire-tuple.ts';
+import { benchDestination } from './lib/clickhouse-bench.ts';
 
 const rowCount = Number(process.env.BENCH_ROWS ?? 200_000);
 const repeat = Number(process.env.BENCH_REPEAT ?? 2);
-const logger = pino({ level: 'warn' });
 const transaction = { xid: 1, commitLsn: 1n, commitTimeMicros: 0n };
 
 const tables = {
@@ -87,20 +83,8 @@ async function main(): Promise<void> {
       prepared.push({ table, copy, rows: parseCopyTextLines(Buffer.concat(copy)) });
     }
     for (const engine of clickhouseEngines) {
-      const database = `bench_chcpu_${randomBytes(4).toString('hex')}`;
-      const config = engine.config(database);
-      const admin = createClient({
-        url: `http://127.0.0.1:${config.httpPort}`,
-        username: config.user,
-        password: config.password,
-      });
-      await admin.command({ query: `CREATE DATABASE ${database}` });
-      const destination = new ClickHouseDestination(config, {
-        mirrorColumns: {},
-        tableMappings: [],
-        maxBatchSize: 1_000_000,
-        logger,
-      });
+      const bench = await benchDestination(engine, 'bench_chcpu');
+      const { destination } = bench;
       let batchId = 0n;
       try {
         await destination.check();
@@ -152,9 +136,7 @@ async function main(): Promise<void> {
           );
         }
       } finally {
-        await destination.close();
-        await admin.command({ query: `DROP DATABASE IF EXISTS ${database}` });
-        await admin.close();
+        await bench.close();
       }
     }
   } finally {
