@@ -21,6 +21,11 @@ export {
   type MirrorPhase,
   type MirrorRuntime,
   mirrorPhases,
+  type TableState,
+  type TableStateName,
+  type TableStatus,
+  tableStateNames,
+  tableStates,
 } from './catalog/catalog.ts';
 export {
   type LogRetention,
@@ -72,6 +77,7 @@ export {
   ResourceNotFoundError,
   type ResourceStore,
 } from './control/store.ts';
+export { type TableStatusView, tableStatusView } from './control/table-status.ts';
 export { WorkQueue } from './control/work-queue.ts';
 // --- resources: the shapes users declare (the API's wire and the CRDs derive from them)
 export { type EngineConfig, engineConfigSchema } from './engine-config.ts';
@@ -83,6 +89,11 @@ export { EngineMetrics } from './observability/engine-metrics.ts';
 export { createProcessLogger, isLogFormatSetting, logFormats } from './observability/logger.ts';
 export { type MetricsServer, serveMetrics } from './observability/metrics-server.ts';
 export { logProcessWarnings } from './observability/process-warnings.ts';
+export {
+  type MirrorTablesSample,
+  registerTableMetrics,
+  tableMetricNames,
+} from './observability/table-metrics.ts';
 export { defaultStallAfterMs, stallAfterMsFromEnvironment } from './pipeline/progress-watchdog.ts';
 export type { SupervisedOutcome } from './pipeline/supervisor.ts';
 export {

@@ -227,10 +227,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     metrics.instrument('peer', (name: string) => reconcile(peers, name)),
     { onError: (name, error) => logger.warn({ peer: name, err: error }, 'peer check failed; retrying') },
   );
-  const scripts = new ScriptController({ objects });
+  const scripts = new ScriptController({ objects, events });
   const scriptQueue = new WorkQueue(
     metrics.instrument('script', (name: string) => reconcile(scripts, name)),
-    { onError: (name, error) => logger.warn({ script: name, err: error }, 'script id failed; retrying') },
+    {
+      onError: (name, error) =>
+        logger.warn({ script: name, err: error }, 'script reconcile failed; retrying'),
+    },
   );
 
   const requeueMirrorsUsing = async (kind: 'peer' | 'script', name: string) => {

@@ -857,6 +857,82 @@ describe('mirrors', () => {
       });
     });
 
+    it("lists each table's state, rows applied and last commit, with or without flow info", async () => {
+      const name = mirrorName('tables');
+      await createMirror(name);
+      const { catalog } = facade.controlPlane;
+      await walk(name, ['setup', 'snapshot', 'running']);
+      // Without tables tracked yet the field is left out, as protojson leaves out an empty list.
+      expect((await status(name)).json()).not.toHaveProperty('tables');
+      await catalog.transitionTable(name, {
+        sourceTable: 'public.orders',
+        destinationTable: 'public.orders_copy',
+        to: 'streaming',
+      });
+      await catalog.transitionTable(name, {
+        sourceTable: 'public.items',
+        destinationTable: 'public.items',
+        to: 'loading',
+      });
+      await catalog.transitionTable(name, {
+        sourceTable: 'public.items',
+        destinationTable: 'public.items',
+        to: 'errored',
+        problem: { kind: 'destination_write', message: 'a value was refused', remedy: 'fix the column' },
+        behindLsn: 12_345n,
+      });
+      await catalog.startBatch(name, { batchId: 1n, startTime: new Date(), startLsn: 100n });
+      await catalog.finishBatch(name, {
+        batchId: 1n,
+        endTime: new Date(),
+        rowCount: 6n,
+        endLsn: 2_000n,
+        tables: [
+          {
+            sourceTable: 'public.orders',
+            // Beyond 2^53: sent as text, exactly.
+            inserts: 9_007_199_254_740_993n,
+            updates: 2n,
+            deletes: 1n,
+            lastLsn: 1_999n,
+            lastCommitTimeMicros: 1_767_225_600_000_000n,
+          },
+        ],
+      });
+      const orders = {
+        sourceTableIdentifier: 'public.orders',
+        destinationTableIdentifier: 'public.orders_copy',
+        state: 'TABLE_STATE_STREAMING',
+        stateSince: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+        rowsApplied: { inserts: '9007199254740993', updates: '2', deletes: '1' },
+        lastAppliedLsn: '1999',
+        lastCommitTime: '2026-01-01T00:00:00.000Z',
+      };
+      const items = {
+        sourceTableIdentifier: 'public.items',
+        destinationTableIdentifier: 'public.items',
+        state: 'TABLE_STATE_ERRORED',
+        stateSince: expect.any(String),
+        rowsApplied: { inserts: '0', updates: '0', deletes: '0' },
+        lastAppliedLsn: '0',
+        error: { kind: 'destination_write', message: 'a value was refused', remedy: 'fix the column' },
+        behindLsn: '12345',
+      };
+      for (const includeFlowInfo of [false, true]) {
+        const response = await status(name, includeFlowInfo);
+        expect(response.statusCode).toBe(200);
+        // Ordered by source table; the mirror's own state is untouched by a table's.
+        expect(response.json()).toMatchObject({
+          currentFlowState: 'STATUS_RUNNING',
+          errorMessage: '',
+          ok: true,
+        });
+        expect(response.json().tables).toEqual([items, orders]);
+      }
+      // The interface's snapshotStatus stays as it was.
+      expect((await status(name, true)).json().cdcStatus.snapshotStatus).toEqual({ clones: [] });
+    });
+
     const bad: { name: string; body: unknown; flowJobName: string; message: string }[] = [
       { name: 'an empty body', body: {}, flowJobName: '', message: 'flowJobName: ' },
       { name: 'an empty name', body: { flowJobName: '' }, flowJobName: '', message: 'flowJobName: ' },

@@ -97,7 +97,9 @@ describe('tributary mirrors', () => {
     expect(status.status, status.stderr).toBe(0);
     expect(status.stdout).toContain(`mirror ${mirror}: running`);
     expect(status.stdout).toContain(`src_${suffix} → dst_${suffix}`);
-    expect(status.stdout).toMatch(/public\.orders → public\.orders: initial load done, 40 rows/);
+    expect(status.stdout).toMatch(
+      /public\.orders → public\.orders: streaming, initial load done \(40 rows\), applied \d+ inserts, 0 updates, 0 deletes/,
+    );
 
     const logs = await tributary(['logs', mirror, '--level', 'info', '--per-page', '50']);
     expect(logs.status, logs.stderr).toBe(0);

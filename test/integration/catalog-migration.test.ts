@@ -35,6 +35,7 @@ describe('catalog migration', () => {
       'installation',
       'logs',
       'mirror_runtime',
+      'mirror_tables',
       'owned_tables',
       'snapshot_tables',
     ]);

@@ -35,11 +35,18 @@ interface Condition {
   type: string;
   status: string;
   reason: string;
+  message?: string;
 }
 
 interface StoredObject {
   metadata: { finalizers?: string[] };
-  status?: { phase?: string; id?: number; failedGeneration?: number; conditions?: Condition[] };
+  status?: {
+    phase?: string;
+    id?: number;
+    failedGeneration?: number;
+    conditions?: Condition[];
+    tables?: Record<string, unknown>[];
+  };
 }
 
 /** `store` with a count of the calls of each of its methods, in `calls`. */
@@ -204,6 +211,49 @@ describe('controllers', () => {
     // A resync of a running mirror.
     expect(await reconcileOnce()).toEqual({ mirror: 1, peer: 2, script: 0 });
     expect((await read('mirrors', 'items')).status?.phase).toBe('STATUS_RUNNING');
+    // The table loaded and streams; CDC's rows by operation reach status.tables
+    // (which the API server checks against the CRD's schema).
+    await source.client.query(`INSERT INTO items VALUES (101, 'a'), (102, 'b')`);
+    await source.client.query(`UPDATE items SET v = 'c' WHERE id = 1`);
+    await source.client.query(`DELETE FROM items WHERE id = 2`);
+    await waitFor(
+      async () => (await catalog.listTables('items'))[0]?.deletes === 1n,
+      60_000,
+      'the delete applied',
+    );
+    await reconcileOnce();
+    expect((await read('mirrors', 'items')).status?.tables).toEqual([
+      {
+        sourceTableIdentifier: 'public.items',
+        destinationTableIdentifier: 'public.items',
+        state: 'TABLE_STATE_STREAMING',
+        stateSince: expect.stringMatching(/Z$/),
+        rowsApplied: { inserts: '2', updates: '1', deletes: '1' },
+        lastAppliedLsn: expect.stringMatching(/^[1-9]\d*$/),
+        lastCommitTime: expect.stringMatching(/Z$/),
+      },
+    ]);
+    // A table that stops (moved through the catalog as the flow that isolates a
+    // table's fault will move it) shows its error and position, with a Warning Event.
+    await catalog.transitionTable('items', {
+      sourceTable: 'public.items',
+      destinationTable: 'public.items',
+      to: 'errored',
+      problem: { kind: 'destination_write', message: 'a value was refused', remedy: 'fix the column' },
+      behindLsn: 4242n,
+    });
+    await reconcileOnce();
+    expect((await read('mirrors', 'items')).status?.tables?.[0]).toMatchObject({
+      state: 'TABLE_STATE_ERRORED',
+      error: { kind: 'destination_write', message: 'a value was refused', remedy: 'fix the column' },
+      behindLsn: '4242',
+    });
+    const tableEvents = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.involvedObject.name === 'items' && event.reason === 'TableStateChanged',
+    );
+    expect(tableEvents.map((event) => [event.type, event.message])).toEqual([
+      ['Warning', 'public.items: TABLE_STATE_STREAMING -> TABLE_STATE_ERRORED: a value was refused'],
+    ]);
 
     await objects.patchNamespacedCustomObject({
       ...at('mirrors'),
@@ -257,7 +307,57 @@ describe('controllers', () => {
     const scriptCalls = new Map<string, number>();
     await reconcile(new ScriptController({ objects: counting(reconcileStore, scriptCalls) }), 'applied');
     expect(readsOf(scriptCalls).script).toBe(1);
-    expect((await read('scripts', 'applied')).status?.id).toBeGreaterThan(0);
+    const applied = await read('scripts', 'applied');
+    expect(applied.status?.id).toBeGreaterThan(0);
+    expect(applied.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'True',
+      reason: 'Compiled',
+    });
+  });
+
+  it('says on a Script whether its source compiles: Ready False with the syntax error, then True once fixed', async () => {
+    await objects.createNamespacedCustomObject({
+      ...at('scripts'),
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Script',
+        metadata: { name: 'broken' },
+        spec: { lang: 'lua', source: 'function onRecord(r)\n  return r +\nend' },
+      },
+    });
+    const controller = new ScriptController({
+      objects: reconcileStore,
+      events: new EventRecorder(config, namespace, logger),
+    });
+    await reconcile(controller, 'broken');
+    const broken = await read('scripts', 'broken');
+    expect(broken.status?.id).toBeGreaterThan(0);
+    const ready = broken.status?.conditions?.find((c) => c.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'SyntaxError' });
+    expect(ready?.message).toMatch(/broken:3: unexpected symbol near 'end'/);
+    const warnings = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.involvedObject.name === 'broken' && event.reason === 'SyntaxError',
+    );
+    expect(warnings.map((event) => event.type)).toEqual(['Warning']);
+    // Reconciled again at the same generation: nothing to do (no second compile, no second Event).
+    await reconcile(controller, 'broken');
+
+    await objects.patchNamespacedCustomObject({
+      ...at('scripts'),
+      name: 'broken',
+      body: [{ op: 'replace', path: '/spec/source', value: 'function onRecord(r) return r end' }],
+    });
+    await reconcile(controller, 'broken');
+    const fixed = await read('scripts', 'broken');
+    expect(fixed.status?.id).toBe(broken.status?.id);
+    expect(fixed.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'True',
+      reason: 'Compiled',
+    });
+    const events = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.involvedObject.name === 'broken',
+    );
+    expect(events.map((event) => event.reason).sort()).toEqual(['Compiled', 'SyntaxError']);
   });
 
   it('redoes a status write from a fresh read instead of losing a concurrent write', async () => {

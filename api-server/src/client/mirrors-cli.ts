@@ -5,6 +5,36 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { logLevelFilters } from '../../../engine/src/catalog/catalog.ts';
 
+/** A table as `tables` of /api/v1/mirrors/status answers it (docs/api.md). */
+interface StatusTable {
+  sourceTableIdentifier: string;
+  destinationTableIdentifier: string;
+  state: string;
+  rowsApplied: { inserts: string; updates: string; deletes: string };
+  lastCommitTime?: string;
+  error?: { kind: string; message: string; remedy: string };
+  behindLsn?: string;
+}
+
+/** `  public.orders → public.orders: streaming, initial load done (250 rows), applied 2 inserts, …`. */
+function tableLine(
+  table: StatusTable,
+  load: { consolidateCompleted: boolean; numRowsSynced: string } | undefined,
+): string {
+  const { inserts, updates, deletes } = table.rowsApplied;
+  const parts = [
+    table.state.replace(/^TABLE_STATE_/, '').toLowerCase(),
+    ...(load
+      ? [`initial load ${load.consolidateCompleted ? 'done' : 'running'} (${load.numRowsSynced} rows)`]
+      : []),
+    `applied ${inserts} inserts, ${updates} updates, ${deletes} deletes`,
+    ...(table.lastCommitTime ? [`last commit ${table.lastCommitTime}`] : []),
+  ];
+  const line = `  ${table.sourceTableIdentifier} → ${table.destinationTableIdentifier}: ${parts.join(', ')}`;
+  if (!table.error) return line;
+  return `${line}\n    ${table.error.kind}: ${table.error.message} (behind from LSN ${table.behindLsn ?? '?'}); ${table.error.remedy}`;
+}
+
 export const mirrorsUsage = `usage: tributary mirrors <command> [name] [options]
 
 Commands:
@@ -205,7 +235,12 @@ export async function runMirrorsCommand(argv: readonly string[], env: NodeJS.Pro
       if (status.errorMessage) lines.push(`error: ${String(status.errorMessage)}`);
       if (cdc) {
         lines.push(`${cdc.config.sourceName} → ${cdc.config.destinationName}`);
-        for (const clone of cdc.snapshotStatus.clones)
+        const tables = (status.tables ?? []) as StatusTable[];
+        const loads = new Map(cdc.snapshotStatus.clones.map((clone) => [clone.sourceTable, clone]));
+        for (const table of tables) lines.push(tableLine(table, loads.get(table.sourceTableIdentifier)));
+        // Loads of tables the catalog tracks no state for yet (a mirror set up before tables had states).
+        const tracked = new Set(tables.map((table) => table.sourceTableIdentifier));
+        for (const clone of cdc.snapshotStatus.clones.filter((clone) => !tracked.has(clone.sourceTable)))
           lines.push(
             `  ${clone.sourceTable} → ${clone.tableName}: initial load ${clone.consolidateCompleted ? 'done' : 'running'}, ${clone.numRowsSynced} rows`,
           );

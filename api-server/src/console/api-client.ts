@@ -1,7 +1,9 @@
 // The console's only way to the data: the facade's own /api/v1 and /metrics,
 // called in-process with the visitor's credentials (app.inject), so the console
 // shows and does exactly what the interface allows that visitor.
+
 import type { FastifyInstance } from 'fastify';
+import type { TableStatusView } from '../../../engine/src/index.ts';
 
 export interface ApiAnswer<Body> {
   readonly status: number;
@@ -47,6 +49,8 @@ export interface MirrorStatus {
   readonly currentFlowState: string;
   readonly errorMessage: string;
   readonly ok: boolean;
+  /** Each table's state and what CDC applied to it; absent while no table is tracked. */
+  readonly tables?: readonly TableStatusView[];
   readonly cdcStatus?: {
     readonly config: Record<string, unknown> & {
       readonly sourceName: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { html } from './html.ts';
-import { confirmPage } from './pages.ts';
+import { confirmPage, mirrorPage } from './pages.ts';
 import { mirrorGauges } from './prometheus-text.ts';
 
 describe('console html', () => {
@@ -72,5 +72,65 @@ describe('drop confirmation', () => {
     expect(text).toContain(
       'the replication slot the mirror created; the publication <code>pub</code> was given and stays',
     );
+  });
+});
+
+describe('console mirror page', () => {
+  it("shows each table's state, rows applied, last commit and problem, and removed tables", () => {
+    const mapping = (source: string) => ({
+      sourceTableIdentifier: source,
+      destinationTableIdentifier: source,
+    });
+    const table = (source: string, state: string, extra: object = {}) => ({
+      sourceTableIdentifier: source,
+      destinationTableIdentifier: source,
+      state: state as 'TABLE_STATE_STREAMING',
+      stateSince: '2026-01-01T00:00:00.000Z',
+      rowsApplied: { inserts: '5', updates: '2', deletes: '1' },
+      lastAppliedLsn: '4242',
+      lastCommitTime: '2026-01-01T00:00:01.000Z',
+      ...extra,
+    });
+    const text = mirrorPage({
+      status: {
+        flowJobName: 'm',
+        currentFlowState: 'STATUS_RUNNING',
+        errorMessage: '',
+        ok: true,
+        tables: [
+          table('public.a', 'TABLE_STATE_STREAMING'),
+          table('public.b', 'TABLE_STATE_ERRORED', {
+            error: { kind: 'destination_write', message: 'value <refused>', remedy: 'fix it' },
+            behindLsn: '77',
+          }),
+          table('public.gone', 'TABLE_STATE_REMOVED'),
+        ],
+        cdcStatus: {
+          config: {
+            sourceName: 's',
+            destinationName: 'd',
+            tableMappings: [mapping('public.a'), mapping('public.b')],
+          },
+          snapshotStatus: { clones: [] },
+          sourceType: 'RELATIONAL',
+          destinationType: 'RELATIONAL',
+        },
+      },
+      batches: { cdcBatches: [], total: 0 },
+      logs: { errors: [], total: 0, page: 1 },
+      level: 'ALL',
+      peers: [],
+      sampleMs: 10_000,
+    });
+    const rows = text.slice(text.indexOf('<h2>Tables</h2>'), text.indexOf('<h2>Peers</h2>'));
+    expect(rows).toContain('<td class="state">streaming</td>');
+    expect(rows).toContain('<td>5 / 2 / 1</td>');
+    expect(rows).toContain('2026-01-01T00:00:01.000Z (LSN 4242)');
+    expect(rows).toContain(
+      '<td class="state">errored<br><span class="error">destination_write: value &lt;refused&gt; (fix it); behind from LSN 77</span></td>',
+    );
+    expect(rows).toContain('<td>public.gone</td><td>public.gone</td>\n<td class="state">removed</td>');
+    // No inline script or style (the console's CSP).
+    expect(rows).not.toMatch(/<script|style=/);
   });
 });

@@ -1,5 +1,5 @@
 // The console's pages: plain server-rendered HTML that works without JavaScript.
-import { type LogLevelFilter, logLevelFilters } from '../../../engine/src/index.ts';
+import { type LogLevelFilter, logLevelFilters, type TableStatusView } from '../../../engine/src/index.ts';
 import type { Batches, Logs, MirrorStatus, PeerInfo } from './api-client.ts';
 import { type Html, html } from './html.ts';
 import type { MirrorGauges } from './prometheus-text.ts';
@@ -114,6 +114,55 @@ function actionButtons(name: string, state: string): Html {
   )}`;
 }
 
+type Clone = NonNullable<MirrorStatus['cdcStatus']>['snapshotStatus']['clones'][number];
+
+/** A table's state as the console words it: `TABLE_STATE_ERRORED` → `errored`. */
+export const tableStateName = (state: string) => state.replace(/^TABLE_STATE_/, '').toLowerCase();
+
+/**
+ * One row per mapped table, then one per table the mirror no longer maps
+ * (removed: its destination table stays): its state, its load, what CDC
+ * applied, and the problem of a table that stopped.
+ */
+function tableRows(
+  mappings: NonNullable<MirrorStatus['cdcStatus']>['config']['tableMappings'],
+  clones: readonly Clone[],
+  tables: readonly TableStatusView[],
+): Html[] {
+  const bySource = new Map(tables.map((table) => [table.sourceTableIdentifier, table]));
+  const mapped = new Set(mappings.map((mapping) => mapping.sourceTableIdentifier));
+  const rows = [
+    ...mappings.map((mapping) => ({
+      source: mapping.sourceTableIdentifier,
+      destination: mapping.destinationTableIdentifier,
+    })),
+    ...tables
+      .filter((table) => !mapped.has(table.sourceTableIdentifier))
+      .map((table) => ({
+        source: table.sourceTableIdentifier,
+        destination: table.destinationTableIdentifier,
+      })),
+  ];
+  return rows.map(({ source, destination }) => {
+    const clone = clones.find((entry) => entry.sourceTable === source);
+    const table = bySource.get(source);
+    const state = table ? tableStateName(table.state) : '–';
+    const applied = table
+      ? `${table.rowsApplied.inserts} / ${table.rowsApplied.updates} / ${table.rowsApplied.deletes}`
+      : '–';
+    return html`<tr><td>${source}</td><td>${destination}</td>
+<td class="state">${state}${
+      table?.error
+        ? html`<br><span class="error">${table.error.kind}: ${table.error.message} (${table.error.remedy}); behind from LSN ${table.behindLsn ?? '?'}</span>`
+        : ''
+    }</td>
+<td>${clone ? (clone.consolidateCompleted ? 'done' : `${clone.numPartitionsCompleted}/${clone.numPartitionsTotal} partitions`) : '–'}</td>
+<td>${clone?.numRowsSynced ?? '–'}</td>
+<td>${applied}</td>
+<td>${table?.lastCommitTime ? `${table.lastCommitTime} (LSN ${table.lastAppliedLsn})` : '–'}</td></tr>`;
+  });
+}
+
 export function mirrorPage(data: MirrorPageData): string {
   const { status, batches, logs, level } = data;
   const name = status.flowJobName;
@@ -157,16 +206,9 @@ ${Object.entries(cdc.config)
 <h2>Tables</h2>
 <div ${live('mirror-tables')}>
 <table>
-<thead><tr><th scope="col">source</th><th scope="col">destination</th><th scope="col">initial load</th><th scope="col">rows loaded</th></tr></thead>
+<thead><tr><th scope="col">source</th><th scope="col">destination</th><th scope="col">state</th><th scope="col">initial load</th><th scope="col">rows loaded</th><th scope="col">applied (inserts / updates / deletes)</th><th scope="col">last applied commit</th></tr></thead>
 <tbody>
-${cdc.config.tableMappings.map((mapping) => {
-  const clone = cdc.snapshotStatus.clones.find(
-    (entry) => entry.sourceTable === mapping.sourceTableIdentifier,
-  );
-  return html`<tr><td>${mapping.sourceTableIdentifier}</td><td>${mapping.destinationTableIdentifier}</td>
-<td>${clone ? (clone.consolidateCompleted ? 'done' : `${clone.numPartitionsCompleted}/${clone.numPartitionsTotal} partitions`) : '–'}</td>
-<td>${clone?.numRowsSynced ?? '–'}</td></tr>`;
-})}
+${tableRows(cdc.config.tableMappings, cdc.snapshotStatus.clones, status.tables ?? [])}
 </tbody>
 </table>
 </div>`

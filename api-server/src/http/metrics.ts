@@ -2,7 +2,12 @@
 // scrape time (engines report to the catalog; nothing here keeps state but a
 // one-second memo, so the gauges of one scrape share one read).
 import { Gauge, Registry } from 'prom-client';
-import { type FlowState, flowStateByPhase } from '../../../engine/src/index.ts';
+import {
+  type FlowState,
+  flowStateByPhase,
+  registerTableMetrics,
+  type TableStatus,
+} from '../../../engine/src/index.ts';
 import type { FacadeContext } from './context.ts';
 
 interface MirrorSample {
@@ -11,17 +16,19 @@ interface MirrorSample {
   readonly rowsSynced: number;
   readonly lastBatchId?: number;
   readonly secondsSinceLastBatch?: number;
+  readonly tables: readonly TableStatus[];
 }
 
 export function mirrorMetricsRegistry(context: Pick<FacadeContext, 'store' | 'catalog'>): Registry {
   const read = async (): Promise<MirrorSample[]> =>
     Promise.all(
       (await context.store.listMirrors()).map(async (mirror) => {
-        const [runtime, snapshot, cdcRows, { batches }] = await Promise.all([
+        const [runtime, snapshot, cdcRows, { batches }, tables] = await Promise.all([
           context.catalog.getRuntime(mirror.name),
           context.catalog.listSnapshotProgress(mirror.name),
           context.catalog.cdcRowCount(mirror.name),
           context.catalog.listBatches(mirror.name, { limit: 1, ascending: false, finishedOnly: true }),
+          context.catalog.listTables(mirror.name),
         ]);
         const snapshotRows = snapshot.reduce((total, table) => total + table.rowsSynced, 0n);
         const last = batches.find((batch) => batch.endTime !== null);
@@ -29,6 +36,7 @@ export function mirrorMetricsRegistry(context: Pick<FacadeContext, 'store' | 'ca
           mirror: mirror.name,
           phase: runtime ? flowStateByPhase[runtime.phase] : 'STATUS_SETUP',
           rowsSynced: Number(snapshotRows + cdcRows),
+          tables,
           ...(last?.endTime
             ? {
                 lastBatchId: Number(last.batchId),
@@ -80,5 +88,6 @@ export function mirrorMetricsRegistry(context: Pick<FacadeContext, 'store' | 'ca
     'Seconds since the last CDC batch finished',
     (s) => s.secondsSinceLastBatch,
   );
+  registerTableMetrics(registry, samples);
   return registry;
 }

@@ -1,6 +1,7 @@
 // The catalog holds each mirror's runtime state, its CDC batches, its logs and
 // its snapshot progress. The engine writes it; the facade and the operator read
 // it. Rows of dropped mirrors' logs and batches are kept.
+import type { ErrorKind } from '../errors.ts';
 
 /** Mirror lifecycle phases; transitions are in docs/mirror-lifecycle.md. */
 export const mirrorPhases = [
@@ -15,6 +16,88 @@ export const mirrorPhases = [
   'failed',
 ] as const;
 export type MirrorPhase = (typeof mirrorPhases)[number];
+
+/**
+ * The states of one mapped table of a mirror; transitions are in
+ * docs/mirror-lifecycle.md ("Table states") and written by table-states.ts only.
+ */
+export const tableStates = [
+  'pending',
+  'loading',
+  'streaming',
+  'resyncing',
+  'held',
+  'errored',
+  'removed',
+] as const;
+export type TableState = (typeof tableStates)[number];
+
+/** The name each table state has in the interface's style (like `currentFlowState`'s). */
+export const tableStateNames = {
+  pending: 'TABLE_STATE_PENDING',
+  loading: 'TABLE_STATE_LOADING',
+  streaming: 'TABLE_STATE_STREAMING',
+  resyncing: 'TABLE_STATE_RESYNCING',
+  held: 'TABLE_STATE_HELD',
+  errored: 'TABLE_STATE_ERRORED',
+  removed: 'TABLE_STATE_REMOVED',
+} as const satisfies Record<TableState, string>;
+
+export type TableStateName = (typeof tableStateNames)[TableState];
+
+/** Why a table is `errored` (or `held`): the error's kind and remedy as for a mirror's fault (errors.ts). */
+export interface TableProblem {
+  readonly kind: ErrorKind;
+  readonly message: string;
+  readonly remedy: string;
+}
+
+/** Rows of one table a CDC batch applied, by operation, and the last of its changes the batch holds. */
+export interface TableApplied {
+  /** The source table, schema.table as formatTableName writes it. */
+  readonly sourceTable: string;
+  readonly inserts: bigint;
+  readonly updates: bigint;
+  readonly deletes: bigint;
+  /** Commit LSN of the last transaction whose changes of this table the batch holds. */
+  readonly lastLsn: bigint;
+  /** That transaction's commit time, microseconds since the Unix epoch. */
+  readonly lastCommitTimeMicros: bigint;
+}
+
+/** One table of a mirror as the catalog holds it (Catalog.listTables). */
+export interface TableStatus {
+  readonly sourceTable: string;
+  readonly destinationTable: string;
+  readonly state: TableState;
+  /** When the table entered its state. */
+  readonly stateSince: Date;
+  readonly inserts: bigint;
+  readonly updates: bigint;
+  readonly deletes: bigint;
+  /** Commit LSN of the last transaction CDC applied to the table; 0 before the first. */
+  readonly lastLsn: bigint;
+  /** Its commit time; null before the first. */
+  readonly lastCommitTime: Date | null;
+  /** Set while the table is `errored` or `held`; null otherwise. */
+  readonly problem: TableProblem | null;
+  /**
+   * While `errored` or `held`: the position the table's destination is at,
+   * changes after it are not applied; null otherwise.
+   */
+  readonly behindLsn: bigint | null;
+}
+
+/** What a table's state writer records with a move (Catalog.transitionTable). */
+export interface TableMove {
+  readonly sourceTable: string;
+  readonly destinationTable: string;
+  readonly to: TableState;
+  /** Required for `errored` and `held`; cleared by every other move. */
+  readonly problem?: TableProblem | undefined;
+  /** For `errored` and `held`; cleared by every other move. */
+  readonly behindLsn?: bigint | undefined;
+}
 
 /** Levels of a mirror's log entries, most severe first. */
 export const logLevels = ['ERROR', 'WARN', 'INFO'] as const;
@@ -202,9 +285,20 @@ export interface Catalog {
   setSnapshotCompleted(mirror: string, completed: boolean): Promise<void>;
 
   startBatch(mirror: string, batch: { batchId: bigint; startTime: Date; startLsn: bigint }): Promise<void>;
+  /**
+   * Records the batch durable; with `tables`, adds each table's applied rows and
+   * moves its last applied position in the same statement (a table the catalog
+   * does not track is left out).
+   */
   finishBatch(
     mirror: string,
-    batch: { batchId: bigint; endTime: Date; rowCount: bigint; endLsn: bigint },
+    batch: {
+      batchId: bigint;
+      endTime: Date;
+      rowCount: bigint;
+      endLsn: bigint;
+      tables?: readonly TableApplied[] | undefined;
+    },
   ): Promise<void>;
   /** Removes batches that never became durable (ids above the destination's checkpoint). */
   discardBatchesAfter(mirror: string, batchId: bigint): Promise<void>;
@@ -245,4 +339,13 @@ export interface Catalog {
   ): Promise<void>;
   finishSnapshotTable(mirror: string, sourceTable: string): Promise<void>;
   listSnapshotProgress(mirror: string): Promise<SnapshotTableProgress[]>;
+
+  /** Every table the mirror tracks, removed ones too, by source table. */
+  listTables(mirror: string): Promise<TableStatus[]>;
+  /**
+   * Moves one table to `move.to` if the table states allow it from the state
+   * it is in (creating its row when `new` may lead there), atomically; throws
+   * TableStateTransitionError (table-states.ts) otherwise. Only table-states.ts calls it.
+   */
+  transitionTable(mirror: string, move: TableMove): Promise<void>;
 }

@@ -2,6 +2,7 @@
 // it runs on a `pg` Pool (cluster mode) and on an embedded engine (standalone).
 
 import { randomUUID } from 'node:crypto';
+import type { ErrorKind } from '../errors.ts';
 import type {
   BatchQuery,
   Catalog,
@@ -14,11 +15,16 @@ import type {
   MirrorStall,
   SnapshotTableProgress,
   SourceSetup,
+  TableApplied,
+  TableMove,
+  TableState,
+  TableStatus,
 } from './catalog.ts';
 import { type LogRetention, logRetentionDefaults } from './log-retention.ts';
 import { migrate } from './migrations.ts';
 import { PhaseTransitionError } from './phase-error.ts';
 import { phasesLeadingTo } from './phases.ts';
+import { TableStateTransitionError, tableStatesLeadingTo } from './table-states.ts';
 
 export interface SqlQueries {
   query<Row>(text: string, params?: unknown[]): Promise<{ rows: Row[] }>;
@@ -107,6 +113,24 @@ const migrations: readonly string[] = [
   `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS last_at_ms bigint`,
   `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS stalled_step text`,
   `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS stalled_since timestamptz`,
+  // One row per table a mirror tracks (table-states.ts writes `state`; the
+  // batch writer adds to the counters in the statement that finishes a batch).
+  `CREATE TABLE IF NOT EXISTS tributary.mirror_tables (
+     mirror text NOT NULL,
+     source_table text NOT NULL,
+     destination_table text NOT NULL,
+     state text NOT NULL,
+     state_since timestamptz NOT NULL DEFAULT now(),
+     inserts bigint NOT NULL DEFAULT 0,
+     updates bigint NOT NULL DEFAULT 0,
+     deletes bigint NOT NULL DEFAULT 0,
+     last_lsn numeric(20, 0) NOT NULL DEFAULT 0,
+     last_commit_time timestamptz,
+     error_kind text,
+     error_message text,
+     error_remedy text,
+     behind_lsn numeric(20, 0),
+     PRIMARY KEY (mirror, source_table))`,
 ];
 
 interface RuntimeRow {
@@ -135,6 +159,22 @@ interface BatchRow {
   row_count: string;
   start_lsn: string;
   end_lsn: string;
+}
+
+interface TableRow {
+  source_table: string;
+  destination_table: string;
+  state: TableState;
+  state_since: Date;
+  inserts: string;
+  updates: string;
+  deletes: string;
+  last_lsn: string;
+  last_commit_time: Date | null;
+  error_kind: string | null;
+  error_message: string | null;
+  error_remedy: string | null;
+  behind_lsn: string | null;
 }
 
 interface LogRow {
@@ -282,6 +322,9 @@ export class PostgresCatalog implements Catalog {
          RETURNING batch_id),
        snapshot AS (
          DELETE FROM tributary.snapshot_tables WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
+         RETURNING source_table),
+       tables AS (
+         DELETE FROM tributary.mirror_tables WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
          RETURNING source_table)
        SELECT mirror FROM dropped`,
       [mirror],
@@ -384,12 +427,56 @@ export class PostgresCatalog implements Catalog {
 
   async finishBatch(
     mirror: string,
-    batch: { batchId: bigint; endTime: Date; rowCount: bigint; endLsn: bigint },
+    batch: {
+      batchId: bigint;
+      endTime: Date;
+      rowCount: bigint;
+      endLsn: bigint;
+      tables?: readonly TableApplied[] | undefined;
+    },
   ): Promise<void> {
+    const params: unknown[] = [
+      mirror,
+      batch.batchId.toString(),
+      batch.endTime,
+      batch.rowCount.toString(),
+      batch.endLsn.toString(),
+    ];
+    const tables = batch.tables ?? [];
+    if (tables.length === 0) {
+      await this.#sql.query(
+        `UPDATE tributary.cdc_batches SET end_time = $3, row_count = $4, end_lsn = $5
+         WHERE mirror = $1 AND batch_id = $2`,
+        params,
+      );
+      return;
+    }
+    // One statement: the batch and its tables' counters are durable together,
+    // so a status never counts a batch the catalog has not finished (nor the reverse).
+    const column = (value: (table: TableApplied) => string) => tables.map(value);
     await this.#sql.query(
-      `UPDATE tributary.cdc_batches SET end_time = $3, row_count = $4, end_lsn = $5
-       WHERE mirror = $1 AND batch_id = $2`,
-      [mirror, batch.batchId.toString(), batch.endTime, batch.rowCount.toString(), batch.endLsn.toString()],
+      `WITH batch AS (
+         UPDATE tributary.cdc_batches SET end_time = $3, row_count = $4, end_lsn = $5
+         WHERE mirror = $1 AND batch_id = $2 RETURNING batch_id),
+       applied AS (
+         SELECT * FROM unnest($6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::numeric[],
+           $11::bigint[]) AS a(source_table, inserts, updates, deletes, last_lsn, commit_micros))
+       UPDATE tributary.mirror_tables t SET inserts = t.inserts + a.inserts,
+         updates = t.updates + a.updates, deletes = t.deletes + a.deletes,
+         last_commit_time = CASE WHEN a.last_lsn >= t.last_lsn
+           THEN timestamptz 'epoch' + a.commit_micros * interval '1 microsecond'
+           ELSE t.last_commit_time END,
+         last_lsn = greatest(t.last_lsn, a.last_lsn)
+       FROM applied a WHERE t.mirror = $1 AND t.source_table = a.source_table`,
+      [
+        ...params,
+        column((table) => table.sourceTable),
+        column((table) => table.inserts.toString()),
+        column((table) => table.updates.toString()),
+        column((table) => table.deletes.toString()),
+        column((table) => table.lastLsn.toString()),
+        column((table) => table.lastCommitTimeMicros.toString()),
+      ],
     );
   }
 
@@ -637,5 +724,72 @@ export class PostgresCatalog implements Catalog {
       consolidateCompleted: row.consolidate_completed,
       cdcStartLsn: BigInt(row.cdc_start_lsn),
     }));
+  }
+
+  async listTables(mirror: string): Promise<TableStatus[]> {
+    const { rows } = await this.#sql.query<TableRow>(
+      `SELECT source_table, destination_table, state, state_since, inserts::text, updates::text,
+         deletes::text, last_lsn::text, last_commit_time, error_kind, error_message, error_remedy,
+         behind_lsn::text
+       FROM tributary.mirror_tables WHERE mirror = $1 ORDER BY source_table`,
+      [mirror],
+    );
+    return rows.map((row) => ({
+      sourceTable: row.source_table,
+      destinationTable: row.destination_table,
+      state: row.state,
+      stateSince: row.state_since,
+      inserts: BigInt(row.inserts),
+      updates: BigInt(row.updates),
+      deletes: BigInt(row.deletes),
+      lastLsn: BigInt(row.last_lsn),
+      lastCommitTime: row.last_commit_time,
+      problem:
+        row.error_kind !== null && row.error_message !== null
+          ? {
+              kind: row.error_kind as ErrorKind,
+              message: row.error_message,
+              remedy: row.error_remedy ?? '',
+            }
+          : null,
+      behindLsn: row.behind_lsn === null ? null : BigInt(row.behind_lsn),
+    }));
+  }
+
+  async transitionTable(mirror: string, move: TableMove): Promise<void> {
+    const from = tableStatesLeadingTo(move.to);
+    const values = [
+      mirror,
+      move.sourceTable,
+      move.destinationTable,
+      move.to,
+      move.problem?.kind ?? null,
+      move.problem?.message ?? null,
+      move.problem?.remedy ?? null,
+      move.behindLsn?.toString() ?? null,
+    ];
+    // Conditional on the state held, as Catalog.transition is on the phase.
+    const updated = await this.#sql.query<{ source_table: string }>(
+      `UPDATE tributary.mirror_tables SET destination_table = $3, state = $4, state_since = now(),
+         error_kind = $5, error_message = $6, error_remedy = $7, behind_lsn = $8
+       WHERE mirror = $1 AND source_table = $2 AND state = ANY($9::text[])
+       RETURNING source_table`,
+      [...values, from.filter((origin) => origin !== 'new')],
+    );
+    if (updated.rows.length > 0) return;
+    const inserted = from.includes('new')
+      ? (
+          await this.#sql.query<{ source_table: string }>(
+            `INSERT INTO tributary.mirror_tables (mirror, source_table, destination_table, state,
+               error_kind, error_message, error_remedy, behind_lsn)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (mirror, source_table) DO NOTHING RETURNING source_table`,
+            values,
+          )
+        ).rows
+      : [];
+    if (inserted.length > 0) return;
+    const current = (await this.listTables(mirror)).find((table) => table.sourceTable === move.sourceTable);
+    throw new TableStateTransitionError(mirror, move.sourceTable, current?.state ?? 'new', move.to);
   }
 }

@@ -23,7 +23,7 @@ export interface TupleData {
   readonly cellCount: number;
 }
 
-/** The kind byte of each cell of a WireTuple (TupleData). */
+/** The kind byte of each cell of a TupleData. */
 export const tupleCellKind = {
   null: 0x6e, // 'n'
   unchangedToast: 0x75, // 'u'

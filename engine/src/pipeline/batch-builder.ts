@@ -4,6 +4,7 @@
 // A batch cut inside a transaction also carries the position of its last
 // change in it, which the destination stores with the checkpoint. A table's
 // changes go to the destination's own buffer (Destination.changeBuffer).
+import type { TableApplied } from '../catalog/catalog.ts';
 import type {
   ChangeBatch,
   ChangeBuffer,
@@ -12,6 +13,7 @@ import type {
   TableChanges,
   TransactionPosition,
 } from '../connectors/records.ts';
+import { TableTally } from './table-tally.ts';
 
 export interface BatchLimits {
   readonly maxRows: number;
@@ -32,6 +34,8 @@ export class BatchBuilder<Held extends ChangeBuffer = ChangeBuffer> {
   #openPosition: TransactionPosition | undefined;
   /** A lower row limit for the current batch only (limitThisBatch). */
   #rowLimit: number | undefined;
+  /** Rows of the batch per table and operation (takeApplied). */
+  readonly #tally = new TableTally();
 
   /** `changeBuffer`: the destination's (Destination.changeBuffer). */
   constructor(limits: BatchLimits, durableLsn: bigint, changeBuffer: (table: DestinationTable) => Held) {
@@ -98,6 +102,7 @@ export class BatchBuilder<Held extends ChangeBuffer = ChangeBuffer> {
     const opened = this.#startIfEmpty(lsn, now);
     this.#byteSize += this.#held(table).add(change);
     this.#added(lsn, position, change.kind !== 'truncate');
+    if (change.kind !== 'truncate') this.#tally.count(table, change.kind, change.transaction);
     return opened;
   }
 
@@ -132,6 +137,14 @@ export class BatchBuilder<Held extends ChangeBuffer = ChangeBuffer> {
 
   get lastCompleteCommitLsn(): bigint {
     return this.#lastCompleteCommitLsn;
+  }
+
+  /**
+   * The rows of each table the last batch taken holds, by operation; call it
+   * right after `take` (it starts the count over).
+   */
+  takeApplied(): TableApplied[] {
+    return this.#tally.take();
   }
 
   /** Hands out the batch and starts an empty one. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { idTextTable } from '../../../test/support/id-text-table.ts';
 import { GatedDestination, memoryDestinationOf } from '../../../test/support/memory-destinations.ts';
+import type { TableApplied } from '../catalog/catalog.ts';
 import type { Destination } from '../connectors/destination.ts';
 import { FaultInjectingDestination } from '../connectors/memory/fault-injecting.ts';
 import { rowOfCells } from '../connectors/rows.ts';
@@ -15,6 +16,7 @@ function writerOver(destination: Destination, options: { maxRows?: number; lastB
   const acknowledged: bigint[] = [];
   const started: { batchId: bigint; startLsn: bigint }[] = [];
   const finished: { batchId: bigint; endLsn: bigint; rowCount: bigint }[] = [];
+  const applied: (readonly TableApplied[] | undefined)[] = [];
   const acknowledgements = new Acknowledgements((lsn) => acknowledged.push(lsn));
   const builder = new BatchBuilder({ maxRows: options.maxRows ?? 1000, maxBytes: 1 << 20 }, 0n, (table) =>
     destination.changeBuffer(table),
@@ -26,8 +28,9 @@ function writerOver(destination: Destination, options: { maxRows?: number; lastB
       async startBatch(_mirror, { batchId, startLsn }) {
         started.push({ batchId, startLsn });
       },
-      async finishBatch(_mirror, { batchId, endLsn, rowCount }) {
+      async finishBatch(_mirror, { batchId, endLsn, rowCount, tables }) {
         finished.push({ batchId, endLsn, rowCount });
+        applied.push(tables);
       },
     },
     builder,
@@ -47,7 +50,7 @@ function writerOver(destination: Destination, options: { maxRows?: number; lastB
     builder.commit(commitLsn + 1n);
     return writer.added(opened, lsn);
   };
-  return { writer, builder, acknowledgements, acknowledged, started, finished, insert };
+  return { writer, builder, acknowledgements, acknowledged, started, finished, applied, insert };
 }
 
 const memoryDestination = () => memoryDestinationOf([table]);
@@ -70,6 +73,71 @@ describe('BatchWriter', () => {
     // Nothing buffered: a cut writes nothing.
     await writer.cut();
     expect(destination.appliedBatchIds).toEqual([8n]);
+  });
+
+  it("records each table's rows by operation and last commit with the batch that applied them", async () => {
+    const other = idTextTable('u');
+    const destination = await memoryDestinationOf([table, other]);
+    const { writer, builder, applied } = writerOver(destination);
+    const first = { xid: 1, commitLsn: 100n, commitTimeMicros: 1_700_000_000_000_001n };
+    const second = { xid: 2, commitLsn: 200n, commitTimeMicros: 1_700_000_000_000_002n };
+    const opened = builder.add(
+      table,
+      { kind: 'insert', transaction: first, newRow: rowOfCells(['1', 'a']) },
+      90n,
+      Date.now,
+    );
+    await writer.added(opened, 90n);
+    builder.add(table, { kind: 'insert', transaction: first, newRow: rowOfCells(['2', 'b']) }, 91n, Date.now);
+    builder.add(other, { kind: 'insert', transaction: first, newRow: rowOfCells(['1', 'a']) }, 92n, Date.now);
+    builder.commit(101n);
+    builder.add(
+      table,
+      { kind: 'update', transaction: second, oldKey: null, newRow: rowOfCells(['1', 'c']) },
+      190n,
+      Date.now,
+    );
+    builder.add(
+      table,
+      { kind: 'delete', transaction: second, oldKey: rowOfCells(['2', null]) },
+      191n,
+      Date.now,
+    );
+    builder.add(table, { kind: 'truncate', transaction: second }, 192n, Date.now);
+    builder.commit(201n);
+    await writer.flush();
+    expect(applied).toEqual([
+      [
+        {
+          sourceTable: 'public.t',
+          inserts: 2n,
+          updates: 1n,
+          deletes: 1n,
+          lastLsn: 200n,
+          lastCommitTimeMicros: 1_700_000_000_000_002n,
+        },
+        {
+          sourceTable: 'public.u',
+          inserts: 1n,
+          updates: 0n,
+          deletes: 0n,
+          lastLsn: 100n,
+          lastCommitTimeMicros: 1_700_000_000_000_001n,
+        },
+      ],
+    ]);
+    // The next batch counts from nothing.
+    const reopened = builder.add(
+      table,
+      { kind: 'insert', transaction: second, newRow: rowOfCells(['3', 'd']) },
+      195n,
+      Date.now,
+    );
+    await writer.added(reopened, 195n);
+    await writer.flush();
+    expect(applied[1]).toEqual([
+      expect.objectContaining({ sourceTable: 'public.t', inserts: 1n, updates: 0n }),
+    ]);
   });
 
   it('cuts a full batch, and writes the next only after the one in flight is durable', async () => {

@@ -2,12 +2,13 @@
 // at a time: the one batch in flight is written while the next is built, and a
 // batch is handed over only once the one before it is durable. It numbers the
 // batches (one more than the last, starting after the checkpoint's), records
-// each in the catalog as it opens and once it is durable, and then tells the
+// each in the catalog as it opens and once it is durable (with the rows it
+// applied to each table, in the same statement), and then tells the
 // acknowledgements (acknowledgements.ts) that its last complete commit may be
 // acknowledged. A write that fails stays the batch in flight: every later
 // wait for it throws its error, nothing more is written or acknowledged, and
 // the mirror's next run starts from the destination's checkpoint.
-import type { Catalog } from '../catalog/catalog.ts';
+import type { Catalog, TableApplied } from '../catalog/catalog.ts';
 import type { Destination } from '../connectors/destination.ts';
 import type { ChangeBatch, DestinationTable } from '../connectors/records.ts';
 import type { PipelineMetrics } from '../observability/engine-metrics.ts';
@@ -83,8 +84,9 @@ export class BatchWriter {
     await this.#inFlight;
     const recordedEndLsn = builder.recordedEndLsn;
     const batch = builder.take(this.#options.mirror, this.#openBatchId);
+    const applied = builder.takeApplied();
     this.#options.acknowledgements.writeStarted();
-    const write = this.#write(batch, recordedEndLsn);
+    const write = this.#write(batch, recordedEndLsn, applied);
     this.#inFlight = write;
     // Observed by whoever awaits it next (cut, flush, or the caller's race);
     // this handler only keeps an unobserved failure from being reported as unhandled.
@@ -124,7 +126,7 @@ export class BatchWriter {
     if (this.#builder.isFull) await this.cut();
   }
 
-  async #write(batch: ChangeBatch, recordedEndLsn: bigint): Promise<void> {
+  async #write(batch: ChangeBatch, recordedEndLsn: bigint, applied: readonly TableApplied[]): Promise<void> {
     const { mirror, destination, batches, watch } = this.#options;
     const started = performance.now();
     const sync = () => destination.syncBatch(batch);
@@ -136,6 +138,9 @@ export class BatchWriter {
       endTime: new Date(),
       rowCount: BigInt(batch.rowCount),
       endLsn: recordedEndLsn,
+      // Each table's rows and last position: counted in the statement that
+      // finishes the batch, once it is durable, never a write per change.
+      tables: applied,
     });
     this.#options.progress?.durable();
     this.#options.acknowledgements.durable(batch.endLsn);

@@ -5,6 +5,7 @@
 // destination's checkpoint say the mirror was.
 import type { SourceSetup } from '../catalog/catalog.ts';
 import { forgetDroppedMirror, movePhase } from '../catalog/phases.ts';
+import { moveTablesIfAllowed, removeUnmappedTables } from '../catalog/table-states.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import type { CreatedSlot } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
@@ -111,6 +112,20 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
     }
 
     await reconcileMappedTables(context, setup, tables);
+    // Every load is done: a table not tracked yet (a mirror without an initial
+    // load, or one set up before tables had states), mapped again without a
+    // load, or whose load finished just before a crash, streams. A table
+    // stopped on its own (errored, held) or resyncing stays as it is.
+    await moveTablesIfAllowed(
+      catalog,
+      spec.name,
+      tables.map((table) => ({
+        sourceTable: formatTableName(table.source),
+        destinationTable: formatTableName(table.destination),
+      })),
+      'joinedWithoutLoad',
+      ['new', 'removed', 'pending', 'loading'],
+    );
 
     if (spec.initialSnapshotOnly) {
       // No CDC follows: keep no slot that would hold WAL on the source.
@@ -152,6 +167,7 @@ async function reconcileMappedTables(
   const { spec, catalog } = context;
   const progress = await catalog.listSnapshotProgress(spec.name);
   const mapped = new Set(tables.map((table) => formatTableName(table.source)));
+  await removeUnmappedTables(catalog, spec.name, mapped);
   const removed = progress
     .filter((table) => !mapped.has(table.sourceTable))
     .map((table) => table.sourceTable);

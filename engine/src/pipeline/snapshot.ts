@@ -3,6 +3,7 @@
 // `snapshotMaxParallelWorkers` ctid partitions of a table at a time.
 import { pipeline, type Readable, Transform } from 'node:stream';
 import pMap from 'p-map';
+import { moveTable } from '../catalog/table-states.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import type { SnapshotPartition, SnapshotReader } from '../connectors/source.ts';
 import { formatTableName } from '../resources/mirror.ts';
@@ -20,6 +21,8 @@ export async function runSnapshot(
   snapshot: { readonly name: string | null; readonly consistentPoint: bigint },
 ): Promise<void> {
   const { spec } = context;
+  // Every table waits its turn (snapshotNumTablesInParallel at a time) as `pending`.
+  for (const table of tables) await moveTable(context.catalog, spec.name, tableNames(table), 'loadQueued');
   await mirrorLog(context, 'INFO', `initial load of ${tables.length} table(s) started`);
   await pMap(tables, (table) => snapshotTable(context, table, snapshot), {
     concurrency: spec.snapshotNumTablesInParallel,
@@ -45,6 +48,7 @@ async function snapshotTable(
     partitionsTotal: ranges.length,
     cdcStartLsn: snapshot.consistentPoint,
   });
+  await moveTable(catalog, spec.name, tableNames(table), 'loadStarted');
 
   // Each worker keeps one reader (one connection) and reuses it across partitions.
   const workerCount = Math.min(spec.snapshotMaxParallelWorkers, ranges.length);
@@ -73,7 +77,12 @@ async function snapshotTable(
     await Promise.all(opened.map((reader) => reader.close()));
   }
   await catalog.finishSnapshotTable(spec.name, sourceName);
+  await moveTable(catalog, spec.name, tableNames(table), 'loadFinished');
   context.logger.info({ table: sourceName, partitions: ranges.length }, 'table loaded');
+}
+
+function tableNames(table: DestinationTable) {
+  return { sourceTable: formatTableName(table.source), destinationTable: formatTableName(table.destination) };
 }
 
 async function copyOnePartition(

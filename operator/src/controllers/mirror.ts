@@ -13,6 +13,8 @@ import {
   MirrorReconciler,
   type MissingDependency,
   type ResourceStore,
+  type TableStatusView,
+  tableStatusView,
   workflowId,
 } from '../../../engine/src/index.ts';
 import { type Condition, setCondition } from '../conditions.ts';
@@ -45,6 +47,7 @@ interface MirrorStatus {
   phase?: string;
   conditions?: Condition[];
   errorMessage?: string;
+  tables?: TableStatusView[];
 }
 
 export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcome> {
@@ -98,11 +101,13 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
       pods && mirror.spec.state === 'Running' ? await pods.problem(mirror.name) : undefined;
     const runtime = await catalog.getRuntime(mirror.name);
     const phase = runtime ? flowStateByPhase[runtime.phase] : 'STATUS_SETUP';
-    const [{ batches }, snapshot, cdcRows] = await Promise.all([
+    const [{ batches }, snapshot, cdcRows, tableRows] = await Promise.all([
       catalog.listBatches(mirror.name, { limit: 1, ascending: false, finishedOnly: true }),
       catalog.listSnapshotProgress(mirror.name),
       catalog.cdcRowCount(mirror.name),
+      catalog.listTables(mirror.name),
     ]);
+    const tables = tableRows.map(tableStatusView);
     const lastBatch = batches.find((batch) => batch.endTime !== null);
     const snapshotRows = snapshot.reduce((rows, table) => rows + table.rowsSynced, 0n);
     const failed = runtime?.phase === 'failed';
@@ -190,6 +195,8 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
           rowsSynced: table.rowsSynced.toString(),
         })),
       },
+      // Each table's state, rows applied and problem (docs/mirror-lifecycle.md, Table states).
+      ...(tables.length > 0 ? { tables } : {}),
       ...(lastBatch
         ? {
             lastBatchId: lastBatch.batchId.toString(),
@@ -237,6 +244,24 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
     }
     if (!retrying && stalled && previousDegraded?.message !== stalled) {
       await events.record(target, 'Warning', 'Stalled', stalled);
+    }
+    // A table's move is an Event, as a phase change is (a Warning when it stopped).
+    const previousStates = new Map(
+      (previous?.tables ?? []).map((table) => [table.sourceTableIdentifier, table.state]),
+    );
+    for (const table of tables) {
+      const before = previousStates.get(table.sourceTableIdentifier);
+      if (before === table.state) continue;
+      const stopped = table.state === 'TABLE_STATE_ERRORED' || table.state === 'TABLE_STATE_HELD';
+      // A table seen for the first time is news only when it stopped: a mirror of
+      // many tables would otherwise record one Event per table at its first status.
+      if (before === undefined && !stopped) continue;
+      await events.record(
+        target,
+        stopped ? 'Warning' : 'Normal',
+        'TableStateChanged',
+        `${table.sourceTableIdentifier}: ${before ?? 'new'} -> ${table.state}${table.error ? `: ${table.error.message}` : ''}`,
+      );
     }
   }
 }

@@ -173,6 +173,7 @@ export function customResourceDefinitions(): Schema[] {
       columns: [
         apiNameColumn,
         { name: 'Lang', type: 'string', jsonPath: '.spec.lang' },
+        readyColumn,
         { name: 'Id', type: 'integer', jsonPath: '.status.id' },
       ],
     }),

@@ -15,6 +15,7 @@ import {
   scriptLanguages,
   sshConfigFields,
   streamConfigFields,
+  tableStateNames,
 } from '../../../engine/src/index.ts';
 
 export const group = 'tributary.dev';
@@ -151,6 +152,44 @@ export const mirrorCrStatusSchema = z
       })
       .optional()
       .describe('Progress of the initial load.'),
+    tables: z
+      .array(
+        z.object({
+          sourceTableIdentifier: z.string().describe('The source table, schema.table.'),
+          destinationTableIdentifier: z.string().describe('The destination table.'),
+          state: z
+            .enum(Object.values(tableStateNames))
+            .describe("The table's state (docs/mirror-lifecycle.md, Table states)."),
+          stateSince: timestamp().describe('When the table entered its state.'),
+          rowsApplied: z
+            .object({
+              inserts: z.string().describe('Inserts applied by CDC (a decimal string).'),
+              updates: z.string().describe('Updates applied by CDC (a decimal string).'),
+              deletes: z.string().describe('Deletes applied by CDC (a decimal string).'),
+            })
+            .describe('Row changes CDC applied to the table, by operation.'),
+          lastAppliedLsn: z
+            .string()
+            .describe(
+              'Commit LSN of the last transaction applied to the table (decimal); 0 before the first.',
+            ),
+          lastCommitTime: timestamp().optional().describe("That transaction's commit time."),
+          error: z
+            .object({
+              kind: z.string().describe('The error kind (docs/engine.md).'),
+              message: z.string().describe('What went wrong.'),
+              remedy: z.string().describe('What to do about it.'),
+            })
+            .optional()
+            .describe('While the table is errored or held: why.'),
+          behindLsn: z
+            .string()
+            .optional()
+            .describe('While errored or held: changes after this LSN are not applied to the table.'),
+        }),
+      )
+      .optional()
+      .describe('Every table the mirror tracks, removed ones too, by source table.'),
     lastBatchId: z.string().optional().describe('The id of the last batch written.'),
     lastSyncedLsn: z.string().optional().describe('The source LSN the last batch reached.'),
     lastSyncTime: timestamp().optional().describe('When the last batch was written.'),
@@ -181,5 +220,7 @@ export const scriptCrSpecSchema = z
 export const scriptCrStatusSchema = z
   .object({
     id: z.number().int().optional().describe('The id /api/v1/scripts answers for the script.'),
+    observedGeneration: z.number().int().optional().describe('The metadata.generation last compiled.'),
+    conditions: conditionsSchema,
   })
-  .describe('What the operator assigned to the script.');
+  .describe('What the operator assigned to the script, and whether its source compiles (Ready).');

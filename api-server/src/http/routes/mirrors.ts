@@ -12,6 +12,7 @@ import {
   ResourceConflictError,
   ResourceExistsError,
   type TableMapping,
+  tableStatusView,
   workflowId,
 } from '../../../../engine/src/index.ts';
 import type { FacadeContext } from '../context.ts';
@@ -216,6 +217,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
         : runtime
           ? flowStateByPhase[runtime.phase]
           : 'STATUS_SETUP';
+    // Beyond the interface (docs/api.md): each table's state and what CDC applied to it.
+    const tables = runtime ? await catalog.listTables(body.flowJobName) : [];
     const status = {
       flowJobName: body.flowJobName,
       // Failed for good: the engine's error. Otherwise what keeps it from
@@ -232,6 +235,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       ...(runtime?.stall && runtime.phase !== 'failed'
         ? { stall: { step: runtime.stall.step, since: runtime.stall.since.toISOString() } }
         : {}),
+      // Left out while empty, as protojson leaves out an empty repeated field.
+      ...(tables.length > 0 ? { tables: tables.map(tableStatusView) } : {}),
     };
     if (!body.includeFlowInfo || !mirror) return status;
     const [source, destination, clones] = await Promise.all([
