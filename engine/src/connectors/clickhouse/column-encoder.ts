@@ -17,6 +17,8 @@
 //   boolean → Bool or an integer        `t` and `f`
 //   numeric → Decimal(P, S)             a plain number that fits, up to 15 digits
 //   uuid → UUID                         the two halves
+//   real, double precision → Float32, Float64
+//                                       a plain number's text, to Number
 //   date → Date, Date32                 `YYYY-MM-DD`
 //   timestamp(tz) → DateTime64, DateTime, Int64
 //                                       `YYYY-MM-DD HH:MM:SS[.f…][±HH]`
@@ -66,6 +68,8 @@ const backslash = 92;
 const lowerF = 102;
 const lowerT = 116;
 const lowerX = 120;
+const lowerE = 101;
+const capitalE = 69;
 
 /** A hex digit's value, or -1. */
 const hexValues = new Int8Array(256).fill(-1);
@@ -224,6 +228,19 @@ function textReader(source: ColumnType, target: ChType, context: ValueContext): 
       writeSmallDecimal(writer, bytes, start, end, integerDigits, scale, width);
   }
   if (kind === 'uuid' && target.name === 'UUID') return writeUuid;
+  if (
+    (kind === 'float64' || kind === 'float32') &&
+    (target.name === 'Float64' || target.name === 'Float32')
+  ) {
+    const float32 = target.name === 'Float32';
+    return (writer, bytes, start, end) => {
+      if (!isPlainFloat(bytes, start, end)) return false;
+      const value = Number(bytes.toString('latin1', start, end));
+      if (float32) writer.float32(value);
+      else writer.float64(value);
+      return true;
+    };
+  }
   if (kind === 'date' && (target.name === 'Date' || target.name === 'Date32')) {
     return (writer, bytes, start, end) => {
       const days = end - start === 10 ? commonDays(bytes, start) : undefined;
@@ -285,10 +302,46 @@ function writeSmallDecimal(
   return true;
 }
 
+/** The digits from `at` on: where they end. */
+function digitsEnd(bytes: Buffer, at: number, end: number): number {
+  let next = at;
+  while (next < end && (bytes[next] as number) - zero >= 0 && (bytes[next] as number) - zero <= 9) next++;
+  return next;
+}
+
+/**
+ * Whether [start, end) is a float's text as the value model takes it besides
+ * NaN and ±Infinity (`-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?`, what float4out
+ * and float8out write): then `Number` of it is the value.
+ */
+function isPlainFloat(bytes: Buffer, start: number, end: number): boolean {
+  let at = bytes[start] === minus ? start + 1 : start;
+  const integerEnd = digitsEnd(bytes, at, end);
+  let fractionDigits = 0;
+  at = integerEnd;
+  if (bytes[at] === dot && at < end) {
+    const fractionEnd = digitsEnd(bytes, at + 1, end);
+    fractionDigits = fractionEnd - at - 1;
+    at = fractionEnd;
+  }
+  if (integerEnd === (bytes[start] === minus ? start + 1 : start) && fractionDigits === 0) return false;
+  if (at < end && (bytes[at] === lowerE || bytes[at] === capitalE)) {
+    at++;
+    if (at < end && (bytes[at] === plus || bytes[at] === minus)) at++;
+    const exponentEnd = digitsEnd(bytes, at, end);
+    if (exponentEnd === at) return false;
+    at = exponentEnd;
+  }
+  return at === end;
+}
+
+/** A UUID's 16 bytes, as read: the halves are written reversed. */
+const uuidBytes = new Uint8Array(16);
+
 /** A UUID's text (`8-4-4-4-12` hex digits) as two little-endian halves, the high one first. */
 function writeUuid(writer: RowBinaryWriter, bytes: Buffer, start: number, end: number): boolean {
   if (end - start !== 36) return false;
-  const value = new Array<number>(16);
+  const value = uuidBytes;
   let at = start;
   for (let index = 0; index < 16; index++) {
     if (index === 4 || index === 6 || index === 8 || index === 10) {

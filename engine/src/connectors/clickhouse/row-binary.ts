@@ -168,17 +168,24 @@ export class RowBinaryWriter {
   }
 
   float32(value: number): void {
-    this.#reserve(4);
-    this.#buffer.writeFloatLE(value, this.#length);
-    this.#length += 4;
+    floatView.setFloat32(0, value, true);
+    this.#scratchBytes(4);
   }
 
   float64(value: number): void {
-    this.#reserve(8);
-    this.#buffer.writeDoubleLE(value, this.#length);
-    this.#length += 8;
+    // Through a DataView: Buffer's writeDoubleLE checks its arguments at a cost.
+    floatView.setFloat64(0, value, true);
+    this.#scratchBytes(8);
+  }
+
+  #scratchBytes(count: number): void {
+    this.#reserve(count);
+    for (let index = 0; index < count; index++) this.#buffer[this.#length++] = floatBytes[index] as number;
   }
 }
+
+const floatBytes = new Uint8Array(8);
+const floatView = new DataView(floatBytes.buffer);
 
 // --- ranges and widths ---------------------------------------------------------
 

@@ -220,9 +220,22 @@ describe('every way of writing a cell writes what the value model does', () => {
     expectSameError([timestamptz, "DateTime64(6, 'UTC')"], '2024-02-30 00:00:00+00');
   });
 
+  it('floats into Float64 and Float32, plain numbers read from the bytes and the rest by the value model', () => {
+    const values = ['1.5', '-0', '0', '.5', '5.', '1.5e+300', '-1e-05', '4.9e-324', '1.7976931348623157e308'];
+    const specials = ['NaN', 'Infinity', '-Infinity', null];
+    encodeEach([{ kind: 'float64' }, 'Float64'], [...values, ...specials]);
+    encodeEach(
+      [{ kind: 'float32' }, 'Nullable(Float32)'],
+      ['0.1', '3.4e38', '1e-45', ...values, ...specials],
+    );
+    encodeEach([{ kind: 'float64' }, 'Nullable(Float32)'], ['0.1', '1e300', null]);
+    for (const text of ['abc', '1..2', '0x10', '1e', '-', '.', '1e+', ' 1']) {
+      expectSameError([{ kind: 'float64' }, 'Float64'], text);
+    }
+  });
+
   it('other kinds, through the value model alone', () => {
-    encodeEach([{ kind: 'float64' }, 'Float64'], ['1.5', 'NaN', '-Infinity', '-0', '4.9e-324', null]);
-    encodeEach([{ kind: 'float32' }, 'Nullable(Float32)'], ['0.1', '3.4e38', null]);
+    encodeEach([{ kind: 'int32' }, 'Float64'], ['7', null]);
     encodeEach([{ kind: 'array', element: int32 }, 'Array(Nullable(Int32))'], ['{1,NULL}', null]);
     encodeEach([{ kind: 'interval' }, 'String'], ['1 day', null]);
   });
