@@ -55,7 +55,7 @@ export interface ColumnEncoder {
   null(writer: RowBinaryWriter): void;
 }
 
-/** Writes a value's text from bytes, or returns false having written nothing it keeps. */
+/** Writes a value's text from bytes, or returns false having written nothing (each checks before it writes). */
 type TextReader = (writer: RowBinaryWriter, source: Buffer, start: number, end: number) => boolean;
 
 const zero = 48;
@@ -378,10 +378,14 @@ export function columnEncoder(
   return {
     text(writer, bytes, start, end) {
       if (reader) {
-        const mark = writer.length;
-        if (nullable) writer.u8(0);
-        if (reader(writer, bytes, start, end)) return;
-        writer.rewind(mark);
+        if (!nullable) {
+          if (reader(writer, bytes, start, end)) return;
+        } else {
+          const mark = writer.length;
+          writer.u8(0);
+          if (reader(writer, bytes, start, end)) return;
+          writer.rewind(mark);
+        }
       }
       const text = bytes.toString('utf8', start, end);
       writeValue(writer, base, parseTextValue(source, text), text, context);

@@ -127,6 +127,15 @@ export class RowBinaryWriter {
         buffer[at + index] = rest & 0xff;
       return;
     }
+    if (value >= 0 && value <= 0x7fff_ffff) {
+      // The common case (ids, counts, times in seconds): no division.
+      for (let index = 0, rest = value; index < 4; index++, rest >>= 8) buffer[at + index] = rest & 0xff;
+      buffer[at + 4] = 0;
+      buffer[at + 5] = 0;
+      buffer[at + 6] = 0;
+      buffer[at + 7] = 0;
+      return;
+    }
     // Two 32-bit words; floor keeps the two's complement high word.
     const high = Math.floor(value / 0x1_0000_0000);
     const low = value - high * 0x1_0000_0000;
