@@ -360,6 +360,32 @@ describe('controllers', () => {
     expect(events.map((event) => event.reason).sort()).toEqual(['Compiled', 'SyntaxError']);
   });
 
+  it('counts a repeated Event on the Event it first made, as client-go does, and makes a new one for a new message', async () => {
+    const recorder = new EventRecorder(config, namespace, logger);
+    const target = { kind: 'Mirror', name: 'repeats' } as const;
+    for (let time = 0; time < 3; time++)
+      await recorder.record(target, 'Warning', 'Flapping', 'the same fault');
+    await recorder.record(target, 'Warning', 'Flapping', 'another fault');
+    const events = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.involvedObject.name === 'repeats',
+    );
+    expect(events.map((event) => [event.message, event.count]).sort()).toEqual([
+      ['another fault', 1],
+      ['the same fault', 3],
+    ]);
+    const repeated = events.find((event) => event.message === 'the same fault');
+    expect(new Date(repeated?.lastTimestamp ?? 0).getTime()).toBeGreaterThanOrEqual(
+      new Date(repeated?.firstTimestamp ?? 0).getTime(),
+    );
+    // The Event gone (expired or deleted): the next repeat makes a new one.
+    await core.deleteNamespacedEvent({ name: repeated?.metadata?.name ?? '', namespace });
+    await recorder.record(target, 'Warning', 'Flapping', 'the same fault');
+    const after = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.involvedObject.name === 'repeats' && event.message === 'the same fault',
+    );
+    expect(after.map((event) => event.count)).toEqual([1]);
+  });
+
   it('redoes a status write from a fresh read instead of losing a concurrent write', async () => {
     await applyMirror('race', { state: 'Paused' });
     const stale = await reconcileStore.readMirror('race');

@@ -264,8 +264,29 @@ export const mirrorStatusResponse = z.object({
   ok: z.boolean(),
   /** Beyond the interface: a step making no progress past the stall bound (docs/api.md). */
   stall: z.object({ step: z.string(), since: z.string() }).optional(),
+  /** Beyond the interface: seconds the oldest change not yet written has waited since its commit; 0 caught up. */
+  lagSeconds: z.number().int().optional(),
+  /** Beyond the interface: the mirror's slot at the source, in every state (docs/api.md). */
+  slotHealth: z
+    .object({
+      slotName: z.string(),
+      checkedAt: z.string(),
+      status: z.enum(['True', 'False', 'Unknown']),
+      reason: z.string(),
+      message: z.string(),
+      active: z.boolean().optional(),
+      walStatus: z.string().optional(),
+      /** int64 as a decimal string, as protojson writes it. */
+      retainedWalBytes: z.string().optional(),
+      unconfirmedBytes: z.string().optional(),
+      safeWalSizeBytes: z.string().optional(),
+      invalidationReason: z.string().optional(),
+    })
+    .optional(),
   cdcStatus: z.record(z.string(), z.unknown()).optional(),
 });
+
+export type SlotHealthWire = NonNullable<z.infer<typeof mirrorStatusResponse>['slotHealth']>;
 
 const int64Min = -(2n ** 63n);
 const int64Max = 2n ** 63n - 1n;

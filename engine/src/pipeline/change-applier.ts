@@ -9,6 +9,7 @@ import { Acknowledgements } from './acknowledgements.ts';
 import { BatchBuilder, type BatchLimits } from './batch-builder.ts';
 import { BatchWriter, type BatchWriterOptions } from './batch-writer.ts';
 import { project, projectRow, type RelationTracker, type TrackedRelation, updatedRow } from './relations.ts';
+import type { ReplicationDelay } from './replication-delay.ts';
 import { SchemaEvolution, type SchemaEvolutionOptions } from './schema-evolution.ts';
 import { TransactionFilter } from './transaction-filter.ts';
 
@@ -34,6 +35,8 @@ export interface ChangeApplierOptions
    * committed at or after this LSN (its initial load holds the earlier ones).
    */
   readonly tableStartLsns?: ReadonlyMap<string, bigint> | undefined;
+  /** Told each transaction that begins and is not durable already (replication-delay.ts). */
+  readonly replicationDelay?: ReplicationDelay | undefined;
 }
 
 export class ChangeApplier {
@@ -172,14 +175,18 @@ export class ChangeApplier {
   #handle(message: SourceMessage, lsn: bigint): Promise<void> | undefined {
     const transaction = this.#filter.transaction;
     switch (message.tag) {
-      case 'begin':
-        if (this.#filter.begin(message).kind === 'resuming') {
+      case 'begin': {
+        const { kind } = this.#filter.begin(message);
+        if (kind !== 'durable')
+          this.#options.replicationDelay?.begun(message.finalLsn, message.commitTimeMicros);
+        if (kind === 'resuming') {
           return this.#options.log(
             'INFO',
             `resuming the transaction that commits at ${formatLsn(message.finalLsn)}: its changes up to ${formatLsn(this.#options.checkpoint.transactionPosition?.changeLsn ?? 0n)} are at the destination already and are skipped`,
           );
         }
         return undefined;
+      }
       case 'commit':
         if (!this.#filter.commit()) return;
         this.#builder.commit(message.endLsn);
