@@ -3,26 +3,27 @@
 // (bigint, int, numeric(12,2), text, timestamptz) from the test PostgreSQL
 // server into both test ClickHouse engines.
 //
-//   encode   COPY text already in memory → parsed values → format bytes, no I/O
-//   load     COPY (SELECT …) TO STDOUT → parse → encode → one streamed INSERT,
+//   encode   COPY text already in memory → format bytes, no I/O; RowBinary
+//            through the destination's own row writer (row-writer.ts, from
+//            the lines' bytes), JSONEachRow from parsed values
+//   load     COPY (SELECT …) TO STDOUT → encode → one streamed INSERT,
 //            checked with count(); RowBinary through the destination's own
-//            writeSnapshotPartition, JSONEachRow through the same parse with a
-//            JSON encoder in its place
+//            writeSnapshotPartition, JSONEachRow through a parse with a
+//            JSON encoder
 //
 // Best of BENCH_REPEAT (default 2) runs per figure, formats alternating.
 // Sizes: BENCH_ROWS (default 1,000,000). Run: node bench/clickhouse-format.ts
-import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { type ClickHouseClient, createClient } from '@clickhouse/client';
 import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import pino from 'pino';
-import { ClickHouseDestination } from '../engine/src/connectors/clickhouse/destination.ts';
-import { columnEncoder, RowBinaryWriter } from '../engine/src/connectors/clickhouse/row-binary.ts';
+import { columnEncoder } from '../engine/src/connectors/clickhouse/column-encoder.ts';
+import { RowBinaryWriter } from '../engine/src/connectors/clickhouse/row-binary.ts';
+import { RowWriter } from '../engine/src/connectors/clickhouse/row-writer.ts';
 import { serverCapabilities } from '../engine/src/connectors/clickhouse/server.ts';
 import { type ChType, parseChType, sourceColumnType } from '../engine/src/connectors/clickhouse/types.ts';
-import { copyTextRowBatches } from '../engine/src/connectors/copy-text.ts';
+import { copyTextLineBlocks, copyTextRowBatches } from '../engine/src/connectors/copy-text.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/source/table-info.ts';
 import type { DestinationTable } from '../engine/src/connectors/records.ts';
 import { parseTextValue, type Value } from '../engine/src/model/parse-text.ts';
@@ -30,10 +31,10 @@ import { destinationTable } from '../engine/src/pipeline/tables.ts';
 import { tableMappingSchema } from '../engine/src/resources/mirror.ts';
 import { clickhouseEngines } from '../test/support/clickhouse-engines.ts';
 import { createTestDatabase } from '../test/support/databases.ts';
+import { benchDestination } from './lib/clickhouse-bench.ts';
 
 const rowCount = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const repeat = Number(process.env.BENCH_REPEAT ?? 2);
-const logger = pino({ level: 'warn' });
 const chunkBytes = 1 << 20;
 
 const engines = clickhouseEngines;
@@ -145,22 +146,8 @@ async function main(): Promise<void> {
     const copyBytes = copyChunks.reduce((sum, chunk) => sum + chunk.length, 0);
 
     for (const engine of engines) {
-      const database = `bench_chfmt_${randomBytes(4).toString('hex')}`;
-      const config = engine.config(database);
-      const admin = createClient({
-        url: `http://127.0.0.1:${config.httpPort}`,
-        username: config.user,
-        password: config.password,
-        request_timeout: 600_000,
-        clickhouse_settings: { send_progress_in_http_headers: 1, http_headers_progress_interval_ms: '10000' },
-      });
-      await admin.command({ query: `CREATE DATABASE ${database}` });
-      const destination = new ClickHouseDestination(config, {
-        mirrorColumns: {},
-        tableMappings: [],
-        maxBatchSize: 1_000_000,
-        logger,
-      });
+      const bench = await benchDestination(engine, 'bench_chfmt');
+      const { database, config, admin, destination } = bench;
       try {
         const version = (await destination.check()).version;
         await destination.setupTables([table]);
@@ -168,19 +155,21 @@ async function main(): Promise<void> {
         const limits = { date32: serverCapabilities(version).extendedDateRange };
 
         // Encode only.
-        const rowBinaryEncoders = table.columns.map((column) =>
-          columnEncoder(column.name, sourceColumnType(column), types.get(column.name) as ChType, limits),
+        const rowWriter = new RowWriter(
+          table,
+          database,
+          table.columns.map((column) =>
+            columnEncoder(column.name, sourceColumnType(column), types.get(column.name) as ChType, limits),
+          ),
+          false,
         );
         const encodeRowBinary = async () => {
           const writer = new RowBinaryWriter(chunkBytes + (chunkBytes >> 2));
           let bytes = 0;
-          for await (const batch of copyTextRowBatches(Readable.from(copyChunks), table))
-            for (const row of batch) {
-              for (const [index, encode] of rowBinaryEncoders.entries()) encode(writer, row[index] ?? null);
-              writer.u8(0);
-              writer.integer(0n, 8);
-              if (writer.length >= chunkBytes) bytes += writer.take().length;
-            }
+          for await (const block of copyTextLineBlocks(Readable.from(copyChunks))) {
+            rowWriter.writeLines(block, writer);
+            if (writer.length >= chunkBytes) bytes += writer.take().length;
+          }
           return bytes + writer.take().length;
         };
         const encodeJsonRow = jsonRowEncoder(table, types);
@@ -291,9 +280,7 @@ async function main(): Promise<void> {
         });
         console.log(JSON.stringify(results.at(-1), null, 2));
       } finally {
-        await destination.close();
-        await admin.command({ query: `DROP DATABASE IF EXISTS ${database}` });
-        await admin.close();
+        await bench.close();
       }
     }
   } finally {

@@ -9,7 +9,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { checkAnalyticsPeer } from '../../engine/src/connectors/clickhouse/check.ts';
 import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/destination.ts';
-import { TabSeparatedRows } from '../../engine/src/connectors/clickhouse/tab-separated.ts';
+import { RowWriter } from '../../engine/src/connectors/clickhouse/row-writer.ts';
 import { ClickHouseTableChanges } from '../../engine/src/connectors/clickhouse/table-changes.ts';
 import { ClickHouseTransport } from '../../engine/src/connectors/clickhouse/transport.ts';
 import { copyTextRowBatches } from '../../engine/src/connectors/copy-text.ts';
@@ -324,8 +324,8 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
     }
   });
 
-  it("loads PostgreSQL's real output as TabSeparated, from COPY and from TupleData, into the same values as RowBinary", async () => {
-    // Every column has a TabSeparated rule (tab-separated.ts); the nn_ columns
+  it("loads PostgreSQL's real output from COPY and from TupleData into the same values as the final states' way", async () => {
+    // Every column has a reader of its bytes (column-encoder.ts); the nn_ columns
     // are declared NOT NULL here but hold NULLs at the source: the type's zero.
     const pgColumns = `id bigint PRIMARY KEY, i2 smallint, i4 int, amount numeric(12,2), note text,
       doc json, u uuid, ts timestamptz, lt timestamp, nn_note text, nn_amount numeric(12,2), nn_ts timestamptz,
@@ -347,15 +347,11 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
       column('nn_flag', 16, 'boolean', { notNull: true }),
       column('raw', 17, 'bytea'),
       column('nn_raw', 17, 'bytea', { notNull: true }),
-      // Floats and dates load as TabSeparated from 22.8 (a table with them stays on RowBinary on 18.16).
-      ...(engine.modern
-        ? [
-            column('f8', 701, 'double precision'),
-            column('nn_f8', 701, 'double precision', { notNull: true }),
-            column('d', 1082, 'date'),
-            column('nn_d', 1082, 'date', { notNull: true }),
-          ]
-        : []),
+      // Floats and dates: Float64 and Date32 from 22.8, Float64 and Date on 18.16.
+      column('f8', 701, 'double precision'),
+      column('nn_f8', 701, 'double precision', { notNull: true }),
+      column('d', 1082, 'date'),
+      column('nn_d', 1082, 'date', { notNull: true }),
     ];
     // Every escape COPY writes, and a backslash before N that is not NULL.
     const note = 'tab\there\nnew\\back\rcr\bbs\ffeed\vvt é 日本 \\N';
@@ -364,7 +360,7 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
     const reader = createSource({ kind: 'relational', config: source.config }, { mirror: 'tsv' });
     // via_tsv: the snapshot's COPY text; via_tuples: a batch's new rows, held
     // as the TupleData pgoutput sends; via_rowbinary: the same batch into a
-    // table sorted by a non-key column, whose new rows are encoded as RowBinary.
+    // table sorted by a non-key column, whose new rows take the final states' way.
     const viaTsv = table('via_tsv', columns);
     const viaTuples = table('via_tuples', columns);
     const viaRowBinary = table('via_rowbinary', columns);
@@ -378,8 +374,8 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
         },
       ],
     });
-    const lines = vi.spyOn(TabSeparatedRows.prototype, 'writeLines');
-    const tuples = vi.spyOn(TabSeparatedRows.prototype, 'writeTuples');
+    const lines = vi.spyOn(RowWriter.prototype, 'writeLines');
+    const tuples = vi.spyOn(RowWriter.prototype, 'writeTuples');
     try {
       await source.client.query(`CREATE TABLE items (${pgColumns})`);
       await source.client.query(
@@ -464,8 +460,7 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
         engine.modern ? ['true', 'false', null, 'false'] : ['1', '0', null, '0'],
       );
       // A first row whose values are the column names is data too (26.7 takes such a row of a
-      // text-only insert for a header; the load turns that off, and the mirror's own columns
-      // follow every row). Both servers also take the load's settings (tabSeparatedSettings).
+      // text insert for a header; a RowBinary insert has none).
       await source.client.query(`CREATE TABLE header_like (id text PRIMARY KEY, note text)`);
       await source.client.query(`INSERT INTO header_like VALUES ('id', 'note'), ('a', 'b')`);
       const headerLike = table('header_like', [
@@ -571,10 +566,11 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
     }
   });
 
-  it("writes a batch's leading inserts as TabSeparated, at the versions their final states would have", async () => {
-    // The same changes into two tables of the same columns: `held_fast` loads
-    // as TabSeparated; `held_slow` has a non-key sorting column, so its new
-    // rows take the final states' way (their stored rows are looked up).
+  it("writes a batch's leading inserts from their TupleData, at the versions their final states would have", async () => {
+    // The same changes into two tables of the same columns: `held_fast` gets
+    // its new rows written from their TupleData; `held_slow` has a non-key
+    // sorting column, so its new rows take the final states' way (their
+    // stored rows are looked up).
     const columns = [
       column('id', 23, 'integer', { notNull: true }),
       column('category', 25, 'text'),
@@ -616,7 +612,7 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
         ([sql]) => `${/held_\w+/.exec(sql)?.[0]} ${/FORMAT \w+/.exec(sql)?.[0]}`,
       );
       expect(formats).toEqual([
-        'held_fast FORMAT TabSeparated',
+        'held_fast FORMAT RowBinary',
         'held_fast FORMAT RowBinary',
         'held_slow FORMAT RowBinary',
       ]);

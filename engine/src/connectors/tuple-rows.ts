@@ -1,7 +1,7 @@
 // A table's inserted rows of a batch, held as pgoutput's TupleData (changes.ts,
 // TupleData) back to back, for a destination that writes its own format from
 // the source's text in one pass (clickhouse/table-changes.ts, then
-// tab-separated.ts, writeTuples). Each row is its TupleData copied
+// row-writer.ts, writeTuples). Each row is its TupleData copied
 // (records.ts, Row.tupleData): the source's bytes, or its decoded cells
 // written in that form once. The records are sealed
 // into chunks of ~64 KiB outside V8's heap (copy-chunks.ts), so a batch of
@@ -10,12 +10,13 @@
 //
 // Holding COPY text lines instead (copy-rows.ts) made the ClickHouse
 // destination escape every row into a line, then scan the line again for its
-// tabs to write TabSeparated (docs/benchmarks.md).
+// tabs (docs/benchmarks.md).
 
-import { tupleCellKind } from './changes.ts';
+import { tupleCellEnd, tupleCellKind, tupleCellsStart } from './changes.ts';
 import { CopyTextChunks } from './copy-chunks.ts';
 import { binaryValueError } from './copy-lines.ts';
-import { type DestinationTable, type Row, type RowImage, type TupleCell, unchangedToast } from './records.ts';
+import type { DestinationTable, Row } from './records.ts';
+import { TupleDataRow } from './rows.ts';
 
 export class TupleDataRows {
   readonly #table: DestinationTable;
@@ -39,33 +40,21 @@ export class TupleDataRows {
     return this.#records.chunks();
   }
 
-  /** Every row held, decoded, in order: for a table the destination does not write from the bytes. */
-  rows(): RowImage[] {
-    const rows: RowImage[] = [];
+  /** Every row held, in order, each a view over its record: for a table the destination does not write from the blocks. */
+  rows(): Row[] {
+    const rows: Row[] = [];
     for (const chunk of this.chunks()) {
-      for (let at = 0; at < chunk.length; ) at = readRecord(this.#table, chunk, at, rows);
+      for (let at = 0; at < chunk.length; ) {
+        const cellCount = chunk.readUInt16BE(at);
+        let end = at + tupleCellsStart;
+        for (let cell = 0; cell < cellCount; cell++) {
+          if (chunk[end] === tupleCellKind.binary) throw binaryValueError(this.#table.destination);
+          end = tupleCellEnd(chunk, end);
+        }
+        rows.push(new TupleDataRow(chunk.subarray(at, end), cellCount));
+        at = end;
+      }
     }
     return rows;
   }
-}
-
-/** Reads the record at `offset` into `rows`; returns where the next starts. */
-function readRecord(table: DestinationTable, chunk: Buffer, offset: number, rows: RowImage[]): number {
-  const cellCount = chunk.readUInt16BE(offset);
-  let read = offset + 2;
-  const cells: TupleCell[] = [];
-  for (let cell = 0; cell < cellCount; cell++) {
-    const kind = chunk[read++];
-    if (kind === tupleCellKind.text) {
-      const start = read + 4;
-      read = start + chunk.readUInt32BE(read);
-      cells.push(chunk.toString('utf8', start, read));
-    } else if (kind === tupleCellKind.null || kind === tupleCellKind.unchangedToast) {
-      cells.push(kind === tupleCellKind.null ? null : unchangedToast);
-    } else {
-      throw binaryValueError(table.destination);
-    }
-  }
-  rows.push(cells);
-  return read;
 }

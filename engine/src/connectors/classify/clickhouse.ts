@@ -5,8 +5,8 @@ import { hasNetworkCode, notAnError } from './network.ts';
 
 /** ClickHouse server error codes (src/Common/ErrorCodes.cpp) and what they mean to the retry policy. */
 const clickhouseCodeKinds: Readonly<Record<number, ErrorKind>> = {
-  // A value the column cannot take, found by the server's parser (an initial
-  // load is sent as TabSeparated text): sending it again fails again.
+  // A value the column cannot take, found by the server's parser: sending it
+  // again fails again.
   6: 'schema_mismatch', // CANNOT_PARSE_TEXT
   27: 'schema_mismatch', // CANNOT_PARSE_INPUT_ASSERTION_FAILED
   38: 'schema_mismatch', // CANNOT_PARSE_DATE

@@ -8,13 +8,14 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { EngineError } from '../../errors.ts';
 import { type FinalState, finalStates, type TableFinalStates } from '../coalesce.ts';
-import { copyTextLineBlocks, copyTextRowBatches } from '../copy-text.ts';
-import { type DestinationTable, isUnchangedToast, type RowChangeImages, type RowImage } from '../records.ts';
-import { rowOfCells } from '../rows.ts';
+import { copyTextLineBlocks } from '../copy-text.ts';
+import { isUnchangedToast, type Row, type RowChangeImages } from '../records.ts';
 import type { TupleDataRows } from '../tuple-rows.ts';
-import { type EncodableCell, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
+import { writeTextCell } from './column-encoder.ts';
+import { RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
 import { rowVersion } from './row-version.ts';
-import { isDeletedColumn, type TableWriter, versionColumn, writeRow } from './schema.ts';
+import type { RowFlags } from './row-writer.ts';
+import { isDeletedColumn, type TableWriter, versionColumn } from './schema.ts';
 import { quoteIdentifier, sqlLiteral } from './sql.ts';
 import type { ClickHouseTableChanges } from './table-changes.ts';
 import type { ClickHouseTransport } from './transport.ts';
@@ -27,60 +28,27 @@ function chunkWriter(): RowBinaryWriter {
   return new RowBinaryWriter(chunkBytes + (chunkBytes >> 2));
 }
 
-/** A source cell as the encoder takes it; binary pgoutput values are not requested. */
-function sourceCell(cell: RowImage[number], target: TableWriter): EncodableCell {
-  if (cell === null || typeof cell === 'string') return cell;
-  if (isUnchangedToast(cell)) return null;
-  throw new EngineError('decode', `binary tuple value in ${target.shape.label}; text format expected`);
-}
-
-/** Writes one snapshot partition (COPY text rows of `table.columns`); returns the row count. */
+/**
+ * Writes one snapshot partition (COPY text rows of the table's columns) as
+ * RowBinary, from the lines' bytes (row-writer.ts); returns the row count.
+ */
 export async function writeSnapshotRows(
   transport: ClickHouseTransport,
-  table: DestinationTable,
   target: TableWriter,
   copyText: Readable,
 ): Promise<number> {
-  if (target.tabSeparated) return writeTabSeparated(transport, target, target.tabSeparated, copyText);
-  const flags = { softDeleted: false, deleted: false, version: 0n };
   let rowCount = 0;
   await transport.insert(
     target.insertSql,
     async function* () {
       const writer = chunkWriter();
-      for await (const rows of copyTextRowBatches(copyText, table)) {
-        for (const row of rows) {
-          writeRow(writer, target, row, flags);
-          rowCount++;
-          if (writer.length >= chunkBytes) yield writer.take();
-        }
-      }
-      if (writer.length > 0) yield writer.take();
-    },
-    `load ${target.shape.label}`,
-  );
-  return rowCount;
-}
-
-async function writeTabSeparated(
-  transport: ClickHouseTransport,
-  target: TableWriter,
-  { rows, insertSql, settings }: NonNullable<TableWriter['tabSeparated']>,
-  copyText: Readable,
-): Promise<number> {
-  let rowCount = 0;
-  await transport.insert(
-    insertSql,
-    async function* () {
-      const writer = chunkWriter();
       for await (const block of copyTextLineBlocks(copyText)) {
-        rowCount += rows.writeLines(block, writer);
+        rowCount += target.rows.writeLines(block, writer);
         if (writer.length >= chunkBytes) yield writer.take();
       }
       if (writer.length > 0) yield writer.take();
     },
     `load ${target.shape.label}`,
-    settings,
   );
   return rowCount;
 }
@@ -89,6 +57,15 @@ async function writeTabSeparated(
 interface StoredRow {
   readonly cells: readonly Buffer[];
   readonly version: bigint;
+}
+
+/**
+ * A row as written: a row image whose unchanged TOAST values come from the
+ * stored row `fill`, or a stored row alone (`row` undefined).
+ */
+interface ResolvedRow {
+  readonly row: Row | undefined;
+  readonly fill: StoredRow | undefined;
 }
 
 /** RowBinary bytes of rows' key and non-key sorting columns, to compare rows with stored ones. */
@@ -102,37 +79,48 @@ class RowBytes {
   }
 
   /** The key columns of a row image, as stored rows are found by (`readStoredRows`). */
-  key(row: RowImage): string {
-    for (const index of this.#target.keyIndexes)
-      this.#target.encoders[index]?.(this.#keyWriter, sourceCell(row[index] ?? null, this.#target));
+  key(row: Row): string {
+    for (const index of this.#target.keyIndexes) this.#cell(this.#keyWriter, row, undefined, index);
     return this.#keyWriter.take().toString('latin1');
   }
 
   /** The sorting columns that are not key columns: rows with other bytes here sit elsewhere in the table. */
-  sorting(cells: readonly EncodableCell[]): string {
-    for (const index of this.#target.extraSortingIndexes)
-      this.#target.encoders[index]?.(this.#sortingWriter, cells[index] ?? null);
+  sorting({ row, fill }: ResolvedRow): string {
+    for (const index of this.#target.extraSortingIndexes) this.#cell(this.#sortingWriter, row, fill, index);
     return this.#sortingWriter.take().toString('latin1');
+  }
+
+  #cell(writer: RowBinaryWriter, row: Row | undefined, fill: StoredRow | undefined, index: number): void {
+    const encoder = this.#target.encoders[index];
+    if (!encoder) return;
+    const cell = row ? row.cell(index) : undefined;
+    if (typeof cell === 'string' || cell === null) writeTextCell(writer, encoder, cell);
+    else if (cell === undefined || isUnchangedToast(cell)) {
+      const stored = fill?.cells[index];
+      if (stored) writer.bytes(stored);
+      else encoder.null(writer);
+    } else {
+      throw new EngineError(
+        'decode',
+        `binary tuple value in ${this.#target.shape.label}; text format expected`,
+      );
+    }
   }
 }
 
 /** The key images whose stored rows the batch needs: to fill unchanged TOAST values, to soft-delete, to move rows. */
-function keysToRead(
-  finals: Iterable<FinalState>,
-  target: TableWriter,
-  bytes: RowBytes,
-): Map<string, RowImage> {
-  const wanted = new Map<string, RowImage>();
-  const want = (row: RowImage) => wanted.set(bytes.key(row), row);
+function keysToRead(finals: Iterable<FinalState>, target: TableWriter, bytes: RowBytes): Map<string, Row> {
+  const wanted = new Map<string, Row>();
+  const want = (row: Row) => wanted.set(bytes.key(row), row);
   const moves = target.extraSortingIndexes.length > 0;
   const softDelete = target.softDeleteColumn !== undefined;
   for (const state of finals) {
     if (state.op === 'upsert') {
-      if (state.row.hasUnchangedToast()) want(state.fillKey.cells());
-      if (moves) want(state.row.cells());
+      if (state.row.hasUnchangedToast()) want(state.fillKey);
+      if (moves) want(state.row);
     } else {
-      if (state.last?.row.hasUnchangedToast()) want(state.last.fillKey.cells());
-      if (softDelete || moves) want(state.key.cells());
+      if (state.last?.row.hasUnchangedToast()) want(state.last.fillKey);
+      if (softDelete || moves) want(state.key);
     }
   }
   return wanted;
@@ -169,46 +157,35 @@ class BatchRows {
     this.#moves = target.extraSortingIndexes.length > 0;
   }
 
-  #storedOf(key: RowImage): readonly StoredRow[] {
+  #storedOf(key: Row): readonly StoredRow[] {
     return this.#stored.get(this.#bytes.key(key)) ?? [];
   }
 
-  #latest(key: RowImage): StoredRow | undefined {
+  #latest(key: Row): StoredRow | undefined {
     return this.#storedOf(key).reduce<StoredRow | undefined>(
       (best, candidate) => (best === undefined || candidate.version > best.version ? candidate : best),
       undefined,
     );
   }
 
-  /** A row image's cells, unchanged TOAST values taken from the stored row of `fillKey`. */
-  #resolve(row: RowImage, fillKey: RowImage): EncodableCell[] {
-    const cells = row.map((cell) => (isUnchangedToast(cell) ? undefined : sourceCell(cell, this.#target)));
-    if (cells.includes(undefined)) {
-      const from = this.#latest(fillKey);
-      if (!from) this.missingToastRows++;
-      cells.forEach((cell, index) => {
-        if (cell === undefined) cells[index] = from?.cells[index] ?? null;
-      });
-    }
-    return cells as EncodableCell[];
+  /** A row image, its unchanged TOAST values to come from the stored row of `fillKey`. */
+  #resolve(row: Row, fillKey: Row): ResolvedRow {
+    return { row, fill: row.hasUnchangedToast() ? this.#latest(fillKey) : undefined };
   }
 
-  #keyCells(key: RowImage): EncodableCell[] {
-    return key.map((cell) => sourceCell(cell, this.#target));
+  #writeResolved(writer: RowBinaryWriter, resolved: ResolvedRow, flags: RowFlags): void {
+    const { rows } = this.#target;
+    if (resolved.row === undefined) rows.writeStored(writer, resolved.fill?.cells ?? [], flags);
+    else if (rows.writeRow(writer, resolved.row, resolved.fill?.cells, flags)) this.missingToastRows++;
   }
 
-  /** Hides the stored rows of `key` that sit under other sorting values than `cells`. */
-  #hideMoved(
-    writer: RowBinaryWriter,
-    key: RowImage,
-    cells: readonly EncodableCell[] | undefined,
-    version: bigint,
-  ): void {
+  /** Hides the stored rows of `key` that sit under other sorting values than `resolved`. */
+  #hideMoved(writer: RowBinaryWriter, key: Row, resolved: ResolvedRow | undefined, version: bigint): void {
     if (!this.#moves) return;
-    const keep = cells ? this.#bytes.sorting(cells) : undefined;
+    const keep = resolved ? this.#bytes.sorting(resolved) : undefined;
     for (const row of this.#storedOf(key)) {
-      if (keep !== undefined && this.#bytes.sorting(row.cells) === keep) continue;
-      writeRow(writer, this.#target, row.cells, { softDeleted: false, deleted: true, version });
+      if (keep !== undefined && this.#bytes.sorting({ row: undefined, fill: row }) === keep) continue;
+      this.#target.rows.writeStored(writer, row.cells, { softDeleted: false, deleted: true, version });
     }
   }
 
@@ -216,27 +193,26 @@ class BatchRows {
     const target = this.#target;
     const version = rowVersion(this.#batchId, this.#firstIndex + state.index);
     if (state.op === 'upsert') {
-      const cells = this.#resolve(state.row.cells(), state.fillKey.cells());
-      this.#hideMoved(writer, state.row.cells(), cells, version);
-      writeRow(writer, target, cells, { softDeleted: false, deleted: false, version });
+      const resolved = this.#resolve(state.row, state.fillKey);
+      this.#hideMoved(writer, state.row, resolved, version);
+      this.#writeResolved(writer, resolved, { softDeleted: false, deleted: false, version });
     } else if (target.softDeleteColumn !== undefined) {
-      const key = state.key.cells();
-      const current = this.#latest(key);
-      const cells = state.last
-        ? this.#resolve(state.last.row.cells(), state.last.fillKey.cells())
+      const current = this.#latest(state.key);
+      const resolved: ResolvedRow = state.last
+        ? this.#resolve(state.last.row, state.last.fillKey)
         : current
-          ? current.cells
-          : this.#keyCells(key);
-      this.#hideMoved(writer, key, cells, version);
-      writeRow(writer, target, cells, { softDeleted: true, deleted: false, version });
-    } else if (this.#moves && this.#storedOf(state.key.cells()).length > 0) {
-      this.#hideMoved(writer, state.key.cells(), undefined, version);
+          ? { row: undefined, fill: current }
+          : { row: state.key, fill: undefined };
+      this.#hideMoved(writer, state.key, resolved, version);
+      this.#writeResolved(writer, resolved, { softDeleted: true, deleted: false, version });
+    } else if (this.#moves && this.#storedOf(state.key).length > 0) {
+      this.#hideMoved(writer, state.key, undefined, version);
     } else {
-      writeRow(writer, target, this.#keyCells(state.key.cells()), {
-        softDeleted: false,
-        deleted: true,
-        version,
-      });
+      this.#writeResolved(
+        writer,
+        { row: state.key, fill: undefined },
+        { softDeleted: false, deleted: true, version },
+      );
     }
   }
 
@@ -267,41 +243,39 @@ export async function applyTableChanges(
     held.later;
   if (newRows) {
     // New rows need no stored row unless the sorting key holds non-key
-    // columns (a row may have to be hidden where it sat before): those, and
-    // tables that do not load as TabSeparated, take the records' way.
-    if (target.tabSeparated && target.extraSortingIndexes.length === 0) {
-      await writeNewRows(transport, target, target.tabSeparated, rowVersion(batchId, 0), newRows);
+    // columns (a row may have to be hidden where it sat before): those take
+    // the final states' way.
+    if (target.extraSortingIndexes.length === 0) {
+      await writeNewRows(transport, target, rowVersion(batchId, 0), newRows);
     } else {
       const inserts: RowChangeImages[] = newRows
         .rows()
-        .map((cells) => ({ kind: 'insert' as const, newRow: rowOfCells(cells) }));
+        .map((newRow) => ({ kind: 'insert' as const, newRow }));
       later = { changes: [...inserts, ...(later?.changes ?? [])], firstIndex: 0 };
     }
   }
   if (later) await applyLaterChanges(transport, target, batchId, later.changes, later.firstIndex, logger);
 }
 
-/** A batch's new rows as TabSeparated, each at its own version from `firstVersion` on. */
+/** A batch's new rows, from their TupleData, each at its own version from `firstVersion` on. */
 async function writeNewRows(
   transport: ClickHouseTransport,
   target: TableWriter,
-  { rows, insertSql, settings }: NonNullable<TableWriter['tabSeparated']>,
   firstVersion: bigint,
   newRows: TupleDataRows,
 ): Promise<void> {
   await transport.insert(
-    insertSql,
+    target.insertSql,
     async function* () {
       const writer = chunkWriter();
       let version = firstVersion;
       for (const block of newRows.chunks()) {
-        version += BigInt(rows.writeTuples(block, writer, version));
+        version += BigInt(target.rows.writeTuples(block, writer, version));
         if (writer.length >= chunkBytes) yield writer.take();
       }
       if (writer.length > 0) yield writer.take();
     },
     `write new rows to ${target.shape.label}`,
-    settings,
   );
 }
 
@@ -343,7 +317,7 @@ async function applyLaterChanges(
 async function readStoredRows(
   transport: ClickHouseTransport,
   target: TableWriter,
-  wanted: ReadonlyMap<string, RowImage>,
+  wanted: ReadonlyMap<string, Row>,
 ): Promise<Map<string, StoredRow[]>> {
   const found = new Map<string, StoredRow[]>();
   if (wanted.size === 0) return found;

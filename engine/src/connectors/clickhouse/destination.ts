@@ -32,7 +32,7 @@ export interface ClickHouseDestinationOptions {
 }
 
 export class ClickHouseDestination implements Destination<ClickHouseTableChanges> {
-  /** A batch's inserts are held as COPY text, the rest as records (table-changes.ts). */
+  /** A batch's leading inserts are held as TupleData, the rest as records (table-changes.ts). */
   readonly changeBuffer = (table: DestinationTable): ClickHouseTableChanges =>
     new ClickHouseTableChanges(table);
   readonly #config: AnalyticsConfig;
@@ -93,7 +93,7 @@ export class ClickHouseDestination implements Destination<ClickHouseTableChanges
 
   async writeSnapshotPartition(table: DestinationTable, copyText: Readable): Promise<number> {
     const target = await this.#schemas.writer(table);
-    return writeSnapshotRows(this.#transport, table, target, copyText);
+    return writeSnapshotRows(this.#transport, target, copyText);
   }
 
   async readCheckpoint(mirror: string): Promise<Checkpoint | undefined> {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { civilFromDays, formatCivilDate } from '../../model/calendar.ts';
 import type { ColumnType } from '../../model/value-kind.ts';
-import { columnEncoder, dateDays, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
+import { columnEncoder, writeTextCell } from './column-encoder.ts';
+import { dateDays, RowBinaryReader, RowBinaryWriter } from './row-binary.ts';
 import { sqlLiteral, stringLiteral } from './sql.ts';
 import { parseChType } from './types.ts';
 
@@ -9,7 +10,7 @@ const limits = { date32: { minDay: -25_567, maxDay: 120_529 } };
 
 function encode(source: ColumnType, target: string, cell: string | null): string {
   const writer = new RowBinaryWriter(8);
-  columnEncoder('c', source, parseChType(target), limits)(writer, cell);
+  writeTextCell(writer, columnEncoder('c', source, parseChType(target), limits), cell);
   return writer.take().toString('hex');
 }
 
@@ -121,7 +122,7 @@ describe('reading RowBinary back as SQL literals', () => {
     for (const [source, target, text, literal] of cases) {
       const type = parseChType(target);
       const writer = new RowBinaryWriter(8);
-      columnEncoder('c', source, type, limits)(writer, text);
+      writeTextCell(writer, columnEncoder('c', source, type, limits), text);
       const bytes = writer.take();
       const reader = new RowBinaryReader(bytes);
       expect(sqlLiteral(type, reader.value(type))).toBe(literal);

@@ -15,21 +15,17 @@
 //   LowCardinality(T)  as T
 //
 // The writer turns source values (PostgreSQL text, parsed by the value model)
-// into these bytes; the reader reads them back, to fill unchanged TOAST values
-// from the destination's current rows and to write those rows' keys as SQL
-// (sql.ts).
+// into these bytes: `writeValue` holds every type mapping's rule (widths,
+// ranges, clamping, NaN, NULL), and column-encoder.ts gives each column one
+// encoder over it. The reader reads the bytes back, to fill unchanged TOAST
+// values from the destination's current rows and to write those rows' keys as
+// SQL (sql.ts).
 
 import { EngineError } from '../../errors.ts';
 import { daysFromCivil } from '../../model/calendar.ts';
-import {
-  type ArrayValue,
-  isArrayValue,
-  isHstore,
-  parseTextValue,
-  type ScalarValue,
-} from '../../model/parse-text.ts';
+import { type ArrayValue, isArrayValue, isHstore, type ScalarValue } from '../../model/parse-text.ts';
 import { type ColumnType, describeColumnType } from '../../model/value-kind.ts';
-import { writeCopyEscaped } from '../copy-text.ts';
+import { copyBytes } from '../copy-text.ts';
 import { type ChType, formatChType } from './types.ts';
 
 /** A growable byte buffer; `take` hands out what was written and starts over. */
@@ -65,6 +61,11 @@ export class RowBinaryWriter {
     return Buffer.from(this.#buffer.subarray(start, this.#length));
   }
 
+  /** Drops what was written after `length` (a value the caller writes otherwise after all). */
+  rewind(length: number): void {
+    this.#length = Math.min(length, this.#length);
+  }
+
   u8(value: number): void {
     this.#reserve(1);
     this.#buffer[this.#length++] = value;
@@ -80,54 +81,7 @@ export class RowBinaryWriter {
   copy(source: Buffer, start: number, end: number): void {
     if (end <= start) return;
     this.#reserve(end - start);
-    this.#length += source.copy(this.#buffer, this.#length, start, end);
-  }
-
-  /** Bytes [start, end) of `source` with COPY text's escapes, which TabSeparated reads too. */
-  copyEscaped(source: Buffer, start: number, end: number): void {
-    this.#reserve(2 * (end - start));
-    this.#length = writeCopyEscaped(source, start, end, this.#buffer, this.#length);
-  }
-
-  /** Text of one-byte characters (digits, signs, separators), without a length. */
-  ascii(text: string): void {
-    this.#reserve(text.length);
-    this.#length += this.#buffer.write(text, this.#length, 'latin1');
-  }
-
-  /**
-   * A safe integer's decimal digits, without a length: `String(value)` of a
-   * 16-digit number costs more than the rest of a TabSeparated row. Written
-   * as two halves below 10^8, whose digits small-integer arithmetic finds.
-   */
-  digits(value: number): void {
-    this.#reserve(17);
-    let rest = value;
-    if (rest < 0) {
-      this.#buffer[this.#length++] = 45;
-      rest = -rest;
-    }
-    if (rest < 100_000_000) {
-      this.#smallDigits(rest, 0);
-      return;
-    }
-    const high = Math.floor(rest / 100_000_000);
-    this.#smallDigits(high, 0);
-    this.#smallDigits(rest - high * 100_000_000, 8);
-  }
-
-  /** The digits of `value` (below 10^8), left-padded with zeros to `width`. */
-  #smallDigits(value: number, width: number): void {
-    let count = 1;
-    for (let bound = 10; bound <= value; bound *= 10) count++;
-    if (count < width) count = width;
-    let rest = value | 0;
-    for (let at = this.#length + count - 1; at >= this.#length; at--) {
-      const next = (rest / 10) | 0;
-      this.#buffer[at] = 48 + rest - next * 10;
-      rest = next;
-    }
-    this.#length += count;
+    this.#length = copyBytes(source, start, end, this.#buffer, this.#length);
   }
 
   zeros(count: number): void {
@@ -158,23 +112,52 @@ export class RowBinaryWriter {
     this.bytes(value);
   }
 
+  /**
+   * A safe integer of 1, 2, 4 or 8 bytes; `value` must fit. Byte by byte:
+   * Buffer's writeUInt32LE and the like check their arguments at a cost that
+   * showed in a load's profile.
+   */
+  safeInteger(value: number, width: number): void {
+    this.#reserve(width);
+    const buffer = this.#buffer;
+    const at = this.#length;
+    this.#length += width;
+    if (width <= 4) {
+      for (let index = 0, rest = value | 0; index < width; index++, rest >>= 8)
+        buffer[at + index] = rest & 0xff;
+      return;
+    }
+    if (value >= 0 && value <= 0x7fff_ffff) {
+      // The common case (ids, counts, times in seconds): no division.
+      for (let index = 0, rest = value; index < 4; index++, rest >>= 8) buffer[at + index] = rest & 0xff;
+      buffer[at + 4] = 0;
+      buffer[at + 5] = 0;
+      buffer[at + 6] = 0;
+      buffer[at + 7] = 0;
+      return;
+    }
+    // Two 32-bit words; floor keeps the two's complement high word.
+    const high = Math.floor(value / 0x1_0000_0000);
+    const low = value - high * 0x1_0000_0000;
+    buffer[at] = low & 0xff;
+    buffer[at + 1] = (low >>> 8) & 0xff;
+    buffer[at + 2] = (low >>> 16) & 0xff;
+    buffer[at + 3] = low >>> 24;
+    buffer[at + 4] = high & 0xff;
+    buffer[at + 5] = (high >> 8) & 0xff;
+    buffer[at + 6] = (high >> 16) & 0xff;
+    buffer[at + 7] = (high >> 24) & 0xff;
+  }
+
   /** A signed or unsigned integer of 1, 2, 4, 8, 16 or 32 bytes; `value` must fit. */
   integer(value: bigint | number, width: number): void {
+    if (typeof value === 'number' && width <= 8) {
+      this.safeInteger(value, width);
+      return;
+    }
     this.#reserve(width);
     const at = this.#length;
     this.#length += width;
-    if (typeof value === 'number' && width <= 8) {
-      if (width === 1) this.#buffer[at] = value & 0xff;
-      else if (width === 2) this.#buffer.writeUInt16LE(value & 0xffff, at);
-      else if (width === 4) this.#buffer.writeUInt32LE(value >>> 0, at);
-      else {
-        // A safe integer as two 32-bit words; floor keeps the two's complement high word.
-        const high = Math.floor(value / 0x1_0000_0000);
-        this.#buffer.writeUInt32LE(value - high * 0x1_0000_0000, at);
-        this.#buffer.writeInt32LE(high | 0, at + 4);
-      }
-      return;
-    }
     if (width === 8) {
       const big = BigInt(value);
       if (big < 0n) this.#buffer.writeBigInt64LE(big, at);
@@ -194,27 +177,35 @@ export class RowBinaryWriter {
   }
 
   float32(value: number): void {
-    this.#reserve(4);
-    this.#buffer.writeFloatLE(value, this.#length);
-    this.#length += 4;
+    floatView.setFloat32(0, value, true);
+    this.#scratchBytes(4);
   }
 
   float64(value: number): void {
-    this.#reserve(8);
-    this.#buffer.writeDoubleLE(value, this.#length);
-    this.#length += 8;
+    // Through a DataView: Buffer's writeDoubleLE checks its arguments at a cost.
+    floatView.setFloat64(0, value, true);
+    this.#scratchBytes(8);
+  }
+
+  #scratchBytes(count: number): void {
+    this.#reserve(count);
+    for (let index = 0; index < count; index++) this.#buffer[this.#length++] = floatBytes[index] as number;
   }
 }
 
+const floatBytes = new Uint8Array(8);
+const floatView = new DataView(floatBytes.buffer);
+
 // --- ranges and widths ---------------------------------------------------------
 
-interface IntegerRange {
+export interface IntegerRange {
   readonly width: number;
   readonly min: bigint;
   readonly max: bigint;
 }
 
-const integerRanges: Readonly<Record<string, IntegerRange>> = {
+/** The integer types, Bool among them, by name. */
+export const integerRanges: Readonly<Record<string, IntegerRange | undefined>> = {
   Int8: { width: 1, min: -(2n ** 7n), max: 2n ** 7n - 1n },
   Int16: { width: 2, min: -(2n ** 15n), max: 2n ** 15n - 1n },
   Int32: { width: 4, min: -(2n ** 31n), max: 2n ** 31n - 1n },
@@ -226,7 +217,7 @@ const integerRanges: Readonly<Record<string, IntegerRange>> = {
   Bool: { width: 1, min: 0n, max: 1n },
 };
 
-function decimalWidth(precision: number): number {
+export function decimalWidth(precision: number): number {
   if (precision <= 9) return 4;
   if (precision <= 18) return 8;
   if (precision <= 38) return 16;
@@ -310,15 +301,7 @@ function clampDays(days: number, min: number, max: number): number {
 
 // --- writing source values -------------------------------------------------------
 
-/**
- * A column's cell: PostgreSQL text, null, or bytes already in RowBinary for
- * this column (a value read back from the destination).
- */
-export type EncodableCell = string | null | Uint8Array;
-
-export type CellEncoder = (writer: RowBinaryWriter, cell: EncodableCell) => void;
-
-function mismatch(column: string, source: ColumnType, target: ChType): EngineError {
+export function mismatch(column: string, source: ColumnType, target: ChType): EngineError {
   return new EngineError(
     'schema_mismatch',
     `column ${column}: a ${describeColumnType(source)} value cannot be written to ClickHouse ${formatChType(target)}`,
@@ -330,7 +313,7 @@ export function unwrapLowCardinality(type: ChType): ChType {
 }
 
 /** Whether values of `source` can be written to `target` (neither Nullable). */
-function writable(source: ColumnType, target: ChType): boolean {
+export function writable(source: ColumnType, target: ChType): boolean {
   const kind = source.kind;
   switch (target.name) {
     case 'String':
@@ -382,20 +365,27 @@ function writable(source: ColumnType, target: ChType): boolean {
   }
 }
 
-interface ValueContext {
+export interface ValueContext {
   readonly column: string;
   readonly limits: DateLimits;
   /** DateTime64's range in microseconds, from limits.date32. */
   readonly minMicros: bigint;
   readonly maxMicros: bigint;
+  /** The same as numbers (both safe integers). */
+  readonly minMicrosNumber: number;
+  readonly maxMicrosNumber: number;
 }
 
-function valueContext(column: string, limits: DateLimits): ValueContext {
+export function valueContext(column: string, limits: DateLimits): ValueContext {
+  const minMicros = BigInt(limits.date32.minDay) * microsPerDay;
+  const maxMicros = BigInt(limits.date32.maxDay + 1) * microsPerDay - 1n;
   return {
     column,
     limits,
-    minMicros: BigInt(limits.date32.minDay) * microsPerDay,
-    maxMicros: BigInt(limits.date32.maxDay + 1) * microsPerDay - 1n,
+    minMicros,
+    maxMicros,
+    minMicrosNumber: Number(minMicros),
+    maxMicrosNumber: Number(maxMicros),
   };
 }
 
@@ -403,7 +393,8 @@ function valueError(context: ValueContext, reason: string): EngineError {
   return new EngineError('schema_mismatch', `column ${context.column}: ${reason}`);
 }
 
-function writeInteger(
+/** An integer into an integer type, refused outside its range. */
+export function writeInteger(
   writer: RowBinaryWriter,
   type: ChType,
   value: bigint | number,
@@ -458,7 +449,30 @@ function writeUuid(writer: RowBinaryWriter, uuid: string): void {
   writer.bytes(bytes.subarray(8, 16).reverse());
 }
 
-function writeTimestamp(writer: RowBinaryWriter, type: ChType, micros: bigint, context: ValueContext): void {
+/**
+ * A timestamp (microseconds since the epoch) into Int64, DateTime or
+ * DateTime64, clamped to what the type shows. A safe-integer number takes no
+ * BigInt where the column is DateTime64(6) or Int64 and the value in range.
+ */
+export function writeTimestamp(
+  writer: RowBinaryWriter,
+  type: ChType,
+  value: bigint | number,
+  context: ValueContext,
+): void {
+  if (typeof value === 'number') {
+    if (
+      type.name === 'Int64' ||
+      (type.name === 'DateTime64' &&
+        type.precision === 6 &&
+        value >= context.minMicrosNumber &&
+        value <= context.maxMicrosNumber)
+    ) {
+      writer.safeInteger(value, 8);
+      return;
+    }
+  }
+  const micros = BigInt(value);
   if (type.name === 'Int64') {
     writer.integer(micros, 8);
     return;
@@ -479,8 +493,8 @@ function writeTimestamp(writer: RowBinaryWriter, type: ChType, micros: bigint, c
   writer.integer(ticks, 8);
 }
 
-function writeDate(writer: RowBinaryWriter, type: ChType, date: string, context: ValueContext): void {
-  const days = dateDays(date);
+/** Days since 1970-01-01 into Date or Date32, clamped to the type's range. */
+export function writeDays(writer: RowBinaryWriter, type: ChType, days: number, context: ValueContext): void {
   if (type.name === 'Date') {
     writer.integer(clampDays(days, 0, dateMaxDay), 2);
   } else {
@@ -505,7 +519,7 @@ function valueDepth(value: ArrayValue): number {
 }
 
 /** Writes one non-null value of the value model to `type`. `text` is its PostgreSQL text. */
-function writeValue(
+export function writeValue(
   writer: RowBinaryWriter,
   type: ChType,
   value: ScalarValue | ArrayValue | null,
@@ -567,7 +581,7 @@ function writeValue(
       return;
     case 'Date':
     case 'Date32':
-      writeDate(writer, type, String(value), context);
+      writeDays(writer, type, dateDays(String(value)), context);
       return;
     case 'DateTime':
     case 'DateTime64':
@@ -597,51 +611,6 @@ function writeValue(
       return;
     }
   }
-}
-
-/**
- * An encoder for one column: source type `source`, ClickHouse type `target`
- * as the table has it. Text is parsed by the value model (parse-text.ts), then
- * written; NULL goes to a Nullable column as NULL and to any other as the
- * type's zero value. Throws schema_mismatch when the types cannot meet.
- */
-export function columnEncoder(
-  column: string,
-  source: ColumnType,
-  target: ChType,
-  limits: DateLimits,
-): CellEncoder {
-  const base = unwrapLowCardinality(target);
-  const inner = base.name === 'Nullable' ? unwrapLowCardinality(base.inner) : base;
-  if (!writable(source, inner)) throw mismatch(column, source, target);
-  const context = valueContext(column, limits);
-  // Text kinds go to String untouched: the value model returns their text as is.
-  const verbatim =
-    inner.name === 'String' &&
-    (source.kind === 'string' || source.kind === 'json' || source.kind === 'enum' || source.kind === 'xml');
-  return (writer, cell) => {
-    if (cell === null) {
-      writeDefault(writer, base);
-      return;
-    }
-    if (typeof cell !== 'string') {
-      writer.bytes(cell);
-      return;
-    }
-    if (verbatim) {
-      if (base.name === 'Nullable') writer.u8(0);
-      writer.string(cell);
-      return;
-    }
-    writeValue(writer, base, parseTextValue(source, cell), cell, context);
-  };
-}
-
-/** Writes a timestamp (microseconds since the epoch) to a time column of any supported type. */
-export function timestampEncoder(column: string, target: ChType, limits: DateLimits) {
-  const context = valueContext(column, limits);
-  const base = unwrapLowCardinality(target);
-  return (writer: RowBinaryWriter, micros: bigint) => writeValue(writer, base, micros, undefined, context);
 }
 
 // --- reading values back -----------------------------------------------------------

@@ -6,10 +6,10 @@ import { EngineError } from '../../errors.ts';
 import { formatTableName, type TableMapping } from '../../resources/mirror.ts';
 import type { DestinationTableState, MirrorColumns } from '../destination.ts';
 import { type DestinationTable, keyIndexes, type SourceColumn } from '../records.ts';
-import { type CellEncoder, columnEncoder, type EncodableCell, type RowBinaryWriter } from './row-binary.ts';
+import { type ColumnEncoder, columnEncoder } from './column-encoder.ts';
+import { RowWriter } from './row-writer.ts';
 import type { ServerCapabilities } from './server.ts';
 import { quoteIdentifier, stringLiteral } from './sql.ts';
-import { TabSeparatedRows, tabSeparatedPlan, tabSeparatedSettings } from './tab-separated.ts';
 import type { ClickHouseTransport } from './transport.ts';
 import {
   type ChType,
@@ -37,40 +37,16 @@ export interface TableWriter {
   readonly shape: TableShape;
   /** The mapped columns, in source order. */
   readonly columnNames: readonly string[];
-  readonly encoders: readonly CellEncoder[];
+  /** Each mapped column's encoder (column-encoder.ts), in source order. */
+  readonly encoders: readonly ColumnEncoder[];
+  /** Rows of the table as RowBinary, from any input (row-writer.ts). */
+  readonly rows: RowWriter;
   readonly keyIndexes: readonly number[];
   /** Indexes of the ORDER BY columns that are not key columns (moving rows between sorting keys). */
   readonly extraSortingIndexes: readonly number[];
   readonly softDeleteColumn: string | undefined;
+  /** `INSERT INTO t (mapped columns, flags, version) FORMAT RowBinary`: every write's. */
   readonly insertSql: string;
-  /** An initial load as TabSeparated (tab-separated.ts), when every mapped column has a rule for it. */
-  readonly tabSeparated:
-    | {
-        readonly rows: TabSeparatedRows;
-        readonly insertSql: string;
-        readonly settings: Record<string, string>;
-      }
-    | undefined;
-}
-
-export interface RowFlags {
-  readonly softDeleted: boolean;
-  readonly deleted: boolean;
-  readonly version: bigint;
-}
-
-/** One row: the mapped columns, then the soft-delete flag, is_deleted and the version (synced-at is the DEFAULT). */
-export function writeRow(
-  writer: RowBinaryWriter,
-  target: TableWriter,
-  cells: readonly EncodableCell[],
-  flags: RowFlags,
-): void {
-  const { encoders } = target;
-  for (let index = 0; index < encoders.length; index++) encoders[index]?.(writer, cells[index] ?? null);
-  if (target.softDeleteColumn) writer.u8(flags.softDeleted ? 1 : 0);
-  writer.u8(flags.deleted ? 1 : 0);
-  writer.integer(flags.version, 8);
 }
 
 export interface TableSchemaOptions {
@@ -270,7 +246,6 @@ export class TableSchemas {
 
   async writer(table: DestinationTable): Promise<TableWriter> {
     const shape = await this.shape(table);
-    const capabilities = await this.#transport.server();
     const limits = await this.#transport.limits();
     const typeOf = (column: string): ChType => {
       const type = shape.types.get(column);
@@ -306,29 +281,15 @@ export class TableSchemas {
       versionColumn,
     ];
     const insertInto = `INSERT INTO ${shape.sql} (${insertColumns.map(quoteIdentifier).join(', ')})`;
-    const plan = tabSeparatedPlan(
-      table.columns.map((column, index) => ({
-        kind: sourceColumnType(column).kind,
-        type: typeOf(column.name),
-        encoder: encoders[index] as CellEncoder,
-      })),
-      capabilities,
-    );
-    // Not soft-deleted, not deleted (Bool reads 0 as false); the version is last.
-    const flagFields = insertColumns.slice(table.columns.length, -1).map(() => '0');
     return {
       shape,
       columnNames: table.columns.map((column) => column.name),
       encoders,
+      rows: new RowWriter(table, shape.label, encoders, softDeleteColumn !== undefined),
       keyIndexes: keyPositions,
       extraSortingIndexes,
       softDeleteColumn,
       insertSql: `${insertInto} FORMAT RowBinary`,
-      tabSeparated: plan && {
-        rows: new TabSeparatedRows(table, plan, flagFields, capabilities),
-        insertSql: `${insertInto} FORMAT TabSeparated`,
-        settings: tabSeparatedSettings(capabilities),
-      },
     };
   }
 }

@@ -24,12 +24,6 @@ export interface ServerCapabilities {
   readonly bool: boolean;
   /** Map(K, V) without an experimental flag (22.3). */
   readonly map: boolean;
-  /**
-   * Text input formats may take a first row for a header and skip it
-   * (`input_format_tsv_detect_header`, on by default from 23.1): a load must
-   * turn that off, or a row whose values look like the column names is lost.
-   */
-  readonly detectsTextHeader: boolean;
   /** Largest Decimal precision: 76 with Decimal256 (22.3), else 38. */
   readonly maxDecimalPrecision: number;
   /**
@@ -38,15 +32,6 @@ export interface ServerCapabilities {
    * Values are days since 1970-01-01.
    */
   readonly extendedDateRange: { readonly minDay: number; readonly maxDay: number };
-  /**
-   * Text input read as RowBinary values would be (22.8): Date32 and
-   * DateTime64 text over their whole range (older releases with another
-   * range), and floats correctly rounded, as JavaScript's Number does
-   * (checked with 26.7: NaN, ±Infinity, -0, subnormals and the largest double
-   * read back bit for bit). An initial load takes such columns as
-   * TabSeparated only then (tab-separated.ts).
-   */
-  readonly readsTextAsRowBinary: boolean;
 }
 
 const versionPattern = /^(\d+)\.(\d+)/;
@@ -70,11 +55,9 @@ export function serverCapabilities(versionText: string): ServerCapabilities {
     date32: atLeast(version, 21, 9),
     bool: atLeast(version, 21, 12),
     map: atLeast(version, 22, 3),
-    detectsTextHeader: atLeast(version, 23, 1),
     maxDecimalPrecision: atLeast(version, 22, 3) ? 76 : 38,
     extendedDateRange: extended
       ? { minDay: daysFromCivil(1900, 1, 1), maxDay: daysFromCivil(2299, 12, 31) }
       : { minDay: daysFromCivil(1925, 1, 1), maxDay: daysFromCivil(2283, 11, 11) },
-    readsTextAsRowBinary: extended,
   };
 }

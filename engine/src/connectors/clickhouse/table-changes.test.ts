@@ -34,7 +34,7 @@ function held(changes: readonly RowChange[]): ClickHouseTableChanges {
 }
 
 function newRowsOf(buffer: ClickHouseTableChanges): RowImage[] | undefined {
-  return buffer.newRows?.rows();
+  return buffer.newRows?.rows().map((row) => row.cells());
 }
 
 describe('ClickHouseTableChanges', () => {

@@ -3,9 +3,9 @@
 // apply.ts writes in order:
 //
 // 1. the rows inserted before any other change, as the source's TupleData
-//    (tuple-rows.ts): a table that loads as TabSeparated gets them written
-//    from those bytes, each at the version of its own change, with no final
-//    state made and no RowBinary encoded;
+//    (tuple-rows.ts): written from those bytes by the table's one encoder
+//    (row-writer.ts), each at the version of its own change, with no final
+//    state made;
 // 2. every change after those, as records, folded into final states at the
 //    write (coalesce.ts).
 //

@@ -87,8 +87,8 @@ export class ClickHouseTransport {
   }
 
   /**
-   * Streams `body` as the data of `insert` (… FORMAT RowBinary or
-   * TabSeparated), with the request's `settings`. A failure of the body
+   * Streams `body` as the data of `insert` (… FORMAT RowBinary), with the
+   * request's `settings`. A failure of the body
    * itself (a value that cannot be written) is reported as such, not as the
    * aborted request it causes.
    */

@@ -114,10 +114,6 @@ describe('value-model types to ClickHouse', () => {
     });
     expect(serverCapabilities('23.1.3').isDeletedColumn).toBe(false);
     expect(serverCapabilities('23.2.1').isDeletedColumn).toBe(true);
-    expect(serverCapabilities('22.12.1').detectsTextHeader).toBe(false);
-    expect(serverCapabilities('23.1.3').detectsTextHeader).toBe(true);
-    expect(serverCapabilities('22.3.1').readsTextAsRowBinary).toBe(false);
-    expect(serverCapabilities('22.8.1').readsTextAsRowBinary).toBe(true);
     expect(current.extendedDateRange).toEqual({ minDay: -25_567, maxDay: 120_529 });
   });
 });
