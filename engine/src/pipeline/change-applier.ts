@@ -1,11 +1,18 @@
 import type { SourceMessage, StreamEvent } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
-import type { Checkpoint, DestinationTable, RowChange, SourceTransaction } from '../connectors/records.ts';
+import type {
+  Checkpoint,
+  DestinationTable,
+  RowChange,
+  RowChangeImages,
+  SourceTransaction,
+} from '../connectors/records.ts';
 import { rowOfCells } from '../connectors/rows.ts';
 import { EngineError } from '../errors.ts';
 import { formatLsn } from '../model/lsn.ts';
 import { formatTableName } from '../resources/mirror.ts';
 import { Acknowledgements } from './acknowledgements.ts';
+import type { Backfill, EmittedChunk } from './backfill/backfill.ts';
 import { BatchBuilder, type BatchLimits } from './batch-builder.ts';
 import { BatchWriter, type BatchWriterOptions } from './batch-writer.ts';
 import { project, projectRow, type RelationTracker, type TrackedRelation, updatedRow } from './relations.ts';
@@ -34,6 +41,13 @@ export interface ChangeApplierOptions
    * committed at or after this LSN (its initial load holds the earlier ones).
    */
   readonly tableStartLsns?: ReadonlyMap<string, bigint> | undefined;
+  /**
+   * The online backfill of tables added while the mirror streams: their
+   * changes go through it, and its chunks enter the batch at transaction
+   * boundaries (pipeline/backfill/). Its progress rides with the batches
+   * through `backfill` (BatchWriterOptions).
+   */
+  readonly loading?: Backfill | undefined;
 }
 
 export class ChangeApplier {
@@ -45,9 +59,11 @@ export class ChangeApplier {
   readonly #builder: BatchBuilder;
   readonly #writer: BatchWriter;
   readonly #acknowledgements: Acknowledgements;
+  readonly #loading: Backfill | undefined;
 
   constructor(options: ChangeApplierOptions) {
     this.#options = options;
+    this.#loading = options.loading;
     const { checkpoint, destination } = options;
     this.#builder = new BatchBuilder(options.limits, checkpoint.lsn, (table) =>
       destination.changeBuffer(table),
@@ -101,10 +117,19 @@ export class ChangeApplier {
     return this.#writer.writing;
   }
 
+  /** A backfill chunk was read and waits for the stream to reach its high LSN (ask the source where it is). */
+  get backfillWaitsForStream(): boolean {
+    return this.#loading?.waitingForStream ?? false;
+  }
+
   /** Applies the events of one read, in order. Flushes when a batch is full. */
   async apply(events: readonly StreamEvent[]): Promise<void> {
     for (const event of events) {
       if (event.tag === 'keepalive') {
+        if (this.#filter.atBoundary) {
+          const emitting = this.#emitDue(event.walEnd);
+          if (emitting) await emitting;
+        }
         // Nothing open and nothing buffered: let the slot follow the server so an
         // idle mirror does not hold back WAL.
         if (this.#filter.atBoundary && this.#builder.isEmpty) this.#acknowledgements.atRest(event.walEnd);
@@ -155,7 +180,7 @@ export class ChangeApplier {
       const tracked = this.#target(relationId);
       if (!tracked) continue;
       this.#schema.checkTruncate(relationId, tracked);
-      await this.#addChange(tracked.table, { kind: 'truncate', transaction }, lsn);
+      await this.#addStreamed(tracked.table, { kind: 'truncate' }, transaction, lsn);
     }
   }
 
@@ -172,21 +197,18 @@ export class ChangeApplier {
   #handle(message: SourceMessage, lsn: bigint): Promise<void> | undefined {
     const transaction = this.#filter.transaction;
     switch (message.tag) {
-      case 'begin':
-        if (this.#filter.begin(message).kind === 'resuming') {
-          return this.#options.log(
-            'INFO',
-            `resuming the transaction that commits at ${formatLsn(message.finalLsn)}: its changes up to ${formatLsn(this.#options.checkpoint.transactionPosition?.changeLsn ?? 0n)} are at the destination already and are skipped`,
-          );
-        }
-        return undefined;
+      case 'begin': {
+        // A chunk due here enters before the transaction: it began after the chunk's high LSN.
+        const emitting = this.#filter.atBoundary ? this.#emitDue(message.finalLsn) : undefined;
+        return emitting ? emitting.then(() => this.#begin(message)) : this.#begin(message);
+      }
       case 'commit':
         if (!this.#filter.commit()) return;
         this.#builder.commit(message.endLsn);
         // Nothing of ours is buffered: the commit can be acknowledged once the
         // batch in flight, if any, is durable.
         if (this.#builder.isEmpty) this.#acknowledgements.atRest(message.endLsn);
-        return;
+        return this.#emitDue(message.endLsn);
       case 'relation':
         return this.#schema.observe(message);
       case 'insert': {
@@ -194,9 +216,10 @@ export class ChangeApplier {
         if (this.#filter.holds(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
-        return this.#addChange(
+        return this.#addStreamed(
           tracked.table,
-          { kind: 'insert', transaction, newRow: projectRow(message.newTuple, tracked) },
+          { kind: 'insert', newRow: projectRow(message.newTuple, tracked) },
+          transaction,
           lsn,
         );
       }
@@ -206,7 +229,7 @@ export class ChangeApplier {
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
         const { oldKey, newRow } = updatedRow(message, tracked);
-        return this.#addChange(tracked.table, { kind: 'update', transaction, oldKey, newRow }, lsn);
+        return this.#addStreamed(tracked.table, { kind: 'update', oldKey, newRow }, transaction, lsn);
       }
       case 'delete': {
         if (this.#schema.needsResolving(message.relationId)) return this.#resolveThen(message, lsn);
@@ -219,9 +242,10 @@ export class ChangeApplier {
             'replica_identity',
             `delete without a key in ${formatTableName(tracked.table.source)}`,
           );
-        return this.#addChange(
+        return this.#addStreamed(
           tracked.table,
-          { kind: 'delete', transaction, oldKey: rowOfCells(project(old, tracked)) },
+          { kind: 'delete', oldKey: rowOfCells(project(old, tracked)) },
+          transaction,
           lsn,
         );
       }
@@ -235,6 +259,64 @@ export class ChangeApplier {
       case 'type':
       case 'message':
         return;
+    }
+  }
+
+  #begin(message: SourceMessage & { tag: 'begin' }): Promise<void> | undefined {
+    if (this.#filter.begin(message).kind === 'resuming') {
+      return this.#options.log(
+        'INFO',
+        `resuming the transaction that commits at ${formatLsn(message.finalLsn)}: its changes up to ${formatLsn(this.#options.checkpoint.transactionPosition?.changeLsn ?? 0n)} are at the destination already and are skipped`,
+      );
+    }
+    return undefined;
+  }
+
+  /** A streamed change of a table; a loading table's goes through the backfill first. */
+  #addStreamed(
+    table: DestinationTable,
+    images: RowChangeImages,
+    transaction: SourceTransaction,
+    lsn: bigint,
+  ): Promise<void> | undefined {
+    const loading = this.#loading;
+    const applied = loading?.loads(table) ? loading.decide(table, images, transaction.xid) : images;
+    if (!applied) return undefined;
+    return this.#addChange(table, { ...applied, transaction }, lsn);
+  }
+
+  /**
+   * At a transaction boundary, the stream at `lsn`: inserts the backfill
+   * chunks due there. Returns a promise only when there were any (or a load
+   * finished with nothing to write: its end is recorded on the last batch).
+   */
+  #emitDue(lsn: bigint): Promise<void> | undefined {
+    const loading = this.#loading;
+    if (!loading?.active) return undefined;
+    const chunks = loading.due(lsn);
+    if (chunks.length === 0) return undefined;
+    return this.#insertChunks(chunks);
+  }
+
+  async #insertChunks(chunks: readonly EmittedChunk[]): Promise<void> {
+    // Placed at the last commit the batch holds: the rows belong to no transaction.
+    const lsn = this.#builder.lastCompleteCommitLsn;
+    const transaction: SourceTransaction = {
+      xid: 0,
+      commitLsn: lsn,
+      commitTimeMicros: BigInt(Date.now()) * 1000n,
+    };
+    for (const { table, rows } of chunks) {
+      for (const newRow of rows) {
+        const opened = this.#builder.add(table, { kind: 'insert', transaction, newRow }, lsn, Date.now);
+        const waiting = this.#writer.added(opened, lsn);
+        if (waiting) await waiting;
+      }
+    }
+    const loading = this.#loading;
+    if (loading && this.#builder.isEmpty && loading.finishedUnrecorded().length > 0) {
+      const progress = loading.progress();
+      if (progress) await this.#writer.recordAtRest(progress);
     }
   }
 }
