@@ -91,6 +91,16 @@ export class BatchWriter {
   }
 
   /**
+   * Called after the builder took the rows of a backfill chunk, all of them
+   * (`opened`: the first opened the batch): records the batch it opened, then
+   * cuts it when full. A chunk is never split between batches: the backfill's
+   * progress recorded with a batch moves past the whole chunk at once.
+   */
+  async addedChunk(opened: boolean, lsn: bigint): Promise<void> {
+    await this.#afterAdd(opened, lsn);
+  }
+
+  /**
    * Hands what is buffered, if anything, to the destination, after the batch
    * in flight is durable; returns once the new batch is being written.
    */

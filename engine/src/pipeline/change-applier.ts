@@ -307,11 +307,12 @@ export class ChangeApplier {
       commitTimeMicros: BigInt(Date.now()) * 1000n,
     };
     for (const { table, rows } of chunks) {
+      let opened = false;
+      // Taken whole, then the batch is cut if full: never in the middle of a chunk.
       for (const newRow of rows) {
-        const opened = this.#builder.add(table, { kind: 'insert', transaction, newRow }, lsn, Date.now);
-        const waiting = this.#writer.added(opened, lsn);
-        if (waiting) await waiting;
+        if (this.#builder.add(table, { kind: 'insert', transaction, newRow }, lsn, Date.now)) opened = true;
       }
+      if (rows.length > 0) await this.#writer.addedChunk(opened, lsn);
     }
     const loading = this.#loading;
     if (loading && this.#builder.isEmpty && loading.finishedUnrecorded().length > 0) {
