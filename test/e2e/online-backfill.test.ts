@@ -160,6 +160,19 @@ function earlyInTheLoad(harness: Harness, mirror: string) {
   };
 }
 
+/** Inserts a row into the existing table and waits until the destination has it: the milliseconds that took. */
+async function markerLatency(harness: Harness, id: number): Promise<number> {
+  const started = performance.now();
+  await harness.source.client.query(`INSERT INTO existing VALUES ($1, $2)`, [id, id]);
+  await waitFor(
+    async () =>
+      (await harness.destination.client.query(`SELECT 1 FROM existing WHERE id = $1`, [id])).rows.length > 0,
+    60_000,
+    `row ${id} of the existing table at the destination`,
+  );
+  return Math.round(performance.now() - started);
+}
+
 async function tableState(harness: Harness, mirror: string, table: string) {
   return (await harness.catalog.listTables(mirror)).find((entry) => entry.sourceTable === table)?.state;
 }
@@ -194,6 +207,10 @@ describe('online load of added tables', () => {
       60_000,
       'running',
     );
+    // How long a row of the existing table takes to reach the destination without a load, for comparison.
+    const latencyBefore: number[] = [];
+    for (let marker = 1; marker <= 5; marker++)
+      latencyBefore.push(await markerLatency(harness, 900 + marker));
     expect(await first.stop()).toBe('stopped');
 
     const writerClient = await connect(source.config);
@@ -207,31 +224,33 @@ describe('online load of added tables', () => {
     try {
       // Rows written into the existing table while the added one loads arrive
       // before its load is done: CDC does not wait for it.
-      const arrivals: { marker: number; addedState: string | undefined; rowsCopied: bigint }[] = [];
+      const arrivals: {
+        marker: number;
+        addedState: string | undefined;
+        rowsCopied: bigint;
+        latencyMs: number;
+      }[] = [];
       await waitFor(
         async () => (await tableState(harness, spec.name, 'public.added')) === 'loading',
         60_000,
         'the added table loading',
       );
       expect((await harness.catalog.getRuntime(spec.name))?.phase).toBe('running');
-      for (let marker = 1; marker <= 3; marker++) {
-        const id = 1000 + marker;
-        await source.client.query(`INSERT INTO existing VALUES ($1, $2)`, [id, id]);
-        await waitFor(
-          async () =>
-            (await destination.client.query(`SELECT 1 FROM existing WHERE id = $1`, [id])).rows.length > 0,
-          60_000,
-          `marker ${marker} at the destination`,
-        );
+      for (let marker = 1; marker <= 5; marker++) {
+        const latencyMs = await markerLatency(harness, 1000 + marker);
         const progress = await harness.catalog.listSnapshotProgress(spec.name);
         arrivals.push({
           marker,
           addedState: await tableState(harness, spec.name, 'public.added'),
           rowsCopied: progress.find((entry) => entry.sourceTable === 'public.added')?.rowsSynced ?? 0n,
+          latencyMs,
         });
       }
+      console.info(
+        `existing table, insert to visible (ms): without a load ${latencyBefore.join(', ')}; during the load ${arrivals.map((arrival) => arrival.latencyMs).join(', ')}`,
+      );
       console.info('markers arrived while public.added was', arrivals);
-      expect(arrivals.map((arrival) => arrival.addedState)).toEqual(['loading', 'loading', 'loading']);
+      expect(arrivals.map((arrival) => arrival.addedState)).toEqual(Array(5).fill('loading'));
 
       await waitFor(
         async () =>

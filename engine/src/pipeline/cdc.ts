@@ -42,8 +42,13 @@ export interface OnlineLoad {
   readonly since: number;
 }
 
-/** Rows per backfill chunk, and the bytes of rows above which the next chunk is smaller. */
-export const backfillChunkRows = 5000;
+/**
+ * Rows per backfill chunk, and the bytes of rows above which the next chunk is
+ * smaller. A chunk's rows are one batch's write that the existing tables'
+ * next batch waits for: smaller chunks keep their latency closer to what it
+ * is without a load, at the cost of more chunk reads (docs/engine.md).
+ */
+export const backfillChunkRows = 1000;
 export const backfillChunkBytes = 8 * 1024 * 1024;
 
 /** While a read chunk waits for the stream's position, the source is asked for it this often. */
@@ -243,13 +248,11 @@ function backfillHooks(
       for (const [table, rows] of durable.rowsCopied) {
         const before = rowsCopied.get(table) ?? 0;
         if (rows > before) {
-          await catalog.recordSnapshotPartition(
-            spec.name,
-            formatTableName(table.source),
-            BigInt(rows - before),
-            0,
-          );
           rowsCopied.set(table, rows);
+          // For status only: kept off the batch's path, so the next batch is not held for it.
+          catalog
+            .recordSnapshotPartition(spec.name, formatTableName(table.source), BigInt(rows - before), 0)
+            .catch((error: unknown) => context.logger.warn({ err: error }, 'could not record rows copied'));
         }
       }
       for (const table of durable.done) {
