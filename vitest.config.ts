@@ -18,12 +18,15 @@ const sourceSuites = [
   'test/e2e/slot-loss.test.ts',
   'test/e2e/ownership.test.ts',
   'test/e2e/postgres-versions.test.ts',
+  'test/e2e/slot-health.test.ts',
+  'test/integration/slot-health.test.ts',
 ];
 const oldestAndNewestSuites = [
   'test/e2e/source-restart.test.ts',
   'test/e2e/create-checks.test.ts',
   'test/e2e/big-transaction.test.ts',
   'test/e2e/partitioned-tables.test.ts',
+  'test/e2e/idle-slot.test.ts',
   'test/e2e/online-backfill.test.ts',
 ];
 const postgresVersionProjects = (

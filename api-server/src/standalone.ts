@@ -12,6 +12,8 @@ import {
   logProcessWarnings,
   logRetentionInput,
   logRetentionSchema,
+  slotHealthIntervalMsFromEnvironment,
+  stallAfterMsFromEnvironment,
 } from '../../engine/src/index.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
@@ -51,6 +53,8 @@ Options (each also read from the environment variable shown):
                                                     pretty on a terminal, JSON otherwise)
                           TRIBUTARY_MIRROR_LOG_MAX_ENTRIES  log entries kept per mirror (default 10000)
                           TRIBUTARY_MIRROR_LOG_MAX_AGE_DAYS  days a log entry is kept (default 30; 0: no limit)
+                          TRIBUTARY_STALL_SECONDS   a step without progress this long shows as stalled (default 300)
+                          TRIBUTARY_SLOT_HEALTH_SECONDS  how often every mirror's slot is read at its source (default 30)
   -h, --help
 
 There is no default password: without one the service refuses to start
@@ -122,11 +126,20 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
 
 export async function main(argv: readonly string[]): Promise<number> {
   let config: StandaloneConfig | 'help';
+  let stallAfterMs: number;
+  let slotHealthIntervalMs: number;
   try {
     config = readConfig(argv, process.env);
+    // Read once, here at start-up: an invalid value stops the service with its name.
+    stallAfterMs = stallAfterMsFromEnvironment(process.env);
+    slotHealthIntervalMs = slotHealthIntervalMsFromEnvironment(process.env);
   } catch (error) {
     const message =
-      error instanceof z.ZodError ? error.issues.map((issue) => issue.message).join('; ') : String(error);
+      error instanceof z.ZodError
+        ? error.issues.map((issue) => issue.message).join('; ')
+        : error instanceof Error
+          ? error.message
+          : String(error);
     console.error(`tributary standalone: ${message}\n\n${usage}`);
     return 2;
   }
@@ -157,6 +170,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     dataDir: config.dataDir,
     logger,
     logRetention: config.logRetention,
+    stallAfterMs,
+    slotHealthIntervalMs,
     ...(peerSecretFiles ? { peerSecretFiles } : {}),
   });
   const app = buildApp(

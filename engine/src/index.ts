@@ -21,6 +21,8 @@ export {
   type MirrorPhase,
   type MirrorRuntime,
   mirrorPhases,
+  type SlotHealth,
+  type SlotHealthReason,
   type TableState,
   type TableStateName,
   type TableStatus,
@@ -69,6 +71,12 @@ export {
   workflowId,
 } from './control/resources.ts';
 export {
+  defaultSlotHealthIntervalMs,
+  SlotHealthMonitor,
+  slotHealthIntervalMsFromEnvironment,
+} from './control/slot-health.ts';
+export {
+  type PeerListEntry,
   PeerSecretsUnavailableError,
   ResourceConflictError,
   type ResourceEvent,
@@ -89,12 +97,14 @@ export { EngineMetrics } from './observability/engine-metrics.ts';
 export { createProcessLogger, isLogFormatSetting, logFormats } from './observability/logger.ts';
 export { type MetricsServer, serveMetrics } from './observability/metrics-server.ts';
 export { logProcessWarnings } from './observability/process-warnings.ts';
+export { SlotHealthMetrics, type SlotHealthSink } from './observability/slot-health-metrics.ts';
 export {
   type MirrorTablesSample,
   registerTableMetrics,
   tableMetricNames,
 } from './observability/table-metrics.ts';
 export { defaultStallAfterMs, stallAfterMsFromEnvironment } from './pipeline/progress-watchdog.ts';
+export { lagSecondsOf } from './pipeline/replication-delay.ts';
 export type { SupervisedOutcome } from './pipeline/supervisor.ts';
 export {
   defaultTemporaryStorageLimit,

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { type LogRetention, logRetentionFromEnvironment } from './catalog/log-retention.ts';
 import { PostgresCatalog } from './catalog/postgres-catalog.ts';
-import { createDestination, createSource } from './connectors/registry.ts';
+import { createSource } from './connectors/registry.ts';
 import { loadEngineConfig } from './engine-config.ts';
 import { isEngineError } from './errors.ts';
 import { EngineMetrics } from './observability/engine-metrics.ts';
@@ -14,6 +14,7 @@ import { createProcessLogger } from './observability/logger.ts';
 import { type MetricsServer, serveMetrics } from './observability/metrics-server.ts';
 import { logProcessWarnings } from './observability/process-warnings.ts';
 import { defaultBatchMemoryBudgetBytes } from './pipeline/context.ts';
+import { createMirrorDestination } from './pipeline/mirror-destination.ts';
 import { stallAfterMsFromEnvironment } from './pipeline/progress-watchdog.ts';
 import { superviseMirror } from './pipeline/supervisor.ts';
 
@@ -99,7 +100,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const catalogPool = new pg.Pool({ connectionString: config.catalog.url, max: 2 });
   catalogPool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));
   const catalog = new PostgresCatalog(catalogPool, { logRetention });
-  const destination = createDestination(config.destination, {
+  const destination = createMirrorDestination(config.destination, {
     spec: config.mirror,
     logger,
     script: config.script,

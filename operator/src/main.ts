@@ -18,7 +18,9 @@ import {
   logRetentionSchema,
   type MetricsServer,
   PostgresCatalog,
+  SlotHealthMonitor,
   serveMetrics,
+  slotHealthIntervalMsFromEnvironment,
   stallAfterMsFromEnvironment,
   WorkQueue,
 } from '../../engine/src/index.ts';
@@ -51,7 +53,8 @@ const usage = `usage: tributary operator [options]
   --metrics-port N       TRIBUTARY_METRICS_PORT   serve Prometheus metrics on GET /metrics
                          TRIBUTARY_MIRROR_LOG_MAX_ENTRIES   log entries kept per mirror (default 10000)
                          TRIBUTARY_MIRROR_LOG_MAX_AGE_DAYS  days a log entry is kept (default 30; 0: no limit)
-                         TRIBUTARY_STALL_SECONDS            an engine step without progress this long shows as stalled (default 300)`;
+                         TRIBUTARY_STALL_SECONDS            an engine step without progress this long shows as stalled (default 300)
+                         TRIBUTARY_SLOT_HEALTH_SECONDS      how often every mirror's slot is read at its source (default 30)`;
 
 const configSchema = z.object({
   namespace: z.string().min(1),
@@ -122,8 +125,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const config = Object.freeze(parsed.data);
   let stallAfterMs: number;
+  let slotHealthIntervalMs: number;
   try {
     stallAfterMs = stallAfterMsFromEnvironment(env);
+    slotHealthIntervalMs = slotHealthIntervalMsFromEnvironment(env);
   } catch (error) {
     console.error(`tributary operator: ${(error as Error).message}\n\n${usage}`);
     return 2;
@@ -133,7 +138,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     base: { role: 'operator', identity: config.identity },
   });
   logProcessWarnings(logger);
-  const metrics = new OperatorMetrics();
+  const metrics = new OperatorMetrics({ namespace: config.namespace });
   let migrated = false;
   let elector: LeaderElector | undefined;
   let metricsServer: MetricsServer | undefined;
@@ -227,10 +232,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     metrics.instrument('peer', (name: string) => reconcile(peers, name)),
     { onError: (name, error) => logger.warn({ peer: name, err: error }, 'peer check failed; retrying') },
   );
-  const scripts = new ScriptController({ objects });
+  const scripts = new ScriptController({ objects, events });
   const scriptQueue = new WorkQueue(
     metrics.instrument('script', (name: string) => reconcile(scripts, name)),
-    { onError: (name, error) => logger.warn({ script: name, err: error }, 'script id failed; retrying') },
+    {
+      onError: (name, error) =>
+        logger.warn({ script: name, err: error }, 'script reconcile failed; retrying'),
+    },
   );
 
   const requeueMirrorsUsing = async (kind: 'peer' | 'script', name: string) => {
@@ -261,6 +269,16 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   };
 
+  // Every mirror's slot at its source, in every state (a paused or failed
+  // mirror has no engine to report it); read by the leader only.
+  const slotHealth = new SlotHealthMonitor({
+    store,
+    catalog,
+    logger,
+    sink: metrics.slotHealth,
+    intervalMs: slotHealthIntervalMs,
+  });
+
   let unwatch: (() => void) | undefined;
   elector = new LeaderElector({
     kubeConfig,
@@ -287,6 +305,7 @@ export async function main(argv: readonly string[]): Promise<number> {
           if (event.kind !== 'mirror') void requeueMirrorsUsing(event.kind, event.name);
         });
         void sweepForceDeleted();
+        slotHealth.start();
       },
       // Lost the lease: stop at once, so the new leader is the only one acting.
       () => resolve(1),
@@ -298,6 +317,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   metrics.leading(false);
   logger.info({ code }, 'operator stopping');
   unwatch?.();
+  await slotHealth.stop();
   await mirrorQueue.stop();
   await peerQueue.stop();
   await scriptQueue.stop();

@@ -1,12 +1,17 @@
 // The operator's own Prometheus metrics: whether this replica leads, and how
 // its reconciles go (a reconcile that keeps failing shows here before anyone
-// reads the logs). Mirror progress is in the api-server's and engines' metrics.
+// reads the logs), and every mirror's slot as the leader's slot health monitor
+// reads it (engine/src/control/slot-health.ts). Mirror progress is in the
+// api-server's and engines' metrics.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { SlotHealthMetrics } from '../../engine/src/index.ts';
 
 export type ReconcileKind = 'mirror' | 'peer' | 'script';
 
 export class OperatorMetrics {
   readonly registry = new Registry();
+  /** Each mirror's slot, labelled with the operator's namespace. */
+  readonly slotHealth: SlotHealthMetrics;
   readonly #leader: Gauge;
   readonly #reconciles: Counter<'kind' | 'result'>;
   readonly #seconds: Histogram<'kind'>;
@@ -14,8 +19,9 @@ export class OperatorMetrics {
   /** The reason each mirror's gauge carries now, to remove it when it changes. */
   readonly #podProblemReasons = new Map<string, string>();
 
-  constructor() {
+  constructor(options: { readonly namespace?: string } = {}) {
     const registers = [this.registry];
+    this.slotHealth = new SlotHealthMetrics({ registry: this.registry, namespace: options.namespace });
     collectDefaultMetrics({ register: this.registry, prefix: 'tributary_operator_' });
     this.#leader = new Gauge({
       name: 'tributary_operator_leader',

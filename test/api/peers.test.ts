@@ -680,6 +680,49 @@ describe('peers', () => {
       expect(secret.metadata?.annotations?.['tributary.dev/peers']).toBe(peer.metadata.name);
     });
 
+    it.runIf(clusterMode)(
+      'lists a Peer whose Secret is missing as broken, and every other peer still',
+      async () => {
+        const name = peerName('pg-listed');
+        expectCreated(await facade.post('/api/v1/peers/create', relationalPeer(name)));
+        const { kube: cluster } = facade.controlPlane;
+        if (!cluster) throw new Error('cluster mode without a namespace');
+        // A Peer applied with kubectl whose Secret does not exist (yet).
+        const broken = `broken-${randomSuffix()}`;
+        const objects = adminConfig().makeApiClient(CustomObjectsApi);
+        const at = { group, version, namespace: cluster.namespace, plural: 'peers' };
+        await objects.createNamespacedCustomObject({
+          ...at,
+          body: {
+            apiVersion: `${group}/${version}`,
+            kind: 'Peer',
+            metadata: { name: broken },
+            spec: {
+              kind: 'relational',
+              relational: { host: postgres.host, port: postgres.port, user: 'nobody', database: 'postgres' },
+              secretRef: { name: `${broken}-absent` },
+            },
+          },
+        });
+        try {
+          const list = await facade.request({ method: 'GET', url: '/api/v1/peers/list' });
+          expect(list.statusCode).toBe(200);
+          const items: { name: string; type: string; problem?: string }[] = list.json().items;
+          expect(items).toContainEqual({ name, type: 'RELATIONAL' });
+          const shown = items.find((item) => item.name === broken);
+          expect(shown).toMatchObject({ type: 'RELATIONAL' });
+          expect(shown?.problem).toContain(`${broken}-absent`);
+          const page = await facade.request({ method: 'GET', url: '/peers' });
+          expect(page.statusCode).toBe(200);
+          // Shown escaped, as every value on a page is.
+          expect(page.body).toContain(`broken: peer ${broken}: Secret ${broken}-absent not found`);
+        } finally {
+          // The other tests read every peer of the namespace.
+          await objects.deleteNamespacedCustomObject({ ...at, name: broken });
+        }
+      },
+    );
+
     it.skipIf(clusterMode)('keeps secrets out of the peer row', async () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'tributary-api-peers-'));
       try {

@@ -149,6 +149,32 @@ describe('tributary entry point', { timeout: 180_000 }, () => {
     expect(variable.status).toBe(2);
   });
 
+  it('refuses a bad stall bound or slot health interval by name with exit code 2, in standalone mode and the operator', async () => {
+    for (const [variable, value, message] of [
+      [
+        'TRIBUTARY_SLOT_HEALTH_SECONDS',
+        '0',
+        'TRIBUTARY_SLOT_HEALTH_SECONDS must be a number of seconds, at least 1',
+      ],
+      ['TRIBUTARY_STALL_SECONDS', '-1', 'TRIBUTARY_STALL_SECONDS must be a positive number of seconds'],
+    ] as const) {
+      const standalone = await tributary(
+        'tributary.js',
+        ['standalone', '--data-dir', 'memory://', '--port', '0'],
+        { TRIBUTARY_API_PASSWORD: 'a-long-enough-api-password', [variable]: value },
+      );
+      expect(standalone.status, variable).toBe(2);
+      expect(standalone.stderr).toContain(message);
+      const operator = await tributary('tributary.js', ['operator'], {
+        TRIBUTARY_NAMESPACE: 'tributary',
+        TRIBUTARY_CATALOG_URL: 'postgres://catalog.invalid/tributary',
+        [variable]: value,
+      });
+      expect(operator.status, variable).toBe(2);
+      expect(operator.stderr).toContain(message);
+    }
+  });
+
   it('refuses to start with an API password shorter than 16 characters, in both modes', async () => {
     const short = 'CHANGE-ME-please'.slice(0, 15);
     const message = 'the API password is shorter than 16 characters';

@@ -93,6 +93,38 @@ describe('engine metrics', () => {
     expect(sample(text, 'tributary_engine_process_resident_memory_bytes')).toBeGreaterThan(0);
   });
 
+  it('reports the lag in seconds from commit times: 0 when caught up, growing while a write waits', async () => {
+    const lag = async () => sample(await scrape(), 'tributary_engine_lag_seconds', { mirror });
+    // Caught up after the rows above, and still 0 while idle (no batch for a while).
+    await waitFor(async () => (await lag()) === 0, 30_000, 'lag 0 when caught up');
+    // The destination table locked: the next batch cannot be written.
+    const blocker = harness.destination.client;
+    await blocker.query('BEGIN');
+    await blocker.query('LOCK TABLE readings IN ACCESS EXCLUSIVE MODE');
+    try {
+      await harness.source.client.query(`INSERT INTO readings VALUES (9001, 'held')`);
+      await waitFor(async () => ((await lag()) ?? 0) >= 3, 30_000, 'lag of 3 s while the write waits');
+      // The catalog (status, console, kubectl) counts from the held row's commit time.
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(mirror))?.lagSince != null,
+        10_000,
+        'the lag recorded in the catalog',
+      );
+      const since = (await harness.catalog.getRuntime(mirror))?.lagSince;
+      expect(Date.now() - (since?.getTime() ?? 0)).toBeGreaterThanOrEqual(3_000);
+    } finally {
+      await blocker.query('ROLLBACK');
+    }
+    await waitFor(async () => (await lag()) === 0, 60_000, 'lag back to 0 once the row is durable');
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(mirror))?.lagSince === null,
+      10_000,
+      'caught up in the catalog',
+    );
+    const row = await harness.destination.client.query(`SELECT value FROM readings WHERE id = 9001`);
+    expect(row.rows[0]?.value).toBe('held');
+  });
+
   it('answers /healthz and nothing else', async () => {
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(404);

@@ -154,7 +154,9 @@ describe('table states through a standalone process', () => {
       async () =>
         series(await scrape(), 'tributary_mirror_table_rows_applied_total').some(
           (line) =>
-            line.includes('table="public.items"') && line.includes('operation="insert"') && line.endsWith(' 1'),
+            line.includes('table="public.items"') &&
+            line.includes('operation="insert"') &&
+            line.endsWith(' 1'),
         ),
       30_000,
       'per-table metrics',

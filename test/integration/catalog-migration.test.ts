@@ -37,6 +37,7 @@ describe('catalog migration', () => {
       'mirror_runtime',
       'mirror_tables',
       'owned_tables',
+      'slot_health',
       'snapshot_tables',
     ]);
     // Every process asking at once gets the one installation id, made once.

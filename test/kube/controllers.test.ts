@@ -35,6 +35,7 @@ interface Condition {
   type: string;
   status: string;
   reason: string;
+  message?: string;
 }
 
 interface StoredObject {
@@ -306,7 +307,83 @@ describe('controllers', () => {
     const scriptCalls = new Map<string, number>();
     await reconcile(new ScriptController({ objects: counting(reconcileStore, scriptCalls) }), 'applied');
     expect(readsOf(scriptCalls).script).toBe(1);
-    expect((await read('scripts', 'applied')).status?.id).toBeGreaterThan(0);
+    const applied = await read('scripts', 'applied');
+    expect(applied.status?.id).toBeGreaterThan(0);
+    expect(applied.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'True',
+      reason: 'Compiled',
+    });
+  });
+
+  it('says on a Script whether its source compiles: Ready False with the syntax error, then True once fixed', async () => {
+    await objects.createNamespacedCustomObject({
+      ...at('scripts'),
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Script',
+        metadata: { name: 'broken' },
+        spec: { lang: 'lua', source: 'function onRecord(r)\n  return r +\nend' },
+      },
+    });
+    const controller = new ScriptController({
+      objects: reconcileStore,
+      events: new EventRecorder(config, namespace, logger),
+    });
+    await reconcile(controller, 'broken');
+    const broken = await read('scripts', 'broken');
+    expect(broken.status?.id).toBeGreaterThan(0);
+    const ready = broken.status?.conditions?.find((c) => c.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'SyntaxError' });
+    expect(ready?.message).toMatch(/broken:3: unexpected symbol near 'end'/);
+    const warnings = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.involvedObject.name === 'broken' && event.reason === 'SyntaxError',
+    );
+    expect(warnings.map((event) => event.type)).toEqual(['Warning']);
+    // Reconciled again at the same generation: nothing to do (no second compile, no second Event).
+    await reconcile(controller, 'broken');
+
+    await objects.patchNamespacedCustomObject({
+      ...at('scripts'),
+      name: 'broken',
+      body: [{ op: 'replace', path: '/spec/source', value: 'function onRecord(r) return r end' }],
+    });
+    await reconcile(controller, 'broken');
+    const fixed = await read('scripts', 'broken');
+    expect(fixed.status?.id).toBe(broken.status?.id);
+    expect(fixed.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'True',
+      reason: 'Compiled',
+    });
+    const events = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.involvedObject.name === 'broken',
+    );
+    expect(events.map((event) => event.reason).sort()).toEqual(['Compiled', 'SyntaxError']);
+  });
+
+  it('counts a repeated Event on the Event it first made, as client-go does, and makes a new one for a new message', async () => {
+    const recorder = new EventRecorder(config, namespace, logger);
+    const target = { kind: 'Mirror', name: 'repeats' } as const;
+    for (let time = 0; time < 3; time++)
+      await recorder.record(target, 'Warning', 'Flapping', 'the same fault');
+    await recorder.record(target, 'Warning', 'Flapping', 'another fault');
+    const events = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.involvedObject.name === 'repeats',
+    );
+    expect(events.map((event) => [event.message, event.count]).sort()).toEqual([
+      ['another fault', 1],
+      ['the same fault', 3],
+    ]);
+    const repeated = events.find((event) => event.message === 'the same fault');
+    expect(new Date(repeated?.lastTimestamp ?? 0).getTime()).toBeGreaterThanOrEqual(
+      new Date(repeated?.firstTimestamp ?? 0).getTime(),
+    );
+    // The Event gone (expired or deleted): the next repeat makes a new one.
+    await core.deleteNamespacedEvent({ name: repeated?.metadata?.name ?? '', namespace });
+    await recorder.record(target, 'Warning', 'Flapping', 'the same fault');
+    const after = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.involvedObject.name === 'repeats' && event.message === 'the same fault',
+    );
+    expect(after.map((event) => event.count)).toEqual([1]);
   });
 
   it('redoes a status write from a fresh read instead of losing a concurrent write', async () => {

@@ -222,6 +222,50 @@ describe('engine workloads on Kubernetes', () => {
     expect(document.source.password).toBe('p2');
   });
 
+  it('applies its objects server-side: what other tools set on them stays, what the operator sets is its own', async () => {
+    const ns = await createNamespace('apply');
+    const runtime = runtimeIn(ns);
+    const uid = await createMirror(ns, 'orders');
+    const target = { name: 'orders', uid, generation: 1 };
+    await runtime.start(target, runConfig('p1'));
+    const apps = config.makeApiClient(AppsV1Api);
+    const core = config.makeApiClient(CoreV1Api);
+    const name = 'tributary-engine-orders';
+    // Another tool's annotation on each object, and a change to a field the operator owns.
+    for (const patch of [
+      () =>
+        apps.patchNamespacedStatefulSet({
+          name,
+          namespace: ns,
+          body: [
+            { op: 'add', path: '/metadata/annotations/other.example~1keep', value: 'yes' },
+            { op: 'replace', path: '/spec/template/spec/terminationGracePeriodSeconds', value: 7 },
+          ],
+        }),
+      () =>
+        core.patchNamespacedSecret({
+          name,
+          namespace: ns,
+          body: [{ op: 'add', path: '/metadata/annotations', value: { 'other.example/keep': 'yes' } }],
+        }),
+    ])
+      await patch();
+    const grace = (await apps.readNamespacedStatefulSet({ name, namespace: ns })).spec?.template.spec
+      ?.terminationGracePeriodSeconds;
+    expect(grace).toBe(7);
+
+    await runtime.start(target, runConfig('p2'));
+    const set = await apps.readNamespacedStatefulSet({ name, namespace: ns });
+    expect(set.metadata?.annotations?.['other.example/keep']).toBe('yes');
+    expect(set.spec?.template.spec?.terminationGracePeriodSeconds).not.toBe(7);
+    expect(set.metadata?.managedFields?.map((entry) => entry.manager)).toContain('tributary-operator');
+    const secret = await core.readNamespacedSecret({ name, namespace: ns });
+    expect(secret.metadata?.annotations?.['other.example/keep']).toBe('yes');
+    const document = JSON.parse(Buffer.from(secret.data?.['engine.json'] ?? '', 'base64').toString());
+    expect(document.source.password).toBe('p2');
+    expect(secret.metadata?.finalizers).toContain('tributary.dev/teardown');
+  });
+
   it("builds the pod from the operator's pod settings with a Mirror's spec.engine over them", async () => {
     const ns = await createNamespace('podset');
     const runtime = new StatefulSetEngineRuntime({

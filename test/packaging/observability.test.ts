@@ -44,6 +44,7 @@ describe('observability assets', () => {
       'tributary_engine_batch_sync_seconds_bucket',
       'tributary_operator_leader',
       'tributary_operator_engine_pod_problem',
+      'tributary_mirror_slot_retained_wal_bytes',
       'tributary_engine_process_resident_memory_bytes',
     ]) {
       expect(exported).toContain(name);
@@ -113,6 +114,8 @@ describe('observability assets', () => {
       'TributaryOperatorNoLeader',
       'TributaryOperatorReconcileErrors',
       'TributaryReplicationLagGrowing',
+      'TributarySlotUnhealthy',
+      'TributarySlotUnread',
     ]);
     for (const candidate of rules) {
       checkQuery(candidate.alert, candidate.expr);
@@ -128,6 +131,9 @@ describe('observability assets', () => {
       'tributary_engine_replication_lag_bytes',
       'tributary_engine_run_failures_total',
       'tributary_engine_stalled',
+      'tributary_mirror_slot_retained_wal_bytes',
+      'tributary_mirror_slot_healthy',
+      'tributary_mirror_slot_last_read_timestamp_seconds',
       'tributary_operator_leader',
       'tributary_operator_reconciles_total',
     ]) {

@@ -233,6 +233,12 @@ export async function runMirrorsCommand(argv: readonly string[], env: NodeJS.Pro
         | undefined;
       const lines = [`mirror ${name}: ${stateWord(status.currentFlowState)}`];
       if (status.errorMessage) lines.push(`error: ${String(status.errorMessage)}`);
+      const slot = status.slotHealth as { status: string; reason: string; message: string } | undefined;
+      if (slot) {
+        const verdict =
+          slot.status === 'True' ? 'healthy' : slot.status === 'False' ? 'unhealthy' : 'unknown';
+        lines.push(`slot: ${verdict} (${slot.reason}): ${slot.message}`);
+      }
       if (cdc) {
         lines.push(`${cdc.config.sourceName} → ${cdc.config.destinationName}`);
         const tables = (status.tables ?? []) as StatusTable[];

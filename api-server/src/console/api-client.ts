@@ -49,6 +49,20 @@ export interface MirrorStatus {
   readonly currentFlowState: string;
   readonly errorMessage: string;
   readonly ok: boolean;
+  readonly lagSeconds?: number;
+  readonly slotHealth?: {
+    readonly slotName: string;
+    readonly checkedAt: string;
+    readonly status: 'True' | 'False' | 'Unknown';
+    readonly reason: string;
+    readonly message: string;
+    readonly active?: boolean;
+    readonly walStatus?: string;
+    readonly retainedWalBytes?: string;
+    readonly unconfirmedBytes?: string;
+    readonly safeWalSizeBytes?: string;
+    readonly invalidationReason?: string;
+  };
   /** Each table's state and what CDC applied to it; absent while no table is tracked. */
   readonly tables?: readonly TableStatusView[];
   readonly cdcStatus?: {
@@ -105,7 +119,8 @@ export interface PeerInfo {
 }
 
 export interface PeerList {
-  readonly items: readonly { readonly name: string; readonly type: string }[];
+  /** `problem`: why a peer's secrets cannot be read (cluster mode), for a peer shown broken. */
+  readonly items: readonly { readonly name: string; readonly type: string; readonly problem?: string }[];
 }
 
 export interface ScriptEntry {

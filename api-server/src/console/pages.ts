@@ -114,6 +114,39 @@ function actionButtons(name: string, state: string): Html {
   )}`;
 }
 
+/** Bytes as a person reads them: 1536 → 1.5 KiB. */
+function byteSize(text: string | undefined): string {
+  if (text === undefined) return '–';
+  const bytes = Number(text);
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/** The slot at the source, as the slot health monitor last read it (every state, paused and failed too). */
+function slotHealthSection(slot: MirrorStatus['slotHealth']): Html {
+  if (!slot) return html``;
+  const verdict = slot.status === 'True' ? 'healthy' : slot.status === 'False' ? 'unhealthy' : 'unknown';
+  return html`<table class="slot-health">
+<caption>Replication slot <code>${slot.slotName}</code>: <span class="${verdict === 'unhealthy' ? 'error' : verdict}">${verdict}</span> (${slot.reason})</caption>
+<tbody>
+<tr><th scope="row">WAL retained</th><td>${byteSize(slot.retainedWalBytes)}</td></tr>
+<tr><th scope="row">not yet confirmed</th><td>${byteSize(slot.unconfirmedBytes)}</td></tr>
+<tr><th scope="row">active</th><td>${slot.active === undefined ? '–' : slot.active ? 'yes' : 'no'}</td></tr>
+<tr><th scope="row">wal_status</th><td>${slot.walStatus ?? '–'}</td></tr>
+<tr><th scope="row">safe_wal_size</th><td>${slot.safeWalSizeBytes === undefined ? 'unbounded' : byteSize(slot.safeWalSizeBytes)}</td></tr>
+${slot.invalidationReason ? html`<tr><th scope="row">invalidation_reason</th><td>${slot.invalidationReason}</td></tr>` : ''}
+<tr><th scope="row">read at</th><td>${slot.checkedAt}</td></tr>
+</tbody>
+</table>
+${slot.status === 'True' ? '' : html`<p class="${slot.status === 'False' ? 'error' : ''}">${slot.message}</p>`}`;
+}
+
 type Clone = NonNullable<MirrorStatus['cdcStatus']>['snapshotStatus']['clones'][number];
 
 /** A table's state as the console words it: `TABLE_STATE_ERRORED` → `errored`. */
@@ -175,7 +208,9 @@ export function mirrorPage(data: MirrorPageData): string {
   const body = html`<h1>Mirror ${name}</h1>
 <div ${live('mirror-state')}>
 <p>State: <span class="state">${stateName(status.currentFlowState)}</span>
+${status.lagSeconds === undefined ? '' : html` · lag <span class="lag">${status.lagSeconds} s</span>`}
 ${status.errorMessage ? html` · <span class="error">${status.errorMessage}</span>` : ''}</p>
+${slotHealthSection(status.slotHealth)}
 <p>${actionButtons(name, status.currentFlowState)} <a href="${mirrorPath(name)}">Refresh</a></p>
 </div>
 <h2>Lag and throughput, last hour</h2>

@@ -11,6 +11,8 @@ export interface PeerRow {
   readonly name: string;
   readonly type: string;
   readonly info: PeerInfo | undefined;
+  /** Why the peer's secrets cannot be read, for a peer shown broken. */
+  readonly problem?: string | undefined;
 }
 
 export function peerListPage(peers: readonly PeerRow[]): string {
@@ -22,7 +24,10 @@ ${
 <caption class="visually-hidden">Every peer, with its configuration as the API shows it (secrets masked)</caption>
 <thead><tr><th scope="col">peer</th><th scope="col">kind</th><th scope="col">version</th><th scope="col">configuration (secrets masked)</th></tr></thead>
 <tbody>
-${peers.map(({ name, type, info }) => {
+${peers.map(({ name, type, info, problem }) => {
+  if (problem) {
+    return html`<tr><td>${name}</td><td>${type.toLowerCase()}</td><td>–</td><td class="error">broken: ${problem}</td></tr>`;
+  }
   const { name: _name, type: _type, ...config } = info?.peer ?? { name, type };
   return html`<tr><td>${name}</td><td>${type.toLowerCase()}</td><td>${info?.version || '–'}</td><td><code>${JSON.stringify(config)}</code></td></tr>`;
 })}

@@ -209,7 +209,9 @@ export function consoleRoutes(app: FastifyInstance): void {
       const api = client(app, request);
       const list = await api.get<PeerList>('/api/v1/peers/list');
       const peers = await Promise.all(
-        (list.status === 200 ? list.body.items : []).map(async ({ name, type }) => {
+        (list.status === 200 ? list.body.items : []).map(async ({ name, type, problem }) => {
+          // A broken peer's info cannot be read either: its problem says why.
+          if (problem) return { name, type, info: undefined, problem };
           const info = await api.get<PeerInfo>(`/api/v1/peers/info/${encodeURIComponent(name)}`);
           return { name, type, info: info.status === 200 ? info.body : undefined };
         }),

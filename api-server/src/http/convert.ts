@@ -11,13 +11,14 @@ import {
   type PeerKind,
   parseTableIdentifier,
   peerSchema,
+  type SlotHealth,
   type TableMapping,
   type TableName,
   tableNameSchema,
 } from '../../../engine/src/index.ts';
 import { ApiError, describeValidation, formatPath } from './errors.ts';
 import { normalizeBody, snakeCase } from './protojson.ts';
-import type { CreateMirrorRequest, CreatePeerRequest, TableMappingWire } from './wire.ts';
+import type { CreateMirrorRequest, CreatePeerRequest, SlotHealthWire, TableMappingWire } from './wire.ts';
 
 /** Names a field of the request as the client spelled it: `connection_configs.table_mappings[0]`. */
 export type FieldNamer = (path: readonly PropertyKey[]) => string;
@@ -269,4 +270,34 @@ export function parseRequest<Schema extends z.ZodType>(
     throw new ApiError('invalidArgument', describeValidation(parsed.error, normalized.clientPath));
   }
   return { body: parsed.data, field };
+}
+
+/**
+ * A mirror's slot health as /api/v1/mirrors/status answers it: protojson's
+ * shape (camelCase, 64-bit values as decimal strings, unset fields left out).
+ */
+export function slotHealthToWire(health: SlotHealth): SlotHealthWire {
+  const { reading } = health;
+  const bytes = (value: bigint | null | undefined) =>
+    value === null || value === undefined ? undefined : value.toString();
+  const wire: SlotHealthWire = {
+    slotName: health.slotName,
+    checkedAt: health.checkedAt.toISOString(),
+    status: health.healthy === null ? 'Unknown' : health.healthy ? 'True' : 'False',
+    reason: health.reason,
+    message: health.message,
+  };
+  if (!reading) return wire;
+  const retainedWalBytes = bytes(reading.retainedWalBytes);
+  const unconfirmedBytes = bytes(reading.unconfirmedBytes);
+  const safeWalSizeBytes = bytes(reading.safeWalSizeBytes);
+  return {
+    ...wire,
+    active: reading.active,
+    ...(reading.walStatus === null ? {} : { walStatus: reading.walStatus }),
+    ...(retainedWalBytes === undefined ? {} : { retainedWalBytes }),
+    ...(unconfirmedBytes === undefined ? {} : { unconfirmedBytes }),
+    ...(safeWalSizeBytes === undefined ? {} : { safeWalSizeBytes }),
+    ...(reading.invalidationReason === null ? {} : { invalidationReason: reading.invalidationReason }),
+  };
 }

@@ -153,6 +153,31 @@ export type TableMappingWire = z.infer<typeof tableMappingWire>;
 
 const typeSystem = protoEnum({ Q: 0, PG: 1 }, 'expected Q (0) or PG (1)');
 
+/**
+ * The mirror options that are spec fields of the same meaning, under their
+ * proto names, with the spec's rules (derived as the peer configs are).
+ */
+const mirrorOptionFields = protoFields(
+  mirrorSpecFields.pick({
+    doInitialSnapshot: true,
+    maxBatchSize: true,
+    idleTimeoutSeconds: true,
+    publicationName: true,
+    replicationSlotName: true,
+    adoptExistingSlot: true,
+    failoverSlot: true,
+    streaming: true,
+    snapshotNumRowsPerPartition: true,
+    snapshotMaxParallelWorkers: true,
+    snapshotNumTablesInParallel: true,
+    resync: true,
+    initialSnapshotOnly: true,
+    softDeleteColName: true,
+    syncedAtColName: true,
+    script: true,
+  }),
+);
+
 export const createMirrorRequest = z
   .object({
     connection_configs: z
@@ -162,22 +187,7 @@ export const createMirrorRequest = z
         source_name: z.string().min(1),
         destination_name: z.string().min(1),
         table_mappings: z.array(tableMappingWire).min(1).max(1000),
-        do_initial_snapshot: z.boolean(),
-        max_batch_size: z.number().int().positive().max(100_000_000).optional(),
-        idle_timeout_seconds: z.number().int().positive().max(86_400).optional(),
-        publication_name: z.string().min(1).max(63).optional(),
-        replication_slot_name: z.string().min(1).max(63).optional(),
-        adopt_existing_slot: z.boolean().optional(),
-        failover_slot: z.boolean().optional(),
-        streaming: z.boolean().optional(),
-        snapshot_num_rows_per_partition: z.number().int().positive().optional(),
-        snapshot_max_parallel_workers: z.number().int().positive().max(64).optional(),
-        snapshot_num_tables_in_parallel: z.number().int().positive().max(64).optional(),
-        resync: z.boolean().optional(),
-        initial_snapshot_only: z.boolean().optional(),
-        soft_delete_col_name: z.string().min(1).max(63).optional(),
-        synced_at_col_name: z.string().min(1).max(63).optional(),
-        script: z.string().optional(),
+        ...mirrorOptionFields,
         system: typeSystem.optional(),
       })
       .strict()
@@ -199,11 +209,12 @@ const cdcFlowConfigUpdate = z
   .object({
     additional_tables: z.array(tableMappingWire).optional(),
     removed_tables: z.array(tableMappingWire).optional(),
-    batch_size: z.number().int().positive().max(100_000_000).optional(),
-    idle_timeout: z.number().int().positive().max(86_400).optional(),
-    snapshot_num_rows_per_partition: z.number().int().positive().optional(),
-    snapshot_max_parallel_workers: z.number().int().positive().max(64).optional(),
-    snapshot_num_tables_in_parallel: z.number().int().positive().max(64).optional(),
+    // The spec's rules for the fields an edit sets, under the edit's names.
+    batch_size: mirrorOptionFields.max_batch_size,
+    idle_timeout: mirrorOptionFields.idle_timeout_seconds,
+    snapshot_num_rows_per_partition: mirrorOptionFields.snapshot_num_rows_per_partition,
+    snapshot_max_parallel_workers: mirrorOptionFields.snapshot_max_parallel_workers,
+    snapshot_num_tables_in_parallel: mirrorOptionFields.snapshot_num_tables_in_parallel,
     /** Accepted and ignored: a mirror syncs until it is paused. */
     number_of_syncs: z.number().int().optional(),
   })
@@ -253,8 +264,29 @@ export const mirrorStatusResponse = z.object({
   ok: z.boolean(),
   /** Beyond the interface: a step making no progress past the stall bound (docs/api.md). */
   stall: z.object({ step: z.string(), since: z.string() }).optional(),
+  /** Beyond the interface: seconds the oldest change not yet written has waited since its commit; 0 caught up. */
+  lagSeconds: z.number().int().optional(),
+  /** Beyond the interface: the mirror's slot at the source, in every state (docs/api.md). */
+  slotHealth: z
+    .object({
+      slotName: z.string(),
+      checkedAt: z.string(),
+      status: z.enum(['True', 'False', 'Unknown']),
+      reason: z.string(),
+      message: z.string(),
+      active: z.boolean().optional(),
+      walStatus: z.string().optional(),
+      /** int64 as a decimal string, as protojson writes it. */
+      retainedWalBytes: z.string().optional(),
+      unconfirmedBytes: z.string().optional(),
+      safeWalSizeBytes: z.string().optional(),
+      invalidationReason: z.string().optional(),
+    })
+    .optional(),
   cdcStatus: z.record(z.string(), z.unknown()).optional(),
 });
+
+export type SlotHealthWire = NonNullable<z.infer<typeof mirrorStatusResponse>['slotHealth']>;
 
 const int64Min = -(2n ** 63n);
 const int64Max = 2n ** 63n - 1n;

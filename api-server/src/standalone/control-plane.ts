@@ -12,6 +12,9 @@ import {
   type LogRetention,
   MirrorReconciler,
   PostgresCatalog,
+  SlotHealthMetrics,
+  SlotHealthMonitor,
+  slotHealthIntervalMsFromEnvironment,
   stallAfterMsFromEnvironment,
   WorkQueue,
 } from '../../../engine/src/index.ts';
@@ -36,6 +39,8 @@ export interface ControlPlaneOptions {
   readonly logRetention?: LogRetention;
   /** How long an engine's step may make no progress before it shows as stalled; TRIBUTARY_STALL_SECONDS otherwise. */
   readonly stallAfterMs?: number;
+  /** How often every mirror's slot is read at its source; TRIBUTARY_SLOT_HEALTH_SECONDS otherwise. */
+  readonly slotHealthIntervalMs?: number;
 }
 
 export interface ControlPlane {
@@ -140,6 +145,15 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const unwatch = store.watch((event) => {
     if (event.kind === 'mirror') workQueue.add(event.name);
   });
+  // Every mirror's slot at its source, whatever the mirror's state: a paused or
+  // failed mirror has no engine reporting, and its slot keeps WAL all the same.
+  const slotHealth = new SlotHealthMonitor({
+    store,
+    catalog,
+    logger,
+    sink: new SlotHealthMetrics({ registry: engineMetrics.registry }),
+    intervalMs: options.slotHealthIntervalMs ?? slotHealthIntervalMsFromEnvironment(),
+  });
 
   return {
     store,
@@ -147,10 +161,12 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     engineMetrics,
     async resumeMirrors() {
       for (const mirror of await store.listMirrors()) workQueue.add(mirror.name);
+      slotHealth.start();
     },
     idle: () => workQueue.idle(),
     async close() {
       unwatch();
+      await slotHealth.stop();
       await workQueue.stop();
       await runtime.stopAll();
       await database.close();

@@ -11,6 +11,7 @@ import {
   mirrorResourceSpecSchema,
   type Peer,
   type PeerKind,
+  type PeerListEntry,
   type PeerResource,
   ResourceConflictError,
   type ResourceEvent,
@@ -137,6 +138,14 @@ export class EmbeddedStore implements ResourceStore {
   async listPeers(): Promise<PeerResource[]> {
     const { rows } = await this.#sql.query<PeerRow>(`${peerSelect} ORDER BY p.name`);
     return rows.map((row) => toPeer(row, this.#withFileSecrets));
+  }
+
+  async listPeerEntries(): Promise<PeerListEntry[]> {
+    // Secrets live in the same rows (or files, read when a peer is used): listing needs none of them.
+    const { rows } = await this.#sql.query<{ name: string; kind: Peer['kind'] }>(
+      `SELECT name, kind FROM resources.peers ORDER BY name`,
+    );
+    return rows.map(({ name, kind }) => ({ name, kind }));
   }
 
   async putPeer(peer: Peer, version: string | null): Promise<void> {

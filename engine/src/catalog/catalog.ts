@@ -1,6 +1,7 @@
 // The catalog holds each mirror's runtime state, its CDC batches, its logs and
 // its snapshot progress. The engine writes it; the facade and the operator read
 // it. Rows of dropped mirrors' logs and batches are kept.
+import type { SlotReading } from '../connectors/source.ts';
 import type { ErrorKind } from '../errors.ts';
 
 /** Mirror lifecycle phases; transitions are in docs/mirror-lifecycle.md. */
@@ -159,6 +160,38 @@ export interface SourceSetup {
   readonly slotIdentity: SlotIdentity | null;
 }
 
+/**
+ * Why a mirror's slot is or is not healthy (control/slot-health.ts decides):
+ * True `Healthy`; False `Invalidated`, `WalAtRisk` (wal_status unreserved: the
+ * next checkpoint may remove WAL it needs), `SlotMissing`; Unknown
+ * `SlotNotCreated` (setup has not created it yet), `SourceUnreachable`,
+ * `WaitingForPeer`.
+ */
+export const slotHealthReasons = [
+  'Healthy',
+  'Invalidated',
+  'WalAtRisk',
+  'SlotMissing',
+  'SlotNotCreated',
+  'SourceUnreachable',
+  'WaitingForPeer',
+] as const;
+export type SlotHealthReason = (typeof slotHealthReasons)[number];
+
+/** A mirror's slot as the last read of its source server found it. */
+export interface SlotHealth {
+  readonly slotName: string;
+  /** When the source was read (or the read failed). */
+  readonly checkedAt: Date;
+  /** True healthy, false not, null unknown (no reading). */
+  readonly healthy: boolean | null;
+  readonly reason: SlotHealthReason;
+  /** One line for a person: what was found, or why nothing could be read. Never a secret. */
+  readonly message: string;
+  /** What pg_replication_slots showed; null when the slot does not exist or the source could not be read. */
+  readonly reading: SlotReading | null;
+}
+
 /** A step that has made no progress for longer than the stall bound. */
 export interface MirrorStall {
   /** What it waits on, e.g. `initial load: destination: write public.orders partition 3 of 8`. */
@@ -183,6 +216,13 @@ export interface MirrorRuntime {
    * than the stall bound (pipeline/progress-watchdog.ts); null when nothing is stalled.
    */
   readonly stall: MirrorStall | null;
+  /**
+   * While the engine streams: the commit time at the source of the oldest
+   * transaction received and not yet durable at the destination; null when
+   * every transaction received is durable (caught up). Lag in seconds is the
+   * time since (pipeline/replication-delay.ts).
+   */
+  readonly lagSince: Date | null;
   readonly setup: SourceSetup | null;
   readonly snapshotCompleted: boolean;
   readonly updatedAt: Date;
@@ -291,6 +331,8 @@ export interface Catalog {
   setRetryingError(mirror: string, message: string | null): Promise<void>;
   /** Records (the stalled step) or clears (null) a stall; see MirrorRuntime.stall. */
   setStall(mirror: string, stall: MirrorStall | null): Promise<void>;
+  /** Records MirrorRuntime.lagSince (null: caught up). */
+  setLagSince(mirror: string, since: Date | null): Promise<void>;
   saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void>;
   /**
    * A random id of this catalog, made once: it tells apart installations that
@@ -354,6 +396,14 @@ export interface Catalog {
    */
   setEngineProblem(mirror: string, message: string | null): Promise<void>;
   getEngineProblem(mirror: string): Promise<string | undefined>;
+  /**
+   * Records the mirror's slot health as the slot health monitor last read it
+   * (one writer: control/slot-health.ts), replacing the previous record.
+   */
+  recordSlotHealth(mirror: string, health: SlotHealth): Promise<void>;
+  getSlotHealth(mirror: string): Promise<SlotHealth | undefined>;
+  /** Forgets the slot health of every mirror not named (dropped ones). */
+  keepSlotHealthOf(mirrors: readonly string[]): Promise<void>;
   listLogs(query: LogQuery): Promise<{ entries: LogEntry[]; total: number }>;
 
   resetSnapshotProgress(mirror: string): Promise<void>;

@@ -14,6 +14,8 @@ import type {
   MirrorPhase,
   MirrorRuntime,
   MirrorStall,
+  SlotHealth,
+  SlotHealthReason,
   SnapshotTableProgress,
   SourceSetup,
   TableApplied,
@@ -116,6 +118,22 @@ const migrations: readonly string[] = [
   `ALTER TABLE tributary.logs ADD COLUMN IF NOT EXISTS last_at_ms bigint`,
   `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS stalled_step text`,
   `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS stalled_since timestamptz`,
+  `ALTER TABLE tributary.mirror_runtime ADD COLUMN IF NOT EXISTS lag_since timestamptz`,
+  `CREATE TABLE IF NOT EXISTS tributary.slot_health (
+     mirror text PRIMARY KEY,
+     slot_name text NOT NULL,
+     checked_at timestamptz NOT NULL,
+     healthy boolean,
+     reason text NOT NULL,
+     message text NOT NULL,
+     found boolean NOT NULL,
+     active boolean,
+     wal_status text,
+     retained_wal_bytes numeric(20, 0),
+     unconfirmed_bytes numeric(20, 0),
+     safe_wal_size_bytes numeric(20, 0),
+     invalidation_reason text,
+     conflicting boolean)`,
   // One row per table a mirror tracks (table-states.ts writes `state`; the
   // batch writer adds to the counters in the statement that finishes a batch).
   `CREATE TABLE IF NOT EXISTS tributary.mirror_tables (
@@ -144,6 +162,7 @@ interface RuntimeRow {
   retrying_since: Date | null;
   stalled_step: string | null;
   stalled_since: Date | null;
+  lag_since: Date | string | null;
   slot_name: string | null;
   publication_name: string | null;
   publication_created_by_mirror: boolean | null;
@@ -269,6 +288,7 @@ export class PostgresCatalog implements Catalog {
         row.stalled_step !== null && row.stalled_since !== null
           ? { step: row.stalled_step, since: row.stalled_since }
           : null,
+      lagSince: row.lag_since === null ? null : new Date(row.lag_since),
       setup,
       snapshotCompleted: row.snapshot_completed,
       updatedAt: row.updated_at,
@@ -359,6 +379,13 @@ export class PostgresCatalog implements Catalog {
       `UPDATE tributary.mirror_runtime SET stalled_step = $2, stalled_since = $3 WHERE mirror = $1`,
       [mirror, stall?.step ?? null, stall?.since ?? null],
     );
+  }
+
+  async setLagSince(mirror: string, since: Date | null): Promise<void> {
+    await this.#sql.query(`UPDATE tributary.mirror_runtime SET lag_since = $2 WHERE mirror = $1`, [
+      mirror,
+      since,
+    ]);
   }
 
   async saveSourceSetup(mirror: string, setup: SourceSetup): Promise<void> {
@@ -617,6 +644,88 @@ export class PostgresCatalog implements Catalog {
       [mirror],
     );
     return rows[0]?.message;
+  }
+
+  async recordSlotHealth(mirror: string, health: SlotHealth): Promise<void> {
+    const reading = health.reading;
+    const text = (value: bigint | null | undefined) => (value == null ? null : value.toString());
+    await this.#sql.query(
+      `INSERT INTO tributary.slot_health (mirror, slot_name, checked_at, healthy, reason, message, found, active,
+         wal_status, retained_wal_bytes, unconfirmed_bytes, safe_wal_size_bytes, invalidation_reason, conflicting)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+       ON CONFLICT (mirror) DO UPDATE SET slot_name = EXCLUDED.slot_name, checked_at = EXCLUDED.checked_at,
+         healthy = EXCLUDED.healthy, reason = EXCLUDED.reason, message = EXCLUDED.message, found = EXCLUDED.found,
+         active = EXCLUDED.active, wal_status = EXCLUDED.wal_status, retained_wal_bytes = EXCLUDED.retained_wal_bytes,
+         unconfirmed_bytes = EXCLUDED.unconfirmed_bytes, safe_wal_size_bytes = EXCLUDED.safe_wal_size_bytes,
+         invalidation_reason = EXCLUDED.invalidation_reason, conflicting = EXCLUDED.conflicting`,
+      [
+        mirror,
+        health.slotName,
+        health.checkedAt,
+        health.healthy,
+        health.reason,
+        health.message,
+        reading !== null,
+        reading?.active ?? null,
+        reading?.walStatus ?? null,
+        text(reading?.retainedWalBytes),
+        text(reading?.unconfirmedBytes),
+        text(reading?.safeWalSizeBytes),
+        reading?.invalidationReason ?? null,
+        reading?.conflicting ?? null,
+      ],
+    );
+  }
+
+  async getSlotHealth(mirror: string): Promise<SlotHealth | undefined> {
+    const { rows } = await this.#sql.query<{
+      slot_name: string;
+      checked_at: Date | string;
+      healthy: boolean | null;
+      reason: string;
+      message: string;
+      found: boolean;
+      active: boolean | null;
+      wal_status: string | null;
+      retained_wal_bytes: string | null;
+      unconfirmed_bytes: string | null;
+      safe_wal_size_bytes: string | null;
+      invalidation_reason: string | null;
+      conflicting: boolean | null;
+    }>(
+      `SELECT slot_name, checked_at, healthy, reason, message, found, active, wal_status,
+              retained_wal_bytes::text, unconfirmed_bytes::text, safe_wal_size_bytes::text,
+              invalidation_reason, conflicting
+       FROM tributary.slot_health WHERE mirror = $1`,
+      [mirror],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    const bytes = (value: string | null) => (value === null ? null : BigInt(value));
+    return {
+      slotName: row.slot_name,
+      checkedAt: new Date(row.checked_at),
+      healthy: row.healthy,
+      reason: row.reason as SlotHealthReason,
+      message: row.message,
+      reading: row.found
+        ? {
+            active: row.active ?? false,
+            walStatus: row.wal_status,
+            retainedWalBytes: bytes(row.retained_wal_bytes),
+            unconfirmedBytes: bytes(row.unconfirmed_bytes),
+            safeWalSizeBytes: bytes(row.safe_wal_size_bytes),
+            invalidationReason: row.invalidation_reason,
+            conflicting: row.conflicting,
+          }
+        : null,
+    };
+  }
+
+  async keepSlotHealthOf(mirrors: readonly string[]): Promise<void> {
+    await this.#sql.query(`DELETE FROM tributary.slot_health WHERE mirror <> ALL($1::text[])`, [
+      [...mirrors],
+    ]);
   }
 
   async listLogs(query: LogQuery): Promise<{ entries: LogEntry[]; total: number }> {

@@ -112,6 +112,18 @@ describe('connector boundaries', () => {
     expect(offending).toEqual([]);
   });
 
+  it('connectors import nothing of the pipeline, which composes them (script stage: pipeline/mirror-destination.ts)', () => {
+    const pipelineDir = join(engineSrcDir, 'pipeline');
+    const offending = allSourceFiles(connectorsDir)
+      .filter((file) => !file.endsWith('.test.ts'))
+      .flatMap((file) =>
+        importedFiles(file)
+          .filter((target) => !relative(pipelineDir, target).startsWith('..'))
+          .map((target) => `${shown(file)} -> ${shown(target)}`),
+      );
+    expect(offending).toEqual([]);
+  });
+
   it('the pipeline imports no module of connectors/postgres/', () => {
     const files = sourceFiles(join(engineSrcDir, 'pipeline'));
     expect(files.length).toBeGreaterThan(5);

@@ -4,7 +4,6 @@ import type { Logger } from 'pino';
 import type { LogLevel } from '../catalog/catalog.ts';
 import { EngineError } from '../errors.ts';
 import { warnUnverifiedHostKey } from '../net/ssh-tunnel.ts';
-import { withScriptStage } from '../pipeline/script-stage.ts';
 import type { MirrorSpec } from '../resources/mirror.ts';
 import type { Peer, PeerKind } from '../resources/peer.ts';
 import type { ScriptSource } from '../resources/script.ts';
@@ -21,8 +20,8 @@ export interface DestinationOptions {
   readonly logger: Logger;
   /**
    * The mirror's record-transforming script, when `spec.script` names one: Kafka
-   * runs it in its message form, every other destination through the
-   * pipeline's script stage (pipeline/script-stage.ts).
+   * runs it in its message form; every other destination is wrapped in the
+   * pipeline's script stage by the pipeline (pipeline/mirror-destination.ts).
    */
   readonly script?: ScriptSource | undefined;
   /** Writes a line to the mirror's logs (a script's `print`); the process log when absent. */
@@ -71,12 +70,7 @@ export function isSupportedDestination(kind: PeerKind): boolean {
 export function createDestination(peer: Peer, options: DestinationOptions): Destination {
   const factory = destinationFactories[peer.kind] as DestinationFactory<typeof peer.kind> | null;
   if (!factory) throw new EngineError('config', `${peer.kind} peers cannot be mirror destinations yet`);
-  const destination = factory(peer, options);
-  // Kafka applies a script in its message form itself; a table destination gets the pipeline's script stage.
-  const { script, logger, log } = options;
-  return script && peer.kind !== 'stream'
-    ? withScriptStage(destination, { script, logger, log })
-    : destination;
+  return factory(peer, options);
 }
 
 export interface SourceOptions {

@@ -57,6 +57,28 @@ export interface SlotRow {
   readonly activePid: number | null;
 }
 
+/**
+ * A slot's health as pg_replication_slots shows it, measured against the
+ * server's WAL position at the same read (control/slot-health.ts reads it for
+ * every mirror in every state, connectors/postgres/source/slot-health.ts).
+ */
+export interface SlotReading {
+  /** A walsender reads the slot now. */
+  readonly active: boolean;
+  /** `reserved`, `extended`, `unreserved` or `lost`; null on a slot that never reserved WAL. */
+  readonly walStatus: string | null;
+  /** WAL the server keeps for the slot: its WAL position minus restart_lsn; null once invalidated. */
+  readonly retainedWalBytes: bigint | null;
+  /** WAL written since the slot's confirmed_flush_lsn: changes not yet confirmed durable. */
+  readonly unconfirmedBytes: bigint | null;
+  /** WAL that may still be written before the slot is at risk (max_slot_wal_keep_size set); null when unbounded. */
+  readonly safeWalSizeBytes: bigint | null;
+  /** PostgreSQL 17+: why the slot was invalidated; null when it was not (or before 17). */
+  readonly invalidationReason: string | null;
+  /** PostgreSQL 16+: the slot was invalidated (see SlotState.conflicting); null before 16. */
+  readonly conflicting: boolean | null;
+}
+
 export interface CreatedSlot {
   readonly slotName: string;
   /** The LSN from which changes are streamed; the exported snapshot sees everything before it. */

@@ -1,10 +1,11 @@
 // Engines as tasks of this process (standalone mode).
 import type { Logger } from 'pino';
 import type { Catalog } from '../catalog/catalog.ts';
-import { createDestination, createSource } from '../connectors/registry.ts';
+import { createSource } from '../connectors/registry.ts';
 import { EngineError } from '../errors.ts';
 import type { PipelineMetrics } from '../observability/engine-metrics.ts';
 import { defaultBatchMemoryBudgetBytes } from '../pipeline/context.ts';
+import { createMirrorDestination } from '../pipeline/mirror-destination.ts';
 import { teardownMirror } from '../pipeline/run-mirror.ts';
 import { type SupervisedOutcome, superviseMirror } from '../pipeline/supervisor.ts';
 import { configHash } from './config-hash.ts';
@@ -64,7 +65,7 @@ export class InProcessEngineRuntime implements EngineRuntime {
     const logger = this.#options.logger.child({ mirror });
     const controller = new AbortController();
     const { catalog } = this.#options;
-    const destination = createDestination(config.destination, {
+    const destination = createMirrorDestination(config.destination, {
       spec: config.spec,
       logger,
       script: config.script,
@@ -125,7 +126,7 @@ export async function teardownWithConfig(
   parentLogger: Logger,
 ): Promise<void> {
   const logger = parentLogger.child({ mirror: config.spec.name });
-  const destination = createDestination(config.destination, {
+  const destination = createMirrorDestination(config.destination, {
     spec: config.spec,
     logger,
     script: config.script,

@@ -50,9 +50,19 @@ export type ResourceEvent =
   | { readonly kind: 'peer'; readonly name: string }
   | { readonly kind: 'script'; readonly name: string };
 
+/** A peer as a list shows it: one whose secrets cannot be read is listed with why, not left out. */
+export interface PeerListEntry {
+  readonly name: string;
+  readonly kind: Peer['kind'];
+  /** Cluster mode: why the peer's Secret cannot give its secrets (missing, not allowed, not bound, invalid). */
+  readonly problem?: string | undefined;
+}
+
 export interface ResourceStore {
   getPeer(name: string): Promise<PeerResource | undefined>;
   listPeers(): Promise<PeerResource[]>;
+  /** Every peer by name and kind, never failing for one peer's secrets (a broken one carries its problem). */
+  listPeerEntries(): Promise<PeerListEntry[]>;
   /** Creates or replaces the peer (its secrets stored apart). */
   putPeer(peer: Peer, version: string | null): Promise<void>;
 

@@ -14,6 +14,11 @@ export interface PipelineMetrics {
   runFailed(mirror: string, kind: string, retrying: boolean): void;
   /** A step stalled (no progress past the bound, pipeline/progress-watchdog.ts), or moved again. */
   stalled(mirror: string, stalled: boolean): void;
+  /**
+   * While the mirror streams: how to read its lag in seconds at a time
+   * (pipeline/replication-delay.ts), read at each scrape; undefined once it stops.
+   */
+  replicationDelay(mirror: string, secondsAt: ((nowMs: number) => number) | undefined): void;
 }
 
 // LSNs are byte positions up to 2^64; a float64 gauge is exact to 2^53 bytes
@@ -31,6 +36,9 @@ export class EngineMetrics implements PipelineMetrics {
   readonly #lagBytes: Gauge<'mirror'>;
   readonly #failures: Counter<'mirror' | 'kind' | 'retrying'>;
   readonly #stalled: Gauge<'mirror'>;
+  readonly #lagSeconds: Gauge<'mirror'>;
+  /** Each streaming mirror's delay, read at scrape time. */
+  readonly #delays = new Map<string, (nowMs: number) => number>();
 
   /** `processMetrics` adds the process's own (memory, CPU, event loop): for an engine of its own. */
   constructor(options: { registry?: Registry; processMetrics?: boolean } = {}) {
@@ -87,6 +95,18 @@ export class EngineMetrics implements PipelineMetrics {
       labelNames: ['mirror', 'kind', 'retrying'],
       registers,
     });
+    const delays = this.#delays;
+    this.#lagSeconds = new Gauge({
+      name: 'tributary_engine_lag_seconds',
+      help: 'How long the oldest transaction received and not yet durable at the destination has waited since its commit at the source; 0 when caught up (absent while the mirror does not stream)',
+      labelNames: ['mirror'],
+      registers,
+      collect() {
+        this.reset();
+        const now = Date.now();
+        for (const [mirror, secondsAt] of delays) this.set({ mirror }, secondsAt(now));
+      },
+    });
     this.#stalled = new Gauge({
       name: 'tributary_engine_stalled',
       help: 'Whether a step of the mirror (a destination write, a COPY, a setup call) has made no progress for longer than the stall bound: 1 while it lasts',
@@ -122,6 +142,11 @@ export class EngineMetrics implements PipelineMetrics {
     this.#stalled.set({ mirror }, stalled ? 1 : 0);
   }
 
+  replicationDelay(mirror: string, secondsAt: ((nowMs: number) => number) | undefined): void {
+    if (secondsAt) this.#delays.set(mirror, secondsAt);
+    else this.#delays.delete(mirror);
+  }
+
   /**
    * Removes every series of a mirror that is gone (dropped), so the next scrape
    * no longer shows it; otherwise a process that runs many mirrors over time
@@ -135,8 +160,10 @@ export class EngineMetrics implements PipelineMetrics {
       this.#acknowledged,
       this.#lagBytes,
       this.#stalled,
+      this.#lagSeconds,
     ];
     for (const metric of byMirror) metric.remove({ mirror });
+    this.#delays.delete(mirror);
     // A histogram's series are removed by its own labels (its buckets add `le`).
     this.#batchSeconds.remove({ mirror });
     // Labels besides the mirror (table, error kind): remove each series found.

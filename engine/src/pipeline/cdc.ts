@@ -17,6 +17,7 @@ import { type BackfillProgress, freshProgress } from './backfill/table-backfill.
 import type { BatchBackfillHooks } from './batch-writer.ts';
 import { ChangeApplier, describeBatch } from './change-applier.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
+import { ReplicationDelay } from './replication-delay.ts';
 import { StreamWait, type WaitOutcome } from './stream-wait.ts';
 
 export interface CdcOptions {
@@ -53,6 +54,8 @@ export const backfillChunkBytes = 8 * 1024 * 1024;
 
 /** While a read chunk waits for the stream's position, the source is asked for it this often. */
 const positionRequestMs = 200;
+/** How often the engine may record a changed lag in the catalog. */
+const lagReportMs = 2_000;
 
 export async function runCdc(context: MirrorContext, options: CdcOptions): Promise<void> {
   const { spec, destination, catalog, signal, source } = context;
@@ -102,11 +105,17 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
           },
         })
       : undefined;
+  // Lag in seconds: how long the oldest transaction not yet durable has waited since its commit.
+  const delay = new ReplicationDelay();
   const applier = new ChangeApplier({
     mirror: spec.name,
     destination,
     batches: catalog,
-    acknowledge: (lsn) => stream.acknowledge(lsn),
+    acknowledge: (lsn) => {
+      stream.acknowledge(lsn);
+      delay.acknowledged(lsn);
+    },
+    replicationDelay: delay,
     typeNames: (columns) => source.typeNames(columns),
     partitionAncestors: (relationId) => source.partitionAncestors(relationId),
     publication: { name: options.publicationName, createdByMirror: options.publicationCreatedByMirror },
@@ -154,6 +163,22 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     else await flushWhenIdle();
   };
 
+  context.metrics?.replicationDelay(spec.name, (nowMs) => delay.secondsAt(nowMs));
+  // The catalog learns where the delay counts from when that changes, at most
+  // every lagReportMs: status, console and `kubectl get mirrors` read it there.
+  let reportedLagSince: number | null | undefined;
+  const reportLag = async () => {
+    const since = delay.pendingSince?.getTime() ?? null;
+    if (since === reportedLagSince) return;
+    reportedLagSince = since;
+    await catalog.setLagSince(spec.name, since === null ? null : new Date(since));
+  };
+  const lagReports = setInterval(() => {
+    reportLag().catch((error: unknown) =>
+      context.logger.debug({ err: error }, 'cannot record the lag in the catalog'),
+    );
+  }, lagReportMs);
+  lagReports.unref();
   await movePhase(catalog, spec.name, 'streamingStarted');
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
   context.progress?.streaming();
@@ -176,6 +201,10 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     // Pause or shutdown: make what is buffered durable, so nothing is redone.
     await applier.flush();
   } finally {
+    // No stream, no figure: a stopped engine does not report a delay it cannot see.
+    context.metrics?.replicationDelay(spec.name, undefined);
+    clearInterval(lagReports);
+    await reportLag().catch(() => undefined);
     // A batch still being written after a failure: let it end before the
     // stream and the destination close under it (it is acknowledged if durable).
     await applier.settle();

@@ -16,6 +16,7 @@ import type { Backfill, EmittedChunk } from './backfill/backfill.ts';
 import { BatchBuilder, type BatchLimits } from './batch-builder.ts';
 import { BatchWriter, type BatchWriterOptions } from './batch-writer.ts';
 import { project, projectRow, type RelationTracker, type TrackedRelation, updatedRow } from './relations.ts';
+import type { ReplicationDelay } from './replication-delay.ts';
 import { SchemaEvolution, type SchemaEvolutionOptions } from './schema-evolution.ts';
 import { TransactionFilter } from './transaction-filter.ts';
 
@@ -41,6 +42,8 @@ export interface ChangeApplierOptions
    * committed at or after this LSN (its initial load holds the earlier ones).
    */
   readonly tableStartLsns?: ReadonlyMap<string, bigint> | undefined;
+  /** Told each transaction that begins and is not durable already (replication-delay.ts). */
+  readonly replicationDelay?: ReplicationDelay | undefined;
   /**
    * The online backfill of tables added while the mirror streams: their
    * changes go through it, and its chunks enter the batch at transaction
@@ -263,7 +266,9 @@ export class ChangeApplier {
   }
 
   #begin(message: SourceMessage & { tag: 'begin' }): Promise<void> | undefined {
-    if (this.#filter.begin(message).kind === 'resuming') {
+    const { kind } = this.#filter.begin(message);
+    if (kind !== 'durable') this.#options.replicationDelay?.begun(message.finalLsn, message.commitTimeMicros);
+    if (kind === 'resuming') {
       return this.#options.log(
         'INFO',
         `resuming the transaction that commits at ${formatLsn(message.finalLsn)}: its changes up to ${formatLsn(this.#options.checkpoint.transactionPosition?.changeLsn ?? 0n)} are at the destination already and are skipped`,

@@ -2,7 +2,6 @@ import { Readable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { typedColumn } from '../../../test/support/text-table.ts';
-import type { Destination } from '../connectors/destination.ts';
 import { MemoryDestination } from '../connectors/memory/destination.ts';
 import {
   type ChangeBatch,

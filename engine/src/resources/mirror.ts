@@ -49,12 +49,14 @@ export const mirrorSpecFields = z.object({
     .number()
     .int()
     .positive()
+    .max(100_000_000)
     .default(1_000_000)
     .describe('The most changes a batch holds before it is written.'),
   idleTimeoutSeconds: z
     .number()
     .int()
     .positive()
+    .max(86_400)
     .default(60)
     .describe('A batch is written at the latest this many seconds after its first change.'),
   streaming: z
@@ -106,12 +108,14 @@ export const mirrorSpecFields = z.object({
     .number()
     .int()
     .positive()
+    .max(64)
     .default(4)
     .describe('Ranges of one table copied at a time during the initial load.'),
   snapshotNumTablesInParallel: z
     .number()
     .int()
     .positive()
+    .max(64)
     .default(1)
     .describe('Tables copied at a time during the initial load.'),
   resync: z

@@ -9,6 +9,7 @@ import {
   type Catalog,
   type EngineRuntime,
   flowStateByPhase,
+  lagSecondsOf,
   type MirrorOutcome,
   MirrorReconciler,
   type MissingDependency,
@@ -101,11 +102,13 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
       pods && mirror.spec.state === 'Running' ? await pods.problem(mirror.name) : undefined;
     const runtime = await catalog.getRuntime(mirror.name);
     const phase = runtime ? flowStateByPhase[runtime.phase] : 'STATUS_SETUP';
-    const [{ batches }, snapshot, cdcRows, tableRows] = await Promise.all([
+    const [{ batches }, snapshot, cdcRows, tableRows, slotHealth] = await Promise.all([
       catalog.listBatches(mirror.name, { limit: 1, ascending: false, finishedOnly: true }),
       catalog.listSnapshotProgress(mirror.name),
       catalog.cdcRowCount(mirror.name),
       catalog.listTables(mirror.name),
+      // The slot as the slot health monitor last read it (engine/src/control/slot-health.ts).
+      catalog.getSlotHealth(mirror.name),
     ]);
     const tables = tableRows.map(tableStatusView);
     const lastBatch = batches.find((batch) => batch.endTime !== null);
@@ -167,6 +170,17 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
         message: phase === 'STATUS_SNAPSHOT' ? 'initial load in progress' : '',
         observedGeneration: generation,
       });
+      // Whatever the mirror's state: a paused or failed mirror's slot keeps WAL too.
+      if (slotHealth) {
+        conditions = setCondition(conditions, {
+          type: 'SlotHealthy',
+          status: slotHealth.healthy === null ? 'Unknown' : slotHealth.healthy ? 'True' : 'False',
+          reason: slotHealth.reason,
+          // The figures move with every read; the condition changes with the verdict only.
+          message: slotHealth.healthy ? `replication slot ${slotHealth.slotName}` : slotHealth.message,
+          observedGeneration: generation,
+        });
+      }
       // A fault the engine retries by itself, or a step that stands still: the
       // mirror is not failed, but not moving either.
       return setCondition(conditions, {
@@ -202,12 +216,10 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
             lastBatchId: lastBatch.batchId.toString(),
             lastSyncedLsn: lastBatch.endLsn.toString(),
             lastSyncTime: lastBatch.endTime?.toISOString(),
-            lagSeconds: Math.max(
-              0,
-              Math.round((Date.now() - (lastBatch.endTime?.getTime() ?? Date.now())) / 1000),
-            ),
           }
         : {}),
+      // From commit times (pipeline/replication-delay.ts): an idle, caught-up mirror reads 0.
+      lagSeconds: lagSecondsOf(runtime),
       rowsSynced: (snapshotRows + cdcRows).toString(),
     }));
     const held = previous?.conditions ?? [];
@@ -216,6 +228,7 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
     );
     const previousReady = held.find((condition) => condition.type === 'Ready');
     const previousDegraded = held.find((condition) => condition.type === 'Degraded');
+    const previousSlot = held.find((condition) => condition.type === 'SlotHealthy');
     const target = { kind: 'Mirror' as const, name: mirror.name, uid: object.uid };
     if (pods) {
       this.#options.onPodProblem?.(mirror.name, podProblem?.reason);
@@ -244,6 +257,12 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
     }
     if (!retrying && stalled && previousDegraded?.message !== stalled) {
       await events.record(target, 'Warning', 'Stalled', stalled);
+    }
+    // Once per cause: a slot that became unhealthy, and one healthy again.
+    if (slotHealth?.healthy === false && previousSlot?.reason !== slotHealth.reason) {
+      await events.record(target, 'Warning', 'SlotUnhealthy', slotHealth.message);
+    } else if (slotHealth?.healthy && previousSlot?.status === 'False') {
+      await events.record(target, 'Normal', 'SlotHealthy', slotHealth.message);
     }
     // A table's move is an Event, as a phase change is (a Warning when it stopped).
     const previousStates = new Map(

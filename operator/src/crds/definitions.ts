@@ -156,7 +156,8 @@ export function customResourceDefinitions(): Schema[] {
           name: 'Lag',
           type: 'integer',
           jsonPath: '.status.lagSeconds',
-          description: 'seconds since the last synced batch',
+          description:
+            'seconds the oldest change not yet written has waited since its commit at the source (0: caught up)',
         },
         { name: 'Rows', type: 'string', jsonPath: '.status.rowsSynced' },
       ],
@@ -173,6 +174,7 @@ export function customResourceDefinitions(): Schema[] {
       columns: [
         apiNameColumn,
         { name: 'Lang', type: 'string', jsonPath: '.spec.lang' },
+        readyColumn,
         { name: 'Id', type: 'integer', jsonPath: '.status.id' },
       ],
     }),

@@ -193,7 +193,13 @@ export const mirrorCrStatusSchema = z
     lastBatchId: z.string().optional().describe('The id of the last batch written.'),
     lastSyncedLsn: z.string().optional().describe('The source LSN the last batch reached.'),
     lastSyncTime: timestamp().optional().describe('When the last batch was written.'),
-    lagSeconds: z.number().int().optional().describe('Seconds since the last batch was synced.'),
+    lagSeconds: z
+      .number()
+      .int()
+      .optional()
+      .describe(
+        'Lag in seconds: how long the oldest change received and not yet written to the destination has waited since its commit at the source; 0 when caught up.',
+      ),
     rowsSynced: z.string().optional().describe('Rows written since the mirror began (a decimal string).'),
     failedGeneration: z
       .number()
@@ -220,5 +226,7 @@ export const scriptCrSpecSchema = z
 export const scriptCrStatusSchema = z
   .object({
     id: z.number().int().optional().describe('The id /api/v1/scripts answers for the script.'),
+    observedGeneration: z.number().int().optional().describe('The metadata.generation last compiled.'),
+    conditions: conditionsSchema,
   })
-  .describe('What the operator assigned to the script.');
+  .describe('What the operator assigned to the script, and whether its source compiles (Ready).');

@@ -10,7 +10,9 @@ import {
   type MirrorResource,
   type MirrorResourceSpec,
   type Peer,
+  type PeerListEntry,
   type PeerResource,
+  PeerSecretsUnavailableError,
   ResourceConflictError,
   type ResourceEvent,
   ResourceExistsError,
@@ -65,6 +67,23 @@ export class KubeStore implements ResourceStore {
   async listPeers(): Promise<PeerResource[]> {
     const objects = await this.#kube.list<PeerObject>('peers');
     return Promise.all(objects.map((object) => this.#secrets.peerOf(object)));
+  }
+
+  async listPeerEntries(): Promise<PeerListEntry[]> {
+    const objects = await this.#kube.list<PeerObject>('peers');
+    return Promise.all(
+      objects.map(async (object) => {
+        const entry = { name: apiNameOf(object.metadata), kind: object.spec.kind };
+        try {
+          await this.#secrets.peerOf(object);
+          return entry;
+        } catch (error) {
+          // One Peer whose Secret is missing or not bound to it is shown broken; the list still answers.
+          if (!(error instanceof PeerSecretsUnavailableError)) throw error;
+          return { ...entry, problem: error.message };
+        }
+      }),
+    );
   }
 
   async putPeer(peer: Peer, peerVersion: string | null): Promise<void> {

@@ -55,7 +55,7 @@ export type MirrorObject = CustomObject<
   Omit<MirrorResourceSpec, 'name'>,
   { failedGeneration?: number | null }
 >;
-export type ScriptObject = CustomObject<{ lang: 'lua'; source: string }, { id?: number }>;
+export type ScriptObject = CustomObject<{ lang: 'lua'; source: string }, { id?: number } & StoredStatus>;
 
 /** The plural of each kind in the API's paths. */
 export type Plural = 'peers' | 'mirrors' | 'scripts';

@@ -121,6 +121,11 @@ export class ReconcileStore {
     return this.#kube.writeStatus('peers', snapshot, fields);
   }
 
+  /** Writes the Script's status fields that `fields` changes, guarded by the snapshot's resourceVersion. */
+  writeScriptStatus(snapshot: ObjectSnapshot, fields: StatusFields): Promise<boolean> {
+    return this.#kube.writeStatus('scripts', snapshot, fields);
+  }
+
   /** Gives the script read in `snapshot` its id unless it has one (script-ids.ts); returns the id. */
   giveScriptId(snapshot: ScriptSnapshot): Promise<number> {
     return this.#scriptIds.give(snapshot);

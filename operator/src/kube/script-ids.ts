@@ -24,10 +24,16 @@ export const scriptIdCounterName = 'tributary-script-ids';
 export interface ScriptSnapshot extends ObjectSnapshot {
   /** The interface's id, once it has one. */
   readonly id: number | undefined;
+  /** The Lua source, as the spec holds it. */
+  readonly source: string;
 }
 
 export function scriptSnapshotOf(object: ScriptObject): ScriptSnapshot {
-  return { ...snapshotOf(object as CustomObject<unknown, StoredStatus>), id: object.status?.id };
+  return {
+    ...snapshotOf(object as CustomObject<unknown, StoredStatus>),
+    id: object.status?.id,
+    source: object.spec?.source ?? '',
+  };
 }
 
 /** The scripts that have their id, by id. */

@@ -12,6 +12,8 @@ import {
   AppsV1Api,
   CoreV1Api,
   type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
   type V1Affinity,
   type V1OwnerReference,
   type V1Secret,
@@ -38,6 +40,11 @@ import {
   teardownWithConfig,
 } from '../../../engine/src/index.ts';
 import { group, version } from '../crds/schemas.ts';
+
+/** The operator's name for the fields it owns (server-side apply). */
+const fieldManager = 'tributary-operator';
+const serverSideApply = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
+
 import { kubeObjectName } from '../kube/object-names.ts';
 import { engineConfigDocument } from './engine-config-file.ts';
 
@@ -298,7 +305,10 @@ export class StatefulSetEngineRuntime implements EngineRuntime {
     const { namespace } = this.#options;
     const mirror = target.name;
     const name = engineObjectName(mirror);
+    const document = JSON.stringify(engineConfigDocument(config, this.#options.catalogUrl));
     const secret: V1Secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
       metadata: {
         name,
         namespace,
@@ -307,23 +317,21 @@ export class StatefulSetEngineRuntime implements EngineRuntime {
         finalizers: [engineSecretFinalizer],
       },
       type: 'Opaque',
-      stringData: { [configKey]: JSON.stringify(engineConfigDocument(config, this.#options.catalogUrl)) },
+      // `data`, not `stringData`: stringData is write-only, which server-side apply cannot own.
+      data: { [configKey]: Buffer.from(document, 'utf8').toString('base64') },
     };
-    try {
-      await this.#core.replaceNamespacedSecret({ name, namespace, body: secret });
-    } catch (error) {
-      if (!notFound(error)) throw error;
-      await this.#core.createNamespacedSecret({ namespace, body: secret });
-    }
-    const body = this.#render(target, config);
-    try {
-      const current = await this.#apps.readNamespacedStatefulSet({ name, namespace });
-      body.metadata = { ...body.metadata, resourceVersion: current.metadata?.resourceVersion ?? '' };
-      await this.#apps.replaceNamespacedStatefulSet({ name, namespace, body });
-    } catch (error) {
-      if (!notFound(error)) throw error;
-      await this.#apps.createNamespacedStatefulSet({ namespace, body });
-    }
+    // Server-side apply, under the operator's field manager: the fields the
+    // operator sets are its own, and fields other tools set on these objects
+    // (an annotation, a label of a policy controller) stay. `force` takes
+    // back a field someone else changed: the operator's value is the spec's.
+    const fields = { fieldManager, force: true };
+    await this.#core.patchNamespacedSecret({ name, namespace, body: secret, ...fields }, serverSideApply);
+    const body: V1StatefulSet = {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      ...this.#render(target, config),
+    };
+    await this.#apps.patchNamespacedStatefulSet({ name, namespace, body, ...fields }, serverSideApply);
     this.#options.logger.info({ mirror, generation: target.generation }, 'engine statefulset applied');
   }
 

@@ -6,6 +6,7 @@ import {
   formatTableName,
   isSupportedDestination,
   type LogLevel,
+  lagSecondsOf,
   type MirrorPhase,
   type MirrorResource,
   type MirrorResourceSpec,
@@ -23,6 +24,7 @@ import {
   mirrorConfigToWire,
   mirrorSpecFromWire,
   parseRequest,
+  slotHealthToWire,
   validMirrorSpec,
 } from '../convert.ts';
 import { ApiError } from '../errors.ts';
@@ -217,6 +219,8 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
         : runtime
           ? flowStateByPhase[runtime.phase]
           : 'STATUS_SETUP';
+    const slotHealth = await catalog.getSlotHealth(body.flowJobName);
+    const lagSeconds = lagSecondsOf(runtime);
     // Beyond the interface (docs/api.md): each table's state and what CDC applied to it.
     const tables = runtime ? await catalog.listTables(body.flowJobName) : [];
     const status = {
@@ -235,6 +239,10 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       ...(runtime?.stall && runtime.phase !== 'failed'
         ? { stall: { step: runtime.stall.step, since: runtime.stall.since.toISOString() } }
         : {}),
+      // Beyond the interface (docs/api.md): lag in seconds from commit times.
+      ...(lagSeconds === undefined ? {} : { lagSeconds }),
+      // Beyond the interface (docs/api.md): the slot at the source, in every state.
+      ...(slotHealth && mirror ? { slotHealth: slotHealthToWire(slotHealth) } : {}),
       // Left out while empty, as protojson leaves out an empty repeated field.
       ...(tables.length > 0 ? { tables: tables.map(tableStatusView) } : {}),
     };

@@ -53,10 +53,11 @@ export function peerRoutes(app: FastifyInstance, context: FacadeContext): void {
   });
 
   // Not in the interface: the list its clients have no call for (the console's peer
-  // page reads it), at the path and in the shape of PeerDB's ListPeers.
+  // page reads it), at the path and in the shape of PeerDB's ListPeers. A peer
+  // whose secrets cannot be read (cluster mode) is listed with `problem`.
   app.get('/api/v1/peers/list', async () => ({
-    items: (await context.store.listPeers())
-      .map(({ peer }) => ({ name: peer.name, type: peer.kind.toUpperCase() }))
+    items: (await context.store.listPeerEntries())
+      .map(({ name, kind, problem }) => ({ name, type: kind.toUpperCase(), ...(problem ? { problem } : {}) }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
   }));
 
