@@ -298,6 +298,40 @@ describe('online load of added tables', () => {
     }
   }, 600_000);
 
+  it('loads an added table on a source that writes nothing meanwhile', async () => {
+    // Nothing commits during the load: each chunk enters at a keepalive the engine asks for.
+    const { source } = harness;
+    await source.client.query(`CREATE TABLE quiet_first (id int PRIMARY KEY)`);
+    await source.client.query(`CREATE TABLE quiet_added (id bigint PRIMARY KEY, v text)`);
+    await source.client.query(`INSERT INTO quiet_added SELECT g, 'v' || g FROM generate_series(1, 3500) g`);
+    const spec: SpecInput = {
+      name: `quiet-${randomSuffix()}`,
+      tableMappings: [mapping('quiet_first')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const first = startMirror(harness, spec);
+    await waitFor(
+      async () => (await harness.catalog.getRuntime(spec.name))?.phase === 'running',
+      60_000,
+      'running',
+    );
+    expect(await first.stop()).toBe('stopped');
+    const edited: SpecInput = { ...spec, tableMappings: [mapping('quiet_first'), mapping('quiet_added')] };
+    const second = startMirror(harness, edited);
+    try {
+      await waitFor(
+        async () => (await tableState(harness, spec.name, 'public.quiet_added')) === 'streaming',
+        60_000,
+        'the quiet table loaded',
+      );
+      await expectEqualRows(harness, 'quiet_added', 'id', 10_000);
+    } finally {
+      await second.stop();
+      await dropMirror(harness, edited);
+    }
+  });
+
   it('resumes an online load across kill -9s of the engine, and ends equal row by row', async () => {
     const seed = Date.now() % 100_000;
     console.info(`online backfill crash seed ${seed}`);
