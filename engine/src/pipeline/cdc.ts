@@ -208,7 +208,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     // A batch still being written after a failure: let it end before the
     // stream and the destination close under it (it is acknowledged if durable).
     await applier.settle();
-    await loading?.stop();
+    loading?.stop();
     await reader?.close();
     await stream.close();
     // Releases the type lookup connection.

@@ -48,7 +48,8 @@ export class Backfill {
   readonly #finished = new Set<DestinationTable>();
   /** The table whose turn it is to be read. */
   #turn = 0;
-  #reading: { table: DestinationTable; read: Promise<void> } | undefined;
+  /** The table whose chunk is being read, if one is. */
+  #reading: DestinationTable | undefined;
   #failure: unknown;
   #chunkRows: number;
   #stopped = false;
@@ -96,22 +97,28 @@ export class Backfill {
     const order = this.#options.tables.find((entry) => entry.table === table)?.order;
     const request = order ? backfill.nextRequest(this.#chunkRows) : undefined;
     if (!order || !request) return;
-    const read = this.#options.readChunk(table, order, request).then(
-      (chunk) => {
-        this.#reading = undefined;
-        if (this.#stopped) return;
-        this.#adapt(chunk);
-        backfill.chunkRead(chunk);
-        this.#options.onChunkRead();
-      },
-      (error: unknown) => {
-        this.#reading = undefined;
-        backfill.chunkFailed();
+    this.#options
+      .readChunk(table, order, request)
+      .then(
+        (chunk) => {
+          this.#reading = undefined;
+          if (this.#stopped) return;
+          this.#adapt(chunk);
+          backfill.chunkRead(chunk);
+          this.#options.onChunkRead();
+        },
+        (error: unknown) => {
+          this.#reading = undefined;
+          backfill.chunkFailed();
+          if (this.#stopped) return;
+          this.#failure ??= error;
+          this.#options.onChunkRead();
+        },
+      )
+      .catch((error: unknown) => {
         this.#failure ??= error;
-        this.#options.onChunkRead();
-      },
-    );
-    this.#reading = { table, read };
+      });
+    this.#reading = table;
   }
 
   /** Rows held in memory stay near the byte bound: the next chunk's size follows the last one's bytes. */
@@ -181,9 +188,12 @@ export class Backfill {
       .map(([t]) => t);
   }
 
-  /** Stops reading; a read in flight is left to end (its result is dropped). */
-  async stop(): Promise<void> {
+  /**
+   * Stops reading: no chunk is asked for any more, and the result of a read
+   * in flight is dropped. Not waited for: a read may wait on a lock of the
+   * table; closing the reader's connection ends it.
+   */
+  stop(): void {
     this.#stopped = true;
-    await this.#reading?.read;
   }
 }
