@@ -72,9 +72,9 @@ class CellsRow implements Row {
   }
 
   heapBytes(): number {
-    let size = rowOverheadBytes;
-    for (const cell of this.#cells) size += cellOverheadBytes + (typeof cell === 'string' ? cell.length : 0);
-    return size + (this.#tupleData ? bufferViewBytes + this.#tupleData.bytes.length : 0);
+    return (
+      cellsHeapBytes(this.#cells) + (this.#tupleData ? bufferViewBytes + this.#tupleData.bytes.length : 0)
+    );
   }
 }
 
@@ -131,8 +131,15 @@ export class TupleDataRow implements Row {
 
   heapBytes(): number {
     // Its cells, once decoded, are the source's own strings: counted as a decoded row's.
-    return bufferViewBytes + (this.#cells ? new CellsRow(this.#cells).heapBytes() : 0);
+    return bufferViewBytes + (this.#cells ? cellsHeapBytes(this.#cells) : 0);
   }
+}
+
+/** About the heap bytes an array of decoded cells takes. */
+function cellsHeapBytes(cells: RowImage): number {
+  let size = rowOverheadBytes;
+  for (const cell of cells) size += cellOverheadBytes + (typeof cell === 'string' ? cell.length : 0);
+  return size;
 }
 
 /** The TupleData of decoded cells (a binary cell keeps its bytes under the `b` kind). */

@@ -1,5 +1,5 @@
-// A table's inserted rows of a batch, held as pgoutput's TupleData (changes.ts,
-// TupleData) back to back, for a destination that writes its own format from
+// A table's inserted rows of a batch, held as pgoutput's TupleData
+// (changes.ts) back to back, for a destination that writes its own format from
 // the source's text in one pass (clickhouse/table-changes.ts, then
 // row-writer.ts, writeTuples). Each row is its TupleData copied
 // (records.ts, Row.tupleData): the source's bytes, or its decoded cells

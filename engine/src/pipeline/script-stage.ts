@@ -294,8 +294,7 @@ export function editedChange(
     case 'insert':
     case 'update': {
       const newRow = editedRow(scriptName, table, change.newRow.cells(), edit);
-      if (!newRow) return undefined;
-      return newRow === change.newRow.cells() ? change : { ...change, newRow: rowOfCells(newRow) };
+      return newRow ? { ...change, newRow: rowOfCells(newRow) } : undefined;
     }
     case 'delete':
     case 'truncate':
