@@ -315,6 +315,14 @@ describe('partitioned source tables', () => {
     const root = () => sourceRows(source.client, 'events');
     try {
       await expectEqual(root, 'the initial load');
+      // A partition's rows are counted in the catalog after its write commits, so
+      // the count is whole once the load has ended (phase `running`), not as soon
+      // as the rows are visible.
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
+        30_000,
+        'running',
+      );
       // Every leaf was read on its own, and every row once.
       const [progress] = await harness.catalog.listSnapshotProgress(name);
       expect(progress?.rowsSynced).toBe(BigInt(seedRows));
@@ -324,11 +332,6 @@ describe('partitioned source tables', () => {
          WHERE r.prrelid = 'events'::regclass`,
       );
       expect(publication.rows).toEqual([{ pubviaroot: true }]);
-      await waitFor(
-        async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
-        30_000,
-        'running',
-      );
 
       let nextId = await writeChanges(source.client, 'events', {
         count: 200,

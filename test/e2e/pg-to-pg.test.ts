@@ -128,11 +128,14 @@ describe('PostgreSQL to PostgreSQL', () => {
 
     await source.client.query(`UPDATE docs SET title = 'changed' WHERE id = 1`);
     await source.client.query(`DELETE FROM docs WHERE id = 2`);
+    // A new key, the TOASTed body not resent: it comes from the row under the old key.
+    await source.client.query(`UPDATE docs SET id = 30 WHERE id = 3`);
     await waitFor(
       async () =>
-        (await destination.client.query(`SELECT 1 FROM docs WHERE id = 2 AND _deleted`)).rowCount === 1,
+        (await destination.client.query(`SELECT 1 FROM docs WHERE id IN (2, 3) AND _deleted`)).rowCount ===
+          2 && (await destination.client.query(`SELECT 1 FROM docs WHERE id = 30`)).rowCount === 1,
       30_000,
-      'soft delete',
+      'soft deletes and the moved row',
     );
     const rows = await destination.client.query<{
       id: number;
@@ -143,14 +146,20 @@ describe('PostgreSQL to PostgreSQL', () => {
     expect(rows.rows.map(({ id, title, _deleted }) => ({ id, title, _deleted }))).toEqual([
       { id: 1, title: 'changed', _deleted: false },
       { id: 2, title: 'title 2', _deleted: true },
-      { id: 3, title: 'title 3', _deleted: false },
+      { id: 3, title: 'title 3', _deleted: true },
+      { id: 30, title: 'title 3', _deleted: false },
     ]);
-    const sourceBody = await source.client.query<{ body: string }>(`SELECT body FROM docs WHERE id = 1`);
-    const destinationBody = await destination.client.query<{ body: string }>(
-      `SELECT body FROM docs WHERE id = 1`,
-    );
-    expect(destinationBody.rows[0]?.body).toBe(sourceBody.rows[0]?.body);
-    expect(destinationBody.rows[0]?.body.length).toBe(12_800);
+    for (const id of [1, 30]) {
+      const sourceBody = await source.client.query<{ body: string }>(`SELECT body FROM docs WHERE id = $1`, [
+        id,
+      ]);
+      const destinationBody = await destination.client.query<{ body: string }>(
+        `SELECT body FROM docs WHERE id = $1`,
+        [id],
+      );
+      expect(destinationBody.rows[0]?.body).toBe(sourceBody.rows[0]?.body);
+      expect(destinationBody.rows[0]?.body.length).toBe(12_800);
+    }
     const columns = await destination.client.query<{ column_name: string }>(
       `SELECT column_name FROM information_schema.columns WHERE table_name = 'docs' ORDER BY ordinal_position`,
     );

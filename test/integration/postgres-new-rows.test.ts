@@ -2,8 +2,9 @@
 // (changeBuffer, table-changes.ts). The rows inserted before any other change
 // are COPYed straight into the table, falling back to a staged upsert when a
 // key is there already (engine/src/connectors/postgres/destination/destination.ts,
-// #writeNewRows); the table's later changes are applied after them. Every way
-// leaves the same rows and the checkpoint.
+// #writeNewRows); the table's later changes are applied after them, a row
+// moved to a new key keeping the TOASTed values its change did not resend
+// (#fillMoves). Every way leaves the same rows and the checkpoint.
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -180,6 +181,41 @@ describe('PostgreSQL destination: rows a batch inserts', () => {
     await expect(destination.syncBatch(failing)).rejects.toMatchObject({ kind: 'schema_mismatch' });
     expect(await rows('undone')).toEqual([]);
     expect(await destination.readCheckpoint(mirror)).toEqual({ batchId: 4n, lsn: 4101n });
+  });
+
+  it('a row moved to a new key keeps the unchanged TOAST value of its row under the old key', async () => {
+    const target = idTextTable('moved');
+    await destination.setupTables([target]);
+    await destination.syncBatch(
+      batch(target, 10n, [
+        [1, 'one'],
+        [2, 'two'],
+        [3, 'three'],
+        [4, 'four'],
+      ]),
+    );
+    const key = (id: number) => rowOfCells([String(id), null]);
+    await destination.syncBatch(
+      batch(
+        target,
+        11n,
+        [],
+        [
+          // The old rows are in an earlier batch: only the destination holds their values.
+          { kind: 'update', transaction, oldKey: key(1), newRow: rowOfCells(['10', unchangedToast]) },
+          { kind: 'update', transaction, oldKey: key(2), newRow: rowOfCells(['20', unchangedToast]) },
+          { kind: 'update', transaction, oldKey: key(20), newRow: rowOfCells(['30', unchangedToast]) },
+          { kind: 'update', transaction, oldKey: key(4), newRow: rowOfCells(['40', 'sent']) },
+        ],
+      ),
+    );
+    expect(await rows('moved')).toEqual([
+      { id: '10', v: 'one' },
+      { id: '3', v: 'three' },
+      { id: '30', v: 'two' },
+      { id: '40', v: 'sent' },
+    ]);
+    expect(logLines.filter((line) => line.includes('written as null'))).toEqual([]);
   });
 
   it('stages new rows with a soft-delete or synced-at column, which the upsert sets', async () => {

@@ -11,6 +11,7 @@ import { formatTableName } from '../../../resources/mirror.ts';
 import type { RelationalConfig } from '../../../resources/peer.ts';
 import { classifyPgError } from '../../classify/index.ts';
 import type { CopyTextRows } from '../../copy-rows.ts';
+import { escapeCopyText } from '../../copy-text.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../../destination.ts';
 import {
   type ChangeBatch,
@@ -29,7 +30,7 @@ import {
   readCheckpointRow,
   writeCheckpoint,
 } from './destination-checkpoints.ts';
-import type { StagedChanges } from './staged-changes.ts';
+import type { KeyMove, StagedChanges } from './staged-changes.ts';
 import { PostgresTableChanges } from './table-changes.ts';
 
 /** OIDs below this are built into every PostgreSQL server. */
@@ -375,7 +376,7 @@ export class PostgresDestination implements Destination<PostgresTableChanges> {
     staged: StagedChanges,
     index: number,
   ): Promise<void> {
-    const { chunks, upsertCount, deleteCount, mayKeepUnchanged } = staged.fold();
+    const { chunks, upsertCount, deleteCount, mayKeepUnchanged, moves } = staged.fold();
     if (upsertCount === 0 && deleteCount === 0) return;
     const target = quoteTable(table.destination);
     const { softDeleteColumn, syncedAtColumn } = this.#options.mirrorColumns;
@@ -392,6 +393,9 @@ export class PostgresDestination implements Destination<PostgresTableChanges> {
     const keyMatch = table.keyColumns
       .map((name) => `t.${quoteIdent(name)} = s.${quoteIdent(name)}`)
       .join(' AND ');
+    // Before the old keys go: rows moved to a new key take their unchanged
+    // TOAST values from the row under the old key.
+    if (moves.length > 0) await this.#fillMoves(client, table, stage, moves, index);
     if (deleteCount > 0) {
       if (softDeleteColumn) {
         await client.query(
@@ -421,13 +425,7 @@ export class PostgresDestination implements Destination<PostgresTableChanges> {
 
     if (!mayKeepUnchanged) return;
     // Rows whose TOASTed values did not change: keep the destination's value.
-    const keys = new Set(table.keyColumns);
-    const assignments = table.columns
-      .filter((column) => !keys.has(column.name))
-      .map((column) => {
-        const name = quoteIdent(column.name);
-        return `${name} = CASE WHEN ${quoteLiteral(column.name)} = ANY(s.${unchangedColumn}) THEN t.${name} ELSE s.${name} END`;
-      });
+    const assignments = keptUnchanged(table, 't');
     if (softDeleteColumn) assignments.push(`${quoteIdent(softDeleteColumn)} = false`);
     if (syncedAtColumn) assignments.push(`${quoteIdent(syncedAtColumn)} = now()`);
     await client.query(
@@ -447,6 +445,55 @@ export class PostgresDestination implements Destination<PostgresTableChanges> {
       );
     }
   }
+
+  /**
+   * Fills the unchanged-TOAST cells of the stage's moved rows (staged-changes.ts,
+   * `moves`) from the destination's rows under their old keys, through a stage
+   * of the key pairs; a filled line is an ordinary upsert from then on.
+   */
+  async #fillMoves(
+    client: pg.PoolClient,
+    table: DestinationTable,
+    stage: string,
+    moves: readonly KeyMove[],
+    index: number,
+  ): Promise<void> {
+    const target = quoteTable(table.destination);
+    const movesTable = quoteIdent(`_tributary_moves_${index}`);
+    const keys = table.keyColumns.map(quoteIdent);
+    const newKey = (position: number) => quoteIdent(`_new_${position}`);
+    const oldKey = (position: number) => quoteIdent(`_old_${position}`);
+    await client.query(
+      `CREATE TEMP TABLE ${movesTable} ON COMMIT DROP AS
+       SELECT ${[...keys.map((key, at) => `${key} AS ${newKey(at)}`), ...keys.map((key, at) => `${key} AS ${oldKey(at)}`)].join(', ')}
+       FROM ${target} WITH NO DATA`,
+    );
+    const lines = moves.map((move) => `${[...move.newKey, ...move.oldKey].map(escapeCopyText).join('\t')}\n`);
+    await pipeline(
+      Readable.from([Buffer.from(lines.join(''))]),
+      client.query(copyFrom(`COPY ${movesTable} FROM STDIN`)),
+    );
+    await client.query(
+      `UPDATE ${stage} s SET ${keptUnchanged(table, 'o').join(', ')}, ${unchangedColumn} = NULL
+       FROM ${movesTable} m JOIN ${target} o ON ${keys.map((key, at) => `o.${key} = m.${oldKey(at)}`).join(' AND ')}
+       WHERE s.${opColumn} = 'U' AND s.${unchangedColumn} IS NOT NULL
+         AND ${keys.map((key, at) => `s.${key} = m.${newKey(at)}`).join(' AND ')}`,
+    );
+  }
+}
+
+/**
+ * The assignments of a stage line's (`s`) values to a row's columns, but for
+ * its unchanged-TOAST columns, which take the value of the destination row `kept`.
+ */
+function keptUnchanged(table: DestinationTable, kept: string): string[] {
+  const keys = new Set(table.keyColumns);
+  return table.columns
+    .filter((column) => !keys.has(column.name))
+    .map((column) => {
+      const name = quoteIdent(column.name);
+      return `${name} = CASE WHEN ${quoteLiteral(column.name)} = ANY(s.${unchangedColumn}) THEN ${kept}.${name} ELSE s.${name} END`;
+    });
 }
 
 /**

@@ -95,6 +95,59 @@ describe('StagedChanges', () => {
       { op: 'D', unchanged: null, row: ['1', null, null] },
     ]);
     expect(held.fold().mayKeepUnchanged).toBe(false);
+    expect(held.fold().moves).toEqual([]);
+  });
+
+  it('names the moves whose unchanged cells are in the destination’s row under the first old key', () => {
+    // 1 → 2 → 3, none of them in the batch before: 3 keeps row 1's value.
+    const chain = staged([
+      {
+        transaction,
+        kind: 'update',
+        oldKey: rowOfCells(['1', null, null]),
+        newRow: rowOfCells(['2', unchangedToast, 'a']),
+      },
+      {
+        transaction,
+        kind: 'update',
+        oldKey: rowOfCells(['2', null, null]),
+        newRow: rowOfCells(['3', unchangedToast, 'b']),
+      },
+    ]);
+    expect(byKeyAndOp(stageRows(chain))).toEqual([
+      { op: 'D', unchanged: null, row: ['1', null, null] },
+      { op: 'D', unchanged: null, row: ['2', null, null] },
+      { op: 'U', unchanged: '{"big"}', row: ['3', null, 'b'] },
+    ]);
+    expect(chain.fold().moves).toEqual([{ newKey: ['3'], oldKey: ['1'] }]);
+    // Back to where it started: the destination's own row under the key holds the value.
+    const back = staged([
+      {
+        transaction,
+        kind: 'update',
+        oldKey: rowOfCells(['1', null, null]),
+        newRow: rowOfCells(['2', unchangedToast, 'a']),
+      },
+      {
+        transaction,
+        kind: 'update',
+        oldKey: rowOfCells(['2', null, null]),
+        newRow: rowOfCells(['1', unchangedToast, 'b']),
+      },
+    ]);
+    expect(back.fold().moves).toEqual([]);
+    expect(back.fold().mayKeepUnchanged).toBe(true);
+    // A change that sends the value leaves nothing to move.
+    const sent = staged([
+      {
+        transaction,
+        kind: 'update',
+        oldKey: rowOfCells(['1', null, null]),
+        newRow: rowOfCells(['2', unchangedToast, 'a']),
+      },
+      { transaction, kind: 'update', oldKey: null, newRow: rowOfCells(['2', 'sent', 'c']) },
+    ]);
+    expect(sent.fold().moves).toEqual([]);
   });
 
   it('names the unchanged TOAST columns no earlier image of the batch fills, for the destination to keep', () => {

@@ -10,6 +10,11 @@
 // key, and unchanged-TOAST cells are filled from an earlier line of the row in
 // the batch. The test holds the two to the same result. Lines whose keys came
 // in ascending order are all distinct and need no fold.
+//
+// A row whose key changed and whose unchanged-TOAST cells no line of the batch
+// fills keeps the values of the destination's row under the old key, which the
+// batch deletes: the fold names such moves (`moves`) for the destination to
+// fill the new row from the old one before anything is deleted.
 
 import { EngineError } from '../../../errors.ts';
 import type { TupleData } from '../../changes.ts';
@@ -40,6 +45,15 @@ export interface StageLines {
   readonly deleteCount: number;
   /** Some upsert keeps a destination value its change did not send (unchanged TOAST). */
   readonly mayKeepUnchanged: boolean;
+  /** Upserts of a changed key that keep values of the destination's row under the old key. */
+  readonly moves: readonly KeyMove[];
+}
+
+/** An upsert under `newKey` whose unchanged-TOAST cells are in the destination's row under `oldKey`. */
+export interface KeyMove {
+  /** The key columns' values (keyIndexes order), as the source's text. */
+  readonly newKey: readonly string[];
+  readonly oldKey: readonly string[];
 }
 
 /** An upsert line written with unchanged-TOAST cells, which an earlier line of the batch may fill. */
@@ -47,6 +61,14 @@ interface UnfilledUpsert {
   readonly image: Row;
   /** The key whose state the row follows: its own, or its old key after a key change. */
   readonly fromKey: string;
+  /** That key's row image (the change's old key, or the row itself). */
+  readonly fromRow: Row;
+}
+
+/** Where an upsert's still unchanged cells are: the destination's row under this key. */
+interface Origin {
+  readonly key: string;
+  readonly row: Row;
 }
 
 export class StagedChanges {
@@ -81,7 +103,7 @@ export class StagedChanges {
         const oldKey = change.oldKey ? rowKey(change.oldKey, this.#keyIndexes) : newKey;
         if (!change.oldKey || oldKey === newKey) return this.#upsert(change.newRow, newKey, newKey);
         // The new row follows the old key's state; then the old key goes.
-        const size = this.#upsert(change.newRow, newKey, oldKey);
+        const size = this.#upsert(change.newRow, newKey, oldKey, change.oldKey);
         return size + this.#append(deleteOp, copyNull, change.oldKey, oldKey, 0);
       }
       case 'delete':
@@ -109,6 +131,7 @@ export class StagedChanges {
         upsertCount: this.#upsertLineCount,
         deleteCount: lineCount - this.#upsertLineCount,
         mayKeepUnchanged: false,
+        moves: [],
       };
       return this.#folded;
     }
@@ -118,6 +141,8 @@ export class StagedChanges {
     /** Lines whose text a fill changed, and the images of lines written with unchanged cells. */
     const replaced = new Map<number, string>();
     const images = new Map<number, Row>();
+    /** Per line written with unchanged cells that the batch left unfilled, the row that holds them. */
+    const origins = new Map<number, Origin>();
     const chunkLines = new ChunkLines(chunks, this.#text.firstLines);
     for (let line = 0; line < lineCount; line++) {
       const key = this.#keys[line] as string;
@@ -125,11 +150,15 @@ export class StagedChanges {
       if (unfilled) {
         const from = latest.get(unfilled.fromKey);
         let image = unfilled.image;
+        let origin: Origin | undefined = { key: unfilled.fromKey, row: unfilled.fromRow };
         if (from !== undefined && this.#upserts[from] === 1) {
           image = filledRow(image, images.get(from) ?? rowOfCells(chunkLines.upsertImage(from)));
           replaced.set(line, stageLineText(this.#table, upsertOp, unchangedField(this.#table, image), image));
+          // Cells the earlier line did not have either are where its own were.
+          origin = origins.get(from);
         }
         images.set(line, image);
+        if (origin && image.hasUnchangedToast()) origins.set(line, origin);
       }
       const previous = latest.get(key);
       if (previous !== undefined) {
@@ -140,24 +169,43 @@ export class StagedChanges {
     }
     let upsertCount = 0;
     let mayKeepUnchanged = false;
-    for (const line of latest.values()) {
+    const moves: KeyMove[] = [];
+    for (const [key, line] of latest) {
       if (this.#upserts[line] !== 1) continue;
       upsertCount++;
       const image = images.get(line);
-      if (image?.hasUnchangedToast()) mayKeepUnchanged = true;
+      if (!image?.hasUnchangedToast()) continue;
+      mayKeepUnchanged = true;
+      const origin = origins.get(line);
+      if (origin && origin.key !== key) {
+        moves.push({ newKey: this.#keyText(image), oldKey: this.#keyText(origin.row) });
+      }
     }
     this.#folded = {
       chunks: droppedAny || replaced.size > 0 ? chunkLines.rewritten(dropped, replaced) : chunks,
       upsertCount,
       deleteCount: latest.size - upsertCount,
       mayKeepUnchanged,
+      moves,
     };
     return this.#folded;
   }
 
-  #upsert(row: Row, key: string, fromKey: string): number {
+  /** A row's key cells as the source's text (a key is never null, unchanged or binary). */
+  #keyText(row: Row): string[] {
+    return this.#keyIndexes.map((index) => {
+      const cell = row.cell(index);
+      if (typeof cell !== 'string') {
+        const column = this.#table.columns[index]?.name ?? String(index);
+        throw new EngineError('internal', `key column ${column} of a changed row is not text`);
+      }
+      return cell;
+    });
+  }
+
+  #upsert(row: Row, key: string, fromKey: string, fromRow: Row = row): number {
     if (!row.hasUnchangedToast()) return this.#append(upsertOp, copyNull, row, key, 1);
-    this.#unfilled.set(this.#keys.length, { image: row, fromKey });
+    this.#unfilled.set(this.#keys.length, { image: row, fromKey, fromRow });
     return this.#append(upsertOp, unchangedField(this.#table, row), row, key, 1);
   }
 
