@@ -9,8 +9,8 @@ const setupFiles = ['test/support/row-equality.ts'];
 // The PostgreSQL source suites again on other majors (scripts/testenv/postgres-versions.sh):
 // the oldest supported, one between, the newest release, with destinations on
 // the newest (on the oldest for 16), as test/support/testenv.ts `sourcePostgres`
-// says. The crash-and-restart, create-check and huge-transaction suites run on
-// the oldest and newest only, and the failover test needs 17+: together about
+// says. The crash-and-restart, create-check, huge-transaction and online-load
+// suites run on the oldest and newest only, and the failover test needs 17+: together about
 // 3 minutes of the suite's time on two cores.
 const sourceSuites = [
   'test/e2e/pg-to-pg.test.ts',
@@ -27,6 +27,7 @@ const oldestAndNewestSuites = [
   'test/e2e/big-transaction.test.ts',
   'test/e2e/partitioned-tables.test.ts',
   'test/e2e/idle-slot.test.ts',
+  'test/e2e/online-backfill.test.ts',
 ];
 const postgresVersionProjects = (
   [

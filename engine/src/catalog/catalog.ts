@@ -100,6 +100,30 @@ export interface TableMove {
   readonly behindLsn?: bigint | undefined;
 }
 
+/**
+ * Where one added table's online backfill is (pipeline/backfill/): recorded
+ * with each CDC batch before the batch is written, so the record of the
+ * destination's checkpoint batch is the progress that is durable there.
+ */
+export interface BackfillTableProgress {
+  /** The last key (text values) of the last chunk emitted; null before the first. */
+  readonly after: readonly string[] | null;
+  /** Every key above `after` was copied. */
+  readonly rangeDone: boolean;
+  /** Keys to read again; each is absent at the destination until it is. */
+  readonly pending: readonly (readonly string[])[];
+  /** Rows copied so far. */
+  readonly rowsCopied: number;
+  /**
+   * When this load of the table began (its snapshot record's start time, ms):
+   * a record of an earlier load (the table removed and added again) is not resumed.
+   */
+  readonly since: number;
+}
+
+/** Per source table (`schema.table`): its backfill's progress as of a batch. */
+export type BatchBackfill = Readonly<Record<string, BackfillTableProgress>>;
+
 /** Levels of a mirror's log entries, most severe first. */
 export const logLevels = ['ERROR', 'WARN', 'INFO'] as const;
 export type LogLevel = (typeof logLevels)[number];
@@ -342,6 +366,14 @@ export interface Catalog {
       tables?: readonly TableApplied[] | undefined;
     },
   ): Promise<void>;
+  /**
+   * Records the progress of the online backfills as of the batch's end, on
+   * the batch's record (which startBatch made). Called before the batch is
+   * written to the destination, so the checkpoint's batch always has it.
+   */
+  recordBatchBackfill(mirror: string, batchId: bigint, backfill: BatchBackfill): Promise<void>;
+  /** The backfill progress recorded with a batch; undefined when none was (or no such batch). */
+  batchBackfill(mirror: string, batchId: bigint): Promise<BatchBackfill | undefined>;
   /** Removes batches that never became durable (ids above the destination's checkpoint). */
   discardBatchesAfter(mirror: string, batchId: bigint): Promise<void>;
   lastBatchId(mirror: string): Promise<bigint>;

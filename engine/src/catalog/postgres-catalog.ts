@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorKind } from '../errors.ts';
 import type {
+  BatchBackfill,
   BatchQuery,
   Catalog,
   CdcBatch,
@@ -88,6 +89,8 @@ const migrations: readonly string[] = [
      consolidate_completed boolean NOT NULL DEFAULT false,
      PRIMARY KEY (mirror, source_table))`,
   `ALTER TABLE tributary.snapshot_tables ADD COLUMN IF NOT EXISTS cdc_start_lsn numeric(20, 0) NOT NULL DEFAULT 0`,
+  // The online backfills' progress as of each batch (Catalog.recordBatchBackfill).
+  `ALTER TABLE tributary.cdc_batches ADD COLUMN IF NOT EXISTS backfill jsonb`,
   `CREATE TABLE IF NOT EXISTS tributary.engine_problems (
      mirror text PRIMARY KEY,
      message text NOT NULL,
@@ -505,6 +508,23 @@ export class PostgresCatalog implements Catalog {
         column((table) => table.lastCommitTimeMicros.toString()),
       ],
     );
+  }
+
+  async recordBatchBackfill(mirror: string, batchId: bigint, backfill: BatchBackfill): Promise<void> {
+    await this.#sql.query(
+      `UPDATE tributary.cdc_batches SET backfill = $3::jsonb WHERE mirror = $1 AND batch_id = $2`,
+      [mirror, batchId.toString(), JSON.stringify(backfill)],
+    );
+  }
+
+  async batchBackfill(mirror: string, batchId: bigint): Promise<BatchBackfill | undefined> {
+    const { rows } = await this.#sql.query<{ backfill: BatchBackfill | string | null }>(
+      `SELECT backfill FROM tributary.cdc_batches WHERE mirror = $1 AND batch_id = $2`,
+      [mirror, batchId.toString()],
+    );
+    const stored = rows[0]?.backfill;
+    if (stored === null || stored === undefined) return undefined;
+    return typeof stored === 'string' ? (JSON.parse(stored) as BatchBackfill) : stored;
   }
 
   async discardBatchesAfter(mirror: string, batchId: bigint): Promise<void> {

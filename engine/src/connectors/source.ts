@@ -8,7 +8,7 @@ import type { EngineError } from '../errors.ts';
 import type { TableName } from '../resources/mirror.ts';
 import type { StreamEvent } from './changes.ts';
 import type { Connector } from './destination.ts';
-import type { SourceColumn } from './records.ts';
+import type { Row, SourceColumn } from './records.ts';
 
 export type ReplicaIdentity = 'default' | 'nothing' | 'full' | 'index';
 
@@ -136,6 +136,58 @@ export interface SnapshotReader {
   close(): Promise<void>;
 }
 
+/** A key column of a table read in key order by a backfill. */
+export interface BackfillKeyColumn {
+  readonly name: string;
+  /** The column's type as the source's DDL spells it (`format_type`), for its literals. */
+  readonly typeName: string;
+  /** Text compared by its UTF-8 bytes (`COLLATE "C"`), not by the column's collation. */
+  readonly byteOrdered: boolean;
+}
+
+/** One chunk of a table's online backfill (pipeline/backfill/). */
+export interface BackfillChunkRequest {
+  readonly table: TableName;
+  /** The columns of each row, in this order. */
+  readonly columns: readonly string[];
+  /** The key, its columns in key order. */
+  readonly key: readonly BackfillKeyColumn[];
+  /** Rows whose key is above this (text values, one per key column); every row from the first when null. */
+  readonly after: readonly string[] | null;
+  /** At most this many rows of the range, the lowest keys first; 0 reads no range. */
+  readonly limit: number;
+  /** Keys (text values) whose rows are read too, where they exist. */
+  readonly pendingKeys: readonly (readonly string[])[];
+}
+
+export interface BackfillChunk {
+  /** The snapshot the chunk was read under, as `pg_current_snapshot()` writes it (`xmin:xmax:xip,…`). */
+  readonly snapshot: string;
+  /** The range's rows in key order (key columns compared as `BackfillKeyColumn` says), as text cells. */
+  readonly rows: Row[];
+  /** The rows of the pending keys that exist. */
+  readonly pendingRows: Row[];
+  /**
+   * A WAL position read after the snapshot was taken, at or past the end of
+   * every commit record the snapshot sees (the WAL insert position): once the
+   * change stream has passed it, every transaction the chunk holds was streamed.
+   */
+  readonly highLsn: bigint;
+}
+
+/**
+ * Reads backfill chunks over one connection of its own, one at a time (never
+ * concurrently), each in one read-only REPEATABLE READ transaction: its
+ * snapshot, then its rows, then the high LSN, so the three agree. Writes
+ * nothing to the source. A failure ends the transaction (the reader stays
+ * usable) and is thrown classified.
+ */
+export interface BackfillReader {
+  readChunk(request: BackfillChunkRequest): Promise<BackfillChunk>;
+  /** Releases the connection. Safe to call twice. */
+  close(): Promise<void>;
+}
+
 /**
  * A stream of changes from a slot, starting after the position it was opened
  * at. Nothing is acknowledged on receipt: the slot advances only to what the
@@ -159,6 +211,13 @@ export interface ChangeStream {
   readonly serverWalEnd: bigint;
   /** The last acknowledged position. */
   readonly flushedLsn: bigint;
+  /**
+   * Asks the server to say how far it has sent (a keepalive event follows
+   * soon, in order with the changes): the backfill waits for a position at
+   * or past a chunk's high LSN on a source that may be writing nothing.
+   * Synchronous and cheap; acknowledges nothing new.
+   */
+  requestPosition(): void;
   /** Stops streaming and releases the connection. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -240,6 +299,8 @@ export interface Source extends Connector {
   ): Promise<SnapshotPartition[]>;
   /** Opens a reader that copies partitions under `snapshotName` (a fresh snapshot when null). */
   openSnapshotReader(snapshotName: string | null): Promise<SnapshotReader>;
+  /** Opens a reader of backfill chunks (PostgreSQL 13+: it reads `pg_current_snapshot()`). */
+  openBackfillReader(): Promise<BackfillReader>;
 
   // --- Stream ---------------------------------------------------------------
 

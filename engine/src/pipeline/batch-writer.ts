@@ -8,13 +8,28 @@
 // acknowledged. A write that fails stays the batch in flight: every later
 // wait for it throws its error, nothing more is written or acknowledged, and
 // the mirror's next run starts from the destination's checkpoint.
-import type { Catalog, TableApplied } from '../catalog/catalog.ts';
+import type { BatchBackfill, Catalog, TableApplied } from '../catalog/catalog.ts';
 import type { Destination } from '../connectors/destination.ts';
 import type { ChangeBatch, DestinationTable } from '../connectors/records.ts';
 import type { PipelineMetrics } from '../observability/engine-metrics.ts';
 import type { Acknowledgements } from './acknowledgements.ts';
 import type { BatchBuilder } from './batch-builder.ts';
 import type { ProgressListener } from './context.ts';
+
+/**
+ * The online backfills' progress rides with the batches (pipeline/backfill/):
+ * taken as a batch is cut, recorded on its catalog record before the
+ * destination writes it (so the record of the destination's checkpoint batch
+ * always holds it), and reported durable after.
+ */
+export interface BatchBackfillHooks {
+  /** The progress as of the batch being cut; undefined when no table loads. */
+  progress(): BatchBackfill | undefined;
+  /** Records it on the batch's record (Catalog.recordBatchBackfill). */
+  record(batchId: bigint, progress: BatchBackfill): Promise<void>;
+  /** The batch recorded with `progress` is durable. */
+  durable(progress: BatchBackfill): Promise<void>;
+}
 
 export interface BatchWriterOptions {
   readonly mirror: string;
@@ -28,6 +43,7 @@ export interface BatchWriterOptions {
   readonly lastBatchId: bigint;
   readonly metrics?: PipelineMetrics | undefined;
   readonly progress?: ProgressListener | undefined;
+  readonly backfill?: BatchBackfillHooks | undefined;
   /** Runs a destination write as a step watched for stalls (MirrorContext.watchdog). */
   readonly watch?: (<T>(step: string, work: () => Promise<T>) => Promise<T>) | undefined;
   readonly onBatchSynced?:
@@ -75,6 +91,16 @@ export class BatchWriter {
   }
 
   /**
+   * Called after the builder took the rows of a backfill chunk, all of them
+   * (`opened`: the first opened the batch): records the batch it opened, then
+   * cuts it when full. A chunk is never split between batches: the backfill's
+   * progress recorded with a batch moves past the whole chunk at once.
+   */
+  async addedChunk(opened: boolean, lsn: bigint): Promise<void> {
+    await this.#afterAdd(opened, lsn);
+  }
+
+  /**
    * Hands what is buffered, if anything, to the destination, after the batch
    * in flight is durable; returns once the new batch is being written.
    */
@@ -85,8 +111,9 @@ export class BatchWriter {
     const recordedEndLsn = builder.recordedEndLsn;
     const batch = builder.take(this.#options.mirror, this.#openBatchId);
     const applied = builder.takeApplied();
+    const backfill = this.#options.backfill?.progress();
     this.#options.acknowledgements.writeStarted();
-    const write = this.#write(batch, recordedEndLsn, applied);
+    const write = this.#write(batch, recordedEndLsn, applied, backfill);
     this.#inFlight = write;
     // Observed by whoever awaits it next (cut, flush, or the caller's race);
     // this handler only keeps an unobserved failure from being reported as unhandled.
@@ -97,6 +124,20 @@ export class BatchWriter {
   async flush(): Promise<void> {
     await this.cut();
     await this.#inFlight;
+  }
+
+  /**
+   * With nothing buffered: records `progress` on the last durable batch once
+   * the batch in flight is durable, and reports it durable. The backfill's
+   * progress moved without a row to write (a chunk that held none), and the
+   * destination is as of the stream's position already. Throws a failed write's error.
+   */
+  async recordAtRest(progress: BatchBackfill): Promise<void> {
+    const hooks = this.#options.backfill;
+    if (!hooks) return;
+    await this.#inFlight;
+    if (this.#lastBatchId > 0n) await hooks.record(this.#lastBatchId, progress);
+    await hooks.durable(progress);
   }
 
   /** Waits for the batch in flight to finish, successfully or not; never throws. */
@@ -126,9 +167,15 @@ export class BatchWriter {
     if (this.#builder.isFull) await this.cut();
   }
 
-  async #write(batch: ChangeBatch, recordedEndLsn: bigint, applied: readonly TableApplied[]): Promise<void> {
+  async #write(
+    batch: ChangeBatch,
+    recordedEndLsn: bigint,
+    applied: readonly TableApplied[],
+    backfill: BatchBackfill | undefined,
+  ): Promise<void> {
     const { mirror, destination, batches, watch } = this.#options;
     const started = performance.now();
+    if (backfill) await this.#options.backfill?.record(batch.batchId, backfill);
     const sync = () => destination.syncBatch(batch);
     await (watch ? watch(`CDC: destination: sync batch ${batch.batchId}`, sync) : sync());
     this.#options.metrics?.batchSynced(mirror, batch.rowCount, (performance.now() - started) / 1000);
@@ -142,6 +189,7 @@ export class BatchWriter {
       // finishes the batch, once it is durable, never a write per change.
       tables: applied,
     });
+    if (backfill) await this.#options.backfill?.durable(backfill);
     this.#options.progress?.durable();
     this.#options.acknowledgements.durable(batch.endLsn);
     this.#inFlight = undefined;

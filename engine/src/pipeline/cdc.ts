@@ -3,10 +3,18 @@
 // stream has nothing more buffered at a transaction boundary), sync each to the
 // destination while the next one is read, and only then acknowledge its last
 // complete commit to the slot (change-applier.ts).
+import type { BatchBackfill } from '../catalog/catalog.ts';
 import { movePhase } from '../catalog/phases.ts';
+import { moveTable } from '../catalog/table-states.ts';
 import type { StreamEvent } from '../connectors/changes.ts';
 import type { DestinationTable } from '../connectors/records.ts';
+import type { BackfillReader } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
+import { formatTableName } from '../resources/mirror.ts';
+import { Backfill, type BackfillTable } from './backfill/backfill.ts';
+import { isByteOrdered, type KeyOrder } from './backfill/key-order.ts';
+import { type BackfillProgress, freshProgress } from './backfill/table-backfill.ts';
+import type { BatchBackfillHooks } from './batch-writer.ts';
 import { ChangeApplier, describeBatch } from './change-applier.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { ReplicationDelay } from './replication-delay.ts';
@@ -23,8 +31,29 @@ export interface CdcOptions {
    * committed at or after this LSN (its initial load holds the earlier ones).
    */
   readonly tableStartLsns?: ReadonlyMap<string, bigint>;
+  /** Added tables loaded online while streaming (pipeline/backfill/). */
+  readonly backfills?: readonly OnlineLoad[];
 }
 
+/** An added table to load online while the mirror streams. */
+export interface OnlineLoad {
+  readonly table: DestinationTable;
+  readonly order: KeyOrder;
+  /** When this load of the table began (BackfillTableProgress.since). */
+  readonly since: number;
+}
+
+/**
+ * Rows per backfill chunk, and the bytes of rows above which the next chunk is
+ * smaller. A chunk's rows are one batch's write that the existing tables'
+ * next batch waits for: smaller chunks keep their latency closer to what it
+ * is without a load, at the cost of more chunk reads (docs/engine.md).
+ */
+export const backfillChunkRows = 1000;
+export const backfillChunkBytes = 8 * 1024 * 1024;
+
+/** While a read chunk waits for the stream's position, the source is asked for it this often. */
+const positionRequestMs = 200;
 /** How often the engine may record a changed lag in the catalog. */
 const lagReportMs = 2_000;
 
@@ -48,6 +77,34 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       skipBefore: checkpoint?.transactionPosition,
     }),
   );
+  const online = await prepareOnlineLoads(context, options.backfills ?? [], lastBatchId);
+  let reader: BackfillReader | undefined;
+  const loading =
+    online.tables.length > 0
+      ? new Backfill({
+          tables: online.tables,
+          chunkRows: backfillChunkRows,
+          chunkBytes: backfillChunkBytes,
+          onChunkRead: () => stream.requestPosition(),
+          readChunk: async (table, order, request) => {
+            reader ??= await source.openBackfillReader();
+            return watched(context, `CDC: source: backfill ${formatTableName(table.source)}`, () =>
+              (reader as BackfillReader).readChunk({
+                table: table.source,
+                columns: table.columns.map((column) => column.name),
+                key: order.indexes.map((index, position) => ({
+                  name: table.columns[index]?.name ?? '',
+                  typeName: table.columns[index]?.typeName ?? 'text',
+                  byteOrdered: isByteOrdered(order.columns[position] ?? 'bytes'),
+                })),
+                after: request.after,
+                limit: request.limit,
+                pendingKeys: request.pendingKeys,
+              }),
+            );
+          },
+        })
+      : undefined;
   // Lag in seconds: how long the oldest transaction not yet durable has waited since its commit.
   const delay = new ReplicationDelay();
   const applier = new ChangeApplier({
@@ -73,6 +130,8 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       transactionPosition: checkpoint?.transactionPosition,
     },
     tableStartLsns: options.tableStartLsns,
+    loading,
+    backfill: loading ? backfillHooks(context, loading, online.rowsCopied) : undefined,
     metrics: context.metrics,
     progress: context.progress,
     watch: (step, work) => watched(context, step, work),
@@ -86,11 +145,12 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   const events = stream.events()[Symbol.asyncIterator]();
   const wait = new StreamWait(() => events.next(), signal);
   const nextEvents = (): Promise<WaitOutcome<IteratorResult<readonly StreamEvent[]>>> => {
-    const waitMs = applier.isEmpty
+    const batchWaitMs = applier.isEmpty
       ? idleTimeoutMs
       : closesWhenDrained()
         ? 0
         : Math.max(0, idleTimeoutMs - applier.ageMs(Date.now()));
+    const waitMs = applier.backfillWaitsForStream ? Math.min(batchWaitMs, positionRequestMs) : batchWaitMs;
     // The end of a write wakes the loop: a failed one stops it at once, not at the next batch.
     return wait.next(waitMs, applier.writing);
   };
@@ -123,11 +183,13 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
   context.progress?.streaming();
   try {
+    loading?.start();
     for (;;) {
       const next = await nextEvents();
       if (next === 'aborted') break;
       if (next === 'written') continue;
       if (next === 'timeout') {
+        if (applier.backfillWaitsForStream) stream.requestPosition();
         await flushOnTimeout();
         continue;
       }
@@ -146,9 +208,106 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     // A batch still being written after a failure: let it end before the
     // stream and the destination close under it (it is acknowledged if durable).
     await applier.settle();
+    loading?.stop();
+    await reader?.close();
     await stream.close();
     // Releases the type lookup connection.
     await source.close();
     await events.return?.(undefined).catch(() => undefined);
   }
+}
+
+/**
+ * Where each online load resumes: from the progress recorded with the
+ * destination's checkpoint batch when it is of this load, else from the
+ * start, its destination table emptied first (the mirror owns it: run-mirror
+ * claimed it). A load the checkpoint says is complete finishes now.
+ */
+async function prepareOnlineLoads(
+  context: MirrorContext,
+  loads: readonly OnlineLoad[],
+  checkpointBatchId: bigint,
+): Promise<{ tables: BackfillTable[]; rowsCopied: Map<DestinationTable, number> }> {
+  const tables: BackfillTable[] = [];
+  const rowsCopied = new Map<DestinationTable, number>();
+  if (loads.length === 0) return { tables, rowsCopied };
+  const { spec, catalog } = context;
+  const record =
+    checkpointBatchId > 0n ? await catalog.batchBackfill(spec.name, checkpointBatchId) : undefined;
+  const fresh: DestinationTable[] = [];
+  for (const load of loads) {
+    const stored = record?.[formatTableName(load.table.source)];
+    const progress: BackfillProgress =
+      stored && stored.since === load.since ? stored : freshProgress(load.since);
+    if (progress !== stored) fresh.push(load.table);
+    if (progress.rangeDone && progress.pending.length === 0) {
+      await finishOnlineLoad(context, load.table, progress.rowsCopied);
+      continue;
+    }
+    rowsCopied.set(load.table, progress.rowsCopied);
+    tables.push({ table: load.table, order: load.order, progress });
+    if (progress === stored) {
+      await mirrorLog(
+        context,
+        'INFO',
+        `resuming the online load of ${formatTableName(load.table.source)} after ${progress.rowsCopied} row(s)`,
+      );
+    }
+  }
+  if (fresh.length > 0) {
+    await watched(context, 'CDC: destination: empty added tables', () =>
+      context.destination.truncateTables(fresh),
+    );
+  }
+  return { tables, rowsCopied };
+}
+
+/** The hooks that make the backfill's progress ride with the batches (batch-writer.ts). */
+function backfillHooks(
+  context: MirrorContext,
+  loading: Backfill,
+  rowsCopied: Map<DestinationTable, number>,
+): BatchBackfillHooks {
+  const { spec, catalog } = context;
+  return {
+    progress: () => loading.progress(),
+    record: (batchId, progress) => catalog.recordBatchBackfill(spec.name, batchId, progress),
+    durable: async (progress: BatchBackfill) => {
+      const durable = loading.durable(progress);
+      for (const [table, rows] of durable.rowsCopied) {
+        const before = rowsCopied.get(table) ?? 0;
+        if (rows > before) {
+          rowsCopied.set(table, rows);
+          // For status only: kept off the batch's path, so the next batch is not held for it.
+          catalog
+            .recordSnapshotPartition(spec.name, formatTableName(table.source), BigInt(rows - before), 0)
+            .catch((error: unknown) => context.logger.warn({ err: error }, 'could not record rows copied'));
+        }
+      }
+      for (const table of durable.done) {
+        await finishOnlineLoad(context, table, durable.rowsCopied.get(table) ?? 0);
+      }
+    },
+  };
+}
+
+async function finishOnlineLoad(
+  context: MirrorContext,
+  table: DestinationTable,
+  rows: number,
+): Promise<void> {
+  const { spec, catalog } = context;
+  const sourceTable = formatTableName(table.source);
+  await catalog.finishSnapshotTable(spec.name, sourceTable);
+  await moveTable(
+    catalog,
+    spec.name,
+    { sourceTable, destinationTable: formatTableName(table.destination) },
+    'loadFinished',
+  );
+  await mirrorLog(
+    context,
+    'INFO',
+    `loaded added table ${sourceTable} online (${rows} row(s)) while streaming`,
+  );
 }

@@ -1,10 +1,17 @@
 import type { SourceMessage, StreamEvent } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
-import type { Checkpoint, DestinationTable, RowChange, SourceTransaction } from '../connectors/records.ts';
+import type {
+  Checkpoint,
+  DestinationTable,
+  RowChange,
+  RowChangeImages,
+  SourceTransaction,
+} from '../connectors/records.ts';
 import { EngineError } from '../errors.ts';
 import { formatLsn } from '../model/lsn.ts';
 import { formatTableName } from '../resources/mirror.ts';
 import { Acknowledgements } from './acknowledgements.ts';
+import type { Backfill, EmittedChunk } from './backfill/backfill.ts';
 import { BatchBuilder, type BatchLimits } from './batch-builder.ts';
 import { BatchWriter, type BatchWriterOptions } from './batch-writer.ts';
 import { projectRow, type RelationTracker, type TrackedRelation, updatedRow } from './relations.ts';
@@ -36,6 +43,13 @@ export interface ChangeApplierOptions
   readonly tableStartLsns?: ReadonlyMap<string, bigint> | undefined;
   /** Told each transaction that begins and is not durable already (replication-delay.ts). */
   readonly replicationDelay?: ReplicationDelay | undefined;
+  /**
+   * The online backfill of tables added while the mirror streams: their
+   * changes go through it, and its chunks enter the batch at transaction
+   * boundaries (pipeline/backfill/). Its progress rides with the batches
+   * through `backfill` (BatchWriterOptions).
+   */
+  readonly loading?: Backfill | undefined;
 }
 
 export class ChangeApplier {
@@ -47,9 +61,11 @@ export class ChangeApplier {
   readonly #builder: BatchBuilder;
   readonly #writer: BatchWriter;
   readonly #acknowledgements: Acknowledgements;
+  readonly #loading: Backfill | undefined;
 
   constructor(options: ChangeApplierOptions) {
     this.#options = options;
+    this.#loading = options.loading;
     const { checkpoint, destination } = options;
     this.#builder = new BatchBuilder(options.limits, checkpoint.lsn, (table) =>
       destination.changeBuffer(table),
@@ -103,10 +119,19 @@ export class ChangeApplier {
     return this.#writer.writing;
   }
 
+  /** A backfill chunk was read and waits for the stream to reach its high LSN (ask the source where it is). */
+  get backfillWaitsForStream(): boolean {
+    return this.#loading?.waitingForStream ?? false;
+  }
+
   /** Applies the events of one read, in order. Flushes when a batch is full. */
   async apply(events: readonly StreamEvent[]): Promise<void> {
     for (const event of events) {
       if (event.tag === 'keepalive') {
+        if (this.#filter.atBoundary) {
+          const emitting = this.#emitDue(event.walEnd);
+          if (emitting) await emitting;
+        }
         // Nothing open and nothing buffered: let the slot follow the server so an
         // idle mirror does not hold back WAL.
         if (this.#filter.atBoundary && this.#builder.isEmpty) this.#acknowledgements.atRest(event.walEnd);
@@ -157,7 +182,7 @@ export class ChangeApplier {
       const tracked = this.#target(relationId);
       if (!tracked) continue;
       this.#schema.checkTruncate(relationId, tracked);
-      await this.#addChange(tracked.table, { kind: 'truncate', transaction }, lsn);
+      await this.#addStreamed(tracked.table, { kind: 'truncate' }, transaction, lsn);
     }
   }
 
@@ -175,16 +200,9 @@ export class ChangeApplier {
     const transaction = this.#filter.transaction;
     switch (message.tag) {
       case 'begin': {
-        const { kind } = this.#filter.begin(message);
-        if (kind !== 'durable')
-          this.#options.replicationDelay?.begun(message.finalLsn, message.commitTimeMicros);
-        if (kind === 'resuming') {
-          return this.#options.log(
-            'INFO',
-            `resuming the transaction that commits at ${formatLsn(message.finalLsn)}: its changes up to ${formatLsn(this.#options.checkpoint.transactionPosition?.changeLsn ?? 0n)} are at the destination already and are skipped`,
-          );
-        }
-        return undefined;
+        // A chunk due here enters before the transaction: it began after the chunk's high LSN.
+        const emitting = this.#filter.atBoundary ? this.#emitDue(message.finalLsn) : undefined;
+        return emitting ? emitting.then(() => this.#begin(message)) : this.#begin(message);
       }
       case 'commit':
         if (!this.#filter.commit()) return;
@@ -192,7 +210,7 @@ export class ChangeApplier {
         // Nothing of ours is buffered: the commit can be acknowledged once the
         // batch in flight, if any, is durable.
         if (this.#builder.isEmpty) this.#acknowledgements.atRest(message.endLsn);
-        return;
+        return this.#emitDue(message.endLsn);
       case 'relation':
         return this.#schema.observe(message);
       case 'insert': {
@@ -200,9 +218,10 @@ export class ChangeApplier {
         if (this.#filter.holds(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
-        return this.#addChange(
+        return this.#addStreamed(
           tracked.table,
-          { kind: 'insert', transaction, newRow: projectRow(message.newTuple, tracked) },
+          { kind: 'insert', newRow: projectRow(message.newTuple, tracked) },
+          transaction,
           lsn,
         );
       }
@@ -212,7 +231,7 @@ export class ChangeApplier {
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
         const { oldKey, newRow } = updatedRow(message, tracked);
-        return this.#addChange(tracked.table, { kind: 'update', transaction, oldKey, newRow }, lsn);
+        return this.#addStreamed(tracked.table, { kind: 'update', oldKey, newRow }, transaction, lsn);
       }
       case 'delete': {
         if (this.#schema.needsResolving(message.relationId)) return this.#resolveThen(message, lsn);
@@ -225,9 +244,10 @@ export class ChangeApplier {
             'replica_identity',
             `delete without a key in ${formatTableName(tracked.table.source)}`,
           );
-        return this.#addChange(
+        return this.#addStreamed(
           tracked.table,
-          { kind: 'delete', transaction, oldKey: projectRow(old, tracked) },
+          { kind: 'delete', oldKey: projectRow(old, tracked) },
+          transaction,
           lsn,
         );
       }
@@ -241,6 +261,67 @@ export class ChangeApplier {
       case 'type':
       case 'message':
         return;
+    }
+  }
+
+  #begin(message: SourceMessage & { tag: 'begin' }): Promise<void> | undefined {
+    const { kind } = this.#filter.begin(message);
+    if (kind !== 'durable') this.#options.replicationDelay?.begun(message.finalLsn, message.commitTimeMicros);
+    if (kind === 'resuming') {
+      return this.#options.log(
+        'INFO',
+        `resuming the transaction that commits at ${formatLsn(message.finalLsn)}: its changes up to ${formatLsn(this.#options.checkpoint.transactionPosition?.changeLsn ?? 0n)} are at the destination already and are skipped`,
+      );
+    }
+    return undefined;
+  }
+
+  /** A streamed change of a table; a loading table's goes through the backfill first. */
+  #addStreamed(
+    table: DestinationTable,
+    images: RowChangeImages,
+    transaction: SourceTransaction,
+    lsn: bigint,
+  ): Promise<void> | undefined {
+    const loading = this.#loading;
+    const applied = loading?.loads(table) ? loading.decide(table, images, transaction.xid) : images;
+    if (!applied) return undefined;
+    return this.#addChange(table, { ...applied, transaction }, lsn);
+  }
+
+  /**
+   * At a transaction boundary, the stream at `lsn`: inserts the backfill
+   * chunks due there. Returns a promise only when there were any (or a load
+   * finished with nothing to write: its end is recorded on the last batch).
+   */
+  #emitDue(lsn: bigint): Promise<void> | undefined {
+    const loading = this.#loading;
+    if (!loading?.active) return undefined;
+    const chunks = loading.due(lsn);
+    if (chunks.length === 0) return undefined;
+    return this.#insertChunks(chunks);
+  }
+
+  async #insertChunks(chunks: readonly EmittedChunk[]): Promise<void> {
+    // Placed at the last commit the batch holds: the rows belong to no transaction.
+    const lsn = this.#builder.lastCompleteCommitLsn;
+    const transaction: SourceTransaction = {
+      xid: 0,
+      commitLsn: lsn,
+      commitTimeMicros: BigInt(Date.now()) * 1000n,
+    };
+    for (const { table, rows } of chunks) {
+      let opened = false;
+      // Taken whole, then the batch is cut if full: never in the middle of a chunk.
+      for (const newRow of rows) {
+        if (this.#builder.add(table, { kind: 'insert', transaction, newRow }, lsn, Date.now)) opened = true;
+      }
+      if (rows.length > 0) await this.#writer.addedChunk(opened, lsn);
+    }
+    const loading = this.#loading;
+    if (loading && this.#builder.isEmpty && loading.finishedUnrecorded().length > 0) {
+      const progress = loading.progress();
+      if (progress) await this.#writer.recordAtRest(progress);
     }
   }
 }

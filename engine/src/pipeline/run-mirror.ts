@@ -3,14 +3,16 @@
 // the phase as each step begins or ends (through catalog/phases.ts).
 // Re-running it after a crash or a pause picks up where the catalog and the
 // destination's checkpoint say the mirror was.
-import type { SourceSetup } from '../catalog/catalog.ts';
+
+import type { SnapshotTableProgress, SourceSetup } from '../catalog/catalog.ts';
 import { forgetDroppedMirror, movePhase } from '../catalog/phases.ts';
-import { moveTablesIfAllowed, removeUnmappedTables } from '../catalog/table-states.ts';
+import { moveTable, moveTablesIfAllowed, removeUnmappedTables } from '../catalog/table-states.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import type { CreatedSlot } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
 import { formatTableName, parseTableIdentifier } from '../resources/mirror.ts';
-import { runCdc } from './cdc.ts';
+import { keyOrderOf } from './backfill/key-order.ts';
+import { type OnlineLoad, runCdc } from './cdc.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { runSnapshot } from './snapshot.ts';
 import {
@@ -45,6 +47,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   const { source } = context;
   let setup: SourceSetup;
   let tables: DestinationTable[];
+  let backfills: OnlineLoad[] = [];
   try {
     if (!runtime) await movePhase(catalog, spec.name, 'setupStarted');
     if (runtime?.setup) {
@@ -111,18 +114,22 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
       if (lost) throw lost;
     }
 
-    await reconcileMappedTables(context, setup, tables);
-    // Every load is done: a table not tracked yet (a mirror without an initial
-    // load, or one set up before tables had states), mapped again without a
-    // load, or whose load finished just before a crash, streams. A table
-    // stopped on its own (errored, held) or resyncing stays as it is.
+    backfills = await reconcileMappedTables(context, setup, tables);
+    const backfilled = new Set(backfills.map((backfill) => backfill.table));
+    // Every load before streaming is done: a table not tracked yet (a mirror
+    // without an initial load, or one set up before tables had states), mapped
+    // again without a load, or whose load finished just before a crash,
+    // streams. A table stopped on its own (errored, held) or resyncing stays
+    // as it is, and one loaded online stays `loading` until its copy is done.
     await moveTablesIfAllowed(
       catalog,
       spec.name,
-      tables.map((table) => ({
-        sourceTable: formatTableName(table.source),
-        destinationTable: formatTableName(table.destination),
-      })),
+      tables
+        .filter((table) => !backfilled.has(table))
+        .map((table) => ({
+          sourceTable: formatTableName(table.source),
+          destinationTable: formatTableName(table.destination),
+        })),
       'joinedWithoutLoad',
       ['new', 'removed', 'pending', 'loading'],
     );
@@ -148,22 +155,26 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
     publicationCreatedByMirror: setup.publicationCreatedByMirror,
     tables,
     tableStartLsns,
+    backfills,
   });
   return 'stopped';
 }
 
 /**
- * After an edit: loads tables that were added since the initial load, and
- * stops publishing tables that were removed. An added table is copied under
- * the snapshot of a temporary slot created after it joined the publication;
- * CDC skips its changes from transactions that committed before that slot's
- * consistent point, since the copy already holds them.
+ * After an edit: stops publishing tables that were removed, and plans the
+ * load of tables added since the initial load. A table whose key the engine
+ * can order (backfill/key-order.ts) is loaded online, in chunks interleaved
+ * with the stream once CDC runs (pipeline/backfill/): returned, `loading`.
+ * Any other is copied now, before CDC starts, under the snapshot of a
+ * temporary slot created after it joined the publication; CDC skips its
+ * changes from transactions that committed before that slot's consistent
+ * point, since the copy already holds them.
  */
 async function reconcileMappedTables(
   context: MirrorContext,
   setup: SourceSetup,
   tables: readonly DestinationTable[],
-): Promise<void> {
+): Promise<OnlineLoad[]> {
   const { spec, catalog } = context;
   const progress = await catalog.listSnapshotProgress(spec.name);
   const mapped = new Set(tables.map((table) => formatTableName(table.source)));
@@ -178,12 +189,23 @@ async function reconcileMappedTables(
     await catalog.removeSnapshotTables(spec.name, removed);
     await mirrorLog(context, 'INFO', `stopped replicating ${removed.join(', ')}; destination tables kept`);
   }
-  if (!spec.doInitialSnapshot || progress.length === 0) return;
+  if (!spec.doInitialSnapshot || progress.length === 0) return [];
   const loaded = new Set(
     progress.filter((table) => table.consolidateCompleted).map((table) => table.sourceTable),
   );
-  const added = tables.filter((table) => !loaded.has(formatTableName(table.source)));
-  if (added.length === 0) return;
+  const addedTables = tables.filter((table) => !loaded.has(formatTableName(table.source)));
+  if (addedTables.length === 0) return [];
+  const online = spec.initialSnapshotOnly ? [] : addedTables.filter((table) => keyOrderOf(table));
+  const added = addedTables.filter((table) => !online.includes(table));
+  const loads = await planOnlineLoads(context, online, progress);
+  if (added.length === 0) return loads;
+  if (!spec.initialSnapshotOnly) {
+    await mirrorLog(
+      context,
+      'INFO',
+      `added table(s) ${added.map((t) => formatTableName(t.source)).join(', ')} load before streaming goes on: their key is not of a type the engine orders (int2, int4, int8, oid, uuid, text, varchar, bpchar, name), or they have none`,
+    );
+  }
 
   await claimTables(context, added);
   await movePhase(catalog, spec.name, 'loadStarted');
@@ -204,6 +226,44 @@ async function reconcileMappedTables(
     'INFO',
     `loaded added table(s) ${added.map((t) => formatTableName(t.source)).join(', ')}`,
   );
+  return loads;
+}
+
+/**
+ * The added tables loaded online: claimed (only tables the mirror may empty
+ * are), and `loading` from the first start of their load on. A load that
+ * begins records its start (its snapshot record, with no CDC start position:
+ * the backfill decides which changes apply), so a restart resumes it from
+ * the progress recorded with the destination's checkpoint batch (cdc.ts).
+ */
+async function planOnlineLoads(
+  context: MirrorContext,
+  tables: readonly DestinationTable[],
+  progress: readonly SnapshotTableProgress[],
+): Promise<OnlineLoad[]> {
+  if (tables.length === 0) return [];
+  const { spec, catalog } = context;
+  await claimTables(context, tables);
+  const loads: OnlineLoad[] = [];
+  for (const table of tables) {
+    const names = {
+      sourceTable: formatTableName(table.source),
+      destinationTable: formatTableName(table.destination),
+    };
+    let started = progress.find((entry) => entry.sourceTable === names.sourceTable)?.startTime;
+    if (!started) {
+      await catalog.startSnapshotTable(spec.name, { ...names, partitionsTotal: 0, cdcStartLsn: 0n });
+      started = (await catalog.listSnapshotProgress(spec.name)).find(
+        (entry) => entry.sourceTable === names.sourceTable,
+      )?.startTime;
+      await moveTable(catalog, spec.name, names, 'loadQueued');
+      await mirrorLog(context, 'INFO', `loading added table ${names.sourceTable} online while streaming`);
+    }
+    await moveTablesIfAllowed(catalog, spec.name, [names], 'loadStarted', ['new', 'pending', 'removed']);
+    const order = keyOrderOf(table);
+    if (order) loads.push({ table, order, since: started?.getTime() ?? 0 });
+  }
+  return loads;
 }
 
 /**

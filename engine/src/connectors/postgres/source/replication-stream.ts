@@ -253,6 +253,10 @@ export class ReplicationStream implements ChangeStream {
     this.#sendStatus(false);
   }
 
+  requestPosition(): void {
+    this.#sendStatus(true);
+  }
+
   #sendStatus(replyRequested: boolean): void {
     if (this.#closed) return;
     const lsn = this.#flushedLsn;

@@ -9,6 +9,7 @@ import { formatTableName, type TableName } from '../../../resources/mirror.ts';
 import type { RelationalConfig } from '../../../resources/peer.ts';
 import { classifyError, classifyPgError, classifySlotState } from '../../classify/index.ts';
 import type {
+  BackfillReader,
   ChangeStream,
   CreatedSlot,
   CreateSlotOptions,
@@ -21,6 +22,7 @@ import type {
 } from '../../source.ts';
 import { checkRelationalPeer } from '../driver/check.ts';
 import { connectPostgres, type PgConnection } from '../driver/connect.ts';
+import { PostgresBackfillReader } from './backfill-reader.ts';
 import { ReplicationStream } from './replication-stream.ts';
 import {
   createSlot,
@@ -211,6 +213,10 @@ export class PostgresSource implements Source {
   async openSnapshotReader(snapshotName: string | null): Promise<SnapshotReader> {
     const open = () => this.#connect('snapshot');
     return new PostgresSnapshotReader(open, await open(), snapshotName);
+  }
+
+  async openBackfillReader(): Promise<BackfillReader> {
+    return new PostgresBackfillReader(() => this.#connect('backfill'));
   }
 
   openStream(options: {
