@@ -208,8 +208,12 @@ export class ChangeApplier {
         if (!this.#filter.commit()) return;
         this.#builder.commit(message.endLsn);
         // Nothing of ours is buffered: the commit can be acknowledged once the
-        // batch in flight, if any, is durable.
-        if (this.#builder.isEmpty) this.#acknowledgements.atRest(message.endLsn);
+        // batch in flight, if any, is durable (and the backfill's progress
+        // recorded, when only a record holds what the transaction did).
+        if (this.#builder.isEmpty) {
+          if (this.#loading?.owesRecord) return this.#recordThenRest(message.endLsn);
+          this.#acknowledgements.atRest(message.endLsn);
+        }
         return this.#emitDue(message.endLsn);
       case 'relation':
         return this.#schema.observe(message);
@@ -300,6 +304,14 @@ export class ChangeApplier {
     const chunks = loading.due(lsn);
     if (chunks.length === 0) return undefined;
     return this.#insertChunks(chunks);
+  }
+
+  /** At a commit with nothing buffered: records the backfill's progress, then the commit is at rest. */
+  async #recordThenRest(endLsn: bigint): Promise<void> {
+    const progress = this.#loading?.progress();
+    if (progress) await this.#writer.recordAtRest(progress);
+    this.#acknowledgements.atRest(endLsn);
+    await this.#emitDue(endLsn);
   }
 
   async #insertChunks(chunks: readonly EmittedChunk[]): Promise<void> {

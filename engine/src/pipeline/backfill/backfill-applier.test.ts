@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { memoryDestinationOf } from '../../../../test/support/memory-destinations.ts';
 import type { BatchBackfill } from '../../catalog/catalog.ts';
 import type { SourceMessage, StreamEvent } from '../../connectors/changes.ts';
-import type { DestinationTable } from '../../connectors/records.ts';
+import { type DestinationTable, unchangedToast } from '../../connectors/records.ts';
 import { rowOfCells } from '../../connectors/rows.ts';
 import { ChangeApplier } from '../change-applier.ts';
 import { Backfill } from './backfill.ts';
@@ -68,6 +68,8 @@ async function setUp(chunks: ReadChunk[], maxRows = 1000) {
   const destination = await memoryDestinationOf([table]);
   const requests: ChunkRequest[] = [];
   const recorded: { batchId: bigint; progress: BatchBackfill; syncedBefore: boolean }[] = [];
+  /** Each acknowledged position, with how many records were made before it. */
+  const acknowledged: { lsn: bigint; recordsBefore: number }[] = [];
   const synced = new Set<bigint>();
   const loading = new Backfill({
     tables: [{ table, order: order as NonNullable<typeof order>, progress: freshProgress(1) }],
@@ -90,7 +92,9 @@ async function setUp(chunks: ReadChunk[], maxRows = 1000) {
     mirror,
     destination,
     batches: { async startBatch() {}, async finishBatch() {} },
-    acknowledge: () => {},
+    acknowledge: (lsn) => {
+      acknowledged.push({ lsn, recordsBefore: recorded.length });
+    },
     typeNames: async (columns) => columns.map(() => 'text'),
     partitionAncestors: async () => [],
     publication: { name: 'pub', createdByMirror: true },
@@ -113,7 +117,7 @@ async function setUp(chunks: ReadChunk[], maxRows = 1000) {
   loading.start();
   // Lets the chunk read resolve.
   await new Promise((resolve) => setImmediate(resolve));
-  return { destination, applier, requests, recorded, loading };
+  return { destination, applier, requests, recorded, acknowledged, loading };
 }
 
 describe('online backfill in the change applier', () => {
@@ -144,6 +148,31 @@ describe('online backfill in the change applier', () => {
     expect(recorded.every((record) => !record.syncedBefore)).toBe(true);
     // The next chunk reads key 3 again, and the rest of the range.
     expect(requests[1]).toEqual({ after: ['3'], limit: 3, pendingKeys: [['3']] });
+  });
+
+  it('records a key only the pending keys hold before it acknowledges the commit that put it there', async () => {
+    const { destination, applier, recorded, acknowledged } = await setUp([
+      { snapshot: '100:100:', rows: rows([1, 2, 3]), pendingRows: [], highLsn: 2000n },
+    ]);
+    await applier.apply([relation, { tag: 'keepalive', walEnd: 2000n }]);
+    await applier.flush();
+    expect(recorded.map((record) => record.batchId)).toEqual([1n]);
+    // Key 9 (above the frontier, never copied) moves to 0 (below it) without its
+    // TOASTed value: nothing is written, and only the pending keys remember 0.
+    await applier.apply([
+      change(2900n, { tag: 'begin', finalLsn: 3000n, commitTimeMicros: 0n, xid: 250 }),
+      change(2950n, {
+        tag: 'update',
+        relationId: 1,
+        keyTuple: rowOfCells(['9', null]),
+        newTuple: rowOfCells(['0', unchangedToast]),
+      }),
+      change(3000n, { tag: 'commit', flags: 0, commitLsn: 3000n, endLsn: 3001n, commitTimeMicros: 0n }),
+    ]);
+    expect(destination.rows('public.t')).toHaveLength(3);
+    expect(recorded.at(-1)).toMatchObject({ batchId: 1n, progress: { 'public.t': { pending: [['0']] } } });
+    const commit = acknowledged.find((entry) => entry.lsn === 3001n);
+    expect(commit?.recordsBefore).toBe(2);
   });
 
   it('waits for a keepalive at or past high on a quiet stream, and never splits a chunk between batches', async () => {

@@ -155,10 +155,20 @@ export class Backfill {
     if (this.#tables.size === 0) return undefined;
     const record: Record<string, BackfillProgress> = {};
     for (const [table, backfill] of this.#tables) {
-      record[formatTableName(table.source)] = backfill.progress;
+      record[formatTableName(table.source)] = backfill.takeProgress();
       if (backfill.done) this.#finished.add(table);
     }
     return record;
+  }
+
+  /**
+   * A streamed change put a key into a table's pending keys that only a
+   * record of the progress holds (TableBackfill.owesRecord): with nothing
+   * buffered, the progress is recorded before the commit is acknowledged.
+   */
+  get owesRecord(): boolean {
+    for (const backfill of this.#tables.values()) if (backfill.owesRecord) return true;
+    return false;
   }
 
   /**

@@ -13,7 +13,10 @@
 //   skipped and the new applied is an insert of the new row (the old row was
 //   never at the destination), unless the new row holds unchanged-TOAST
 //   values, which only the source has: then the new key joins P and is read
-//   again. A truncate is applied, and voids a chunk read before it.
+//   again. Such a key is at or below F, where no chunk of the range reads it:
+//   until a record of P holds it, the commit of its transaction must not be
+//   acknowledged (`owesRecord`). A truncate is applied, and voids a chunk read
+//   before it.
 // - The chunk in flight covers (F, hi] (hi = +∞ when the range is
 //   exhausted) and the pending keys it read again. It is due once the stream
 //   is at or past its `highLsn` (a transaction boundary); every transaction
@@ -83,6 +86,8 @@ export class TableBackfill {
   readonly #since: number;
   #inFlight: InFlight | undefined;
   #touches: Touch[] = [];
+  /** A key at or below F joined P since the progress was last taken (`owesRecord`). */
+  #owesRecord = false;
 
   constructor(order: KeyOrder, progress: BackfillProgress) {
     this.#order = order;
@@ -98,7 +103,18 @@ export class TableBackfill {
     return this.#rangeDone && this.#pending.size === 0 && this.#inFlight === undefined;
   }
 
-  get progress(): BackfillProgress {
+  /**
+   * A key only P holds (at or below F) joined it since the progress was last
+   * taken: the stream must not be acknowledged past the change until a
+   * record of the progress is durable (else a restart after it forgets the key).
+   */
+  get owesRecord(): boolean {
+    return this.#owesRecord;
+  }
+
+  /** The progress, as a batch records it; taking it settles `owesRecord`. */
+  takeProgress(): BackfillProgress {
+    this.#owesRecord = false;
     return {
       after: this.#frontier,
       rangeDone: this.#rangeDone,
@@ -155,6 +171,7 @@ export class TableBackfill {
     // values it did not resend (unchanged TOAST) are only at the source.
     if (change.newRow.hasUnchangedToast()) {
       this.#pending.add(newKey);
+      this.#owesRecord = true;
       this.#touches.push({ xid, key: newKey });
       return undefined;
     }
