@@ -23,6 +23,7 @@ interface MirrorObject {
     phase?: string;
     rowsSynced?: string;
     conditions?: { type: string; status: string; reason?: string }[];
+    tables?: { sourceTableIdentifier: string; state: string }[];
   };
 }
 
@@ -88,6 +89,8 @@ describe('operator', () => {
     await source.client.query(`CREATE TABLE extra (id int PRIMARY KEY)`);
     await source.client.query(`INSERT INTO items SELECT g, 'v' || g FROM generate_series(1, 1000) g`);
     await source.client.query(`INSERT INTO extra SELECT generate_series(1, 50)`);
+    await source.client.query(`CREATE TABLE more (id int PRIMARY KEY, v text)`);
+    await source.client.query(`INSERT INTO more SELECT g, 'm' || g FROM generate_series(1, 3000) g`);
     await applyPeer('source', source);
     await applyPeer('destination', destination);
     metricsPorts.a = await freePort();
@@ -241,6 +244,61 @@ describe('operator', () => {
     });
     await sameRows('items');
     await sameRows('extra');
+
+    // On the running mirror, no pause: `more` added and `extra` removed by a
+    // change of spec.tableMappings alone, while `items` takes writes.
+    await waitFor(async () => (await mirror('items'))?.status?.phase === 'STATUS_RUNNING', 60_000, 'running');
+    const phases = new Set<string>();
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        const phase = (await mirror('items'))?.status?.phase;
+        if (phase) phases.add(phase);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    })();
+    try {
+      await objects.patchNamespacedCustomObject({
+        ...at('mirrors'),
+        name: 'items',
+        body: [
+          { op: 'test', path: '/spec/tableMappings/1/source/table', value: 'extra' },
+          {
+            op: 'replace',
+            path: '/spec/tableMappings/1',
+            value: {
+              source: { schema: 'public', table: 'more' },
+              destination: { schema: 'public', table: 'more' },
+            },
+          },
+        ],
+      });
+      await source.client.query(`INSERT INTO items SELECT g, 'during' FROM generate_series(6000, 6100) g`);
+      await source.client.query(`INSERT INTO more VALUES (9000, 'during')`);
+      await sameRows('more');
+      await sameRows('items');
+      await waitFor(
+        async () => {
+          const tables = (await mirror('items'))?.status?.tables ?? [];
+          const state = (name: string) => tables.find((t) => t.sourceTableIdentifier === name)?.state;
+          return (
+            state('public.extra') === 'TABLE_STATE_REMOVED' &&
+            state('public.more') === 'TABLE_STATE_STREAMING'
+          );
+        },
+        60_000,
+        'extra removed and more streaming in status.tables',
+      );
+      // The removed table's changes stop; its destination table stays as it was.
+      await source.client.query(`INSERT INTO extra VALUES (5000)`);
+      await source.client.query(`INSERT INTO items VALUES (7000, 'marker')`);
+      await sameRows('items');
+      expect((await destination.client.query(`SELECT count(*)::int AS n FROM extra`)).rows[0]?.n).toBe(50);
+    } finally {
+      watching = false;
+      await watch;
+    }
+    expect([...phases].filter((phase) => phase !== 'STATUS_RUNNING')).toEqual([]);
   });
 
   it('shows a fault the engine retries as a Degraded condition and a Retrying event, then clears it', async () => {
