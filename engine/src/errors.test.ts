@@ -2,7 +2,7 @@
 // without the other fails here.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { errorKinds, errorPolicy } from './errors.ts';
+import { EngineError, errorKinds, errorPolicy, tableFault } from './errors.ts';
 
 const healsBySelf = { timed: 'yes: retried with backoff', manual: 'no: fails', never: 'no: fails' } as const;
 
@@ -32,5 +32,22 @@ describe('error policy table', () => {
       'engine_resource',
       'internal',
     ]);
+  });
+});
+
+describe('tableFault', () => {
+  it('gives a kind a table can own to that table, and leaves the mirror’s own kinds as they are', () => {
+    const refused = tableFault(new EngineError('schema_mismatch', 'refused', { cause: 'c' }), 'public.t');
+    expect([refused.kind, refused.table, refused.message, refused.cause]).toEqual([
+      'schema_mismatch',
+      'public.t',
+      'refused',
+      'c',
+    ]);
+    // A table already named keeps its name.
+    expect(tableFault(refused, 'public.other').table).toBe('public.t');
+    for (const kind of ['connection', 'busy', 'destination_write', 'auth'] as const) {
+      expect(tableFault(new EngineError(kind, 'down'), 'public.t').table, kind).toBeUndefined();
+    }
   });
 });

@@ -128,11 +128,18 @@ export const errorPolicy = {
 
 export class EngineError extends Error {
   readonly kind: ErrorKind;
+  /**
+   * The source table (`schema.table`) the fault belongs to, when it is that
+   * table's alone (`tableFault`): the mirror stops that table and goes on
+   * with the others (pipeline/table-faults.ts).
+   */
+  readonly table: string | undefined;
 
-  constructor(kind: ErrorKind, message: string, options?: { cause?: unknown }) {
+  constructor(kind: ErrorKind, message: string, options?: { cause?: unknown; table?: string }) {
     super(message, options);
     this.name = 'EngineError';
     this.kind = kind;
+    this.table = options?.table;
   }
 
   get policy(): ErrorPolicy {
@@ -142,4 +149,23 @@ export class EngineError extends Error {
 
 export function isEngineError(error: unknown): error is EngineError {
   return error instanceof EngineError;
+}
+
+/**
+ * Kinds a fault of one table's write can be (a value or a shape the
+ * destination refuses for that table, its table gone): kept to that table.
+ * Every other kind (the destination down, short of a resource, a password)
+ * is the mirror's, whichever table's write met it.
+ */
+const tableFaultKinds: ReadonlySet<ErrorKind> = new Set(['schema_mismatch']);
+
+/**
+ * `error`, met writing `sourceTable`'s changes, as a fault of that table
+ * alone when its kind is one a table can own (else as it is).
+ */
+export function tableFault(error: EngineError, sourceTable: string): EngineError {
+  if (!tableFaultKinds.has(error.kind) || error.table !== undefined) return error;
+  const fault = new EngineError(error.kind, error.message, { cause: error.cause, table: sourceTable });
+  if (error.stack !== undefined) fault.stack = error.stack;
+  return fault;
 }

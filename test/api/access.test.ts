@@ -517,6 +517,7 @@ describe('metrics', () => {
         snapshotNumTablesInParallel: 1,
         resync: false,
         initialSnapshotOnly: false,
+        resyncTables: {},
         system: 'Q',
         state: 'Running',
       });

@@ -273,7 +273,7 @@ describe('operator', () => {
           },
         ],
       });
-      await source.client.query(`INSERT INTO items SELECT g, 'during' FROM generate_series(6000, 6100) g`);
+      await source.client.query(`INSERT INTO items SELECT g, 'during' FROM generate_series(20000, 20100) g`);
       await source.client.query(`INSERT INTO more VALUES (9000, 'during')`);
       await sameRows('more');
       await sameRows('items');
@@ -291,7 +291,7 @@ describe('operator', () => {
       );
       // The removed table's changes stop; its destination table stays as it was.
       await source.client.query(`INSERT INTO extra VALUES (5000)`);
-      await source.client.query(`INSERT INTO items VALUES (7000, 'marker')`);
+      await source.client.query(`INSERT INTO items VALUES (20500, 'marker')`);
       await sameRows('items');
       expect((await destination.client.query(`SELECT count(*)::int AS n FROM extra`)).rows[0]?.n).toBe(50);
     } finally {

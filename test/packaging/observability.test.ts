@@ -116,6 +116,7 @@ describe('observability assets', () => {
       'TributaryReplicationLagGrowing',
       'TributarySlotUnhealthy',
       'TributarySlotUnread',
+      'TributaryTableErrored',
     ]);
     for (const candidate of rules) {
       checkQuery(candidate.alert, candidate.expr);
@@ -134,6 +135,7 @@ describe('observability assets', () => {
       'tributary_mirror_slot_retained_wal_bytes',
       'tributary_mirror_slot_healthy',
       'tributary_mirror_slot_last_read_timestamp_seconds',
+      'tributary_mirror_table_state',
       'tributary_operator_leader',
       'tributary_operator_reconciles_total',
     ]) {

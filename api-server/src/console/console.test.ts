@@ -127,8 +127,11 @@ describe('console mirror page', () => {
     expect(rows).toContain('<td>5 / 2 / 1</td>');
     expect(rows).toContain('2026-01-01T00:00:01.000Z (LSN 4242)');
     expect(rows).toContain(
-      '<td class="state">errored<br><span class="error">destination_write: value &lt;refused&gt; (fix it); behind from LSN 77</span></td>',
+      '<td class="state">errored<br><span class="error">destination_write: value &lt;refused&gt; (fix it); behind from LSN 77</span><form method="post" action="/mirrors/m/tables/resync">',
     );
+    // The errored table, and only it, has the resync button.
+    expect(rows).toContain('<input type="hidden" name="table" value="public.b">');
+    expect(rows.match(/tables\/resync/g)).toHaveLength(1);
     expect(rows).toContain('<td>public.gone</td><td>public.gone</td>\n<td class="state">removed</td>');
     // No inline script or style (the console's CSP).
     expect(rows).not.toMatch(/<script|style=/);

@@ -158,6 +158,7 @@ export const tableStateName = (state: string) => state.replace(/^TABLE_STATE_/, 
  * applied, and the problem of a table that stopped.
  */
 function tableRows(
+  name: string,
   mappings: NonNullable<MirrorStatus['cdcStatus']>['config']['tableMappings'],
   clones: readonly Clone[],
   tables: readonly TableStatusView[],
@@ -187,6 +188,12 @@ function tableRows(
 <td class="state">${state}${
       table?.error
         ? html`<br><span class="error">${table.error.kind}: ${table.error.message} (${table.error.remedy}); behind from LSN ${table.behindLsn ?? '?'}</span>`
+        : ''
+    }${
+      table?.state === 'TABLE_STATE_ERRORED'
+        ? html`<form method="post" action="${mirrorPath(name)}/tables/resync">
+<input type="hidden" name="table" value="${source}">
+<button type="submit">Resync ${source}</button></form>`
         : ''
     }</td>
 <td>${clone ? (clone.consolidateCompleted ? 'done' : `${clone.numPartitionsCompleted}/${clone.numPartitionsTotal} partitions`) : '–'}</td>
@@ -243,7 +250,7 @@ ${Object.entries(cdc.config)
 <table>
 <thead><tr><th scope="col">source</th><th scope="col">destination</th><th scope="col">state</th><th scope="col">initial load</th><th scope="col">rows loaded</th><th scope="col">applied (inserts / updates / deletes)</th><th scope="col">last applied commit</th></tr></thead>
 <tbody>
-${tableRows(cdc.config.tableMappings, cdc.snapshotStatus.clones, status.tables ?? [])}
+${tableRows(name, cdc.config.tableMappings, cdc.snapshotStatus.clones, status.tables ?? [])}
 </tbody>
 </table>
 </div>`

@@ -357,5 +357,41 @@ export function consoleRoutes(app: FastifyInstance): void {
         return reply.redirect(action === 'drop' ? '/' : back, 303);
       },
     );
+
+    // An errored table's button: the resync request, then back to the mirror.
+    scope.post<{ Params: { name: string }; Body: Record<string, string> | undefined }>(
+      '/mirrors/:name/tables/resync',
+      async (request, reply: FastifyReply) => {
+        const { name } = request.params;
+        const back = `/mirrors/${encodeURIComponent(name)}`;
+        if (!isSameOrigin(request)) {
+          return reply
+            .code(403)
+            .type(htmlType)
+            .send(messagePage('Refused', 'this form was posted from another site', back));
+        }
+        const table = request.body?.table ?? '';
+        const answer = await client(app, request).post<{ message?: string }>(
+          '/api/v1/mirrors/tables/resync',
+          {
+            flowJobName: name,
+            sourceTableIdentifier: table,
+          },
+        );
+        if (answer.status !== 200) {
+          return reply
+            .code(answer.status)
+            .type(htmlType)
+            .send(
+              messagePage(
+                `Could not resync ${table}`,
+                answer.body.message ?? `the API answered ${answer.status}`,
+                back,
+              ),
+            );
+        }
+        return reply.redirect(back, 303);
+      },
+    );
   });
 }

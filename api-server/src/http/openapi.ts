@@ -15,6 +15,8 @@ import {
   mirrorStatusResponse,
   peerInfoResponse,
   peerListResponse,
+  resyncTableRequest,
+  resyncTableResponse,
   scriptsResponse,
   stateChangeRequest,
   stateChangeResponse,
@@ -92,6 +94,14 @@ export function openApiDocument(): Record<string, unknown> {
           'Pause, resume, edit or drop a mirror',
           stateChangeRequest,
           stateChangeResponse,
+          grpc,
+        ),
+      },
+      '/api/v1/mirrors/tables/resync': {
+        post: operation(
+          'Load a table of a mirror again (an addition: today a table stopped on a fault of its own)',
+          resyncTableRequest,
+          resyncTableResponse,
           grpc,
         ),
       },

@@ -235,6 +235,18 @@ export type StateChangeRequest = z.infer<typeof stateChangeRequest>;
 
 export const stateChangeResponse = z.object({ ok: z.boolean(), errorMessage: z.string() });
 
+/** An addition to the interface: load one table of a mirror again (docs/api.md). */
+export const resyncTableRequest = z
+  .object({
+    flowJobName: z.string().min(1),
+    /** A mapped source table, `schema.table` (a bare name means `public`). */
+    sourceTableIdentifier: z.string().min(1).max(300),
+  })
+  .strict();
+export type ResyncTableRequest = z.infer<typeof resyncTableRequest>;
+
+export const resyncTableResponse = z.object({});
+
 export const mirrorStatusRequest = z
   .object({
     flowJobName: z.string().min(1),

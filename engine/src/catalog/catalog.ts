@@ -87,6 +87,8 @@ export interface TableStatus {
    * changes after it are not applied; null otherwise.
    */
   readonly behindLsn: bigint | null;
+  /** The last resync request of the spec (`resyncTables`) the engine acted on; null before any. */
+  readonly resyncToken: string | null;
 }
 
 /** What a table's state writer records with a move (Catalog.transitionTable). */
@@ -430,4 +432,6 @@ export interface Catalog {
    * TableStateTransitionError (table-states.ts) otherwise. Only table-states.ts calls it.
    */
   transitionTable(mirror: string, move: TableMove): Promise<void>;
+  /** Records that the engine acted on the table's resync request `token` (pipeline/table-resync.ts). */
+  recordResyncToken(mirror: string, sourceTable: string, token: string): Promise<void>;
 }

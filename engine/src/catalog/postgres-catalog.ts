@@ -152,6 +152,8 @@ const migrations: readonly string[] = [
      error_remedy text,
      behind_lsn numeric(20, 0),
      PRIMARY KEY (mirror, source_table))`,
+  // The spec's last resync request per table that the engine acted on (resyncTables).
+  `ALTER TABLE tributary.mirror_tables ADD COLUMN IF NOT EXISTS resync_token text`,
 ];
 
 interface RuntimeRow {
@@ -197,6 +199,7 @@ interface TableRow {
   error_message: string | null;
   error_remedy: string | null;
   behind_lsn: string | null;
+  resync_token: string | null;
 }
 
 interface LogRow {
@@ -859,7 +862,7 @@ export class PostgresCatalog implements Catalog {
     const { rows } = await this.#sql.query<TableRow>(
       `SELECT source_table, destination_table, state, state_since, inserts::text, updates::text,
          deletes::text, last_lsn::text, last_commit_time, error_kind, error_message, error_remedy,
-         behind_lsn::text
+         behind_lsn::text, resync_token
        FROM tributary.mirror_tables WHERE mirror = $1 ORDER BY source_table`,
       [mirror],
     );
@@ -882,7 +885,15 @@ export class PostgresCatalog implements Catalog {
             }
           : null,
       behindLsn: row.behind_lsn === null ? null : BigInt(row.behind_lsn),
+      resyncToken: row.resync_token,
     }));
+  }
+
+  async recordResyncToken(mirror: string, sourceTable: string, token: string): Promise<void> {
+    await this.#sql.query(
+      `UPDATE tributary.mirror_tables SET resync_token = $3 WHERE mirror = $1 AND source_table = $2`,
+      [mirror, sourceTable, token],
+    );
   }
 
   async transitionTable(mirror: string, move: TableMove): Promise<void> {

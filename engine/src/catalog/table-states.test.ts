@@ -58,6 +58,7 @@ class MemoryTableRecord implements TableRecord {
       deletes: 0n,
       lastLsn: 0n,
       lastCommitTime: null,
+      resyncToken: null,
       ...held,
       sourceTable: move.sourceTable,
       destinationTable: move.destinationTable,

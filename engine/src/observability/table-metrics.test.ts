@@ -15,6 +15,7 @@ const table = (sourceTable: string, state: TableStatus['state'], inserts: bigint
   lastCommitTime: null,
   problem: null,
   behindLsn: null,
+  resyncToken: null,
 });
 
 describe('per-table metrics', () => {

@@ -33,6 +33,8 @@ export interface CdcOptions {
   readonly tableStartLsns?: ReadonlyMap<string, bigint>;
   /** Added tables loaded online while streaming (pipeline/backfill/). */
   readonly backfills?: readonly OnlineLoad[];
+  /** Source tables stopped on a fault of their own: their changes are not applied (table-faults.ts). */
+  readonly stoppedTables?: ReadonlySet<string>;
 }
 
 /** An added table to load online while the mirror streams. */
@@ -130,6 +132,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       transactionPosition: checkpoint?.transactionPosition,
     },
     tableStartLsns: options.tableStartLsns,
+    stoppedTables: options.stoppedTables,
     loading,
     backfill: loading ? backfillHooks(context, loading, online.rowsCopied) : undefined,
     metrics: context.metrics,

@@ -50,6 +50,12 @@ export interface ChangeApplierOptions
    * through `backfill` (BatchWriterOptions).
    */
   readonly loading?: Backfill | undefined;
+  /**
+   * Source tables (`schema.table`) stopped on a fault of their own (state
+   * `errored`, pipeline/table-faults.ts): their changes are not applied,
+   * while the other tables' are; their status says so.
+   */
+  readonly stoppedTables?: ReadonlySet<string> | undefined;
 }
 
 export class ChangeApplier {
@@ -62,10 +68,12 @@ export class ChangeApplier {
   readonly #writer: BatchWriter;
   readonly #acknowledgements: Acknowledgements;
   readonly #loading: Backfill | undefined;
+  readonly #stopped: ReadonlySet<string>;
 
   constructor(options: ChangeApplierOptions) {
     this.#options = options;
     this.#loading = options.loading;
+    this.#stopped = options.stoppedTables ?? new Set();
     const { checkpoint, destination } = options;
     this.#builder = new BatchBuilder(options.limits, checkpoint.lsn, (table) =>
       destination.changeBuffer(table),
@@ -164,7 +172,8 @@ export class ChangeApplier {
   /** The table when the filter lets this transaction's changes to it through. */
   #target(relationId: number): TrackedRelation | undefined {
     const tracked = this.#relations.tableOf(relationId);
-    return tracked && this.#filter.applies(tracked) ? tracked : undefined;
+    if (!tracked || (this.#stopped.size > 0 && this.#stopped.has(tracked.sourceName))) return undefined;
+    return this.#filter.applies(tracked) ? tracked : undefined;
   }
 
   /** Buffers a change; returns a promise only when the batch opened (recorded in the catalog) or is full (cut). */

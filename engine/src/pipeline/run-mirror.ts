@@ -21,6 +21,8 @@ import {
   planSourceSetup,
   slotIdentityOf,
 } from './source-ownership.ts';
+import { faultedTable, stopTable } from './table-faults.ts';
+import { actOnResyncRequests } from './table-resync.ts';
 import { destinationTable } from './tables.ts';
 
 /** How a run ended when it did not throw. */
@@ -114,6 +116,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
       if (lost) throw lost;
     }
 
+    await actOnResyncRequests(context, tables);
     backfills = await reconcileMappedTables(context, setup, tables);
     const backfilled = new Set(backfills.map((backfill) => backfill.table));
     // Every load before streaming is done: a table not tracked yet (a mirror
@@ -149,15 +152,32 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   if (context.signal.aborted) return 'stopped';
   const progress = await catalog.listSnapshotProgress(spec.name);
   const tableStartLsns = new Map(progress.map((table) => [table.sourceTable, table.cdcStartLsn]));
-  await runCdc(context, {
-    slotName: setup.slotName,
-    publicationName: setup.publicationName,
-    publicationCreatedByMirror: setup.publicationCreatedByMirror,
-    tables,
-    tableStartLsns,
-    backfills,
-  });
-  return 'stopped';
+  // Tables stopped on a fault of their own stay stopped; a fault of another
+  // one stops it too, and the stream goes on from the checkpoint without it.
+  const stopped = new Set(
+    (await catalog.listTables(spec.name))
+      .filter((table) => table.state === 'errored')
+      .map((table) => table.sourceTable),
+  );
+  for (;;) {
+    try {
+      await runCdc(context, {
+        slotName: setup.slotName,
+        publicationName: setup.publicationName,
+        publicationCreatedByMirror: setup.publicationCreatedByMirror,
+        tables,
+        tableStartLsns,
+        backfills: backfills.filter((load) => !stopped.has(formatTableName(load.table.source))),
+        stoppedTables: stopped,
+      });
+      return 'stopped';
+    } catch (error) {
+      const fault = context.signal.aborted ? undefined : faultedTable(error, tables, stopped);
+      if (!fault) throw error;
+      await stopTable(context, fault.table, fault.error);
+      stopped.add(formatTableName(fault.table.source));
+    }
+  }
 }
 
 /**
@@ -189,11 +209,18 @@ async function reconcileMappedTables(
     await catalog.removeSnapshotTables(spec.name, removed);
     await mirrorLog(context, 'INFO', `stopped replicating ${removed.join(', ')}; destination tables kept`);
   }
-  if (!spec.doInitialSnapshot || progress.length === 0) return [];
+  if (progress.length === 0) return [];
   const loaded = new Set(
     progress.filter((table) => table.consolidateCompleted).map((table) => table.sourceTable),
   );
-  const addedTables = tables.filter((table) => !loaded.has(formatTableName(table.source)));
+  // Without an initial load, an added table streams from now on; a table
+  // loaded back on request (table-resync.ts: its load record begun, not
+  // completed) is loaded all the same.
+  const begun = new Set(progress.map((table) => table.sourceTable));
+  const addedTables = tables.filter((table) => {
+    const name = formatTableName(table.source);
+    return !loaded.has(name) && (spec.doInitialSnapshot || begun.has(name));
+  });
   if (addedTables.length === 0) return [];
   const online = spec.initialSnapshotOnly ? [] : addedTables.filter((table) => keyOrderOf(table));
   const added = addedTables.filter((table) => !online.includes(table));

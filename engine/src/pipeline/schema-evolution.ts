@@ -34,6 +34,8 @@ export interface SchemaEvolutionOptions {
    * when columns are added, once no batch is in flight (BatchWriter.beforeSchemaChange).
    */
   readonly beforeChange: (table: DestinationTable, addsColumns: boolean) => Promise<void>;
+  /** Source tables stopped on a fault of their own: their destination is not changed (ChangeApplierOptions). */
+  readonly stoppedTables?: ReadonlySet<string> | undefined;
 }
 
 export class SchemaEvolution {
@@ -105,8 +107,18 @@ export class SchemaEvolution {
 
   async #apply(change: SchemaChange, relation: RelationMessage): Promise<void> {
     const { log, destination } = this.#options;
-    await this.#options.beforeChange(change.table, change.added.length > 0);
     const tableName = formatTableName(change.table.source);
+    if (this.#options.stoppedTables?.has(tableName)) {
+      // Nothing of a stopped table is written; the load that brings it back
+      // creates its destination columns from the source's shape then.
+      if (change.added.length > 0) this.relations.extend(change.table, [], relation);
+      await log(
+        'INFO',
+        `the schema of ${tableName} changed while it is stopped; its load back follows the change`,
+      );
+      return;
+    }
+    await this.#options.beforeChange(change.table, change.added.length > 0);
     if (change.added.length > 0) {
       const typeNames = await this.#options.typeNames(change.added);
       const columns: SourceColumn[] = change.added.map((added, index) => ({

@@ -126,6 +126,13 @@ export const mirrorSpecFields = z.object({
     .boolean()
     .default(false)
     .describe('Copy the tables once and stop, without streaming changes (needs doInitialSnapshot).'),
+  resyncTables: z
+    .record(z.string().min(1).max(300), z.string().min(1).max(100))
+    .default({})
+    .describe(
+      'Asks for tables to be loaded again: a mapped source table (schema.table) to a token of your choice; ' +
+        'a new token asks again. Today a table stopped on a fault of its own (errored) is loaded back.',
+    ),
   softDeleteColName: z
     .string()
     .min(1)
@@ -155,10 +162,23 @@ export const mirrorSpecFields = z.object({
 
 export const initialSnapshotOnlyMessage = 'initialSnapshotOnly needs doInitialSnapshot';
 
-export const mirrorSpecSchema = mirrorSpecFields.refine(
-  (spec) => !spec.initialSnapshotOnly || spec.doInitialSnapshot,
-  { message: initialSnapshotOnlyMessage, path: ['initialSnapshotOnly'] },
-);
+export const mirrorSpecSchema = mirrorSpecFields
+  .refine((spec) => !spec.initialSnapshotOnly || spec.doInitialSnapshot, {
+    message: initialSnapshotOnlyMessage,
+    path: ['initialSnapshotOnly'],
+  })
+  .superRefine((spec, context) => {
+    const mapped = new Set(spec.tableMappings.map((mapping) => formatTableName(mapping.source)));
+    for (const table of Object.keys(spec.resyncTables)) {
+      if (!mapped.has(table)) {
+        context.addIssue({
+          code: 'custom',
+          message: `resyncTables names ${table}, which is not a source table of tableMappings`,
+          path: ['resyncTables', table],
+        });
+      }
+    }
+  });
 
 export type TableName = z.infer<typeof tableNameSchema>;
 export type TableMapping = z.infer<typeof tableMappingSchema>;

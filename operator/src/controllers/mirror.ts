@@ -181,6 +181,17 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
           observedGeneration: generation,
         });
       }
+      // Tables stopped on a fault of their own: the mirror runs, they do not.
+      const stoppedTables = tables.filter((table) => table.state === 'TABLE_STATE_ERRORED');
+      conditions = setCondition(conditions, {
+        type: 'TablesHealthy',
+        status: stoppedTables.length > 0 ? 'False' : 'True',
+        reason: stoppedTables.length > 0 ? 'TableErrored' : 'AllTablesMoving',
+        message: stoppedTables
+          .map((table) => `${table.sourceTableIdentifier}: ${table.error?.message ?? 'errored'}`)
+          .join('; '),
+        observedGeneration: generation,
+      });
       // A fault the engine retries by itself, or a step that stands still: the
       // mirror is not failed, but not moving either.
       return setCondition(conditions, {

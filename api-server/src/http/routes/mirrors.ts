@@ -10,6 +10,7 @@ import {
   type MirrorPhase,
   type MirrorResource,
   type MirrorResourceSpec,
+  parseTableIdentifier,
   ResourceConflictError,
   ResourceExistsError,
   type TableMapping,
@@ -34,6 +35,8 @@ import {
   type flowStates,
   logsRequest,
   mirrorStatusRequest,
+  type ResyncTableRequest,
+  resyncTableRequest,
   type StateChangeRequest,
   stateChangeRequest,
 } from '../wire.ts';
@@ -128,6 +131,54 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       }
     }
   });
+
+  app.post('/api/v1/mirrors/tables/resync', async (request) => {
+    const { body, field } = parseRequest(resyncTableRequest, request);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await requestResync(body, field);
+      } catch (error) {
+        if (!(error instanceof ResourceConflictError)) throw error;
+        if (attempt >= stateChangeAttempts) {
+          throw new ApiError('conflict', `mirror ${body.flowJobName} kept changing; try again`);
+        }
+      }
+    }
+  });
+
+  /** Sets the table's resync request in the spec (`resyncTables`), which the engine acts on. */
+  async function requestResync(body: ResyncTableRequest, field: FieldNamer): Promise<object> {
+    const mirror = await store.getMirror(body.flowJobName);
+    if (!mirror || mirror.deleting) throw unknownMirror(body.flowJobName);
+    let table: string;
+    try {
+      table = formatTableName(parseTableIdentifier(body.sourceTableIdentifier));
+    } catch {
+      throw new ApiError('invalidArgument', `${field(['sourceTableIdentifier'])}: expected schema.table`);
+    }
+    if (!mirror.spec.tableMappings.some((mapping) => formatTableName(mapping.source) === table)) {
+      throw new ApiError(
+        'invalidArgument',
+        `${field(['sourceTableIdentifier'])}: ${table} is not a source table of mirror ${mirror.name}`,
+      );
+    }
+    const status = (await catalog.listTables(mirror.name)).find((entry) => entry.sourceTable === table);
+    if (status?.state !== 'errored') {
+      throw new ApiError(
+        'failedPrecondition',
+        `table ${table} of mirror ${mirror.name} is ${status ? tableStatusView(status).state : 'not tracked yet'}: only a table stopped on a fault of its own (TABLE_STATE_ERRORED) can be resynced for now`,
+      );
+    }
+    await store.updateMirrorSpec(
+      mirror.name,
+      validMirrorSpec({
+        ...mirror.spec,
+        resyncTables: { ...mirror.spec.resyncTables, [table]: new Date().toISOString() },
+      }),
+      mirror.generation,
+    );
+    return {};
+  }
 
   async function changeState(body: StateChangeRequest, field: FieldNamer): Promise<object> {
     const mirror = await store.getMirror(body.flowJobName);

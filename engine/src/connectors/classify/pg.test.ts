@@ -166,3 +166,29 @@ describe('classifyPgError: TLS', () => {
     expect(error.message).toContain('does not offer TLS');
   });
 });
+
+describe('classifyPgError: a row the destination refuses', () => {
+  const refused = (code: string) =>
+    Object.assign(new Error('new row for relation "t" violates check constraint "short_v"'), {
+      code,
+      constraint: 'short_v',
+      detail: 'Failing row contains (1, secret value).',
+    });
+
+  it('is schema_mismatch at the destination, naming the constraint and never the row', () => {
+    for (const code of ['23514', '23502', '23503', '23505', '22001', '22003']) {
+      const classified = classifyPgError(
+        refused(code),
+        'destination: apply the changes of "t"',
+        'destination_write',
+      );
+      expect(classified.kind, code).toBe('schema_mismatch');
+      expect(classified.message).toContain('constraint short_v refused a row');
+      expect(classified.message).not.toContain('secret value');
+    }
+  });
+
+  it('keeps the step’s kind at the source', () => {
+    expect(classifyPgError(refused('22021'), 'source: read a chunk', 'internal').kind).toBe('internal');
+  });
+});

@@ -8,6 +8,17 @@ interface PgDriverError {
   code?: string;
   message: string;
   detail?: string;
+  constraint?: string;
+}
+
+/**
+ * SQLSTATE classes 22 (data exception) and 23 (integrity constraint
+ * violation): a destination that refuses a row (a CHECK, NOT NULL, foreign
+ * key or unique constraint, a value out of its column type's range). The
+ * destination table does not fit the source's rows: schema_mismatch.
+ */
+function refusedValue(code: string | undefined): boolean {
+  return code !== undefined && (code.startsWith('22') || code.startsWith('23'));
 }
 
 /**
@@ -147,9 +158,16 @@ export function classifyPgError(
   if (isEngineError(error)) return error;
   if (!(error instanceof Error)) return notAnError(error, what, fallback);
   const kind = pgErrorKind(error as PgDriverError, context.tlsMode);
-  const resolved = onSide(kind === 'internal' ? fallback : kind, context.side ?? sideOf(what));
+  const side = context.side ?? sideOf(what);
   const code = (error as PgDriverError).code;
+  const resolved =
+    side !== 'source' && refusedValue(code)
+      ? 'schema_mismatch'
+      : onSide(kind === 'internal' ? fallback : kind, side);
   let message = `${what} failed${code ? ` (${code})` : ''}`;
+  // The constraint's name (never the row's values, which the driver's detail quotes).
+  const constraint = (error as PgDriverError).constraint;
+  if (refusedValue(code) && constraint) message += `: constraint ${constraint} refused a row`;
   if (resolved === 'permission' || resolved === 'source_permission') {
     // The object's name (never a value) is safe to show; the privileges come
     // from what was being done, since PostgreSQL does not say which one it checked.

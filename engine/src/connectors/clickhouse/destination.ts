@@ -11,8 +11,8 @@
 // batches.
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { EngineError } from '../../errors.ts';
-import type { TableMapping } from '../../resources/mirror.ts';
+import { EngineError, isEngineError, tableFault } from '../../errors.ts';
+import { formatTableName, type TableMapping } from '../../resources/mirror.ts';
 import type { AnalyticsConfig } from '../../resources/peer.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable, SourceColumn } from '../records.ts';
@@ -117,8 +117,14 @@ export class ClickHouseDestination implements Destination<ClickHouseTableChanges
     }
     const versionBatch = stored.versionBase + batch.batchId;
     for (const { table, held } of batch.tables) {
-      const target = await this.#schemas.writer(table);
-      await applyTableChanges(this.#transport, target, versionBatch, held, this.#options.logger);
+      try {
+        const target = await this.#schemas.writer(table);
+        await applyTableChanges(this.#transport, target, versionBatch, held, this.#options.logger);
+      } catch (error) {
+        // A value or shape this table refuses is its own fault (the tables
+        // written before it hold versioned rows the replay writes again).
+        throw isEngineError(error) ? tableFault(error, formatTableName(table.source)) : error;
+      }
     }
     await this.#checkpoints.write(
       batch.mirror,

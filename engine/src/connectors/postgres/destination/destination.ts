@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Logger } from 'pino';
-import { EngineError } from '../../../errors.ts';
+import { EngineError, tableFault } from '../../../errors.ts';
 import { formatTableName } from '../../../resources/mirror.ts';
 import type { RelationalConfig } from '../../../resources/peer.ts';
 import { classifyPgError } from '../../classify/index.ts';
@@ -275,7 +275,21 @@ export class PostgresDestination implements Destination<PostgresTableChanges> {
         return;
       }
       for (const [index, tableChanges] of batch.tables.entries()) {
-        await this.#applyTable(client, tableChanges, index);
+        try {
+          await this.#applyTable(client, tableChanges, index);
+        } catch (error) {
+          // A row or shape this table refuses is its own fault; the rest the batch's.
+          const target = quoteTable(tableChanges.table.destination);
+          throw tableFault(
+            classifyPgError(
+              error,
+              `destination: apply the changes of ${target} (batch ${batch.batchId})`,
+              'destination_write',
+              { privileges: `INSERT, UPDATE and DELETE (TRUNCATE for truncates) on ${target}` },
+            ),
+            formatTableName(tableChanges.table.source),
+          );
+        }
       }
       await writeCheckpoint(client, batch);
       await client.query('COMMIT');

@@ -1,0 +1,63 @@
+// Faults that belong to one table. A destination that refuses one table's
+// rows or shape says which table (EngineError.table, errors.ts `tableFault`);
+// the run then stops that table alone (state `errored`, with the problem and
+// the position its destination is at) and streams on from the destination's
+// checkpoint without it, so the other tables go on and the slot keeps
+// advancing. Nothing of the stopped table is applied from then on; it comes
+// back by a load (docs/mirror-lifecycle.md, "A table's own fault").
+import { moveTable } from '../catalog/table-states.ts';
+import type { DestinationTable } from '../connectors/records.ts';
+import { type EngineError, isEngineError } from '../errors.ts';
+import { formatTableName } from '../resources/mirror.ts';
+import { type MirrorContext, mirrorLog } from './context.ts';
+
+/** The mapped, still running table `error` is a fault of, if it is one table's. */
+export function faultedTable(
+  error: unknown,
+  tables: readonly DestinationTable[],
+  stopped: ReadonlySet<string>,
+): { readonly table: DestinationTable; readonly error: EngineError } | undefined {
+  if (!isEngineError(error) || error.table === undefined || stopped.has(error.table)) return undefined;
+  const table = tables.find((candidate) => formatTableName(candidate.source) === error.table);
+  return table ? { table, error } : undefined;
+}
+
+/** What a person does about a stopped table: the fault's own remedy, then the way back. */
+export function stoppedTableRemedy(error: EngineError): string {
+  return `${error.policy.remedy}; then resync the table (POST /api/v1/mirrors/tables/resync, or the Mirror's spec.resyncTables); the mirror's other tables go on meanwhile`;
+}
+
+/**
+ * Stops `table` on `error`: `errored` from the destination's checkpoint on
+ * (every change of it before that position is at the destination, none
+ * after; the failed batch was not written), said once in the mirror's log.
+ * The caller streams on without it.
+ */
+export async function stopTable(
+  context: MirrorContext,
+  table: DestinationTable,
+  error: EngineError,
+): Promise<void> {
+  const { spec, catalog, destination } = context;
+  const sourceTable = formatTableName(table.source);
+  // Where its changes stop: the destination's last batch, or before any, the
+  // position its load's rows are as of.
+  const checkpoint = await destination.readCheckpoint(spec.name);
+  const loadedAt = (await catalog.listSnapshotProgress(spec.name)).find(
+    (entry) => entry.sourceTable === sourceTable,
+  )?.cdcStartLsn;
+  const behindLsn = checkpoint?.lsn ?? loadedAt ?? 0n;
+  const remedy = stoppedTableRemedy(error);
+  await moveTable(
+    catalog,
+    spec.name,
+    { sourceTable, destinationTable: formatTableName(table.destination) },
+    'tableFailed',
+    { problem: { kind: error.kind, message: error.message, remedy }, behindLsn },
+  );
+  await mirrorLog(
+    context,
+    'ERROR',
+    `table ${sourceTable} stopped (${error.kind}): ${error.message}. ${remedy}`,
+  );
+}
