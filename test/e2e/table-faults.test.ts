@@ -139,7 +139,11 @@ describe('a fault of one table', () => {
       expect(BigInt(picky?.behindLsn ?? '0')).toBeGreaterThan(0n);
       expect(await mirrorState(service, mirror)).toBe('STATUS_RUNNING');
       // The other table goes on, and the slot moves past the refused change.
-      await waitFor(async () => (await confirmedLsn()) > afterRefused, 60_000, 'the slot past the refused row');
+      await waitFor(
+        async () => (await confirmedLsn()) > afterRefused,
+        60_000,
+        'the slot past the refused row',
+      );
       expect((await tableOf('public.good'))?.state).toBe('TABLE_STATE_STREAMING');
 
       // A table that streams is not resynced this way (yet): 409, nothing changes.
