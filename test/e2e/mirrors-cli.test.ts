@@ -95,11 +95,17 @@ describe('tributary mirrors', () => {
 
     const status = await tributary(['status', mirror]);
     expect(status.status, status.stderr).toBe(0);
-    expect(status.stdout).toContain(`mirror ${mirror}: running`);
+    expect(status.stdout).toMatch(new RegExp(`mirror ${mirror}: running, lag \\d+(\\.\\d+)? s`));
     expect(status.stdout).toContain(`src_${suffix} → dst_${suffix}`);
     expect(status.stdout).toMatch(
       /public\.orders → public\.orders: streaming, initial load done \(40 rows\), applied \d+ inserts, 0 updates, 0 deletes/,
     );
+
+    // A streaming table is not loaded again this way (yet): the service's 409, exit 1.
+    const resync = await tributary(['resync', mirror, 'public.orders']);
+    expect(resync.status).toBe(1);
+    expect(resync.stderr).toContain('409');
+    expect(resync.stderr).toContain('TABLE_STATE_STREAMING');
 
     const logs = await tributary(['logs', mirror, '--level', 'info', '--per-page', '50']);
     expect(logs.status, logs.stderr).toBe(0);
@@ -144,6 +150,8 @@ describe('tributary mirrors', () => {
       ['list', 'extra'],
       ['logs', mirror, '--page', '0'],
       ['list', '--bogus'],
+      ['resync', mirror],
+      ['resync', mirror, 'public.orders', 'extra'],
     ]) {
       const usage = await tributary(args);
       expect(usage.status, args.join(' ')).toBe(2);

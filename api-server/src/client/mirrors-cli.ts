@@ -44,6 +44,8 @@ Commands:
   resume NAME          resume a paused mirror, or retry a failed one
   drop NAME            drop: removes its replication slot and publication
   logs NAME            the mirror's log entries, newest first
+  resync NAME TABLE    load TABLE (schema.table) of the mirror again: a table
+                       stopped on a fault of its own (errored)
 
 Options:
   --url URL            the service (TRIBUTARY_URL; default http://127.0.0.1:8112)
@@ -54,7 +56,7 @@ Options:
   --per-page N         logs: entries per page (default 20)
   --json               print the API's JSON answer instead of text`;
 
-const commands = ['list', 'status', 'pause', 'resume', 'drop', 'logs'] as const;
+const commands = ['list', 'status', 'pause', 'resume', 'drop', 'logs', 'resync'] as const;
 type Command = (typeof commands)[number];
 
 /** The state_change request of each action: the interface's own enum names. */
@@ -174,13 +176,16 @@ export async function runMirrorsCommand(argv: readonly string[], env: NodeJS.Pro
   }
   const { values, positionals } = parsed;
   if (values.help) return mirrorsUsage;
-  const [command, name, ...extra] = positionals;
+  const [command, name, ...rest] = positionals;
+  // `resync` takes the table after the mirror's name.
+  const [tableName, ...extra] = command === 'resync' ? rest : [undefined, ...rest];
   if (!commands.includes(command as Command))
     throw new CliError(
       command ? `unknown command ${JSON.stringify(command)}\n\n${mirrorsUsage}` : mirrorsUsage,
       2,
     );
   if (command !== 'list' && !name) throw new CliError(`${command} needs a mirror name`, 2);
+  if (command === 'resync' && !tableName) throw new CliError('resync needs a table (schema.table)', 2);
   if (extra.length > 0 || (command === 'list' && name))
     throw new CliError(`unexpected argument ${JSON.stringify(extra[0] ?? name)}`, 2);
   const connection = connectionFrom(values, env);
@@ -231,7 +236,8 @@ export async function runMirrorsCommand(argv: readonly string[], env: NodeJS.Pro
             };
           }
         | undefined;
-      const lines = [`mirror ${name}: ${stateWord(status.currentFlowState)}`];
+      const lag = status.lagSeconds === undefined ? '' : `, lag ${String(status.lagSeconds)} s`;
+      const lines = [`mirror ${name}: ${stateWord(status.currentFlowState)}${lag}`];
       if (status.errorMessage) lines.push(`error: ${String(status.errorMessage)}`);
       const slot = status.slotHealth as { status: string; reason: string; message: string } | undefined;
       if (slot) {
@@ -262,6 +268,13 @@ export async function runMirrorsCommand(argv: readonly string[], env: NodeJS.Pro
         requestedFlowState,
       });
       return values.json ? json(answer) : `${command}: requested for mirror ${name}`;
+    }
+    case 'resync': {
+      const answer = await call(connection, 'POST', '/api/v1/mirrors/tables/resync', {
+        flowJobName: name,
+        sourceTableIdentifier: tableName,
+      });
+      return values.json ? json(answer) : `resync: requested for table ${tableName} of mirror ${name}`;
     }
     case 'logs': {
       const level = (values.level ?? 'all').toUpperCase();
