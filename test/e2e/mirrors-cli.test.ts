@@ -101,11 +101,14 @@ describe('tributary mirrors', () => {
       /public\.orders → public\.orders: streaming, initial load done \(40 rows\), applied \d+ inserts, 0 updates, 0 deletes/,
     );
 
-    // A streaming table is not loaded again this way (yet): the service's 409, exit 1.
+    // A table the mirror does not map: the service's 400, exit 1.
+    const unmapped = await tributary(['resync', mirror, 'public.nowhere']);
+    expect(unmapped.status).toBe(1);
+    expect(unmapped.stderr).toContain('400');
+    expect(unmapped.stderr).toContain('is not a source table');
     const resync = await tributary(['resync', mirror, 'public.orders']);
-    expect(resync.status).toBe(1);
-    expect(resync.stderr).toContain('409');
-    expect(resync.stderr).toContain('TABLE_STATE_STREAMING');
+    expect(resync.status, resync.stderr).toBe(0);
+    expect(resync.stdout.trim()).toBe(`resync: requested for table public.orders of mirror ${mirror}`);
 
     const logs = await tributary(['logs', mirror, '--level', 'info', '--per-page', '50']);
     expect(logs.status, logs.stderr).toBe(0);

@@ -90,4 +90,26 @@ export interface Destination<Held extends ChangeBuffer = ChangeBuffer> extends C
 
   /** Forgets the mirror's checkpoint (drop). Destination tables are kept. */
   removeCheckpoint(mirror: string): Promise<void>;
+
+  /**
+   * Present when the destination can load a table beside the live one and
+   * put it in the live one's place atomically, readers seeing the old table
+   * or the new one and never neither (an online resync, pipeline/table-resync.ts);
+   * its `syncBatch` then carries out `ChangeBatch.swaps`.
+   */
+  readonly shadowTables?: ShadowTables | undefined;
+}
+
+/** Tables loaded beside live ones, for an online resync (Destination.shadowTables). */
+export interface ShadowTables {
+  /** Where `live`'s resync loads: a table of the same name in a place of the mirror's own. */
+  shadowOf(live: DestinationTable): DestinationTable;
+  /**
+   * Creates `shadow` empty, shaped as `live` is now (columns, key, defaults,
+   * constraints, indexes and the privileges granted on it), replacing a
+   * leftover one.
+   */
+  create(live: DestinationTable, shadow: DestinationTable): Promise<void>;
+  /** Drops `shadow` if it is there (a resync given up). */
+  drop(shadow: DestinationTable): Promise<void>;
 }

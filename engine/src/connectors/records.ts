@@ -195,6 +195,19 @@ export interface ChangeBatch<Held extends ChangeBuffer = ChangeBuffer> {
   readonly transactionPosition?: TransactionPosition | undefined;
   readonly tables: readonly TableChanges<Held>[];
   readonly rowCount: number;
+  /**
+   * Tables whose online resync this batch completes: after the batch's
+   * changes, in the same atomic write as its checkpoint, each `shadow` (loaded
+   * beside the live table, Destination.shadowTables) takes the place of `live`.
+   * Only a destination with `shadowTables` is given any.
+   */
+  readonly swaps?: readonly TableSwap[] | undefined;
+}
+
+/** A live table and the shadow its resync loaded, to replace it (ChangeBatch.swaps). */
+export interface TableSwap {
+  readonly live: DestinationTable;
+  readonly shadow: DestinationTable;
 }
 
 export interface Checkpoint {

@@ -36,6 +36,8 @@ export class BatchBuilder<Held extends ChangeBuffer = ChangeBuffer> {
   #rowLimit: number | undefined;
   /** Rows of the batch per table and operation (takeApplied). */
   readonly #tally = new TableTally();
+  /** Tables whose changes are not counted as the table's own (a resync's shadow: its live table counts them). */
+  readonly #uncounted = new Set<DestinationTable>();
 
   /** `changeBuffer`: the destination's (Destination.changeBuffer). */
   constructor(limits: BatchLimits, durableLsn: bigint, changeBuffer: (table: DestinationTable) => Held) {
@@ -102,8 +104,15 @@ export class BatchBuilder<Held extends ChangeBuffer = ChangeBuffer> {
     const opened = this.#startIfEmpty(lsn, now);
     this.#byteSize += this.#held(table).add(change);
     this.#added(lsn, position, change.kind !== 'truncate');
-    if (change.kind !== 'truncate') this.#tally.count(table, change.kind, change.transaction);
+    if (change.kind !== 'truncate' && (this.#uncounted.size === 0 || !this.#uncounted.has(table))) {
+      this.#tally.count(table, change.kind, change.transaction);
+    }
     return opened;
+  }
+
+  /** `table`'s changes are not counted in takeApplied (a resync's shadow). */
+  doNotCount(table: DestinationTable): void {
+    this.#uncounted.add(table);
   }
 
   /** Starts the batch at its first change; true when this change opens it. */

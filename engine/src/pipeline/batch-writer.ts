@@ -10,7 +10,7 @@
 // the mirror's next run starts from the destination's checkpoint.
 import type { BatchBackfill, Catalog, TableApplied } from '../catalog/catalog.ts';
 import type { Destination } from '../connectors/destination.ts';
-import type { ChangeBatch, DestinationTable } from '../connectors/records.ts';
+import type { ChangeBatch, DestinationTable, TableSwap } from '../connectors/records.ts';
 import type { PipelineMetrics } from '../observability/engine-metrics.ts';
 import type { Acknowledgements } from './acknowledgements.ts';
 import type { BatchBuilder } from './batch-builder.ts';
@@ -29,6 +29,12 @@ export interface BatchBackfillHooks {
   record(batchId: bigint, progress: BatchBackfill): Promise<void>;
   /** The batch recorded with `progress` is durable. */
   durable(progress: BatchBackfill): Promise<void>;
+  /**
+   * The resyncs `progress` completes, whose shadows replace their live tables
+   * in the batch that records it (ChangeBatch.swaps); each is given once, and
+   * its changes stop going to the shadow from then on.
+   */
+  swaps(progress: BatchBackfill): readonly TableSwap[];
 }
 
 export interface BatchWriterOptions {
@@ -109,9 +115,11 @@ export class BatchWriter {
     if (builder.isEmpty) return;
     await this.#inFlight;
     const recordedEndLsn = builder.recordedEndLsn;
-    const batch = builder.take(this.#options.mirror, this.#openBatchId);
+    const taken = builder.take(this.#options.mirror, this.#openBatchId);
     const applied = builder.takeApplied();
     const backfill = this.#options.backfill?.progress();
+    const swaps = backfill ? (this.#options.backfill?.swaps(backfill) ?? []) : [];
+    const batch = swaps.length > 0 ? { ...taken, swaps } : taken;
     this.#options.acknowledgements.writeStarted();
     const write = this.#write(batch, recordedEndLsn, applied, backfill);
     this.#inFlight = write;
@@ -136,6 +144,28 @@ export class BatchWriter {
     const hooks = this.#options.backfill;
     if (!hooks) return;
     await this.#inFlight;
+    const swaps = hooks.swaps(progress);
+    if (swaps.length > 0) {
+      // A resync completes with nothing to write: a batch of its swaps alone
+      // carries them, with the checkpoint, at the position at rest.
+      this.#openBatchId += 1n;
+      const endLsn = this.#builder.lastCompleteCommitLsn;
+      await this.#options.batches.startBatch(this.#options.mirror, {
+        batchId: this.#openBatchId,
+        startTime: new Date(),
+        startLsn: endLsn,
+      });
+      this.#options.acknowledgements.writeStarted();
+      const write = this.#write(
+        { mirror: this.#options.mirror, batchId: this.#openBatchId, endLsn, tables: [], rowCount: 0, swaps },
+        endLsn,
+        [],
+        progress,
+      );
+      this.#inFlight = write;
+      await write;
+      return;
+    }
     if (this.#lastBatchId > 0n) await hooks.record(this.#lastBatchId, progress);
     await hooks.durable(progress);
   }

@@ -7,7 +7,8 @@ import type { BatchBackfill } from '../catalog/catalog.ts';
 import { movePhase } from '../catalog/phases.ts';
 import { moveTable } from '../catalog/table-states.ts';
 import type { StreamEvent } from '../connectors/changes.ts';
-import type { DestinationTable } from '../connectors/records.ts';
+import type { ShadowTables } from '../connectors/destination.ts';
+import type { DestinationTable, TableSwap } from '../connectors/records.ts';
 import type { BackfillReader } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
 import { formatTableName } from '../resources/mirror.ts';
@@ -35,6 +36,22 @@ export interface CdcOptions {
   readonly backfills?: readonly OnlineLoad[];
   /** Source tables stopped on a fault of their own: their changes are not applied (table-faults.ts). */
   readonly stoppedTables?: ReadonlySet<string>;
+  /** Tables resynced online: loaded into a shadow beside the live table, which then takes its place (table-resync.ts). */
+  readonly resyncs?: readonly ResyncLoad[];
+}
+
+/** A streaming table's online resync: its shadow loads while both take its changes. */
+export interface ResyncLoad {
+  readonly live: DestinationTable;
+  readonly shadow: DestinationTable;
+  readonly order: KeyOrder;
+  /** When this resync began (the table's `resyncing` state since). */
+  readonly since: number;
+}
+
+/** A resync's name in a batch's backfill record, apart from the table's own load. */
+export function resyncKey(live: DestinationTable): string {
+  return `resync ${formatTableName(live.source)}`;
 }
 
 /** An added table to load online while the mirror streams. */
@@ -79,7 +96,12 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       skipBefore: checkpoint?.transactionPosition,
     }),
   );
-  const online = await prepareOnlineLoads(context, options.backfills ?? [], lastBatchId);
+  const online = await prepareOnlineLoads(
+    context,
+    options.backfills ?? [],
+    options.resyncs ?? [],
+    lastBatchId,
+  );
   let reader: BackfillReader | undefined;
   const loading =
     online.tables.length > 0
@@ -133,8 +155,9 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     },
     tableStartLsns: options.tableStartLsns,
     stoppedTables: options.stoppedTables,
+    resyncShadows: online.resyncing,
     loading,
-    backfill: loading ? backfillHooks(context, loading, online.rowsCopied) : undefined,
+    backfill: loading ? backfillHooks(context, loading, online) : undefined,
     metrics: context.metrics,
     progress: context.progress,
     watch: (step, work) => watched(context, step, work),
@@ -229,14 +252,40 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
 async function prepareOnlineLoads(
   context: MirrorContext,
   loads: readonly OnlineLoad[],
+  resyncs: readonly ResyncLoad[],
   checkpointBatchId: bigint,
-): Promise<{ tables: BackfillTable[]; rowsCopied: Map<DestinationTable, number> }> {
+): Promise<OnlineLoads> {
   const tables: BackfillTable[] = [];
   const rowsCopied = new Map<DestinationTable, number>();
-  if (loads.length === 0) return { tables, rowsCopied };
+  const resyncing = new Map<string, TableSwap>();
+  if (loads.length === 0 && resyncs.length === 0) return { tables, rowsCopied, resyncing };
   const { spec, catalog } = context;
   const record =
     checkpointBatchId > 0n ? await catalog.batchBackfill(spec.name, checkpointBatchId) : undefined;
+  for (const resync of resyncs) {
+    const key = resyncKey(resync.live);
+    const stored = record?.[key];
+    const progress: BackfillProgress =
+      stored && stored.since === resync.since ? stored : freshProgress(resync.since);
+    if (progress.rangeDone && progress.pending.length === 0) {
+      // Recorded done on the checkpoint batch: the swap committed with it.
+      await finishResync(context, resync.live);
+      continue;
+    }
+    if (progress === stored) {
+      await mirrorLog(
+        context,
+        'INFO',
+        `resuming the resync of ${formatTableName(resync.live.source)} after ${progress.rowsCopied} row(s)`,
+      );
+    } else {
+      await watched(context, 'CDC: destination: create the resync table', () =>
+        (context.destination.shadowTables as ShadowTables).create(resync.live, resync.shadow),
+      );
+    }
+    tables.push({ table: resync.shadow, order: resync.order, progress, key });
+    resyncing.set(formatTableName(resync.live.source), { live: resync.live, shadow: resync.shadow });
+  }
   const fresh: DestinationTable[] = [];
   for (const load of loads) {
     const stored = record?.[formatTableName(load.table.source)];
@@ -262,22 +311,40 @@ async function prepareOnlineLoads(
       context.destination.truncateTables(fresh),
     );
   }
-  return { tables, rowsCopied };
+  return { tables, rowsCopied, resyncing };
+}
+
+/** The loads a run carries on: the backfill's tables, rows copied of each added table, and the resyncs by source table. */
+interface OnlineLoads {
+  readonly tables: BackfillTable[];
+  readonly rowsCopied: Map<DestinationTable, number>;
+  /** Source table (`schema.table`) → its resync; an entry leaves once its swap is in a batch. */
+  readonly resyncing: Map<string, TableSwap>;
 }
 
 /** The hooks that make the backfill's progress ride with the batches (batch-writer.ts). */
-function backfillHooks(
-  context: MirrorContext,
-  loading: Backfill,
-  rowsCopied: Map<DestinationTable, number>,
-): BatchBackfillHooks {
+function backfillHooks(context: MirrorContext, loading: Backfill, online: OnlineLoads): BatchBackfillHooks {
   const { spec, catalog } = context;
+  const { rowsCopied, resyncing } = online;
+  const shadows = new Map([...resyncing.values()].map((swap) => [swap.shadow, swap.live]));
   return {
     progress: () => loading.progress(),
     record: (batchId, progress) => catalog.recordBatchBackfill(spec.name, batchId, progress),
+    swaps: (progress: BatchBackfill) => {
+      const swaps: TableSwap[] = [];
+      for (const [sourceTable, swap] of resyncing) {
+        const done = progress[resyncKey(swap.live)];
+        if (!done?.rangeDone || done.pending.length > 0) continue;
+        swaps.push(swap);
+        // From here on its changes go to the live table alone, which the shadow becomes.
+        resyncing.delete(sourceTable);
+      }
+      return swaps;
+    },
     durable: async (progress: BatchBackfill) => {
       const durable = loading.durable(progress);
       for (const [table, rows] of durable.rowsCopied) {
+        if (shadows.has(table)) continue;
         const before = rowsCopied.get(table) ?? 0;
         if (rows > before) {
           rowsCopied.set(table, rows);
@@ -288,10 +355,28 @@ function backfillHooks(
         }
       }
       for (const table of durable.done) {
-        await finishOnlineLoad(context, table, durable.rowsCopied.get(table) ?? 0);
+        const live = shadows.get(table);
+        if (live) await finishResync(context, live);
+        else await finishOnlineLoad(context, table, durable.rowsCopied.get(table) ?? 0);
       }
     },
   };
+}
+
+/** The resync's swap is durable: the table streams on from its new rows. */
+async function finishResync(context: MirrorContext, live: DestinationTable): Promise<void> {
+  const sourceTable = formatTableName(live.source);
+  await moveTable(
+    context.catalog,
+    context.spec.name,
+    { sourceTable, destinationTable: formatTableName(live.destination) },
+    'resyncFinished',
+  );
+  await mirrorLog(
+    context,
+    'INFO',
+    `resynced ${sourceTable} online: its destination table was replaced by the one loaded beside it`,
+  );
 }
 
 async function finishOnlineLoad(

@@ -6,6 +6,7 @@ import type {
   RowChange,
   RowChangeImages,
   SourceTransaction,
+  TableSwap,
 } from '../connectors/records.ts';
 import { EngineError } from '../errors.ts';
 import { formatLsn } from '../model/lsn.ts';
@@ -56,6 +57,13 @@ export interface ChangeApplierOptions
    * while the other tables' are; their status says so.
    */
   readonly stoppedTables?: ReadonlySet<string> | undefined;
+  /**
+   * Tables resynced online, by source table (`schema.table`): each change of
+   * one is applied to the live table and, as `loading` decides for the
+   * shadow, to the shadow, always in the same batch. An entry leaves once its
+   * swap is in a batch (cdc.ts), and the live table alone takes the changes.
+   */
+  readonly resyncShadows?: ReadonlyMap<string, TableSwap> | undefined;
 }
 
 export class ChangeApplier {
@@ -69,15 +77,18 @@ export class ChangeApplier {
   readonly #acknowledgements: Acknowledgements;
   readonly #loading: Backfill | undefined;
   readonly #stopped: ReadonlySet<string>;
+  readonly #resyncs: ReadonlyMap<string, TableSwap>;
 
   constructor(options: ChangeApplierOptions) {
     this.#options = options;
     this.#loading = options.loading;
     this.#stopped = options.stoppedTables ?? new Set();
+    this.#resyncs = options.resyncShadows ?? new Map();
     const { checkpoint, destination } = options;
     this.#builder = new BatchBuilder(options.limits, checkpoint.lsn, (table) =>
       destination.changeBuffer(table),
     );
+    for (const { shadow } of this.#resyncs.values()) this.#builder.doNotCount(shadow);
     this.#acknowledgements = new Acknowledgements(options.acknowledge);
     this.#writer = new BatchWriter({
       ...options,
@@ -298,8 +309,19 @@ export class ChangeApplier {
   ): Promise<void> | undefined {
     const loading = this.#loading;
     const applied = loading?.loads(table) ? loading.decide(table, images, transaction.xid) : images;
-    if (!applied) return undefined;
-    return this.#addChange(table, { ...applied, transaction }, lsn);
+    const resync = this.#resyncs.size > 0 ? this.#resyncs.get(formatTableName(table.source)) : undefined;
+    if (!resync || !loading)
+      return applied ? this.#addChange(table, { ...applied, transaction }, lsn) : undefined;
+    // The live table and its shadow take the change in the same batch: the
+    // batch is cut, if full, only after both.
+    const toShadow = loading.decide(resync.shadow, images, transaction.xid);
+    let opened = false;
+    const position = this.#filter.position;
+    if (applied && this.#builder.add(table, { ...applied, transaction }, lsn, Date.now, position))
+      opened = true;
+    if (toShadow && this.#builder.add(resync.shadow, { ...toShadow, transaction }, lsn, Date.now, position))
+      opened = true;
+    return applied || toShadow ? this.#writer.added(opened, lsn) : undefined;
   }
 
   /**

@@ -12,7 +12,7 @@ import type { CreatedSlot } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
 import { formatTableName, parseTableIdentifier } from '../resources/mirror.ts';
 import { keyOrderOf } from './backfill/key-order.ts';
-import { type OnlineLoad, runCdc } from './cdc.ts';
+import { type OnlineLoad, type ResyncLoad, runCdc } from './cdc.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { runSnapshot } from './snapshot.ts';
 import {
@@ -22,7 +22,7 @@ import {
   slotIdentityOf,
 } from './source-ownership.ts';
 import { faultedTable, stopTable } from './table-faults.ts';
-import { actOnResyncRequests } from './table-resync.ts';
+import { actOnResyncRequests, plannedResyncs } from './table-resync.ts';
 import { destinationTable } from './tables.ts';
 
 /** How a run ended when it did not throw. */
@@ -50,6 +50,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   let setup: SourceSetup;
   let tables: DestinationTable[];
   let backfills: OnlineLoad[] = [];
+  let resyncs: ResyncLoad[] = [];
   try {
     if (!runtime) await movePhase(catalog, spec.name, 'setupStarted');
     if (runtime?.setup) {
@@ -118,6 +119,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
 
     await actOnResyncRequests(context, tables);
     backfills = await reconcileMappedTables(context, setup, tables);
+    resyncs = await plannedResyncs(context, tables);
     const backfilled = new Set(backfills.map((backfill) => backfill.table));
     // Every load before streaming is done: a table not tracked yet (a mirror
     // without an initial load, or one set up before tables had states), mapped
@@ -168,6 +170,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
         tables,
         tableStartLsns,
         backfills: backfills.filter((load) => !stopped.has(formatTableName(load.table.source))),
+        resyncs: resyncs.filter((load) => !stopped.has(formatTableName(load.live.source))),
         stoppedTables: stopped,
       });
       return 'stopped';

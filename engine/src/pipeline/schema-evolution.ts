@@ -9,7 +9,8 @@
 import type { LogLevel } from '../catalog/catalog.ts';
 import type { RelationMessage } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
-import type { DestinationTable, SourceColumn } from '../connectors/records.ts';
+import type { DestinationTable, SourceColumn, TableSwap } from '../connectors/records.ts';
+import { EngineError } from '../errors.ts';
 import { formatTableName, type TableMapping, type TableName } from '../resources/mirror.ts';
 import { RelationTracker, type SchemaChange, type TrackedRelation } from './relations.ts';
 import { followedPartitionTruncated, UnmappedRelations } from './unmapped-relations.ts';
@@ -36,6 +37,8 @@ export interface SchemaEvolutionOptions {
   readonly beforeChange: (table: DestinationTable, addsColumns: boolean) => Promise<void>;
   /** Source tables stopped on a fault of their own: their destination is not changed (ChangeApplierOptions). */
   readonly stoppedTables?: ReadonlySet<string> | undefined;
+  /** Tables being resynced online (ChangeApplierOptions): their shadow was shaped before the change. */
+  readonly resyncShadows?: ReadonlyMap<string, TableSwap> | undefined;
 }
 
 export class SchemaEvolution {
@@ -117,6 +120,14 @@ export class SchemaEvolution {
         `the schema of ${tableName} changed while it is stopped; its load back follows the change`,
       );
       return;
+    }
+    if (change.added.length > 0 && this.#options.resyncShadows?.has(tableName)) {
+      // The shadow has the old columns: the table stops (errored), and a resync loads it again.
+      throw new EngineError(
+        'schema_mismatch',
+        `columns were added to ${tableName} at the source while it was being resynced`,
+        { table: tableName },
+      );
     }
     await this.#options.beforeChange(change.table, change.added.length > 0);
     if (change.added.length > 0) {

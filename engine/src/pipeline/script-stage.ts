@@ -31,7 +31,7 @@ import type { Logger } from 'pino';
 import type { LogLevel } from '../catalog/catalog.ts';
 import { rowCopyLine } from '../connectors/copy-lines.ts';
 import { copyTextRowBatches } from '../connectors/copy-text.ts';
-import type { Destination, DestinationTableState } from '../connectors/destination.ts';
+import type { Destination, DestinationTableState, ShadowTables } from '../connectors/destination.ts';
 import {
   type ChangeBatch,
   type ChangeBuffer,
@@ -73,8 +73,12 @@ export class ScriptStage<Held extends ChangeBuffer> implements Destination<Chang
   readonly #inner: Destination<Held>;
   readonly #script: RecordScript;
 
+  /** `inner`'s: the stage hands `inner` each batch's swaps with its changes. */
+  readonly shadowTables: ShadowTables | undefined;
+
   constructor(inner: Destination<Held>, options: ScriptStageOptions) {
     this.#inner = inner;
+    this.shadowTables = inner.shadowTables;
     this.#script = new RecordScript(options.script, {
       logger: options.logger,
       log: options.log,

@@ -60,4 +60,11 @@ export async function stopTable(
     'ERROR',
     `table ${sourceTable} stopped (${error.kind}): ${error.message}. ${remedy}`,
   );
+  // A resync under way is given up with it: its shadow goes (a later resync loads the table anew).
+  const shadows = destination.shadowTables;
+  if (shadows) {
+    await shadows.drop(shadows.shadowOf(table)).catch((failure: unknown) => {
+      context.logger.warn({ err: failure }, 'could not drop the resync table of a stopped table');
+    });
+  }
 }

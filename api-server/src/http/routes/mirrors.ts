@@ -163,10 +163,18 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       );
     }
     const status = (await catalog.listTables(mirror.name)).find((entry) => entry.sourceTable === table);
-    if (status?.state !== 'errored') {
+    const state = status ? tableStatusView(status).state : 'not tracked yet';
+    // An errored table is loaded back anywhere; a streaming one is loaded beside
+    // the live table and swapped in, which PostgreSQL destinations can do.
+    const destinationKind = (await store.getPeer(mirror.spec.destinationPeer))?.peer.kind;
+    const resyncable =
+      status?.state === 'errored' || (status?.state === 'streaming' && destinationKind === 'relational');
+    if (!resyncable) {
       throw new ApiError(
         'failedPrecondition',
-        `table ${table} of mirror ${mirror.name} is ${status ? tableStatusView(status).state : 'not tracked yet'}: only a table stopped on a fault of its own (TABLE_STATE_ERRORED) can be resynced for now`,
+        status?.state === 'streaming'
+          ? `table ${table} of mirror ${mirror.name} is ${state}: an online resync of a streaming table needs a PostgreSQL destination for now`
+          : `table ${table} of mirror ${mirror.name} is ${state}: only a streaming table (TABLE_STATE_STREAMING) or one stopped on a fault of its own (TABLE_STATE_ERRORED) can be resynced`,
       );
     }
     await store.updateMirrorSpec(

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { memoryDestinationOf } from '../../../../test/support/memory-destinations.ts';
 import type { BatchBackfill } from '../../catalog/catalog.ts';
 import type { SourceMessage, StreamEvent } from '../../connectors/changes.ts';
+import type { ChangeBatch } from '../../connectors/records.ts';
 import { type DestinationTable, unchangedToast } from '../../connectors/records.ts';
 import { rowOfCells } from '../../connectors/rows.ts';
 import { ChangeApplier } from '../change-applier.ts';
@@ -112,6 +113,7 @@ async function setUp(chunks: ReadChunk[], maxRows = 1000) {
       durable: async (progress) => {
         loading.durable(progress);
       },
+      swaps: () => [],
     },
   });
   loading.start();
@@ -193,5 +195,97 @@ describe('online backfill in the change applier', () => {
     expect(recorded.map((record) => record.batchId)).toEqual([1n]);
     expect(recorded[0]?.progress['public.t']).toMatchObject({ rangeDone: true, pending: [] });
     expect(loading.active).toBe(false);
+  });
+});
+
+describe('an online resync in the change applier', () => {
+  const shadow: DestinationTable = { ...table, destination: { schema: 'shadow', table: 't' } };
+
+  async function setUpResync(chunks: ReadChunk[]) {
+    const destination = await memoryDestinationOf([table, shadow]);
+    const batches: ChangeBatch[] = [];
+    const sync = destination.syncBatch.bind(destination);
+    destination.syncBatch = async (batch) => {
+      batches.push(batch);
+      await sync(batch);
+    };
+    const loading = new Backfill({
+      tables: [
+        {
+          table: shadow,
+          order: order as NonNullable<typeof order>,
+          progress: freshProgress(1),
+          key: 'resync public.t',
+        },
+      ],
+      chunkRows: 3,
+      chunkBytes: 1 << 20,
+      onChunkRead: () => {},
+      readChunk: async () => chunks.shift() ?? new Promise<ReadChunk>(() => {}),
+    });
+    const resyncing = new Map([['public.t', { live: table, shadow }]]);
+    const applier = new ChangeApplier({
+      mirror,
+      destination,
+      batches: { async startBatch() {}, async finishBatch() {} },
+      acknowledge: () => {},
+      typeNames: async (columns) => columns.map(() => 'text'),
+      partitionAncestors: async () => [],
+      publication: { name: 'pub', createdByMirror: true },
+      log: async () => {},
+      tableMappings: [{ source: table.source, destination: table.destination, exclude: [], columns: [] }],
+      tables: [table],
+      limits: { maxRows: 1000, maxBytes: 1 << 20 },
+      checkpoint: { lsn: 0n, batchId: 0n, transactionPosition: undefined },
+      loading,
+      resyncShadows: resyncing,
+      backfill: {
+        progress: () => loading.progress(),
+        record: async () => {},
+        durable: async (progress) => {
+          loading.durable(progress);
+        },
+        swaps: (progress) => {
+          const done = progress['resync public.t'];
+          if (!done?.rangeDone || done.pending.length > 0 || !resyncing.has('public.t')) return [];
+          resyncing.delete('public.t');
+          return [{ live: table, shadow }];
+        },
+      },
+    });
+    loading.start();
+    await new Promise((resolve) => setImmediate(resolve));
+    return { destination, applier, batches };
+  }
+
+  it('writes each change to the live table and the shadow, and swaps them in a batch of its own when the last chunk is empty', async () => {
+    const { destination, applier, batches } = await setUpResync([
+      { snapshot: '100:100:', rows: rows([1, 2, 3]), pendingRows: [], highLsn: 2000n },
+      { snapshot: '300:300:', rows: [], pendingRows: [], highLsn: 4000n },
+    ]);
+    await applier.apply([relation]);
+    // Before the first chunk: the live table takes the change, the shadow skips it (above its frontier).
+    await applier.apply(transaction(50, 1000n, [['2', 'streamed']]));
+    await applier.apply(transaction(200, 2500n, [['1', 'after the chunk']]));
+    await applier.flush();
+    expect(destination.rows('public.t').sort()).toEqual([
+      ['1', 'after the chunk'],
+      ['2', 'streamed'],
+    ]);
+    expect(destination.rows('shadow.t').sort()).toEqual([
+      ['1', 'after the chunk'],
+      ['2', 'copied2'],
+      ['3', 'copied3'],
+    ]);
+    // The next (empty) chunk ends the copy with nothing to write: a batch of the swap alone.
+    await applier.apply([{ tag: 'keepalive', walEnd: 4000n }]);
+    await applier.flush();
+    const swapBatch = batches.at(-1);
+    expect(swapBatch?.tables).toEqual([]);
+    expect(swapBatch?.swaps).toEqual([{ live: table, shadow }]);
+    // From then on the live table alone takes the changes.
+    await applier.apply(transaction(400, 5000n, [['4', 'later']]));
+    await applier.flush();
+    expect(batches.at(-1)?.tables.map((changes) => changes.table)).toEqual([table]);
   });
 });

@@ -13,7 +13,7 @@ import { formatTableName } from '../../resources/mirror.ts';
 import type { KeyOrder } from './key-order.ts';
 import { type BackfillProgress, type ChunkRequest, type ReadChunk, TableBackfill } from './table-backfill.ts';
 
-/** Per source table (`schema.table`), its progress: what a batch records. */
+/** Per load (its source table `schema.table`, or BackfillTable.key), its progress: what a batch records. */
 export type BackfillRecord = Readonly<Record<string, BackfillProgress>>;
 
 export interface BackfillTable {
@@ -21,6 +21,13 @@ export interface BackfillTable {
   readonly order: KeyOrder;
   /** Where the table's copy resumes (the checkpoint batch's record, or from the start). */
   readonly progress: BackfillProgress;
+  /** The load's name in the record: its source table unless given (a resync's shadow has its own). */
+  readonly key?: string;
+}
+
+/** A load's name in a batch's record. */
+export function backfillKey(table: Pick<BackfillTable, 'table' | 'key'>): string {
+  return table.key ?? formatTableName(table.table.source);
 }
 
 export interface BackfillOptions {
@@ -44,6 +51,8 @@ export interface EmittedChunk {
 export class Backfill {
   readonly #options: BackfillOptions;
   readonly #tables = new Map<DestinationTable, TableBackfill>();
+  /** Each table's name in the record (backfillKey). */
+  readonly #keys = new Map<DestinationTable, string>();
   /** Tables whose load is done and whose last progress was recorded: dropped once durable. */
   readonly #finished = new Set<DestinationTable>();
   /** The table whose turn it is to be read. */
@@ -57,8 +66,9 @@ export class Backfill {
   constructor(options: BackfillOptions) {
     this.#options = options;
     this.#chunkRows = options.chunkRows;
-    for (const { table, order, progress } of options.tables) {
-      this.#tables.set(table, new TableBackfill(order, progress));
+    for (const entry of options.tables) {
+      this.#tables.set(entry.table, new TableBackfill(entry.order, entry.progress));
+      this.#keys.set(entry.table, backfillKey(entry));
     }
   }
 
@@ -155,7 +165,7 @@ export class Backfill {
     if (this.#tables.size === 0) return undefined;
     const record: Record<string, BackfillProgress> = {};
     for (const [table, backfill] of this.#tables) {
-      record[formatTableName(table.source)] = backfill.takeProgress();
+      record[this.#keys.get(table) ?? formatTableName(table.source)] = backfill.takeProgress();
       if (backfill.done) this.#finished.add(table);
     }
     return record;
@@ -179,7 +189,7 @@ export class Backfill {
     const done: DestinationTable[] = [];
     const rowsCopied = new Map<DestinationTable, number>();
     for (const [table] of this.#tables) {
-      const progress = record[formatTableName(table.source)];
+      const progress = record[this.#keys.get(table) ?? formatTableName(table.source)];
       if (!progress) continue;
       rowsCopied.set(table, progress.rowsCopied);
       if (progress.rangeDone && progress.pending.length === 0) done.push(table);

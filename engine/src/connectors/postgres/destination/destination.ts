@@ -30,6 +30,7 @@ import {
   readCheckpointRow,
   writeCheckpoint,
 } from './destination-checkpoints.ts';
+import { PostgresShadowTables, swapIn } from './shadow-tables.ts';
 import type { KeyMove, StagedChanges } from './staged-changes.ts';
 import { PostgresTableChanges } from './table-changes.ts';
 
@@ -72,10 +73,13 @@ export class PostgresDestination implements Destination<PostgresTableChanges> {
    */
   readonly changeBuffer: (table: DestinationTable) => PostgresTableChanges;
 
+  readonly shadowTables: PostgresShadowTables;
+
   constructor(config: RelationalConfig, options: PostgresDestinationOptions) {
     this.#config = config;
     this.#options = options;
     this.changeBuffer = (table) => this.#tableChanges(table);
+    this.shadowTables = new PostgresShadowTables(() => this.#connection());
   }
 
   #tableChanges(table: DestinationTable): PostgresTableChanges {
@@ -288,6 +292,21 @@ export class PostgresDestination implements Destination<PostgresTableChanges> {
               { privileges: `INSERT, UPDATE and DELETE (TRUNCATE for truncates) on ${target}` },
             ),
             formatTableName(tableChanges.table.source),
+          );
+        }
+      }
+      for (const swap of batch.swaps ?? []) {
+        try {
+          await swapIn(client, swap);
+        } catch (error) {
+          // A view on the live table, say: the resync cannot replace it.
+          throw tableFault(
+            classifyPgError(
+              error,
+              `destination: replace ${quoteTable(swap.live.destination)} by its resync`,
+              'schema_mismatch',
+            ),
+            formatTableName(swap.live.source),
           );
         }
       }
