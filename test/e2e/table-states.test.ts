@@ -186,7 +186,7 @@ describe('table states through a standalone process', () => {
     const text = await response.text();
     const tables = text.slice(text.indexOf('<h2>Tables</h2>'), text.indexOf('<h2>Peers</h2>'));
     expect(tables).toContain(
-      '<td>public.orders</td><td>public.orders_copy</td>\n<td class="state">streaming</td>',
+      `<td>public.orders</td><td>public.orders_copy</td>\n<td class="state">streaming<form method="post" action="/mirrors/${mirror}/tables/resync">`,
     );
     expect(tables).toContain('<td>2 / 1 / 1</td>');
     expect(tables).toContain('<td>1 / 0 / 0</td>');

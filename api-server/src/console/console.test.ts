@@ -123,15 +123,17 @@ describe('console mirror page', () => {
       sampleMs: 10_000,
     });
     const rows = text.slice(text.indexOf('<h2>Tables</h2>'), text.indexOf('<h2>Peers</h2>'));
-    expect(rows).toContain('<td class="state">streaming</td>');
+    expect(rows).toContain('<td class="state">streaming<form method="post" action="/mirrors/m/tables/resync">');
     expect(rows).toContain('<td>5 / 2 / 1</td>');
     expect(rows).toContain('2026-01-01T00:00:01.000Z (LSN 4242)');
     expect(rows).toContain(
       '<td class="state">errored<br><span class="error">destination_write: value &lt;refused&gt; (fix it); behind from LSN 77</span><form method="post" action="/mirrors/m/tables/resync">',
     );
-    // The errored table, and only it, has the resync button.
+    // The errored table has the resync button, and so has the streaming one (a
+    // PostgreSQL destination resyncs it online); the removed one has none.
     expect(rows).toContain('<input type="hidden" name="table" value="public.b">');
-    expect(rows.match(/tables\/resync/g)).toHaveLength(1);
+    expect(rows).toContain('<input type="hidden" name="table" value="public.a">');
+    expect(rows.match(/tables\/resync/g)).toHaveLength(2);
     expect(rows).toContain('<td>public.gone</td><td>public.gone</td>\n<td class="state">removed</td>');
     // No inline script or style (the console's CSP).
     expect(rows).not.toMatch(/<script|style=/);

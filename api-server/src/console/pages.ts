@@ -159,6 +159,8 @@ export const tableStateName = (state: string) => state.replace(/^TABLE_STATE_/, 
  */
 function tableRows(
   name: string,
+  /** Whether a streaming table can be resynced online (a PostgreSQL destination, docs/api.md). */
+  resyncsOnline: boolean,
   mappings: NonNullable<MirrorStatus['cdcStatus']>['config']['tableMappings'],
   clones: readonly Clone[],
   tables: readonly TableStatusView[],
@@ -190,7 +192,7 @@ function tableRows(
         ? html`<br><span class="error">${table.error.kind}: ${table.error.message} (${table.error.remedy}); behind from LSN ${table.behindLsn ?? '?'}</span>`
         : ''
     }${
-      table?.state === 'TABLE_STATE_ERRORED'
+      table?.state === 'TABLE_STATE_ERRORED' || (resyncsOnline && table?.state === 'TABLE_STATE_STREAMING')
         ? html`<form method="post" action="${mirrorPath(name)}/tables/resync">
 <input type="hidden" name="table" value="${source}">
 <button type="submit">Resync ${source}</button></form>`
@@ -250,7 +252,7 @@ ${Object.entries(cdc.config)
 <table>
 <thead><tr><th scope="col">source</th><th scope="col">destination</th><th scope="col">state</th><th scope="col">initial load</th><th scope="col">rows loaded</th><th scope="col">applied (inserts / updates / deletes)</th><th scope="col">last applied commit</th></tr></thead>
 <tbody>
-${tableRows(name, cdc.config.tableMappings, cdc.snapshotStatus.clones, status.tables ?? [])}
+${tableRows(name, cdc.destinationType === 'RELATIONAL', cdc.config.tableMappings, cdc.snapshotStatus.clones, status.tables ?? [])}
 </tbody>
 </table>
 </div>`
