@@ -8,7 +8,8 @@
 // the batch's transaction (`swapIn`): readers see the old table until that
 // commits and the new one after, never neither. Not carried over: triggers,
 // foreign keys, row-level security policies, and views on the live table
-// (a view makes the drop fail: the table stops with the reason).
+// (a view, or another table's foreign key to it, makes the drop fail: the
+// table stops with the reason).
 import type pg from 'pg';
 import { classifyPgError } from '../../classify/index.ts';
 import type { ShadowTables } from '../../destination.ts';
