@@ -169,6 +169,85 @@ describe('an online resync of a streaming table', () => {
   });
 });
 
+describe('an online resync that cannot replace the live table', () => {
+  let source: TestDatabase;
+  let destination: TestDatabase;
+  let service: StandaloneProcess;
+  const dataDir = join(mkdtempSync(join(tmpdir(), 'tributary-table-resync-view-')), 'data');
+  const suffix = randomSuffix();
+  const mirror = `resync-view-${suffix}`;
+
+  const tableOf = async (table: string) => {
+    const answer = await service.call('POST', '/api/v1/mirrors/status', { flowJobName: mirror });
+    return (
+      (
+        answer.body as {
+          tables?: { sourceTableIdentifier: string; state: string; error?: { message: string } }[];
+        }
+      ).tables ?? []
+    ).find((entry) => entry.sourceTableIdentifier === table);
+  };
+  const resync = () =>
+    service.call('POST', '/api/v1/mirrors/tables/resync', {
+      flowJobName: mirror,
+      sourceTableIdentifier: 'public.viewed',
+    });
+
+  beforeAll(async () => {
+    [source, destination] = await Promise.all([createTestDatabase('rsv_src'), createTestDatabase('rsv_dst')]);
+    await source.client.query(`CREATE TABLE viewed (id int PRIMARY KEY, v text)`);
+    await source.client.query(`INSERT INTO viewed SELECT g, 'v' || g FROM generate_series(1, 500) g`);
+    service = await startStandalone(dataDir, password);
+    await createRelationalPeers(service, [
+      [`src-${suffix}`, source],
+      [`dst-${suffix}`, destination],
+    ]);
+    const created = await service.call('POST', '/api/v1/flows/cdc/create', {
+      connection_configs: {
+        flow_job_name: mirror,
+        source_name: `src-${suffix}`,
+        destination_name: `dst-${suffix}`,
+        table_mappings: [
+          { source_table_identifier: 'public.viewed', destination_table_identifier: 'public.viewed' },
+        ],
+        do_initial_snapshot: true,
+        idle_timeout_seconds: 1,
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    await waitFor(async () => (await mirrorState(service, mirror)) === 'STATUS_RUNNING', 90_000, 'running');
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    await Promise.all([source?.drop(), destination?.drop()]);
+  });
+
+  it('stops the table with the reason when a view depends on it, and loads it in place once asked again', async () => {
+    await expectSameTable(source.client, destination.client, 'viewed');
+    await destination.client.query(`CREATE VIEW viewed_names AS SELECT v FROM viewed`);
+    expect((await resync()).status).toBe(200);
+    await waitFor(
+      async () => (await tableOf('public.viewed'))?.state === 'TABLE_STATE_ERRORED',
+      120_000,
+      'errored by the view',
+    );
+    expect((await tableOf('public.viewed'))?.error?.message).toContain('by its resync');
+    // Loaded in place (emptied and filled), which the view does not prevent.
+    await source.client.query(`INSERT INTO viewed VALUES (1000, 'while stopped')`);
+    expect((await resync()).status).toBe(200);
+    await waitFor(
+      async () => (await tableOf('public.viewed'))?.state === 'TABLE_STATE_STREAMING',
+      120_000,
+      'streaming again',
+    );
+    await expectSameTable(source.client, destination.client, 'viewed');
+    expect((await destination.client.query(`SELECT count(*)::int AS n FROM viewed_names`)).rows[0]?.n).toBe(
+      501,
+    );
+  });
+});
+
 describe('an online resync under kill -9s of the engine', () => {
   let harness: Harness;
 
