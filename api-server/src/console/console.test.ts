@@ -123,7 +123,9 @@ describe('console mirror page', () => {
       sampleMs: 10_000,
     });
     const rows = text.slice(text.indexOf('<h2>Tables</h2>'), text.indexOf('<h2>Peers</h2>'));
-    expect(rows).toContain('<td class="state">streaming<form method="post" action="/mirrors/m/tables/resync">');
+    expect(rows).toContain(
+      '<td class="state">streaming<form method="post" action="/mirrors/m/tables/resync">',
+    );
     expect(rows).toContain('<td>5 / 2 / 1</td>');
     expect(rows).toContain('2026-01-01T00:00:01.000Z (LSN 4242)');
     expect(rows).toContain(
