@@ -107,7 +107,7 @@ describe('web console', () => {
     expect(page.text).toContain(`<h1>Mirror ${mirror}</h1>`);
     expect(page.text).toMatch(/<th scope="row">idleTimeoutSeconds<\/th><td>1<\/td>/);
     expect(page.text).toMatch(
-      /<td>public\.orders<\/td><td>public\.orders<\/td>\s*<td class="state">streaming<\/td>\s*<td>done<\/td>\s*<td>250<\/td>\s*<td>1 \/ 0 \/ 0<\/td>/,
+      /<td>public\.orders<\/td><td>public\.orders<\/td>\s*<td class="state">streaming<form method="post" action="\/mirrors\/[^"]+\/tables\/resync">[^]*?<\/form><\/td>\s*<td>done<\/td>\s*<td>250<\/td>\s*<td>1 \/ 0 \/ 0<\/td>/,
     );
     expect(page.text).toContain('&quot;password&quot;:&quot;********&quot;');
     expect(page.text).not.toContain(source.config.password);
@@ -140,6 +140,14 @@ describe('web console', () => {
     expect(page.text).toContain('<span class="state">paused</span>');
     expect(page.text).toContain(`/mirrors/${mirror}/confirm?action=resume`);
     expect((await post(`/mirrors/${mirror}/action`, { action: 'explode' })).status).toBe(400);
+    // A table's Resync button: refused from another site; the API's refusal on a page of its own.
+    const resyncPath = `/mirrors/${mirror}/tables/resync`;
+    expect(
+      (await post(resyncPath, { table: 'public.orders' }, { origin: 'https://evil.example' })).status,
+    ).toBe(403);
+    const unmapped = await post(resyncPath, { table: 'public.nowhere' });
+    expect(unmapped.status).toBe(400);
+    expect(unmapped.text).toContain('Could not resync public.nowhere');
   });
 
   it('lists every peer with its kind, version and masked configuration', async () => {

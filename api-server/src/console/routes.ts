@@ -323,75 +323,73 @@ export function consoleRoutes(app: FastifyInstance): void {
       },
     );
 
-    scope.post<{ Params: { name: string }; Body: Record<string, string> | undefined }>(
-      '/mirrors/:name/action',
-      async (request, reply: FastifyReply) => {
-        const { name } = request.params;
-        const back = `/mirrors/${encodeURIComponent(name)}`;
-        if (!isSameOrigin(request)) {
-          return reply
-            .code(403)
-            .type(htmlType)
-            .send(messagePage('Refused', 'this form was posted from another site', back));
-        }
-        const action = request.body?.action;
-        if (!isMirrorAction(action)) {
-          return reply
-            .code(400)
-            .type(htmlType)
-            .send(messagePage('Unknown action', 'action must be pause, resume or drop', back));
-        }
-        const answer = await client(app, request).post<{ errorMessage?: string; message?: string }>(
+    /**
+     * A form of the mirror page: refused from another site, then one API call,
+     * its refusal shown on a page of its own, else post/redirect/get (a
+     * reload does not repeat it) to `done` or back to the mirror.
+     */
+    const mirrorForm = (
+      path: string,
+      call: (
+        name: string,
+        body: Record<string, string> | undefined,
+      ) => { request: readonly [string, object]; failed: string; done?: string } | { refused: string },
+    ) =>
+      scope.post<{ Params: { name: string }; Body: Record<string, string> | undefined }>(
+        path,
+        async (request, reply: FastifyReply) => {
+          const { name } = request.params;
+          const back = `/mirrors/${encodeURIComponent(name)}`;
+          if (!isSameOrigin(request)) {
+            return reply
+              .code(403)
+              .type(htmlType)
+              .send(messagePage('Refused', 'this form was posted from another site', back));
+          }
+          const planned = call(name, request.body);
+          if ('refused' in planned) {
+            return reply
+              .code(400)
+              .type(htmlType)
+              .send(messagePage('Unknown action', planned.refused, back));
+          }
+          const [apiPath, apiBody] = planned.request;
+          const answer = await client(app, request).post<{ errorMessage?: string; message?: string }>(
+            apiPath,
+            apiBody,
+          );
+          if (answer.status !== 200) {
+            const message =
+              answer.body.message ?? answer.body.errorMessage ?? `the API answered ${answer.status}`;
+            return reply
+              .code(answer.status)
+              .type(htmlType)
+              .send(messagePage(planned.failed, message, back));
+          }
+          return reply.redirect(planned.done ?? back, 303);
+        },
+      );
+
+    mirrorForm('/mirrors/:name/action', (name, body) => {
+      const action = body?.action;
+      if (!isMirrorAction(action)) return { refused: 'action must be pause, resume or drop' };
+      return {
+        request: [
           '/api/v1/mirrors/state_change',
           { flowJobName: name, requestedFlowState: actions[action].requestedFlowState },
-        );
-        if (answer.status !== 200) {
-          const message =
-            answer.body.message ?? answer.body.errorMessage ?? `the API answered ${answer.status}`;
-          return reply
-            .code(answer.status)
-            .type(htmlType)
-            .send(messagePage(`Could not ${action} ${name}`, message, back));
-        }
-        // Post/redirect/get: a reload of the page does not repeat the action.
-        return reply.redirect(action === 'drop' ? '/' : back, 303);
-      },
-    );
+        ],
+        failed: `Could not ${action} ${name}`,
+        ...(action === 'drop' ? { done: '/' } : {}),
+      };
+    });
 
-    // An errored table's button: the resync request, then back to the mirror.
-    scope.post<{ Params: { name: string }; Body: Record<string, string> | undefined }>(
-      '/mirrors/:name/tables/resync',
-      async (request, reply: FastifyReply) => {
-        const { name } = request.params;
-        const back = `/mirrors/${encodeURIComponent(name)}`;
-        if (!isSameOrigin(request)) {
-          return reply
-            .code(403)
-            .type(htmlType)
-            .send(messagePage('Refused', 'this form was posted from another site', back));
-        }
-        const table = request.body?.table ?? '';
-        const answer = await client(app, request).post<{ message?: string }>(
-          '/api/v1/mirrors/tables/resync',
-          {
-            flowJobName: name,
-            sourceTableIdentifier: table,
-          },
-        );
-        if (answer.status !== 200) {
-          return reply
-            .code(answer.status)
-            .type(htmlType)
-            .send(
-              messagePage(
-                `Could not resync ${table}`,
-                answer.body.message ?? `the API answered ${answer.status}`,
-                back,
-              ),
-            );
-        }
-        return reply.redirect(back, 303);
-      },
-    );
+    // A table's Resync button: the resync request, then back to the mirror.
+    mirrorForm('/mirrors/:name/tables/resync', (name, body) => {
+      const table = body?.table ?? '';
+      return {
+        request: ['/api/v1/mirrors/tables/resync', { flowJobName: name, sourceTableIdentifier: table }],
+        failed: `Could not resync ${table}`,
+      };
+    });
   });
 }

@@ -20,6 +20,7 @@ import { ChangeApplier, describeBatch } from './change-applier.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { ReplicationDelay } from './replication-delay.ts';
 import { StreamWait, type WaitOutcome } from './stream-wait.ts';
+import { finishResync, type ResyncLoad, resyncKey } from './table-resync.ts';
 
 export interface CdcOptions {
   readonly slotName: string;
@@ -38,20 +39,6 @@ export interface CdcOptions {
   readonly stoppedTables?: ReadonlySet<string>;
   /** Tables resynced online: loaded into a shadow beside the live table, which then takes its place (table-resync.ts). */
   readonly resyncs?: readonly ResyncLoad[];
-}
-
-/** A streaming table's online resync: its shadow loads while both take its changes. */
-export interface ResyncLoad {
-  readonly live: DestinationTable;
-  readonly shadow: DestinationTable;
-  readonly order: KeyOrder;
-  /** When this resync began (the table's `resyncing` state since). */
-  readonly since: number;
-}
-
-/** A resync's name in a batch's backfill record, apart from the table's own load. */
-export function resyncKey(live: DestinationTable): string {
-  return `resync ${formatTableName(live.source)}`;
 }
 
 /** An added table to load online while the mirror streams. */
@@ -361,22 +348,6 @@ function backfillHooks(context: MirrorContext, loading: Backfill, online: Online
       }
     },
   };
-}
-
-/** The resync's swap is durable: the table streams on from its new rows. */
-async function finishResync(context: MirrorContext, live: DestinationTable): Promise<void> {
-  const sourceTable = formatTableName(live.source);
-  await moveTable(
-    context.catalog,
-    context.spec.name,
-    { sourceTable, destinationTable: formatTableName(live.destination) },
-    'resyncFinished',
-  );
-  await mirrorLog(
-    context,
-    'INFO',
-    `resynced ${sourceTable} online: its destination table was replaced by the one loaded beside it`,
-  );
 }
 
 async function finishOnlineLoad(

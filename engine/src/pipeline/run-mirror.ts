@@ -12,7 +12,7 @@ import type { CreatedSlot } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
 import { formatTableName, parseTableIdentifier } from '../resources/mirror.ts';
 import { keyOrderOf } from './backfill/key-order.ts';
-import { type OnlineLoad, type ResyncLoad, runCdc } from './cdc.ts';
+import { type OnlineLoad, runCdc } from './cdc.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { runSnapshot } from './snapshot.ts';
 import {
@@ -22,7 +22,7 @@ import {
   slotIdentityOf,
 } from './source-ownership.ts';
 import { faultedTable, stopTable } from './table-faults.ts';
-import { actOnResyncRequests, plannedResyncs } from './table-resync.ts';
+import { actOnResyncRequests, plannedResyncs, type ResyncLoad } from './table-resync.ts';
 import { destinationTable } from './tables.ts';
 
 /** How a run ended when it did not throw. */

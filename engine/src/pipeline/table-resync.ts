@@ -16,9 +16,42 @@
 import { moveTable } from '../catalog/table-states.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import { formatTableName } from '../resources/mirror.ts';
-import { keyOrderOf } from './backfill/key-order.ts';
-import type { ResyncLoad } from './cdc.ts';
+import { type KeyOrder, keyOrderOf } from './backfill/key-order.ts';
 import { type MirrorContext, mirrorLog } from './context.ts';
+
+/** A streaming table's online resync: its shadow loads while both take its changes. */
+export interface ResyncLoad {
+  readonly live: DestinationTable;
+  readonly shadow: DestinationTable;
+  readonly order: KeyOrder;
+  /** When this resync began (the table's `resyncing` state since). */
+  readonly since: number;
+}
+
+/** A resync's name in a batch's backfill record, apart from the table's own load. */
+export function resyncKey(live: DestinationTable): string {
+  return `resync ${formatTableName(live.source)}`;
+}
+
+/**
+ * The resync ends: the table streams on, said in the log (by default: its
+ * swap is durable, the table streams on from its new rows).
+ */
+export async function finishResync(
+  context: MirrorContext,
+  live: DestinationTable,
+  level: 'INFO' | 'WARN' = 'INFO',
+  how = 'done online: its destination table was replaced by the one loaded beside it',
+): Promise<void> {
+  const sourceTable = formatTableName(live.source);
+  await moveTable(
+    context.catalog,
+    context.spec.name,
+    { sourceTable, destinationTable: formatTableName(live.destination) },
+    'resyncFinished',
+  );
+  await mirrorLog(context, level, `resync of ${sourceTable} ${how}`);
+}
 
 /** Acts on each resync request of the spec not acted on yet; returns the tables to be loaded back. */
 export async function actOnResyncRequests(
@@ -102,17 +135,7 @@ export async function plannedResyncs(
     const order = keyOrderOf(live);
     const shadows = destination.shadowTables;
     if (!order || !shadows) {
-      await moveTable(
-        catalog,
-        spec.name,
-        { sourceTable, destinationTable: formatTableName(live.destination) },
-        'resyncFinished',
-      );
-      await mirrorLog(
-        context,
-        'WARN',
-        `resync of ${sourceTable} given up: it can no longer be loaded beside the live table`,
-      );
+      await finishResync(context, live, 'WARN', 'given up: it can no longer be loaded beside the live table');
       continue;
     }
     loads.push({ live, shadow: shadows.shadowOf(live), order, since: status.stateSince.getTime() });
