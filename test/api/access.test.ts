@@ -64,6 +64,12 @@ const endpoints: readonly Endpoint[] = [
     body: { flowJobName: 'm', requestedFlowState: 'STATUS_TERMINATING' },
   },
   { method: 'POST', url: '/api/v1/mirrors/status', shape: 'status', body: { flowJobName: 'm' } },
+  {
+    method: 'POST',
+    url: '/api/v1/mirrors/tables/resync',
+    shape: 'grpc',
+    body: { flowJobName: 'm', sourceTableIdentifier: 'public.t' },
+  },
   { method: 'POST', url: '/api/v1/mirrors/cdc/batches', shape: 'grpc', body: { flowJobName: 'm' } },
   {
     method: 'POST',
@@ -440,6 +446,7 @@ describe('access', () => {
           '/api/v1/mirrors/logs',
           '/api/v1/mirrors/state_change',
           '/api/v1/mirrors/status',
+          '/api/v1/mirrors/tables/resync',
           '/api/v1/peers/create',
           '/api/v1/peers/info/{peer_name}',
           '/api/v1/peers/list',

@@ -282,17 +282,14 @@ export class PostgresDestination implements Destination<PostgresTableChanges> {
         try {
           await this.#applyTable(client, tableChanges, index);
         } catch (error) {
-          // A row or shape this table refuses is its own fault; the rest the batch's.
+          // A row or shape this table refuses is its own fault; anything else
+          // is the batch's, classified as such below.
           const target = quoteTable(tableChanges.table.destination);
-          throw tableFault(
-            classifyPgError(
-              error,
-              `destination: apply the changes of ${target} (batch ${batch.batchId})`,
-              'destination_write',
-              { privileges: `INSERT, UPDATE and DELETE (TRUNCATE for truncates) on ${target}` },
-            ),
+          const fault = tableFault(
+            classifyPgError(error, `destination: apply the changes of ${target} (batch ${batch.batchId})`),
             formatTableName(tableChanges.table.source),
           );
+          throw fault.table === undefined ? error : fault;
         }
       }
       for (const swap of batch.swaps ?? []) {
