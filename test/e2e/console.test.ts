@@ -107,7 +107,7 @@ describe('web console', () => {
     expect(page.text).toContain(`<h1>Mirror ${mirror}</h1>`);
     expect(page.text).toMatch(/<th scope="row">idleTimeoutSeconds<\/th><td>1<\/td>/);
     expect(page.text).toMatch(
-      /<td>public\.orders<\/td><td>public\.orders<\/td>\s*<td class="state">streaming<form method="post" action="\/mirrors\/[^"]+\/tables\/resync">[^]*?<\/form><\/td>\s*<td>done<\/td>\s*<td>250<\/td>\s*<td>1 \/ 0 \/ 0<\/td>/,
+      /<td>public\.orders<\/td><td>public\.orders<\/td>\s*<td class="state">streaming<form method="post" action="\/mirrors\/[^"]+\/tables\/resync">[\s\S]*?<\/form><\/td>\s*<td>done<\/td>\s*<td>250<\/td>\s*<td>1 \/ 0 \/ 0<\/td>/,
     );
     expect(page.text).toContain('&quot;password&quot;:&quot;********&quot;');
     expect(page.text).not.toContain(source.config.password);
