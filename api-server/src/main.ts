@@ -37,6 +37,7 @@ const usage = `usage: tributary api-server [options]
   --tls-key-file FILE    TRIBUTARY_TLS_KEY_FILE   and this key (both reloaded when they change)
   --trust-proxy VALUE    TRIBUTARY_TRUST_PROXY    proxies whose X-Forwarded-For is believed: true
                                                   (any) or their addresses/CIDRs, comma-separated
+  --metrics-auth         TRIBUTARY_METRICS_AUTH=true  /metrics asks for the API credentials too
   --scripts-disabled     TRIBUTARY_SCRIPTS=disabled
   --kubeconfig FILE      KUBECONFIG (outside a cluster)`;
 
@@ -73,6 +74,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       'tls-cert-file': { type: 'string' },
       'tls-key-file': { type: 'string' },
       'trust-proxy': { type: 'string' },
+      'metrics-auth': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -95,6 +97,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     tlsCertFile: values['tls-cert-file'] ?? (env.TRIBUTARY_TLS_CERT_FILE || undefined),
     tlsKeyFile: values['tls-key-file'] ?? (env.TRIBUTARY_TLS_KEY_FILE || undefined),
     trustProxy: values['trust-proxy'] ?? (env.TRIBUTARY_TRUST_PROXY || undefined),
+    metricsAuth: values['metrics-auth'] ?? env.TRIBUTARY_METRICS_AUTH === 'true',
   });
   if (!parsed.success) {
     console.error(

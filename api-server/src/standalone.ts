@@ -43,6 +43,7 @@ Options (each also read from the environment variable shown):
   --tls-key-file FILE     TRIBUTARY_TLS_KEY_FILE    and this key (both reloaded when they change)
   --trust-proxy VALUE     TRIBUTARY_TRUST_PROXY     proxies whose X-Forwarded-For is believed: true
                                                     (any) or their addresses/CIDRs, comma-separated
+  --metrics-auth          TRIBUTARY_METRICS_AUTH=true  /metrics asks for the API credentials too
   --peer-secrets-dir DIR  TRIBUTARY_PEER_SECRETS_DIR  peer secret fields from files DIR/<peer>/<field>
                                                     (e.g. DIR/shop/password), read at each use and
                                                     taking the place of the value sent to the API
@@ -99,6 +100,7 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
       'tls-cert-file': { type: 'string' },
       'tls-key-file': { type: 'string' },
       'trust-proxy': { type: 'string' },
+      'metrics-auth': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -120,6 +122,7 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
       tlsCertFile: values['tls-cert-file'] ?? (env.TRIBUTARY_TLS_CERT_FILE || undefined),
       tlsKeyFile: values['tls-key-file'] ?? (env.TRIBUTARY_TLS_KEY_FILE || undefined),
       trustProxy: values['trust-proxy'] ?? (env.TRIBUTARY_TRUST_PROXY || undefined),
+      metricsAuth: values['metrics-auth'] ?? env.TRIBUTARY_METRICS_AUTH === 'true',
     }),
   );
 }

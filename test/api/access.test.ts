@@ -539,4 +539,27 @@ describe('metrics', () => {
       await facade.close();
     }
   });
+
+  it('ask for the API credentials with metricsAuth, and serve them with them', async () => {
+    const facade = await createFacade({ listener: { metricsAuth: true } });
+    try {
+      const without = await facade.app.inject({ method: 'GET', url: '/metrics' });
+      expect(without.statusCode).toBe(401);
+      expect(without.headers['www-authenticate']).toContain('Basic');
+      expect(without.body).not.toContain('tributary_');
+      const wrong = await facade.app.inject({
+        method: 'GET',
+        url: '/metrics',
+        headers: { authorization: basicAuth('', 'not-the-password') },
+      });
+      expect(wrong.statusCode).toBe(401);
+      const answered = await facade.request({ method: 'GET', url: '/metrics' });
+      expect(answered.statusCode, answered.body).toBe(200);
+      expect(answered.body).toContain('# TYPE tributary_mirror_phase gauge');
+      // Probes still need none.
+      expect((await facade.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    } finally {
+      await facade.close();
+    }
+  });
 });

@@ -268,6 +268,38 @@ describe('Helm chart pods', () => {
       });
   });
 
+  it('asks for credentials on /metrics with api.metricsAuth, and the ServiceMonitor sends the API Secret’s', async () => {
+    const manifests = await renderChart(set('metrics.serviceMonitor.enabled=true', 'api.metricsAuth=true'));
+    const [monitor] = byKind(manifests, 'ServiceMonitor') as unknown as {
+      spec: { endpoints: { basicAuth?: Record<string, { name: string; key: string }> }[] };
+    }[];
+    const secretName = (
+      byKind(manifests, 'Secret') as unknown as {
+        metadata: { name: string };
+        stringData?: Record<string, string>;
+      }[]
+    ).find((secret) => secret.stringData?.password !== undefined);
+    expect(monitor?.spec.endpoints[0]?.basicAuth).toEqual({
+      username: { name: secretName?.metadata.name, key: 'username' },
+      password: { name: secretName?.metadata.name, key: 'password' },
+    });
+    expect(secretName?.stringData?.username).toBe('');
+    const deployments = byKind(manifests, 'Deployment') as unknown as {
+      metadata: { name: string };
+      spec: { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } };
+    }[];
+    const apiEnv = deployments
+      .flatMap((deployment) => deployment.spec.template.spec.containers)
+      .flatMap((container) => container.env ?? []);
+    expect(apiEnv).toContainEqual({ name: 'TRIBUTARY_METRICS_AUTH', value: 'true' });
+    // Off by default: nothing asked, nothing sent.
+    const plain = await renderChart(set('metrics.serviceMonitor.enabled=true'));
+    const [plainMonitor] = byKind(plain, 'ServiceMonitor') as unknown as {
+      spec: { endpoints: { basicAuth?: unknown }[] };
+    }[];
+    expect(plainMonitor?.spec.endpoints[0]?.basicAuth).toBeUndefined();
+  });
+
   it('needs Kubernetes 1.25 (the CRDs’ CEL rules)', async () => {
     const template = (version: string) =>
       run(helmBinary, ['template', 'x', chart, ...requiredValues, '--kube-version', version]);

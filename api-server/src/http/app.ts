@@ -199,8 +199,10 @@ export function buildApp(context: FacadeContext, listener: ListenerOptions = {})
 
   app.addHook('onRequest', async (request, reply) => {
     // The route, not the raw URL: probes may add a query string.
-    // Probes and Prometheus scrape without credentials; neither reveals a secret.
-    if (request.routeOptions.url === '/healthz' || request.routeOptions.url === '/metrics') return;
+    // Probes and Prometheus scrape without credentials; neither reveals a secret
+    // (the metrics name mirrors and tables: `metricsAuth` asks for credentials there too).
+    const route = request.routeOptions.url;
+    if (route === '/healthz' || (route === '/metrics' && !listener.metricsAuth)) return;
     if (context.auth.mode === 'disabled') return;
     countAuthFailure ??= app.createRateLimit();
     // An address over the limit is refused even with the right password until

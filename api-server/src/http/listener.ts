@@ -41,6 +41,11 @@ export interface ListenerOptions {
    * failed logins are counted. Off by default.
    */
   readonly trustProxy?: boolean | string;
+  /**
+   * `/metrics` asks for the API's credentials too. Off by default, as
+   * Prometheus expects; its series name mirrors and tables (docs/security.md).
+   */
+  readonly metricsAuth?: boolean;
   /** Failed logins allowed per client address within `windowMs`; then 429 until the window ends. */
   readonly authFailures?: { readonly max: number; readonly windowMs: number };
 }
@@ -62,6 +67,7 @@ export const listenerConfigFields = {
     .min(1)
     .transform((value) => (value === 'true' ? true : value))
     .optional(),
+  metricsAuth: z.boolean().default(false),
 };
 
 /** Refinement for a schema holding `listenerConfigFields`: both TLS files or neither. */
@@ -76,12 +82,14 @@ export function listenerOptionsOf(config: {
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
   trustProxy?: boolean | string | undefined;
+  metricsAuth?: boolean | undefined;
 }): ListenerOptions {
   return {
     ...(config.tlsCertFile && config.tlsKeyFile
       ? { tls: { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } }
       : {}),
     ...(config.trustProxy !== undefined ? { trustProxy: config.trustProxy } : {}),
+    ...(config.metricsAuth ? { metricsAuth: true } : {}),
   };
 }
 
