@@ -159,7 +159,7 @@ export const tableStateName = (state: string) => state.replace(/^TABLE_STATE_/, 
  */
 function tableRows(
   name: string,
-  /** Whether a streaming table can be resynced online (a PostgreSQL destination, docs/api.md). */
+  /** Whether a streaming table can be resynced online (a PostgreSQL or Kafka destination, docs/api.md). */
   resyncsOnline: boolean,
   mappings: NonNullable<MirrorStatus['cdcStatus']>['config']['tableMappings'],
   clones: readonly Clone[],
@@ -252,7 +252,7 @@ ${Object.entries(cdc.config)
 <table>
 <thead><tr><th scope="col">source</th><th scope="col">destination</th><th scope="col">state</th><th scope="col">initial load</th><th scope="col">rows loaded</th><th scope="col">applied (inserts / updates / deletes)</th><th scope="col">last applied commit</th></tr></thead>
 <tbody>
-${tableRows(name, cdc.destinationType === 'RELATIONAL', cdc.config.tableMappings, cdc.snapshotStatus.clones, status.tables ?? [])}
+${tableRows(name, ['RELATIONAL', 'STREAM'].includes(cdc.destinationType), cdc.config.tableMappings, cdc.snapshotStatus.clones, status.tables ?? [])}
 </tbody>
 </table>
 </div>`

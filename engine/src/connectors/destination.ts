@@ -102,6 +102,13 @@ export interface Destination<Held extends ChangeBuffer = ChangeBuffer> extends C
 
 /** Tables loaded beside live ones, for an online resync (Destination.shadowTables). */
 export interface ShadowTables {
+  /**
+   * The shadow is written as the live table: a destination of events (Kafka)
+   * gets the resync's rows again among the live table's changes, as rows a
+   * load read (`loaded` inserts), in order with them; nothing is swapped.
+   * Otherwise the shadow is a table of its own that takes every change too.
+   */
+  readonly intoLive: boolean;
   /** Where `live`'s resync loads: a table of the same name in a place of the mirror's own. */
   shadowOf(live: DestinationTable): DestinationTable;
   /**

@@ -106,7 +106,12 @@ export interface SourceTransaction {
 
 /** What a change does to a table's rows, without the transaction it came in. */
 export type RowChangeImages =
-  | { readonly kind: 'insert'; readonly newRow: Row }
+  /**
+   * `loaded`: a row an online load read (a backfill chunk's), not a change of
+   * a transaction: a destination that tells them apart (Kafka: a `snapshot`
+   * message) may; every other writes it as an insert.
+   */
+  | { readonly kind: 'insert'; readonly newRow: Row; readonly loaded?: true | undefined }
   /** `oldKey` is the old key (key changed) or the whole old row (REPLICA IDENTITY FULL). */
   | { readonly kind: 'update'; readonly oldKey: Row | null; readonly newRow: Row }
   | { readonly kind: 'delete'; readonly oldKey: Row }

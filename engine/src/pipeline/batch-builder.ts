@@ -104,9 +104,12 @@ export class BatchBuilder<Held extends ChangeBuffer = ChangeBuffer> {
     const opened = this.#startIfEmpty(lsn, now);
     this.#byteSize += this.#held(table).add(change);
     this.#added(lsn, position, change.kind !== 'truncate');
-    if (change.kind !== 'truncate' && (this.#uncounted.size === 0 || !this.#uncounted.has(table))) {
-      this.#tally.count(table, change.kind, change.transaction);
-    }
+    // Rows an online load read are not changes CDC applied (rowsApplied counts those).
+    const counted =
+      change.kind !== 'truncate' &&
+      !(change.kind === 'insert' && change.loaded) &&
+      (this.#uncounted.size === 0 || !this.#uncounted.has(table));
+    if (counted) this.#tally.count(table, change.kind, change.transaction);
     return opened;
   }
 

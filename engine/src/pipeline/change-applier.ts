@@ -78,12 +78,18 @@ export class ChangeApplier {
   readonly #loading: Backfill | undefined;
   readonly #stopped: ReadonlySet<string>;
   readonly #resyncs: ReadonlyMap<string, TableSwap>;
+  /** Shadows written as their live table (ShadowTables.intoLive), to it. */
+  readonly #intoLive: ReadonlyMap<DestinationTable, DestinationTable>;
 
   constructor(options: ChangeApplierOptions) {
     this.#options = options;
     this.#loading = options.loading;
     this.#stopped = options.stoppedTables ?? new Set();
     this.#resyncs = options.resyncShadows ?? new Map();
+    const intoLive = options.destination.shadowTables?.intoLive === true;
+    this.#intoLive = new Map(
+      intoLive ? [...this.#resyncs.values()].map(({ live, shadow }) => [shadow, live] as const) : [],
+    );
     const { checkpoint, destination } = options;
     this.#builder = new BatchBuilder(options.limits, checkpoint.lsn, (table) =>
       destination.changeBuffer(table),
@@ -313,8 +319,10 @@ export class ChangeApplier {
     if (!resync || !loading)
       return applied ? this.#addChange(table, { ...applied, transaction }, lsn) : undefined;
     // The live table and its shadow take the change in the same batch: the
-    // batch is cut, if full, only after both.
-    const toShadow = loading.decide(resync.shadow, images, transaction.xid);
+    // batch is cut, if full, only after both. A shadow written as its live
+    // table takes only its chunks' rows: the backfill still sees the change.
+    const decided = loading.decide(resync.shadow, images, transaction.xid);
+    const toShadow = this.#intoLive.has(resync.shadow) ? undefined : decided;
     let opened = false;
     const position = this.#filter.position;
     if (applied && this.#builder.add(table, { ...applied, transaction }, lsn, Date.now, position))
@@ -354,10 +362,13 @@ export class ChangeApplier {
       commitTimeMicros: BigInt(Date.now()) * 1000n,
     };
     for (const { table, rows } of chunks) {
+      // A shadow written as its live table (ShadowTables.intoLive): its rows join the live one's, in order.
+      const target = this.#intoLive.get(table) ?? table;
       let opened = false;
       // Taken whole, then the batch is cut if full: never in the middle of a chunk.
       for (const newRow of rows) {
-        if (this.#builder.add(table, { kind: 'insert', transaction, newRow }, lsn, Date.now)) opened = true;
+        if (this.#builder.add(target, { kind: 'insert', transaction, newRow, loaded: true }, lsn, Date.now))
+          opened = true;
       }
       if (rows.length > 0) await this.#writer.addedChunk(opened, lsn);
     }

@@ -24,7 +24,7 @@ import type { ScriptSource } from '../../resources/script.ts';
 import type { SandboxLimits } from '../../scripting/lua-vm.ts';
 import { RecordScript } from '../../scripting/record-script.ts';
 import { classifyKafkaError } from '../classify/index.ts';
-import type { Destination, DestinationTableState } from '../destination.ts';
+import type { Destination, DestinationTableState, ShadowTables } from '../destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
 import { defaultChunkBytes, KafkaApply } from './apply.ts';
 import { CheckpointStore } from './checkpoints.ts';
@@ -57,10 +57,16 @@ export class KafkaDestination implements Destination<KafkaHeld> {
   readonly #checkpoints: CheckpointStore;
   readonly #apply: KafkaApply;
   /**
-   * Without a script, a batch holds each change as its default message's
-   * bytes from the moment it is decoded (held-messages.ts). A script reads
-   * records as objects, so with one the changes stay objects until the send.
+   * A resync of a table is its rows again, as `snapshot` messages among its
+   * changes on its topic, in order with them (docs/kafka.md): nothing is
+   * created beside the topic and nothing swapped.
    */
+  readonly shadowTables: ShadowTables = {
+    intoLive: true,
+    shadowOf: (live) => ({ ...live }),
+    create: async () => {},
+    drop: async () => {},
+  };
 
   constructor(config: StreamConfig, options: KafkaDestinationOptions) {
     this.#logger = options.logger;

@@ -271,7 +271,10 @@ export class MessageJson {
     const { transaction } = change;
     switch (change.kind) {
       case 'insert':
-        return this.#take('insert', transaction, change.newRow, null);
+        // A row an online load read is the table's row, as the initial load's are.
+        return change.loaded
+          ? this.#take('snapshot', null, change.newRow, null)
+          : this.#take('insert', transaction, change.newRow, null);
       case 'update':
         return this.#take('update', transaction, change.newRow, change.oldKey);
       case 'delete':

@@ -56,7 +56,9 @@ export function snapshotRecord(format: TableFormat, row: readonly (string | null
 export function changeRecord(format: TableFormat, change: RowChange): ChangeRecord {
   switch (change.kind) {
     case 'insert':
-      return new RenderedRecord(format, 'insert', change, null, change.newRow);
+      return change.loaded
+        ? new RenderedRecord(format, 'snapshot', undefined, null, change.newRow)
+        : new RenderedRecord(format, 'insert', change, null, change.newRow);
     case 'update':
       return new RenderedRecord(format, 'update', change, change.oldKey, change.newRow);
     case 'delete':

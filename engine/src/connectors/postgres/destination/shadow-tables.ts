@@ -23,6 +23,7 @@ export function shadowSchemaOf(schema: string): string {
 }
 
 export class PostgresShadowTables implements ShadowTables {
+  readonly intoLive = false;
   readonly #pool: () => Promise<pg.Pool>;
 
   constructor(pool: () => Promise<pg.Pool>) {
