@@ -330,9 +330,13 @@ describe('operator and its engine pods', () => {
     expect(condition?.message).toContain('CrashLoopBackOff');
     expect(condition?.message).toContain('OOMKilled (exit code 137): FATAL ERROR: Reached heap limit');
     expect((await mirror()).status?.errorMessage).toContain('Reached heap limit');
-    const events = (await core.listNamespacedEvent({ namespace })).items.filter(
-      (event) => event.involvedObject.name === 'pods' && event.reason === 'OOMKilled',
-    );
+    // The Event is recorded after the status that carries the condition: wait for it too.
+    const oomEvents = async () =>
+      (await core.listNamespacedEvent({ namespace })).items.filter(
+        (event) => event.involvedObject.name === 'pods' && event.reason === 'OOMKilled',
+      );
+    await waitFor(async () => (await oomEvents()).length > 0, 30_000, 'the OOMKilled Event');
+    const events = await oomEvents();
     expect(events).toHaveLength(1);
     expect(events[0]?.type).toBe('Warning');
     const logs = await pool.query<{ message: string }>(
