@@ -20,6 +20,7 @@ import {
 } from '../support/databases.ts';
 import {
   createRelationalPeers,
+  createTableMirror,
   mirrorState,
   type StandaloneProcess,
   startStandalone,
@@ -98,18 +99,11 @@ describe('a fault of one table', () => {
       [`src-${suffix}`, source],
       [`dst-${suffix}`, destination],
     ]);
-    const created = await service.call('POST', '/api/v1/flows/cdc/create', {
-      connection_configs: {
-        flow_job_name: mirror,
-        source_name: `src-${suffix}`,
-        destination_name: `dst-${suffix}`,
-        table_mappings: [
-          { source_table_identifier: 'public.good', destination_table_identifier: 'public.good' },
-          { source_table_identifier: 'public.picky', destination_table_identifier: 'public.picky' },
-        ],
-        do_initial_snapshot: true,
-        idle_timeout_seconds: 1,
-      },
+    const created = await createTableMirror(service, {
+      name: mirror,
+      sourcePeer: `src-${suffix}`,
+      destinationPeer: `dst-${suffix}`,
+      table: ['public.good', 'public.picky'],
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     await waitFor(async () => (await mirrorState(service, mirror)) === 'STATUS_RUNNING', 90_000, 'running');

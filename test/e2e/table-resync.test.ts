@@ -22,6 +22,7 @@ import { exited, startEngine, writeEngineConfig } from '../support/engine-proces
 import { createHarness, type Harness } from '../support/mirror-harness.ts';
 import {
   createRelationalPeers,
+  createTableMirror,
   mirrorState,
   type StandaloneProcess,
   startStandalone,
@@ -83,18 +84,11 @@ describe('an online resync of a streaming table', () => {
       [`src-${suffix}`, source],
       [`dst-${suffix}`, destination],
     ]);
-    const created = await service.call('POST', '/api/v1/flows/cdc/create', {
-      connection_configs: {
-        flow_job_name: mirror,
-        source_name: `src-${suffix}`,
-        destination_name: `dst-${suffix}`,
-        table_mappings: [
-          { source_table_identifier: 'public.live', destination_table_identifier: 'public.live' },
-          { source_table_identifier: 'public.other', destination_table_identifier: 'public.other' },
-        ],
-        do_initial_snapshot: true,
-        idle_timeout_seconds: 1,
-      },
+    const created = await createTableMirror(service, {
+      name: mirror,
+      sourcePeer: `src-${suffix}`,
+      destinationPeer: `dst-${suffix}`,
+      table: ['public.live', 'public.other'],
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     await waitFor(async () => (await mirrorState(service, mirror)) === 'STATUS_RUNNING', 90_000, 'running');
@@ -202,17 +196,11 @@ describe('an online resync that cannot replace the live table', () => {
       [`src-${suffix}`, source],
       [`dst-${suffix}`, destination],
     ]);
-    const created = await service.call('POST', '/api/v1/flows/cdc/create', {
-      connection_configs: {
-        flow_job_name: mirror,
-        source_name: `src-${suffix}`,
-        destination_name: `dst-${suffix}`,
-        table_mappings: [
-          { source_table_identifier: 'public.viewed', destination_table_identifier: 'public.viewed' },
-        ],
-        do_initial_snapshot: true,
-        idle_timeout_seconds: 1,
-      },
+    const created = await createTableMirror(service, {
+      name: mirror,
+      sourcePeer: `src-${suffix}`,
+      destinationPeer: `dst-${suffix}`,
+      table: 'public.viewed',
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     await waitFor(async () => (await mirrorState(service, mirror)) === 'STATUS_RUNNING', 90_000, 'running');

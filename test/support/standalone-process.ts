@@ -110,22 +110,26 @@ export async function createRelationalPeers(
   }
 }
 
-/** A mirror of one table between two peers, the same name on both sides, with an initial load and a 1 s idle timeout. */
+/** A mirror of one table or more between two peers, each the same name on both sides, with an initial load and a 1 s idle timeout. */
 export function createTableMirror(
   service: StandaloneProcess,
   mirror: {
     readonly name: string;
     readonly sourcePeer: string;
     readonly destinationPeer: string;
-    readonly table: string;
+    readonly table: string | readonly string[];
   },
 ): Promise<{ status: number; body: unknown }> {
+  const tables = typeof mirror.table === 'string' ? [mirror.table] : mirror.table;
   return service.call('POST', '/api/v1/flows/cdc/create', {
     connection_configs: {
       flow_job_name: mirror.name,
       source_name: mirror.sourcePeer,
       destination_name: mirror.destinationPeer,
-      table_mappings: [{ source_table_identifier: mirror.table, destination_table_identifier: mirror.table }],
+      table_mappings: tables.map((table) => ({
+        source_table_identifier: table,
+        destination_table_identifier: table,
+      })),
       do_initial_snapshot: true,
       idle_timeout_seconds: 1,
     },
