@@ -80,6 +80,7 @@ async function clickhouseCount(config: AnalyticsConfig, table: string): Promise<
 
 function destination(config: AnalyticsConfig, moves: readonly TableMove[]) {
   return new ClickHouseDestination(config, {
+    mirror: 'bench',
     mirrorColumns: {},
     tableMappings: mirrorSpec({ name: 'x', tableMappings: mappings(moves), doInitialSnapshot: false })
       .tableMappings,

@@ -28,6 +28,7 @@ export async function benchDestination(engine: ClickHouseEngine, prefix: string)
   });
   await admin.command({ query: `CREATE DATABASE ${database}` });
   const destination = new ClickHouseDestination(config, {
+    mirror: 'bench',
     mirrorColumns: {},
     tableMappings: [],
     maxBatchSize: 1_000_000,

@@ -47,7 +47,7 @@ export {
 } from './connectors/postgres/source/inspect.ts';
 export { defaultPublicationName, defaultSlotName } from './connectors/postgres/source/slot.ts';
 // --- peers and sources, as the API and the operator check them
-export { isSupportedDestination } from './connectors/registry.ts';
+export { isSupportedDestination, resyncsOnline } from './connectors/registry.ts';
 // --- the control plane both modes share (docs/architecture.md, "Control plane")
 export { configHash } from './control/config-hash.ts';
 export type { MissingDependency } from './control/dependencies.ts';

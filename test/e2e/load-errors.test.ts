@@ -75,6 +75,7 @@ describe('errors of every phase reach the mirror', () => {
       tableSchema: clickhouseDatabase,
       create: (spec) =>
         new ClickHouseDestination(clickhouseServer.config(clickhouseDatabase), {
+          mirror: spec.name,
           mirrorColumns: {},
           tableMappings: [],
           maxBatchSize: spec.maxBatchSize ?? 1_000_000,

@@ -3,81 +3,33 @@
 // existing table streams on while the added one is copied in chunks under
 // writes to both (inserts, updates, key changes and deletes), with a kill -9
 // of the engine during the load; both end equal to the source row by row.
-import { type ClickHouseClient, createClient } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
+import { ClickHouseScratch } from '../support/clickhouse-scratch.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import { createHarness, type Harness } from '../support/mirror-harness.ts';
 import { seededIntegers } from '../support/seeded-random.ts';
-
-type Row = readonly [string, string | null];
-
-/** Rows in their keys' numeric order (text order differs between the servers for negative keys). */
-const byId = (rows: Row[]): Row[] => rows.sort((a, b) => Number(a[0]) - Number(b[0]));
 
 const addedRows = 100_000;
 
 describe('an added table loaded online into ClickHouse', () => {
   const engine = clickhouseEngines[0];
   if (!engine) throw new Error('no ClickHouse engine');
-  const database = `tributary_ob_${randomSuffix()}`;
-  const config = engine.config(database);
+  const scratch = new ClickHouseScratch(engine, 'ob');
+  const { database, config } = scratch;
   let harness: Harness;
-  let admin: ClickHouseClient;
-
-  const destinationRows = async (table: string): Promise<Row[]> => {
-    const result = await admin.query({
-      query: `SELECT toString(id) AS id, v FROM ${database}.${table} FINAL WHERE _tributary_is_deleted = 0 ORDER BY id`,
-      format: 'JSONEachRow',
-    });
-    return byId(
-      (await result.json<{ id: string; v: string | null }>()).map((row) => [row.id, row.v] as const),
-    );
-  };
-  const sourceRows = async (table: string): Promise<Row[]> =>
-    byId(
-      (
-        await harness.source.client.query<{ id: string; v: string | null }>(
-          `SELECT id::text, v FROM ${table} ORDER BY id`,
-        )
-      ).rows.map((row) => [row.id, row.v] as const),
-    );
-  /** Equal row by row, naming at most five rows that differ. */
-  const sameRows = async (table: string) => {
-    await waitFor(
-      async () =>
-        JSON.stringify(await destinationRows(table).catch(() => [])) ===
-        JSON.stringify(await sourceRows(table)),
-      120_000,
-      `${table} equal`,
-    ).catch(() => {});
-    const [actual, expected] = [await destinationRows(table), await sourceRows(table)];
-    const actualById = new Map(actual.map((row) => [row[0], row]));
-    const differing = expected.filter(
-      (row) => JSON.stringify(actualById.get(row[0])) !== JSON.stringify(row),
-    );
-    expect({ rows: actual.length, differing: differing.slice(0, 5) }).toEqual({
-      rows: expected.length,
-      differing: [],
-    });
-  };
+  const sameRows = (table: string) => scratch.expectSameRows(harness.source.client, table);
   const stateOf = async (mirror: string, table: string) =>
     (await harness.catalog.listTables(mirror)).find((entry) => entry.sourceTable === table)?.state;
 
   beforeAll(async () => {
     harness = await createHarness('ob_ch');
-    admin = createClient({
-      url: `http://${config.host}:${config.httpPort}`,
-      username: config.user,
-      password: config.password,
-    });
-    await admin.command({ query: `CREATE DATABASE ${database}` });
+    await scratch.create();
   });
 
   afterAll(async () => {
-    await admin?.command({ query: `DROP DATABASE IF EXISTS ${database}` }).catch(() => {});
-    await admin?.close();
+    await scratch.drop();
     await harness?.close();
   });
 

@@ -123,6 +123,7 @@ describe.each(engines)('PostgreSQL to ClickHouse ($name)', (engine) => {
 
   const destinationFor = (spec: SpecInput) =>
     new ClickHouseDestination(config, {
+      mirror: spec.name,
       mirrorColumns: { softDeleteColumn: spec.softDeleteColName, syncedAtColumn: spec.syncedAtColName },
       tableMappings: mirrorSpecSchema.parse({ ...spec, sourcePeer: 's', destinationPeer: 'd' }).tableMappings,
       maxBatchSize: spec.maxBatchSize ?? 1_000_000,

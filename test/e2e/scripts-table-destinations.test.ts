@@ -160,6 +160,7 @@ describe.each(clickhouseEngines)('a script on a ClickHouse destination ($name)',
       idleTimeoutSeconds: 1,
     };
     const destination = new ClickHouseDestination(config, {
+      mirror: spec.name,
       mirrorColumns: {},
       tableMappings: mirrorSpecSchema.parse({ ...spec, sourcePeer: 's', destinationPeer: 'd' }).tableMappings,
       maxBatchSize: 1_000_000,

@@ -3,69 +3,30 @@
 // table (`errored`), the other streams on under writes; the spec's resync
 // request creates the table again and loads it back, and both end equal to
 // the source row by row (mirror-lifecycle.md, "A table's own fault").
-import { type ClickHouseClient, createClient } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
+import { ClickHouseScratch } from '../support/clickhouse-scratch.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import { createHarness, type Harness } from '../support/mirror-harness.ts';
 
-type Row = readonly [string, string | null];
-
-/** Rows in their keys' numeric order (text order differs between the servers for negative keys). */
-const byId = (rows: Row[]): Row[] => rows.sort((a, b) => Number(a[0]) - Number(b[0]));
-
 describe('a fault of one table into ClickHouse', () => {
   const engine = clickhouseEngines[0];
   if (!engine) throw new Error('no ClickHouse engine');
-  const database = `tributary_tf_${randomSuffix()}`;
-  const config = engine.config(database);
+  const scratch = new ClickHouseScratch(engine, 'tf');
+  const { database, config } = scratch;
   let harness: Harness;
-  let admin: ClickHouseClient;
-
-  const destinationRows = async (table: string): Promise<Row[]> => {
-    const result = await admin.query({
-      query: `SELECT toString(id) AS id, v FROM ${database}.${table} FINAL WHERE _tributary_is_deleted = 0 ORDER BY id`,
-      format: 'JSONEachRow',
-    });
-    return byId(
-      (await result.json<{ id: string; v: string | null }>()).map((row) => [row.id, row.v] as const),
-    );
-  };
-  const sourceRows = async (table: string): Promise<Row[]> =>
-    byId(
-      (
-        await harness.source.client.query<{ id: string; v: string | null }>(
-          `SELECT id::text, v FROM ${table} ORDER BY id`,
-        )
-      ).rows.map((row) => [row.id, row.v] as const),
-    );
-  const sameRows = async (table: string) => {
-    await waitFor(
-      async () =>
-        JSON.stringify(await destinationRows(table).catch(() => [])) ===
-        JSON.stringify(await sourceRows(table)),
-      90_000,
-      `${table} equal`,
-    ).catch(() => {});
-    expect(await destinationRows(table)).toEqual(await sourceRows(table));
-  };
+  const sameRows = (table: string) => scratch.expectSameRows(harness.source.client, table, 90_000);
   const stateOf = async (mirror: string, table: string) =>
     (await harness.catalog.listTables(mirror)).find((entry) => entry.sourceTable === table);
 
   beforeAll(async () => {
     harness = await createHarness('tf_ch');
-    admin = createClient({
-      url: `http://${config.host}:${config.httpPort}`,
-      username: config.user,
-      password: config.password,
-    });
-    await admin.command({ query: `CREATE DATABASE ${database}` });
+    await scratch.create();
   });
 
   afterAll(async () => {
-    await admin?.command({ query: `DROP DATABASE IF EXISTS ${database}` }).catch(() => {});
-    await admin?.close();
+    await scratch.drop();
     await harness?.close();
   });
 
@@ -97,7 +58,7 @@ describe('a fault of one table into ClickHouse', () => {
         30_000,
         'running',
       );
-      await admin.command({ query: `DROP TABLE ${database}.lost` });
+      await scratch.admin.command({ query: `DROP TABLE ${database}.lost` });
       await source.client.query(`INSERT INTO lost VALUES (1000, 'after the drop')`);
       await waitFor(
         async () => (await stateOf(mirror, 'public.lost'))?.state === 'errored',

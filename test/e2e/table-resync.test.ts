@@ -20,6 +20,7 @@ import {
 } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import { createHarness, type Harness } from '../support/mirror-harness.ts';
+import { startResyncWriter } from '../support/resync-writer.ts';
 import {
   createRelationalPeers,
   createTableMirror,
@@ -34,28 +35,6 @@ const rows = 20_000;
 async function expectSameTable(source: pg.Client, destination: pg.Client, table: string): Promise<void> {
   await waitForSameRows(source, destination, table, 120_000).catch(() => {});
   expect(await tableCells(destination, table, 'id')).toEqual(await tableCells(source, table, 'id'));
-}
-
-/** Inserts and updates (never deletes: a reader's count only grows) until stopped; returns the stop. */
-function startWriter(client: pg.Client, table: string, other: string, seeded = rows) {
-  let writing = true;
-  let next = seeded + 1;
-  const done = (async () => {
-    while (writing) {
-      const id = next++;
-      await client.query('BEGIN');
-      await client.query(`INSERT INTO ${table} VALUES ($1, 'new')`, [id]);
-      await client.query(`UPDATE ${table} SET v = v || '+' WHERE id = $1`, [1 + (id % seeded)]);
-      // A key change, to a key above every other.
-      await client.query(`UPDATE ${table} SET id = id + 1000000 WHERE id = $1`, [1 + ((id * 7) % seeded)]);
-      await client.query(`INSERT INTO ${other} VALUES ($1, 'o') ON CONFLICT DO NOTHING`, [id]);
-      await client.query('COMMIT');
-    }
-  })();
-  return async () => {
-    writing = false;
-    await done;
-  };
 }
 
 describe('an online resync of a streaming table', () => {
@@ -120,7 +99,7 @@ describe('an online resync of a streaming table', () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     })();
-    const stopWriter = startWriter(source.client, 'live', 'other');
+    const stopWriter = startResyncWriter(source.client, 'live', 'other', rows);
     const states = new Set<string>();
     try {
       const requested = await service.call('POST', '/api/v1/mirrors/tables/resync', {
@@ -283,7 +262,7 @@ describe('an online resync under kill -9s of the engine', () => {
 
     const writerClient = new pg.Client(source.config);
     await writerClient.connect();
-    const stopWriter = startWriter(writerClient, 'resynced', 'kept', 60_000);
+    const stopWriter = startResyncWriter(writerClient, 'resynced', 'kept', 60_000);
     const withResync = writeEngineConfig(harness, { ...spec, resyncTables: { 'public.resynced': 'one' } });
     const statesAtKill: (string | undefined)[] = [];
     try {

@@ -153,6 +153,7 @@ describe.each(clickhouseEngines)('ClickHouse destination on $name: transaction p
 
   const newDestination = (name: string) =>
     new ClickHouseDestination(engine.config(name), {
+      mirror: name,
       mirrorColumns: {},
       tableMappings: [],
       maxBatchSize: 1_000_000,

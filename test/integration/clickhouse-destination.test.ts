@@ -127,6 +127,7 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
     options: { softDeleteColumn?: string; syncedAtColumn?: string; mappings?: TableMapping[] } = {},
   ) =>
     new ClickHouseDestination(engine.config(database), {
+      mirror: 'm',
       mirrorColumns: { softDeleteColumn: options.softDeleteColumn, syncedAtColumn: options.syncedAtColumn },
       tableMappings: options.mappings ?? [],
       maxBatchSize: 1_000_000,

@@ -1,5 +1,11 @@
 // The console's pages: plain server-rendered HTML that works without JavaScript.
-import { type LogLevelFilter, logLevelFilters, type TableStatusView } from '../../../engine/src/index.ts';
+import {
+  type LogLevelFilter,
+  logLevelFilters,
+  type PeerKind,
+  resyncsOnline,
+  type TableStatusView,
+} from '../../../engine/src/index.ts';
 import type { Batches, Logs, MirrorStatus, PeerInfo } from './api-client.ts';
 import { type Html, html } from './html.ts';
 import type { MirrorGauges } from './prometheus-text.ts';
@@ -159,7 +165,7 @@ export const tableStateName = (state: string) => state.replace(/^TABLE_STATE_/, 
  */
 function tableRows(
   name: string,
-  /** Whether a streaming table can be resynced online (a PostgreSQL or Kafka destination, docs/api.md). */
+  /** Whether a streaming table can be resynced online (a PostgreSQL, ClickHouse or Kafka destination, docs/api.md). */
   resyncsOnline: boolean,
   mappings: NonNullable<MirrorStatus['cdcStatus']>['config']['tableMappings'],
   clones: readonly Clone[],
@@ -252,7 +258,7 @@ ${Object.entries(cdc.config)
 <table>
 <thead><tr><th scope="col">source</th><th scope="col">destination</th><th scope="col">state</th><th scope="col">initial load</th><th scope="col">rows loaded</th><th scope="col">applied (inserts / updates / deletes)</th><th scope="col">last applied commit</th></tr></thead>
 <tbody>
-${tableRows(name, ['RELATIONAL', 'STREAM'].includes(cdc.destinationType), cdc.config.tableMappings, cdc.snapshotStatus.clones, status.tables ?? [])}
+${tableRows(name, resyncsOnline(cdc.destinationType.toLowerCase() as PeerKind), cdc.config.tableMappings, cdc.snapshotStatus.clones, status.tables ?? [])}
 </tbody>
 </table>
 </div>`

@@ -59,3 +59,42 @@ describe('destination drivers', () => {
     expect(afterCheck).toEqual(['@platformatic/kafka', '@clickhouse/client']);
   });
 });
+
+describe('resyncsOnline', () => {
+  it('is true for exactly the kinds whose destination has shadow tables', async () => {
+    const { createDestination, resyncsOnline } = await import('./registry.ts');
+    const { peerSchema, peerKinds } = await import('../resources/peer.ts');
+    const { mirrorSpecSchema } = await import('../resources/mirror.ts');
+    const pino = (await import('pino')).default;
+    const table = { schema: 'public', table: 't' };
+    const spec = mirrorSpecSchema.parse({
+      name: 'shadows',
+      sourcePeer: 'src',
+      destinationPeer: 'dst',
+      doInitialSnapshot: false,
+      tableMappings: [{ source: table, destination: table }],
+    });
+    const configs = {
+      relational: { host: '127.0.0.1', port: 1, user: 'u', password: '', database: 'd' },
+      analytics: { host: '127.0.0.1', port: 9000, httpPort: 1, user: 'u', password: '', database: 'd' },
+      datawarehouse: {
+        accountId: 'a-b',
+        username: 'u',
+        privateKey: 'k',
+        database: 'd',
+        warehouse: 'w',
+        role: 'r',
+      },
+      stream: { servers: ['127.0.0.1:1'], disableTls: true },
+    };
+    for (const kind of peerKinds) {
+      const peer = peerSchema.parse({ name: 'p', kind, config: configs[kind] });
+      const destination = createDestination(peer, { spec, logger: pino({ level: 'silent' }) });
+      expect({ kind, online: destination.shadowTables !== undefined }).toEqual({
+        kind,
+        online: resyncsOnline(kind),
+      });
+      await destination.close();
+    }
+  });
+});

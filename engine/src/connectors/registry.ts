@@ -37,6 +37,7 @@ type DestinationFactory<Kind extends PeerKind> = (
 const destinationFactories = {
   analytics: (peer, { spec, logger }) =>
     new ClickHouseDestination(peer.config, {
+      mirror: spec.name,
       mirrorColumns: { softDeleteColumn: spec.softDeleteColName, syncedAtColumn: spec.syncedAtColName },
       tableMappings: spec.tableMappings,
       maxBatchSize: spec.maxBatchSize,
@@ -62,6 +63,18 @@ const destinationFactories = {
     });
   },
 } satisfies { [Kind in PeerKind]: DestinationFactory<Kind> | null };
+
+/**
+ * The kinds whose destination loads a streaming table again online
+ * (`Destination.shadowTables`, pipeline/table-resync.ts): what the API accepts
+ * a streaming table's resync for. In step with the destinations' own
+ * `shadowTables` (registry.test.ts).
+ */
+const onlineResyncKinds: ReadonlySet<PeerKind> = new Set(['relational', 'analytics', 'stream']);
+
+export function resyncsOnline(kind: PeerKind): boolean {
+  return onlineResyncKinds.has(kind);
+}
 
 export function isSupportedDestination(kind: PeerKind): boolean {
   return destinationFactories[kind] !== null;

@@ -8,7 +8,7 @@
 // transport.ts: the HTTP client and error classification; schema.ts: target
 // tables and their cached shapes; checkpoints.ts: the checkpoint table;
 // table-changes.ts: a batch's changes as held; apply.ts: snapshot rows and
-// batches.
+// batches; shadow-tables.ts: an online resync's tables and swaps.
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { EngineError, isEngineError, tableFault } from '../../errors.ts';
@@ -20,10 +20,13 @@ import { applyTableChanges, writeSnapshotRows } from './apply.ts';
 import { CheckpointStore } from './checkpoints.ts';
 import { maxChangesPerBatch } from './row-version.ts';
 import { TableSchemas } from './schema.ts';
+import { ClickHouseShadowTables } from './shadow-tables.ts';
 import { ClickHouseTableChanges } from './table-changes.ts';
 import { ClickHouseTransport } from './transport.ts';
 
 export interface ClickHouseDestinationOptions {
+  /** The mirror's name: its checkpoint row may name swaps to complete before anything is written. */
+  readonly mirror: string;
   readonly mirrorColumns: MirrorColumns;
   /** The mirror's table mappings: their `columns[].ordering` ranks choose ORDER BY. */
   readonly tableMappings: readonly TableMapping[];
@@ -40,6 +43,7 @@ export class ClickHouseDestination implements Destination<ClickHouseTableChanges
   readonly #transport: ClickHouseTransport;
   readonly #schemas: TableSchemas;
   readonly #checkpoints: CheckpointStore;
+  readonly shadowTables: ClickHouseShadowTables;
 
   constructor(config: AnalyticsConfig, options: ClickHouseDestinationOptions) {
     this.#config = config;
@@ -50,6 +54,7 @@ export class ClickHouseDestination implements Destination<ClickHouseTableChanges
       tableMappings: options.tableMappings,
     });
     this.#checkpoints = new CheckpointStore(this.#transport, config.database);
+    this.shadowTables = new ClickHouseShadowTables(this.#transport, this.#schemas, options.logger);
   }
 
   async check(): Promise<{ version: string }> {
@@ -75,6 +80,8 @@ export class ClickHouseDestination implements Destination<ClickHouseTableChanges
     }
     const capabilities = await this.#transport.server();
     await this.#checkpoints.create();
+    // Before any table is looked at: a swap a crash interrupted holds its live name.
+    await this.shadowTables.complete((await this.#checkpoints.stored(this.#options.mirror)).swaps);
     for (const table of tables) await this.#schemas.setup(table, capabilities);
   }
 
@@ -101,7 +108,7 @@ export class ClickHouseDestination implements Destination<ClickHouseTableChanges
   }
 
   async removeCheckpoint(mirror: string): Promise<void> {
-    await this.#checkpoints.remove(mirror);
+    await this.#checkpoints.remove(mirror, (swaps) => this.shadowTables.complete(swaps));
   }
 
   async addColumns(table: DestinationTable, columns: readonly SourceColumn[]): Promise<void> {
@@ -115,6 +122,8 @@ export class ClickHouseDestination implements Destination<ClickHouseTableChanges
       this.#options.logger.info({ batchId: String(batch.batchId) }, 'batch already applied, skipped');
       return;
     }
+    // A swap named by the last checkpoint and interrupted: its live name is written to next.
+    if (stored.swaps.length > 0) await this.shadowTables.complete(stored.swaps);
     const versionBatch = stored.versionBase + batch.batchId;
     for (const { table, held } of batch.tables) {
       try {
@@ -126,11 +135,17 @@ export class ClickHouseDestination implements Destination<ClickHouseTableChanges
         throw isEngineError(error) ? tableFault(error, formatTableName(table.source)) : error;
       }
     }
+    // Swaps are named in the checkpoint, then made (shadow-tables.ts): the
+    // checkpoint says the resync is complete, and a crash before the swap
+    // leaves it to be completed.
+    const swaps = await this.shadowTables.pending(batch.swaps ?? []);
     await this.#checkpoints.write(
       batch.mirror,
       { batchId: batch.batchId, lsn: batch.endLsn, transactionPosition: batch.transactionPosition },
       stored.versionBase,
       stored,
+      swaps,
     );
+    await this.shadowTables.complete(swaps);
   }
 }

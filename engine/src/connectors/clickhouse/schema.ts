@@ -76,7 +76,8 @@ export class TableSchemas {
     return this.#options.mirrorColumns.syncedAtColumn ?? defaultSyncedAtColumn;
   }
 
-  #target(table: DestinationTable): { database: string; name: string } {
+  /** The database and table name `table` is written to. */
+  target(table: DestinationTable): { database: string; name: string } {
     // `public` (the default schema of a mapping) means the peer's database.
     const database = table.destination.schema === 'public' ? this.#database : table.destination.schema;
     return { database, name: table.destination.table };
@@ -124,7 +125,7 @@ export class TableSchemas {
 
   /** Creates the table if missing and adds what an existing one lacks. */
   async setup(table: DestinationTable, capabilities: ServerCapabilities): Promise<void> {
-    const { database, name } = this.#target(table);
+    const { database, name } = this.target(table);
     const label = `${database}.${name}`;
     if (table.keyColumns.length === 0) {
       throw new EngineError('config', `${formatTableName(table.source)} has no key to order ${label} by`);
@@ -203,7 +204,7 @@ export class TableSchemas {
   }
 
   async state(table: DestinationTable): Promise<DestinationTableState> {
-    const { database, name } = this.#target(table);
+    const { database, name } = this.target(table);
     const label = `${database}.${name}`;
     const found = await this.#transport.rows<{ name: string }>(
       `SELECT name FROM system.tables WHERE database = ${stringLiteral(database)} AND name = ${stringLiteral(name)}`,
@@ -220,7 +221,7 @@ export class TableSchemas {
   }
 
   async #loadShape(table: DestinationTable): Promise<TableShape> {
-    const { database, name } = this.#target(table);
+    const { database, name } = this.target(table);
     const label = `${database}.${name}`;
     const rows = await this.#transport.rows<{ name: string; type: string }>(
       `SELECT name, type FROM system.columns WHERE database = ${stringLiteral(database)} AND table = ${stringLiteral(name)}`,
@@ -238,9 +239,19 @@ export class TableSchemas {
     return shape;
   }
 
+  /** Drops the cached shape of `table` (created again or swapped). */
+  forget(table: DestinationTable): void {
+    const { database, name } = this.target(table);
+    this.forgetName(database, name);
+  }
+
+  forgetName(database: string, name: string): void {
+    this.#shapes.delete(`${database}.${name}`);
+  }
+
   /** The cached shape of the table, read from the server the first time. */
   async shape(table: DestinationTable): Promise<TableShape> {
-    const { database, name } = this.#target(table);
+    const { database, name } = this.target(table);
     return this.#shapes.get(`${database}.${name}`) ?? this.#loadShape(table);
   }
 
