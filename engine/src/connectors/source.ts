@@ -40,12 +40,26 @@ export interface SourceValidationInput {
   readonly existingSlotName?: string | undefined;
   /** The mirror asks for a failover slot (PostgreSQL 17+). */
   readonly failoverSlot?: boolean | undefined;
+  /**
+   * A mirror under way: a mapped table gone from the source (dropped or
+   * renamed) is that table's fault, returned in `missing`, not a problem.
+   */
+  readonly missingTablesAllowed?: boolean | undefined;
 }
 
 export interface ValidatedSource {
   readonly serverVersion: string;
-  /** One per input table, in the order given. */
+  /** One per input table found, in the order given. */
   readonly tables: readonly SourceTableInfo[];
+  /** The input tables not found (only with `missingTablesAllowed`; otherwise they are problems). */
+  readonly missing: readonly TableName[];
+}
+
+/** Which of some tables the source no longer has, and where its WAL was when it looked. */
+export interface MissingTables {
+  readonly missing: readonly TableName[];
+  /** The server's WAL position at the look: every change of a missing table was written before it. */
+  readonly walLsn: bigint;
 }
 
 /** A replication slot as far as ownership goes. */
@@ -249,6 +263,9 @@ export interface Source extends Connector {
    * replication capacity is short. Reads only.
    */
   validate(input: SourceValidationInput): Promise<ValidatedSource>;
+
+  /** Which of `tables` do not exist (any more) on the source: one cheap query, for a watch while streaming. */
+  missingTables(tables: readonly TableName[]): Promise<MissingTables>;
 
   // --- Publication and slot -------------------------------------------------
 

@@ -11,7 +11,7 @@ import type { ShadowTables } from '../connectors/destination.ts';
 import type { DestinationTable, TableSwap } from '../connectors/records.ts';
 import type { BackfillReader } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
-import { formatTableName } from '../resources/mirror.ts';
+import { formatTableName, type TableName } from '../resources/mirror.ts';
 import { Backfill, type BackfillTable } from './backfill/backfill.ts';
 import { isByteOrdered, type KeyOrder } from './backfill/key-order.ts';
 import { type BackfillProgress, freshProgress } from './backfill/table-backfill.ts';
@@ -19,6 +19,7 @@ import type { BatchBackfillHooks } from './batch-writer.ts';
 import { ChangeApplier, describeBatch } from './change-applier.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { ReplicationDelay } from './replication-delay.ts';
+import { SourceTablesWatch } from './source-tables-watch.ts';
 import { StreamWait, type WaitOutcome } from './stream-wait.ts';
 import { finishResync, type ResyncLoad, resyncKey } from './table-resync.ts';
 
@@ -39,7 +40,15 @@ export interface CdcOptions {
   readonly stoppedTables?: ReadonlySet<string>;
   /** Tables resynced online: loaded into a shadow beside the live table, which then takes its place (table-resync.ts). */
   readonly resyncs?: readonly ResyncLoad[];
+  /** Tables stopped because the source no longer has them: looked for, to rejoin (source-tables-watch.ts). */
+  readonly goneTables?: readonly TableName[];
 }
+
+/**
+ * How a stream ended without a fault: stopped (a pause, a shutdown), or to
+ * start again because a table stopped for its missing source is back.
+ */
+export type CdcOutcome = 'stopped' | 'rejoin';
 
 /** An added table to load online while the mirror streams. */
 export interface OnlineLoad {
@@ -63,7 +72,7 @@ const positionRequestMs = 200;
 /** How often the engine may record a changed lag in the catalog. */
 const lagReportMs = 2_000;
 
-export async function runCdc(context: MirrorContext, options: CdcOptions): Promise<void> {
+export async function runCdc(context: MirrorContext, options: CdcOptions): Promise<CdcOutcome> {
   const { spec, destination, catalog, signal, source } = context;
   const checkpoint = await watched(context, 'CDC: destination: read the checkpoint', () =>
     destination.readCheckpoint(spec.name),
@@ -192,6 +201,25 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     );
   }, lagReportMs);
   lagReports.unref();
+  const stopped = options.stoppedTables ?? new Set<string>();
+  const tablesWatch = new SourceTablesWatch(
+    source,
+    options.tables.map((table) => table.source).filter((name) => !stopped.has(formatTableName(name))),
+    options.goneTables ?? [],
+  );
+  /** A look at the source tables when due: a gone table's fault is thrown; true to start again for one back. */
+  const watchTables = async (): Promise<boolean> => {
+    const outcome = await tablesWatch.check(Date.now(), stream.flushedLsn);
+    if (outcome?.kind === 'stop') throw outcome.error;
+    if (outcome?.kind !== 'rejoin') return false;
+    await mirrorLog(
+      context,
+      'INFO',
+      `source table ${outcome.sourceTable} exists again: the mirror starts again to load it`,
+    );
+    return true;
+  };
+  let outcome: CdcOutcome = 'stopped';
   await movePhase(catalog, spec.name, 'streamingStarted');
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
   context.progress?.streaming();
@@ -204,12 +232,16 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
       if (next === 'timeout') {
         if (applier.backfillWaitsForStream) stream.requestPosition();
         await flushOnTimeout();
-        continue;
+      } else {
+        if (next.done) throw new EngineError('connection', 'source: replication stream ended unexpectedly');
+        await applier.apply(next.value);
+        context.metrics?.replicationPosition(spec.name, stream.serverWalEnd, stream.flushedLsn);
+        await flushWhenIdle();
       }
-      if (next.done) throw new EngineError('connection', 'source: replication stream ended unexpectedly');
-      await applier.apply(next.value);
-      context.metrics?.replicationPosition(spec.name, stream.serverWalEnd, stream.flushedLsn);
-      await flushWhenIdle();
+      if (await watchTables()) {
+        outcome = 'rejoin';
+        break;
+      }
     }
     // Pause or shutdown: make what is buffered durable, so nothing is redone.
     await applier.flush();
@@ -228,6 +260,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     await source.close();
     await events.return?.(undefined).catch(() => undefined);
   }
+  return outcome;
 }
 
 /**

@@ -10,7 +10,7 @@ import { moveTable, moveTablesIfAllowed, removeUnmappedTables } from '../catalog
 import type { DestinationTable } from '../connectors/records.ts';
 import type { CreatedSlot } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
-import { formatTableName, parseTableIdentifier } from '../resources/mirror.ts';
+import { formatTableName, parseTableIdentifier, type TableName } from '../resources/mirror.ts';
 import { keyOrderOf } from './backfill/key-order.ts';
 import { type OnlineLoad, runCdc } from './cdc.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
@@ -21,6 +21,12 @@ import {
   planSourceSetup,
   slotIdentityOf,
 } from './source-ownership.ts';
+import {
+  mappedTableWithoutColumns,
+  missingSourceTable,
+  rejoinRestoredTables,
+  stoppedForMissingSource,
+} from './source-tables-watch.ts';
 import { faultedTable, stopTable } from './table-faults.ts';
 import { actOnResyncRequests, plannedResyncs, type ResyncLoad } from './table-resync.ts';
 import { destinationTable } from './tables.ts';
@@ -30,7 +36,11 @@ export type RunOutcome = 'stopped' | 'completed';
 
 export async function runMirror(context: MirrorContext): Promise<RunOutcome> {
   try {
-    return await runMirrorSteps(context);
+    for (;;) {
+      // A table back at the source after it went: the steps again, which load it.
+      const outcome = await runMirrorSteps(context);
+      if (outcome !== 'rejoin') return outcome;
+    }
   } catch (error) {
     // Stopped mid-step (e.g. paused during the initial load): the step is
     // redone from its start or from the checkpoint when the mirror resumes.
@@ -39,7 +49,7 @@ export async function runMirror(context: MirrorContext): Promise<RunOutcome> {
   }
 }
 
-async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
+async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rejoin'> {
   const { spec, catalog } = context;
   const stored = await catalog.getRuntime(spec.name);
   if (stored?.phase === 'completed') return 'completed';
@@ -51,6 +61,8 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   let tables: DestinationTable[];
   let backfills: OnlineLoad[] = [];
   let resyncs: ResyncLoad[] = [];
+  /** Mapped tables the source does not have, stopped for it: looked for while streaming, to rejoin. */
+  const gone: TableName[] = [];
   try {
     if (!runtime) await movePhase(catalog, spec.name, 'setupStarted');
     if (runtime?.setup) {
@@ -69,19 +81,39 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
         );
       }
     }
+    // A mirror whose tables are tracked already: one gone from the source is
+    // that table's fault (source-tables-watch.ts), not the mirror's.
+    const tracked = new Map((await catalog.listTables(spec.name)).map((table) => [table.sourceTable, table]));
     const validated = await watched(context, 'setup: source: validate', () =>
       source.validate({
         tables: spec.tableMappings.map((mapping) => mapping.source),
         publicationName: setup.publicationCreatedByMirror ? undefined : setup.publicationName,
         existingSlotName: setup.slotName,
         failoverSlot: spec.failoverSlot,
+        missingTablesAllowed: tracked.size > 0,
       }),
     );
-    tables = spec.tableMappings.map((mapping, index) => {
-      const info = validated.tables[index];
-      if (!info) throw new EngineError('internal', 'source validation lost a table');
-      return destinationTable(mapping, info);
-    });
+    const found = new Map(validated.tables.map((info) => [formatTableName(info.name), info]));
+    tables = [];
+    for (const mapping of spec.tableMappings) {
+      const sourceTable = formatTableName(mapping.source);
+      const info = found.get(sourceTable);
+      if (info) {
+        tables.push(destinationTable(mapping, info));
+      } else if (!tracked.has(sourceTable)) {
+        throw new EngineError(
+          'source_setup',
+          `source is not ready for replication: source table ${sourceTable} does not exist`,
+        );
+      } else {
+        gone.push(mapping.source);
+        const status = tracked.get(sourceTable);
+        if (!stoppedForMissingSource(status)) {
+          await stopTable(context, mappedTableWithoutColumns(mapping), missingSourceTable(sourceTable));
+        }
+      }
+    }
+    await rejoinRestoredTables(context, tables, tracked);
     await watched(context, 'setup: destination: create tables', () =>
       context.destination.setupTables(tables),
     );
@@ -163,7 +195,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
   );
   for (;;) {
     try {
-      await runCdc(context, {
+      const outcome = await runCdc(context, {
         slotName: setup.slotName,
         publicationName: setup.publicationName,
         publicationCreatedByMirror: setup.publicationCreatedByMirror,
@@ -172,13 +204,15 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome> {
         backfills: backfills.filter((load) => !stopped.has(formatTableName(load.table.source))),
         resyncs: resyncs.filter((load) => !stopped.has(formatTableName(load.live.source))),
         stoppedTables: stopped,
+        goneTables: gone,
       });
-      return 'stopped';
+      return outcome;
     } catch (error) {
       const fault = context.signal.aborted ? undefined : faultedTable(error, tables, stopped);
       if (!fault) throw error;
       await stopTable(context, fault.table, fault.error);
       stopped.add(formatTableName(fault.table.source));
+      if (fault.error.kind === 'source_schema') gone.push(fault.table.source);
     }
   }
 }
@@ -200,7 +234,8 @@ async function reconcileMappedTables(
 ): Promise<OnlineLoad[]> {
   const { spec, catalog } = context;
   const progress = await catalog.listSnapshotProgress(spec.name);
-  const mapped = new Set(tables.map((table) => formatTableName(table.source)));
+  // The spec's tables, found at the source or not (one gone stays, stopped).
+  const mapped = new Set(spec.tableMappings.map((mapping) => formatTableName(mapping.source)));
   await removeUnmappedTables(catalog, spec.name, mapped);
   const removed = progress
     .filter((table) => !mapped.has(table.sourceTable))

@@ -54,6 +54,27 @@ export async function finishResync(
   await mirrorLog(context, level, `resync of ${sourceTable} ${how}`);
 }
 
+/**
+ * A table stopped on a fault of its own is loaded back: its load starts again
+ * from nothing, so at this start it is planned as an added table is
+ * (run-mirror.ts, reconcileMappedTables). `why` leads the log line.
+ */
+export async function reloadErroredTable(
+  context: MirrorContext,
+  table: DestinationTable,
+  why: string,
+): Promise<void> {
+  const { spec, catalog } = context;
+  const names = {
+    sourceTable: formatTableName(table.source),
+    destinationTable: formatTableName(table.destination),
+  };
+  // A load record of its own, begun now: the load starts from nothing.
+  await catalog.startSnapshotTable(spec.name, { ...names, partitionsTotal: 0, cdcStartLsn: 0n });
+  await moveTable(catalog, spec.name, names, 'loadQueued');
+  await mirrorLog(context, 'INFO', `${why}; its destination table is emptied and loaded again`);
+}
+
 /** Acts on each resync request of the spec not acted on yet; returns the tables to be loaded back. */
 export async function actOnResyncRequests(
   context: MirrorContext,
@@ -71,14 +92,10 @@ export async function actOnResyncRequests(
     const status = statuses.get(sourceTable);
     if (token === undefined || !status || status.resyncToken === token) continue;
     if (status.state === 'errored') {
-      const names = { sourceTable, destinationTable: formatTableName(table.destination) };
-      // A load record of its own, begun now: the load starts from nothing.
-      await catalog.startSnapshotTable(spec.name, { ...names, partitionsTotal: 0, cdcStartLsn: 0n });
-      await moveTable(catalog, spec.name, names, 'loadQueued');
-      await mirrorLog(
+      await reloadErroredTable(
         context,
-        'INFO',
-        `resync of ${sourceTable} requested: it was stopped (${status.problem?.kind ?? 'errored'}); its destination table is emptied and loaded again`,
+        table,
+        `resync of ${sourceTable} requested: it was stopped (${status.problem?.kind ?? 'errored'})`,
       );
       reloaded.push(table);
     } else if (status.state === 'streaming') {

@@ -13,6 +13,7 @@ import type {
   ChangeStream,
   CreatedSlot,
   CreateSlotOptions,
+  MissingTables,
   SlotRow,
   SnapshotPartition,
   SnapshotReader,
@@ -46,7 +47,7 @@ import {
   planPartitions,
 } from './snapshot-reader.ts';
 import { partitionAncestors } from './table-info.ts';
-import { validateSource } from './validate-source.ts';
+import { findMissingTables, validateSource } from './validate-source.ts';
 
 export interface PostgresSourceOptions {
   /** The mirror's name: connections are named `tributary:<mirror>:<role>` on the server. */
@@ -116,6 +117,15 @@ export class PostgresSource implements Source {
       return await validateSource(client, input);
     } catch (error) {
       throw classifyPgError(error, 'source: validate');
+    }
+  }
+
+  async missingTables(tables: readonly TableName[]): Promise<MissingTables> {
+    const client = await this.#client();
+    try {
+      return await findMissingTables(client, tables);
+    } catch (error) {
+      throw classifyPgError(error, 'source: look up the mapped tables');
     }
   }
 

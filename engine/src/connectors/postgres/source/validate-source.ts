@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import { EngineError } from '../../../errors.ts';
 import { formatTableName, type TableName } from '../../../resources/mirror.ts';
-import type { SourceTableInfo, SourceValidationInput, ValidatedSource } from '../../source.ts';
+import type { MissingTables, SourceTableInfo, SourceValidationInput, ValidatedSource } from '../../source.ts';
 import { quoteIdent, quoteTable } from '../driver/sql.ts';
 import { readTableInfo } from './table-info.ts';
 
@@ -36,7 +36,11 @@ export async function validateSource(
   input: SourceValidationInput,
 ): Promise<ValidatedSource> {
   const found = await findSourceProblems(client, input, { capacity: true });
-  found.problems.unshift(...found.missing.map((shown) => `source table ${shown} does not exist`));
+  if (!input.missingTablesAllowed) {
+    found.problems.unshift(
+      ...found.missing.map((name) => `source table ${formatTableName(name)} does not exist`),
+    );
+  }
   if (found.problems.length > 0) {
     throw new EngineError(
       'source_setup',
@@ -47,7 +51,28 @@ export async function validateSource(
   if (found.capacityProblems.length > 0) {
     throw new EngineError('busy', `source is busy: ${found.capacityProblems.join('; ')}`);
   }
-  return { serverVersion: found.serverVersion, tables: found.tables };
+  return {
+    serverVersion: found.serverVersion,
+    tables: found.tables,
+    missing: input.missingTablesAllowed ? found.missing : [],
+  };
+}
+
+/** Which of `tables` the source does not have, with the WAL position at the look (Source.missingTables). */
+export async function findMissingTables(
+  client: pg.Client,
+  tables: readonly TableName[],
+): Promise<MissingTables> {
+  const result = await client.query<{ gone: boolean[]; wal_lsn: string }>(
+    `SELECT array(SELECT to_regclass(quote_ident(t.schema) || '.' || quote_ident(t.name)) IS NULL
+                  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(schema, name, n) ORDER BY t.n) AS gone,
+            (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END
+              - '0/0'::pg_lsn)::text AS wal_lsn`,
+    [tables.map((table) => table.schema), tables.map((table) => table.table)],
+  );
+  const row = result.rows[0];
+  if (!row) throw new EngineError('internal', 'source: the table lookup returned no row');
+  return { missing: tables.filter((_, index) => row.gone[index]), walLsn: BigInt(row.wal_lsn) };
 }
 
 /** The fix for a table with neither a primary key nor a replica identity index. */
@@ -86,7 +111,7 @@ export async function checkNewMirrorSource(
   // Missing tables first, in one line, as the facade has always named them.
   const problems =
     found.missing.length > 0
-      ? [`source table(s) ${found.missing.join(', ')} do not exist`, ...found.problems]
+      ? [`source table(s) ${found.missing.map(formatTableName).join(', ')} do not exist`, ...found.problems]
       : [...found.problems];
   if (!input.keylessTablesAllowed) {
     for (const table of found.tables) {
@@ -127,7 +152,7 @@ async function findSourceProblems(
 ): Promise<{
   serverVersion: string;
   tables: SourceTableInfo[];
-  missing: string[];
+  missing: TableName[];
   problems: string[];
   capacityProblems: string[];
 }> {
@@ -182,12 +207,12 @@ async function findSourceProblems(
   }
 
   const tables: SourceTableInfo[] = [];
-  const missing: string[] = [];
+  const missing: TableName[] = [];
   for (const name of input.tables) {
     const info = await readTableInfo(client, name);
     const shown = formatTableName(name);
     if (!info) {
-      missing.push(shown);
+      missing.push(name);
       continue;
     }
     tables.push(info);
