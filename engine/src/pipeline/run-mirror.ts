@@ -255,9 +255,15 @@ async function reconcileMappedTables(
   // loaded back on request (table-resync.ts: its load record begun, not
   // completed) is loaded all the same.
   const begun = new Set(progress.map((table) => table.sourceTable));
+  // A table stopped on its own fault (its load, say) waits for its resync.
+  const errored = new Set(
+    (await catalog.listTables(spec.name))
+      .filter((table) => table.state === 'errored')
+      .map((table) => table.sourceTable),
+  );
   const addedTables = tables.filter((table) => {
     const name = formatTableName(table.source);
-    return !loaded.has(name) && (spec.doInitialSnapshot || begun.has(name));
+    return !loaded.has(name) && !errored.has(name) && (spec.doInitialSnapshot || begun.has(name));
   });
   if (addedTables.length === 0) return [];
   const online = spec.initialSnapshotOnly ? [] : addedTables.filter((table) => keyOrderOf(table));

@@ -1,14 +1,18 @@
 // The initial load: every mapped table copied under the slot's exported
 // snapshot, `snapshotNumTablesInParallel` tables at a time and up to
-// `snapshotMaxParallelWorkers` ctid partitions of a table at a time.
+// `snapshotMaxParallelWorkers` ctid partitions of a table at a time. A table
+// whose rows the destination refuses stops alone (table-faults.ts); the
+// others load on.
 import { pipeline, type Readable, Transform } from 'node:stream';
 import pMap from 'p-map';
 import { moveTable } from '../catalog/table-states.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import type { SnapshotPartition, SnapshotReader } from '../connectors/source.ts';
+import { EngineError, isEngineError, tableFault } from '../errors.ts';
 import { formatTableName } from '../resources/mirror.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import type { WatchedStep } from './progress-watchdog.ts';
+import { stopTable } from './table-faults.ts';
 
 /**
  * Loads `tables` under `snapshotName`, which shows the database as of
@@ -50,35 +54,51 @@ async function snapshotTable(
   });
   await moveTable(catalog, spec.name, tableNames(table), 'loadStarted');
 
-  // Each worker keeps one reader (one connection) and reuses it across partitions.
+  // Each worker keeps one reader (one connection) and copies partitions until
+  // none is left or one failed; every worker ends before the outcome counts,
+  // so nothing of a stopped table is written after it stopped.
   const workerCount = Math.min(spec.snapshotMaxParallelWorkers, ranges.length);
-  const idle: SnapshotReader[] = [];
-  const opened: SnapshotReader[] = [];
-  try {
-    await pMap(
-      ranges,
-      async (range, index) => {
-        let reader = idle.pop();
-        if (!reader) {
-          reader = await watched(context, `initial load: source: open a reader of ${sourceName}`, () =>
-            context.source.openSnapshotReader(snapshotName),
-          );
-          opened.push(reader);
-        }
-        try {
-          await copyOnePartition(context, reader, table, range, `partition ${index + 1} of ${ranges.length}`);
-        } finally {
-          idle.push(reader);
-        }
-      },
-      { concurrency: workerCount, signal: context.signal },
-    );
-  } finally {
-    await Promise.all(opened.map((reader) => reader.close()));
+  let next = 0;
+  let failure: { readonly error: unknown } | undefined;
+  const worker = async () => {
+    let reader: SnapshotReader | undefined;
+    try {
+      while (!failure && !context.signal.aborted && next < ranges.length) {
+        const index = next++;
+        const range = ranges[index] as SnapshotPartition;
+        reader ??= await watched(context, `initial load: source: open a reader of ${sourceName}`, () =>
+          context.source.openSnapshotReader(snapshotName),
+        );
+        await copyOnePartition(context, reader, table, range, `partition ${index + 1} of ${ranges.length}`);
+      }
+    } catch (error) {
+      failure ??= { error };
+    } finally {
+      await reader?.close();
+    }
+  };
+  await Promise.all(Array.from({ length: workerCount }, worker));
+  context.signal.throwIfAborted();
+  if (failure) {
+    // A value or shape the destination refuses for this table alone stops
+    // it (half loaded: a resync loads it from nothing); anything else is the mirror's.
+    const fault = isEngineError(failure.error) ? tableFault(failure.error, sourceName) : undefined;
+    if (fault?.table === undefined) throw failure.error;
+    await stopTable(context, table, loadFault(fault, sourceName));
+    return;
   }
   await catalog.finishSnapshotTable(spec.name, sourceName);
   await moveTable(catalog, spec.name, tableNames(table), 'loadFinished');
   context.logger.info({ table: sourceName, partitions: ranges.length }, 'table loaded');
+}
+
+/** A fault met loading a table: its destination table holds part of its rows. */
+function loadFault(fault: EngineError, sourceTable: string): EngineError {
+  return new EngineError(
+    fault.kind,
+    `${fault.message} (during its initial load: the destination table holds part of its rows)`,
+    { cause: fault, table: sourceTable },
+  );
 }
 
 function tableNames(table: DestinationTable) {
