@@ -14,7 +14,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
+import {
+  createTestDatabase,
+  randomSuffix,
+  type TestDatabase,
+  waitFor,
+  waitForSameRows,
+} from '../support/databases.ts';
 import {
   createRelationalPeers,
   createTableMirror,
@@ -222,6 +228,32 @@ describe('web console in chromium', () => {
       await expectAccessible();
       if (docsScreenshotDir)
         await page.screenshot({ path: join(docsScreenshotDir, 'mirror.png'), fullPage: true });
+    });
+
+    await step('table-errored', async () => {
+      // One table's fault: the destination refuses a row; the table shows it, then comes back by its Resync button.
+      await destination.client.query(
+        `ALTER TABLE orders ADD CONSTRAINT short_item CHECK (length(item) < 20)`,
+      );
+      await source.client.query(`INSERT INTO orders VALUES (3000, repeat('x', 30))`);
+      // The tables' row (the log below names the table too).
+      const row = page.getByRole('row').filter({ hasText: 'public.orders' }).first();
+      const shownAfterReload = async () => {
+        await page.reload();
+        return shownText(row);
+      };
+      await expect.poll(shownAfterReload, { timeout: 60_000 }).toContain('errored');
+      expect(await shownText(row)).toContain('short_item');
+      // The state line says so at the top of the page.
+      expect(await shownText(page.locator('#mirror-state'))).toContain('1 table stopped: public.orders');
+      await expectAccessible();
+      if (docsScreenshotDir)
+        await page.screenshot({ path: join(docsScreenshotDir, 'table-errored.png'), fullPage: true });
+      await destination.client.query(`ALTER TABLE orders DROP CONSTRAINT short_item`);
+      await page.getByRole('button', { name: 'Resync public.orders' }).click();
+      await page.waitForURL(`**/mirrors/${mirror}`);
+      await expect.poll(shownAfterReload, { timeout: 120_000 }).toMatch(/^\S+\s+\S+\s+streaming/);
+      await waitForSameRows(source.client, destination.client, 'orders', 60_000);
     });
 
     await step('pause', async () => {

@@ -122,7 +122,9 @@ describe('console mirror page', () => {
       peers: [],
       sampleMs: 10_000,
     });
-    const rows = text.slice(text.indexOf('<h2>Tables</h2>'), text.indexOf('<h2>Peers</h2>'));
+    // The state line names the stopped table, linked to the tables.
+    expect(text).toContain('<a class="error" href="#tables">1 table stopped: public.b</a>');
+    const rows = text.slice(text.indexOf('<h2 id="tables">Tables</h2>'), text.indexOf('<h2>Peers</h2>'));
     expect(rows).toContain(
       '<td class="state">streaming<form method="post" action="/mirrors/m/tables/resync">',
     );

@@ -211,6 +211,14 @@ function tableRows(
   });
 }
 
+/** The mirror's state line names its stopped tables: a running mirror with one is not all moving. */
+function erroredTablesNote(tables: readonly TableStatusView[]): Html | string {
+  const errored = tables.filter((table) => table.state === 'TABLE_STATE_ERRORED');
+  if (errored.length === 0) return '';
+  const names = errored.map((table) => table.sourceTableIdentifier).join(', ');
+  return html` · <a class="error" href="#tables">${errored.length} table${errored.length === 1 ? '' : 's'} stopped: ${names}</a>`;
+}
+
 export function mirrorPage(data: MirrorPageData): string {
   const { status, batches, logs, level } = data;
   const name = status.flowJobName;
@@ -224,7 +232,7 @@ export function mirrorPage(data: MirrorPageData): string {
 <div ${live('mirror-state')}>
 <p>State: <span class="state">${stateName(status.currentFlowState)}</span>
 ${status.lagSeconds === undefined ? '' : html` · lag <span class="lag">${status.lagSeconds} s</span>`}
-${status.errorMessage ? html` · <span class="error">${status.errorMessage}</span>` : ''}</p>
+${status.errorMessage ? html` · <span class="error">${status.errorMessage}</span>` : ''}${erroredTablesNote(status.tables ?? [])}</p>
 ${slotHealthSection(status.slotHealth)}
 <p>${actionButtons(name, status.currentFlowState)} <a href="${mirrorPath(name)}">Refresh</a></p>
 </div>
@@ -253,7 +261,7 @@ ${Object.entries(cdc.config)
   )}
 </tbody>
 </table>
-<h2>Tables</h2>
+<h2 id="tables">Tables</h2>
 <div ${live('mirror-tables')}>
 <table>
 <thead><tr><th scope="col">source</th><th scope="col">destination</th><th scope="col">state</th><th scope="col">initial load</th><th scope="col">rows loaded</th><th scope="col">applied (inserts / updates / deletes)</th><th scope="col">last applied commit</th></tr></thead>
