@@ -1,7 +1,7 @@
 // The chart's Grafana dashboard and alert rules against the metrics the code
 // really exports: every query parses as PromQL (Prometheus's own grammar) and
 // names only metrics some registry of ours registers.
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -10,6 +10,7 @@ import { EngineMetrics } from '../../engine/src/index.ts';
 import { OperatorMetrics } from '../../operator/src/index.ts';
 import { byKind, chart, renderChart } from '../support/chart.ts';
 import { exportedNames, parsePromql, withoutGrafanaVariables } from '../support/promql.ts';
+import { repoRoot } from '../support/testenv.ts';
 
 // The registries each component serves: the api-server's mirror gauges (their
 // values are read at scrape time, so nothing is read here), an engine pod's and
@@ -27,6 +28,27 @@ interface Rule {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
 }
+
+type RuleGroups = { groups: { name: string; rules: Rule[] }[] };
+
+/** The alerts of the rule file as it ships (the chart reads the same file). */
+function fileRules(): Rule[] {
+  const file = parse(readFileSync(join(chart, 'rules', 'tributary.rules.yaml'), 'utf8')) as RuleGroups;
+  return file.groups.flatMap((group) => group.rules);
+}
+
+/** The rules of the chart's one PrometheusRule, rendered with `values`. */
+async function renderedRules(values: string[]): Promise<Rule[]> {
+  const rendered = byKind(
+    await renderChart(['--set', 'metrics.prometheusRule.enabled=true', ...values]),
+    'PrometheusRule',
+  ) as unknown as { spec: RuleGroups }[];
+  expect(rendered).toHaveLength(1);
+  return rendered[0]?.spec.groups.flatMap((group) => group.rules) ?? [];
+}
+
+const runbooks = join(repoRoot, 'docs', 'runbooks');
+const runbookSections = ['## What it means', '## How to confirm', '## What to do', '## Resyncing safely'];
 
 function checkQuery(where: string, expression: string): string[] {
   const { errors, metrics } = parsePromql(expression);
@@ -144,6 +166,45 @@ describe('observability assets', () => {
         rules.some((candidate) => candidate.expr.includes(metric)),
         metric,
       ).toBe(true);
+    }
+  });
+
+  it('gives every alert a runbook page in docs/runbooks, and keeps no page without an alert', () => {
+    const rules = fileRules();
+    expect(rules.length).toBeGreaterThanOrEqual(11);
+    for (const { alert, annotations } of rules) {
+      // The path in the repository: the file is also loaded raw, without the chart.
+      expect(annotations?.runbook_url, alert).toBe(`docs/runbooks/${alert}.md`);
+      const page = join(runbooks, `${alert}.md`);
+      expect(existsSync(page), `${alert}: docs/runbooks/${alert}.md`).toBe(true);
+      const text = readFileSync(page, 'utf8');
+      expect(text.startsWith(`# ${alert}\n`), `${alert}: its title`).toBe(true);
+      const headings = text.split('\n').filter((line) => line.startsWith('## '));
+      expect(headings, alert).toEqual(runbookSections);
+    }
+    const pages = readdirSync(runbooks).sort();
+    expect(pages).toEqual(rules.map((rule) => `${rule.alert}.md`).sort());
+  });
+
+  it('points runbook_url under metrics.prometheusRule.runbookBaseUrl when it is set', async () => {
+    const file = fileRules();
+    const withoutBase = await renderedRules([]);
+    expect(withoutBase.map((rule) => rule.annotations?.runbook_url)).toEqual(
+      file.map((rule) => `docs/runbooks/${rule.alert}.md`),
+    );
+    // A trailing slash or none: the same links.
+    for (const base of ['https://example.test/runbooks', 'https://example.test/runbooks/']) {
+      const rules = await renderedRules(['--set', `metrics.prometheusRule.runbookBaseUrl=${base}`]);
+      expect(rules.map((rule) => rule.alert)).toEqual(file.map((rule) => rule.alert));
+      for (const [index, rule] of rules.entries()) {
+        expect(rule.annotations?.runbook_url, rule.alert).toBe(
+          `https://example.test/runbooks/${rule.alert}.md`,
+        );
+        // Nothing else of the rule changes.
+        const { runbook_url: _rendered, ...annotations } = rule.annotations ?? {};
+        const { runbook_url: _file, ...fileAnnotations } = file[index]?.annotations ?? {};
+        expect({ ...rule, annotations }).toEqual({ ...file[index], annotations: fileAnnotations });
+      }
     }
   });
 
