@@ -24,6 +24,10 @@ export function faultedTable(
 
 /** What a person does about a stopped table: the fault's own remedy, then the way back. */
 export function stoppedTableRemedy(error: EngineError): string {
+  // A source table gone comes back by itself once it is there again (source-tables-watch.ts).
+  if (error.kind === 'source_schema') {
+    return "restore the source table or rename it back, and the table loads again by itself; or remove it from the mirror's table mappings; the mirror's other tables go on meanwhile";
+  }
   return `${error.policy.remedy}; then resync the table (POST /api/v1/mirrors/tables/resync, or the Mirror's spec.resyncTables); the mirror's other tables go on meanwhile`;
 }
 
