@@ -283,7 +283,79 @@ def translate(token: str, sql: str) -> str | None:
         return ABORT_TRANSACTION.sub(sql_literal(f"Transaction {wanted} does not exist."), sql)
     if CURRENT_SESSION.search(sql):
         return CURRENT_SESSION.sub(sql_literal(str(session_id(token))), sql)
+    if match := SWAP_WITH.match(sql):
+        return swap_tables(token, match.group(1), match.group(2))
     return None
+
+
+# ALTER TABLE a SWAP WITH b (the Snowflake destination puts a resynced table in
+# the live one's place with it, docs/snowflake.md). fakesnow cannot parse it, and
+# DuckDB cannot move a table to another schema, so the two tables' rows and
+# comments (the destination marks a shadow by its comment) are exchanged in one
+# DuckDB transaction: readers see either table whole, as with Snowflake's swap of
+# the two objects. Like any Snowflake DDL it first commits the session's open
+# transaction. Both tables must have the same columns (a resync's shadow does).
+IDENT = r'(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)'
+QUALIFIED = rf"{IDENT}(?:\s*\.\s*{IDENT}){{0,2}}"
+SWAP_WITH = re.compile(rf"^\s*ALTER\s+TABLE\s+({QUALIFIED})\s+SWAP\s+WITH\s+({QUALIFIED})\s*;?\s*$", re.IGNORECASE)
+TABLES_EXT = "_fs_global._fs_information_schema._fs_tables_ext"
+
+
+def name_parts(conn, qualified: str) -> tuple[str, str, str]:
+    parts = [p[1:-1].replace('""', '"') if p.startswith('"') else p.upper() for p in re.findall(IDENT, qualified)]
+    defaults = [str(conn.database or ""), str(conn._schema or "")]
+    return tuple(defaults[: 3 - len(parts)] + parts)  # type: ignore[return-value]
+
+
+def duck_ident(parts: tuple[str, str, str]) -> str:
+    return ".".join('"' + part.replace('"', '""') + '"' for part in parts)
+
+
+def swap_tables(token: str, first: str, second: str) -> str:
+    import fakesnow.server
+
+    conn = fakesnow.server.sessions.get(token)
+    if conn is None:
+        return None  # type: ignore[return-value]  # fakesnow answers an unknown session itself
+    duck = conn._duck_conn
+    a, b = name_parts(conn, first), name_parts(conn, second)
+    found = [duck.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND schema_name = ? AND table_name = ?",
+                          list(parts)).fetchone()[0] for parts in (a, b)]
+    if not all(found):
+        # fakesnow's own "does not exist" error (002003), for whichever is missing
+        return f"SELECT 1 FROM {first}, {second} LIMIT 0"
+    open_transactions.pop(token, None)
+    try:
+        duck.execute("COMMIT")
+    except Exception:  # noqa: BLE001 - no transaction was open
+        pass
+    conn._in_transaction = False
+    duck.execute("BEGIN")
+    try:
+        duck.execute(f"CREATE TEMP TABLE _tributary_swap AS SELECT * FROM {duck_ident(a)}")
+        duck.execute(f"DELETE FROM {duck_ident(a)}")
+        duck.execute(f"INSERT INTO {duck_ident(a)} SELECT * FROM {duck_ident(b)}")
+        duck.execute(f"DELETE FROM {duck_ident(b)}")
+        duck.execute(f"INSERT INTO {duck_ident(b)} SELECT * FROM _tributary_swap")
+        duck.execute("DROP TABLE _tributary_swap")
+        duck.execute("COMMIT")
+    except Exception as error:  # noqa: BLE001 - reported as the statement's failure
+        duck.execute("ROLLBACK")
+        return f"SELECT ERROR({sql_literal(f'swap of {first} with {second} failed: {error}')})"
+    # The comments live in fakesnow's own database, which DuckDB will not write in
+    # the transaction that wrote the tables': a second one, run before this request
+    # answers and before the server reads another request, so no session sees
+    # rows and comments apart.
+    where = "ext_table_catalog = ? AND ext_table_schema = ? AND ext_table_name = ?"
+    duck.execute("BEGIN")
+    comments = [duck.execute(f"SELECT comment FROM {TABLES_EXT} WHERE {where}", list(parts)).fetchone() for parts in (a, b)]
+    for parts in (a, b):
+        duck.execute(f"DELETE FROM {TABLES_EXT} WHERE {where}", list(parts))
+    for parts, comment in ((a, comments[1]), (b, comments[0])):
+        if comment is not None:
+            duck.execute(f"INSERT INTO {TABLES_EXT} VALUES (?, ?, ?, ?)", [*parts, comment[0]])
+    duck.execute("COMMIT")
+    return "SELECT 'Statement executed successfully.' AS \"status\""
 
 
 def rewrite_request(scope, body: bytes) -> bytes:
