@@ -165,7 +165,7 @@ export const tableStateName = (state: string) => state.replace(/^TABLE_STATE_/, 
  */
 function tableRows(
   name: string,
-  /** Whether a streaming table can be resynced online (a PostgreSQL, ClickHouse or Kafka destination, docs/api.md). */
+  /** Whether a streaming table can be resynced online (a PostgreSQL, ClickHouse, Snowflake or Kafka destination, docs/api.md). */
   resyncsOnline: boolean,
   mappings: NonNullable<MirrorStatus['cdcStatus']>['config']['tableMappings'],
   clones: readonly Clone[],

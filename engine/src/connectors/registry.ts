@@ -70,7 +70,12 @@ const destinationFactories = {
  * a streaming table's resync for. In step with the destinations' own
  * `shadowTables` (registry.test.ts).
  */
-const onlineResyncKinds: ReadonlySet<PeerKind> = new Set(['relational', 'analytics', 'stream']);
+const onlineResyncKinds: ReadonlySet<PeerKind> = new Set([
+  'relational',
+  'analytics',
+  'datawarehouse',
+  'stream',
+]);
 
 export function resyncsOnline(kind: PeerKind): boolean {
   return onlineResyncKinds.has(kind);

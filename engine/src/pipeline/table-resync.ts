@@ -8,10 +8,10 @@
 //   table beside it (Destination.shadowTables) by the online backfill, while
 //   every change of it goes to both in the same batches, and the batch that
 //   completes the copy puts the shadow in the live table's place in the same
-//   transaction as its checkpoint (ChangeBatch.swaps; cdc.ts; ClickHouse names
-//   the swap in its checkpoint and makes it after). Readers of the live table
+//   transaction as its checkpoint (ChangeBatch.swaps; cdc.ts; ClickHouse and
+//   Snowflake name the swap as due with it and make it after). Readers of the live table
 //   never see it empty or half loaded. It needs a destination with shadow
-//   tables (PostgreSQL, ClickHouse, Kafka), a key the engine orders (backfill/key-order.ts),
+//   tables (PostgreSQL, ClickHouse, Snowflake, Kafka), a key the engine orders (backfill/key-order.ts),
 //   and a destination table the mirror created; otherwise the request is said
 //   in the log and left, as is one for a table in any other state.
 import { moveTable } from '../catalog/table-states.ts';

@@ -166,7 +166,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
     const status = (await catalog.listTables(mirror.name)).find((entry) => entry.sourceTable === table);
     const state = status ? tableStatusView(status).state : 'not tracked yet';
     // An errored table is loaded back anywhere; a streaming one is loaded beside
-    // the live table and swapped in (PostgreSQL, ClickHouse), or sent again as
+    // the live table and swapped in (PostgreSQL, ClickHouse, Snowflake), or sent again as
     // snapshot messages among its changes (Kafka).
     const destinationKind = (await store.getPeer(mirror.spec.destinationPeer))?.peer.kind;
     const resyncable =
@@ -176,7 +176,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       throw new ApiError(
         'failedPrecondition',
         status?.state === 'streaming'
-          ? `table ${table} of mirror ${mirror.name} is ${state}: an online resync of a streaming table needs a PostgreSQL, ClickHouse or Kafka destination for now`
+          ? `table ${table} of mirror ${mirror.name} is ${state}: an online resync of a streaming table needs a PostgreSQL, ClickHouse, Snowflake or Kafka destination for now`
           : `table ${table} of mirror ${mirror.name} is ${state}: only a streaming table (TABLE_STATE_STREAMING) or one stopped on a fault of its own (TABLE_STATE_ERRORED) can be resynced`,
       );
     }

@@ -115,6 +115,11 @@ describe('classifySnowflakeError', () => {
       [snowflakeError('OperationFailedError', '003001', '42501'), 'permission'],
       [snowflakeError('OperationFailedError', '000606', '57P03'), 'config'],
       [snowflakeError('OperationFailedError', '001003', '42000'), 'destination_write'],
+      // A row the table refuses, a column gone: the table's own fault (table-faults.ts).
+      [snowflakeError('OperationFailedError', '100072', '22000'), 'schema_mismatch'],
+      [snowflakeError('OperationFailedError', '100038', '22018'), 'schema_mismatch'],
+      [snowflakeError('OperationFailedError', '000904', '42000'), 'schema_mismatch'],
+      [snowflakeError('OperationFailedError', '261000'), 'destination_write'],
     ] as const;
     for (const [error, kind] of cases) {
       expect([

@@ -25,6 +25,19 @@ const authCodes: ReadonlySet<string> = new Set(['390100', '390101', '390102', '3
 /** Server codes of an object the peer names that does not exist: 390201 database, 390189 role, 000606 no warehouse. */
 const configCodes: ReadonlySet<string> = new Set(['390201', '390189', '000606']);
 
+/** Server codes of a name the table lacks: 000904 invalid identifier (a column gone). */
+const missingNameCodes: ReadonlySet<string> = new Set(['000904']);
+
+/**
+ * SQLSTATE classes 22 (data exception: 100072 NULL in a NOT NULL column,
+ * 100038 a value not of the column's type, 100046 a number out of range) and
+ * 23 (integrity constraint violation): the destination table refuses a row
+ * the source has, as the PostgreSQL classifier reads the same classes.
+ */
+function refusedValue(sqlState: string): boolean {
+  return sqlState.startsWith('22') || sqlState.startsWith('23');
+}
+
 /** SQLSTATEs (ODBC/ANSI, as Snowflake sends them) and what they mean to the retry policy. */
 const sqlStateKinds: Readonly<Record<string, ErrorKind>> = {
   '28000': 'auth',
@@ -44,6 +57,7 @@ function snowflakeErrorKind(error: SnowflakeDriverError, fallback: ErrorKind): E
   if (error.name === 'InvalidParameterError' || error.name === 'MissingParameterError') return 'config';
   if (authCodes.has(code)) return 'auth';
   if (configCodes.has(code)) return 'config';
+  if (missingNameCodes.has(code) || refusedValue(sqlState)) return 'schema_mismatch';
   return sqlStateKinds[sqlState] ?? fallback;
 }
 

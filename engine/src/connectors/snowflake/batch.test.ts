@@ -150,6 +150,23 @@ describe('applyBatch', () => {
     expect(refill).toBeLessThan(softDelete);
   });
 
+  it('records the swaps the batch makes due in its transaction, before COMMIT', async () => {
+    const session = new FakeSession();
+    const shadow = { ...table, destination: { schema: '_tributary_resync_public', table: 'items' } };
+    expect(await applyBatch(session, { ...batch, swaps: [{ live: table, shadow }] }, context, 1)).toBe(
+      'applied',
+    );
+    const statements = session.statements;
+    const recorded = statements.findIndex((sql) =>
+      sql.startsWith('INSERT INTO "DB"."_TRIBUTARY_INTERNAL"."SWAPS"'),
+    );
+    expect(recorded).toBeGreaterThan(statements.findIndex((sql) => sql.startsWith('BEGIN')));
+    expect(statements[recorded + 1]).toBe('COMMIT');
+    expect(statements[recorded]).toContain(`'_tributary_resync_public', 'items'`);
+    // No DDL inside the transaction: the swap itself comes after the COMMIT (shadow-tables.ts).
+    expect(statements.some((sql) => sql.includes('SWAP WITH'))).toBe(false);
+  });
+
   it('skips a batch at or below the checkpoint without a transaction', async () => {
     const session = new FakeSession();
     session.committedBatchId = 8n;
@@ -182,10 +199,22 @@ describe('applyBatch', () => {
     expect(total).toBeGreaterThan(8);
     for (let failAt = 1; failAt <= total; failAt++) {
       const session = new FakeSession(failAt);
-      await expect(
-        applyBatch(session, batch, context, failAt),
-        `failure at statement ${failAt}`,
-      ).rejects.toThrow('injected failure');
+      const failure = await applyBatch(session, batch, context, failAt).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(failure, `failure at statement ${failAt}`).toBeInstanceOf(Error);
+      // A statement of the table's apply: its own fault; any other: the batch's, as the driver said.
+      const failed = session.statements[failAt - 1] ?? '';
+      const ofTable = failed.includes('"PUBLIC"."ITEMS"') && !failed.startsWith('ALTER TABLE');
+      if (ofTable) {
+        expect(failure, `failure at statement ${failAt}`).toMatchObject({
+          kind: 'schema_mismatch',
+          table: 'public.items',
+        });
+      } else {
+        expect((failure as Error).message, `failure at statement ${failAt}`).toBe('injected failure');
+      }
       const after = session.statements.slice(failAt);
       expect(after, `statements after failure ${failAt}`).not.toContain('COMMIT');
       const begun = session.statements.slice(0, failAt - 1).some((sql) => sql.startsWith('BEGIN'));

@@ -2,13 +2,20 @@
 // batch"). Before BEGIN, because DDL and PUT commit or stand alone: new
 // columns, then one file PUT to the stage. Inside one transaction: the
 // checkpoint guard, COPY INTO the changes table, the set-based apply per table,
-// the staged rows deleted, COMMIT. On any error ROLLBACK and nothing else:
-// Snowflake rolls back only the failed statement, so a COMMIT after an error
-// would make a partial batch durable.
+// the staged rows deleted, the resync swaps the batch makes due recorded
+// (shadow-tables.ts carries them out after the COMMIT: DDL cannot be in the
+// transaction), COMMIT. On any error ROLLBACK and nothing else: Snowflake
+// rolls back only the failed statement, so a COMMIT after an error would make
+// a partial batch durable. A statement of one table's apply that fails on what
+// that table refuses (a value, its table or a column gone) is that table's
+// fault (errors.ts tableFault): the whole batch is rolled back, and the
+// pipeline stops the table and streams on without it.
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { EngineError } from '../../errors.ts';
+import { EngineError, tableFault } from '../../errors.ts';
+import { formatTableName } from '../../resources/mirror.ts';
+import { classifySnowflakeError } from '../classify/index.ts';
 import { finalStates, rowKey } from '../coalesce.ts';
 import type { MirrorColumns } from '../destination.ts';
 import { type ChangeBatch, type ChangeList, keyIndexes } from '../records.ts';
@@ -22,6 +29,7 @@ import {
   type InternalObjects,
   moveCheckpointSql,
   readCheckpointSql,
+  recordSwapSql,
 } from './internal.ts';
 import type { SnowflakeSession } from './session.ts';
 import { tableIdent } from './sql.ts';
@@ -159,11 +167,24 @@ export async function applyBatch(
       if (text.length > 0) {
         await session.execute(copyChangesSql(objects, stagePath));
         for (const apply of applies) {
-          for (const statement of applyTableSql(objects, apply, batch.batchId, context.mirrorColumns)) {
-            await session.execute(statement);
+          try {
+            for (const statement of applyTableSql(objects, apply, batch.batchId, context.mirrorColumns)) {
+              await session.execute(statement);
+            }
+          } catch (error) {
+            throw tableFault(
+              classifySnowflakeError(
+                error,
+                `destination: apply the changes of ${apply.target} (batch ${batch.batchId})`,
+              ),
+              formatTableName(apply.table.source),
+            );
           }
         }
         await session.execute(deleteStagedRowsSql(objects, batch.batchId));
+      }
+      for (const swap of batch.swaps ?? []) {
+        await session.execute(recordSwapSql(objects, batch.mirror, batch.batchId, swap));
       }
       await session.execute('COMMIT');
       return 'applied';

@@ -6,7 +6,8 @@
 //
 // session.ts: the driver; internal.ts: the connector's own objects;
 // schema.ts: target tables; changes-file.ts and apply-sql.ts: the staged rows
-// and the SQL that applies them; batch.ts: one batch's transaction.
+// and the SQL that applies them; batch.ts: one batch's transaction;
+// shadow-tables.ts: an online resync's shadow and its swap.
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -44,6 +45,7 @@ import {
 } from './internal.ts';
 import { addColumnSql, anyRowSql, createSchemaSql, createTableSql, tableExistsSql } from './schema.ts';
 import { openSession, type SnowflakeSession } from './session.ts';
+import { completeSwaps, type ShadowContext, SnowflakeShadowTables } from './shadow-tables.ts';
 import { quoteIdent, stringLiteral, tableIdent } from './sql.ts';
 import { columnCodec } from './types.ts';
 
@@ -72,6 +74,14 @@ export class SnowflakeDestination implements Destination<ChangeList> {
   #attempt = 0;
   /** A killed engine may have left the mirror's transaction open: checked before the first batch and after a failure. */
   #mayHaveDetached = true;
+  /**
+   * A committed batch may have made a resync's swap due that is not carried
+   * out yet (an engine killed between the two, a failed swap): checked before
+   * the first batch and after a failure (shadow-tables.ts).
+   */
+  #mayHavePendingSwaps = true;
+  readonly #shadowContext: ShadowContext;
+  readonly shadowTables: SnowflakeShadowTables;
 
   constructor(config: DatawarehouseConfig, options: SnowflakeDestinationOptions) {
     this.#config = config;
@@ -80,6 +90,21 @@ export class SnowflakeDestination implements Destination<ChangeList> {
     this.#open =
       options.openSession ??
       (() => openSession(config, { queryTag: `tributary mirror ${options.mirror}`.slice(0, 2000) }));
+    this.#shadowContext = {
+      database: config.database,
+      mirror: options.mirror,
+      objects: this.#objects,
+      withSession: (what, work) => this.#withSession(what, work),
+    };
+    this.shadowTables = new SnowflakeShadowTables(this.#shadowContext);
+  }
+
+  /** Carries out the swaps committed batches made due, if any may be (shadow-tables.ts). */
+  async #completePendingSwaps(session: SnowflakeSession): Promise<void> {
+    if (!this.#mayHavePendingSwaps) return;
+    const completed = await completeSwaps(session, this.#shadowContext);
+    if (completed > 0) this.#options.logger.info({ completed }, 'resynced tables put in place');
+    this.#mayHavePendingSwaps = false;
   }
 
   async #withSession<T>(what: string, work: (session: SnowflakeSession) => Promise<T>): Promise<T> {
@@ -282,7 +307,9 @@ export class SnowflakeDestination implements Destination<ChangeList> {
         }
         this.#mayHaveDetached = false;
       }
-      return applyBatch(
+      // Before the batch: its changes are for the table a due swap puts in place.
+      await this.#completePendingSwaps(session);
+      const outcome = await applyBatch(
         session,
         batch,
         {
@@ -298,6 +325,16 @@ export class SnowflakeDestination implements Destination<ChangeList> {
         this.#mayHaveDetached = true;
         throw error;
       });
+      // The batch committed with its swaps recorded: resolved only once they are done,
+      // so the pipeline's resync ends with the shadow in place.
+      if ((batch.swaps?.length ?? 0) > 0) {
+        this.#mayHavePendingSwaps = true;
+        await this.#completePendingSwaps(session);
+      }
+      return outcome;
+    }).catch((error: unknown) => {
+      this.#mayHavePendingSwaps = true;
+      throw error;
     });
     if (outcome === 'skipped') {
       this.#options.logger.info({ batchId: String(batch.batchId) }, 'batch already applied, skipped');
@@ -328,6 +365,8 @@ export class SnowflakeDestination implements Destination<ChangeList> {
   async readCheckpoint(mirror: string): Promise<Checkpoint | undefined> {
     return this.#withSession('read checkpoint', async (session) => {
       if (!(await this.#internalTableExists(session, this.#objects.checkpointsName))) return undefined;
+      // The checkpoint's batch may have made a swap due: the tables are as it says once done.
+      await this.#completePendingSwaps(session);
       const { rows } = await session.execute(readCheckpointSql(this.#objects, mirror));
       const row = rows[0];
       if (!row) return undefined;

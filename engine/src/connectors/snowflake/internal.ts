@@ -1,9 +1,10 @@
 // The connector's own objects in the peer's database, all in the transient
 // schema _TRIBUTARY_INTERNAL (transient: no fail-safe storage is paid for rows
 // that live for one batch): the stage files are PUT to, one changes table per
-// mirror, and the CHECKPOINTS table whose row a batch moves inside its own
-// transaction (docs/snowflake.md).
-import type { ChangeBatch } from '../records.ts';
+// mirror, the CHECKPOINTS table whose row a batch moves inside its own
+// transaction, and SWAPS: the resyncs a committed batch made due, until their
+// shadow is in the live table's place (shadow-tables.ts, docs/snowflake.md).
+import type { ChangeBatch, TableSwap } from '../records.ts';
 import { quoteIdent, snowflakeName, stringLiteral } from './sql.ts';
 
 export const internalSchemaName = '_TRIBUTARY_INTERNAL';
@@ -15,9 +16,11 @@ export interface InternalObjects {
   readonly stageLocation: string;
   readonly changes: string;
   readonly checkpoints: string;
-  /** The bare names of the two tables, as INFORMATION_SCHEMA.TABLES lists them. */
+  readonly swaps: string;
+  /** The bare names of the tables, as INFORMATION_SCHEMA.TABLES lists them. */
   readonly changesName: string;
   readonly checkpointsName: string;
+  readonly swapsName: string;
 }
 
 export function internalObjects(database: string, mirror: string): InternalObjects {
@@ -29,8 +32,10 @@ export function internalObjects(database: string, mirror: string): InternalObjec
     stageLocation: `@${schema}.${quoteIdent('STAGE')}`,
     changes: `${schema}.${quoteIdent(changesName)}`,
     checkpoints: `${schema}.${quoteIdent('CHECKPOINTS')}`,
+    swaps: `${schema}.${quoteIdent('SWAPS')}`,
     changesName,
     checkpointsName: 'CHECKPOINTS',
+    swapsName: 'SWAPS',
   };
 }
 
@@ -48,7 +53,30 @@ export function createInternalObjectsSql(objects: InternalObjects): string[] {
        "MIRROR" VARCHAR NOT NULL, "BATCH_ID" NUMBER(19,0) NOT NULL, "LSN" NUMBER(20,0) NOT NULL,
        "UPDATED_AT" TIMESTAMP_TZ, "TXN_COMMIT_LSN" NUMBER(20,0), "TXN_CHANGE_LSN" NUMBER(20,0),
        "TXN_CHANGE_RANK" NUMBER(9,0))`,
+    // The names as the engine holds them (DestinationTable.destination), not as Snowflake spells them.
+    `CREATE TABLE IF NOT EXISTS ${objects.swaps} (
+       "MIRROR" VARCHAR NOT NULL, "BATCH_ID" NUMBER(19,0) NOT NULL,
+       "LIVE_SCHEMA" VARCHAR NOT NULL, "LIVE_TABLE" VARCHAR NOT NULL,
+       "SHADOW_SCHEMA" VARCHAR NOT NULL, "SHADOW_TABLE" VARCHAR NOT NULL)`,
   ];
+}
+
+/** In a batch's transaction: `swap` is due once the batch commits (shadow-tables.ts completes it). */
+export function recordSwapSql(
+  objects: InternalObjects,
+  mirror: string,
+  batchId: bigint,
+  { live, shadow }: TableSwap,
+): string {
+  const values = [
+    mirror,
+    live.destination.schema,
+    live.destination.table,
+    shadow.destination.schema,
+    shadow.destination.table,
+  ].map(stringLiteral);
+  return `INSERT INTO ${objects.swaps} ("MIRROR", "BATCH_ID", "LIVE_SCHEMA", "LIVE_TABLE", "SHADOW_SCHEMA", "SHADOW_TABLE")
+    SELECT ${values[0]}, ${batchId}, ${values.slice(1).join(', ')}`;
 }
 
 /** Makes the mirror's checkpoint row (batch 0: nothing synced) when it has none. */
