@@ -184,7 +184,7 @@ describe('table states through a standalone process', () => {
     });
     expect(response.status).toBe(200);
     const text = await response.text();
-    const tables = text.slice(text.indexOf('<h2>Tables</h2>'), text.indexOf('<h2>Peers</h2>'));
+    const tables = text.slice(text.indexOf('<h2 id="tables">Tables</h2>'), text.indexOf('<h2>Peers</h2>'));
     expect(tables).toContain(
       `<td>public.orders</td><td>public.orders_copy</td>\n<td class="state">streaming<form method="post" action="/mirrors/${mirror}/tables/resync">`,
     );

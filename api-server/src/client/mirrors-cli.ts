@@ -44,8 +44,9 @@ Commands:
   resume NAME          resume a paused mirror, or retry a failed one
   drop NAME            drop: removes its replication slot and publication
   logs NAME            the mirror's log entries, newest first
-  resync NAME TABLE    load TABLE (schema.table) of the mirror again: a table
-                       stopped on a fault of its own (errored)
+  resync NAME TABLE    load TABLE (schema.table) of the mirror again: online
+                       beside the live table while it streams, or a table
+                       stopped on a fault of its own (errored) from nothing
 
 Options:
   --url URL            the service (TRIBUTARY_URL; default http://127.0.0.1:8112)

@@ -55,26 +55,38 @@ async function snapshotTable(
   await moveTable(catalog, spec.name, tableNames(table), 'loadStarted');
 
   // Each worker keeps one reader (one connection) and copies partitions until
-  // none is left or one failed; every worker ends before the outcome counts,
-  // so nothing of a stopped table is written after it stopped.
+  // none is left or one failed. The first failure closes every reader, which
+  // ends the copies in flight (their COPY streams fail) instead of waiting for
+  // them; every worker ends before the outcome counts, so nothing of a stopped
+  // table is written after it stopped.
   const workerCount = Math.min(spec.snapshotMaxParallelWorkers, ranges.length);
   let next = 0;
   let failure: { readonly error: unknown } | undefined;
+  const opened = new Set<SnapshotReader>();
+  const close = async (reader: SnapshotReader) => {
+    if (opened.delete(reader)) await reader.close().catch(() => {});
+  };
   const worker = async () => {
     let reader: SnapshotReader | undefined;
     try {
       while (!failure && !context.signal.aborted && next < ranges.length) {
         const index = next++;
         const range = ranges[index] as SnapshotPartition;
-        reader ??= await watched(context, `initial load: source: open a reader of ${sourceName}`, () =>
-          context.source.openSnapshotReader(snapshotName),
-        );
+        if (!reader) {
+          reader = await watched(context, `initial load: source: open a reader of ${sourceName}`, () =>
+            context.source.openSnapshotReader(snapshotName),
+          );
+          opened.add(reader);
+        }
         await copyOnePartition(context, reader, table, range, `partition ${index + 1} of ${ranges.length}`);
       }
     } catch (error) {
-      failure ??= { error };
+      if (!failure) {
+        failure = { error };
+        await Promise.all([...opened].map(close));
+      }
     } finally {
-      await reader?.close();
+      if (reader) await close(reader);
     }
   };
   await Promise.all(Array.from({ length: workerCount }, worker));

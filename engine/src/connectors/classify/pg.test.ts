@@ -191,4 +191,21 @@ describe('classifyPgError: a row the destination refuses', () => {
   it('keeps the step’s kind at the source', () => {
     expect(classifyPgError(refused('22021'), 'source: read a chunk', 'internal').kind).toBe('internal');
   });
+
+  it('is busy, retried, when two sessions create the same table at once (a system catalog index)', () => {
+    for (const constraint of [
+      'pg_type_typname_nsp_index',
+      'pg_class_relname_nsp_index',
+      'pg_namespace_nspname_index',
+    ]) {
+      const raced = Object.assign(new Error('duplicate key value violates unique constraint'), {
+        code: '23505',
+        constraint,
+      });
+      const classified = classifyPgError(raced, 'destination: create tables', 'destination_write');
+      expect(classified.kind, constraint).toBe('busy');
+      expect(classified.policy.retry).toBe('timed');
+      expect(classified.message).toContain('another session created the same object');
+    }
+  });
 });

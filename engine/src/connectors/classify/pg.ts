@@ -22,6 +22,16 @@ function refusedValue(code: string | undefined): boolean {
 }
 
 /**
+ * A unique violation on a system catalog's index (`pg_type_typname_nsp_index`,
+ * `pg_class_relname_nsp_index`, `pg_namespace_nspname_index`): two sessions
+ * creating the same table or schema at once, which `IF NOT EXISTS` does not
+ * guard against. No row was refused; the step succeeds when retried.
+ */
+function concurrentCreate(code: string | undefined, constraint: string | undefined): boolean {
+  return code === '23505' && constraint?.startsWith('pg_') === true && constraint.endsWith('_index');
+}
+
+/**
  * How PostgreSQL 13–18 says a logical slot can no longer be read: 13–15 answer
  * `cannot read from logical replication slot "…"`, 16–17 `can no longer get
  * changes from replication slot "…"`, 18 `can no longer access replication slot
@@ -160,14 +170,17 @@ export function classifyPgError(
   const kind = pgErrorKind(error as PgDriverError, context.tlsMode);
   const side = context.side ?? sideOf(what);
   const code = (error as PgDriverError).code;
-  const resolved =
-    side !== 'source' && refusedValue(code)
+  const constraint = (error as PgDriverError).constraint;
+  const racedCreate = concurrentCreate(code, constraint);
+  const resolved = racedCreate
+    ? 'busy'
+    : side !== 'source' && refusedValue(code)
       ? 'schema_mismatch'
       : onSide(kind === 'internal' ? fallback : kind, side);
   let message = `${what} failed${code ? ` (${code})` : ''}`;
+  if (racedCreate) message += ': another session created the same object at the same time';
   // The constraint's name (never the row's values, which the driver's detail quotes).
-  const constraint = (error as PgDriverError).constraint;
-  if (refusedValue(code) && constraint) message += `: constraint ${constraint} refused a row`;
+  else if (refusedValue(code) && constraint) message += `: constraint ${constraint} refused a row`;
   if (resolved === 'permission' || resolved === 'source_permission') {
     // The object's name (never a value) is safe to show; the privileges come
     // from what was being done, since PostgreSQL does not say which one it checked.
