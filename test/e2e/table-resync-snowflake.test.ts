@@ -16,6 +16,7 @@ import type { Peer } from '../../engine/src/resources/peer.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import { createHarness, type Harness } from '../support/mirror-harness.ts';
+import { startResyncWriter } from '../support/resync-writer.ts';
 import { emulatorConfig, SnowflakeAdmin, testPrivateKey, uniqueName } from '../support/snowflake-peer.ts';
 import {
   createRelationalPeers,
@@ -64,28 +65,9 @@ async function expectSameTable(
   expect(actual).toEqual(expected);
 }
 
-/** Inserts and updates with key changes (never deletes: a reader's count only grows) until stopped. */
-function startWriter(client: pg.Client, table: string, other: string, seeded: number, firstId = seeded + 1) {
-  let writing = true;
-  let next = firstId;
-  const done = (async () => {
-    while (writing) {
-      const id = next++;
-      await client.query('BEGIN');
-      await client.query(`INSERT INTO ${table} VALUES ($1, 'new')`, [id]);
-      await client.query(`UPDATE ${table} SET v = v || '+' WHERE id = $1`, [1 + (id % seeded)]);
-      // A key change, to a key above every other.
-      await client.query(`UPDATE ${table} SET id = id + 1000000 WHERE id = $1`, [1 + ((id * 7) % seeded)]);
-      await client.query(`INSERT INTO ${other} VALUES ($1, 'o') ON CONFLICT DO NOTHING`, [id]);
-      await client.query('COMMIT');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  })();
-  return async () => {
-    writing = false;
-    await done;
-  };
-}
+/** The resync writer, paced for the emulator. */
+const startWriter = (client: pg.Client, table: string, other: string, seeded: number, firstId = seeded + 1) =>
+  startResyncWriter(client, table, other, seeded, { firstId, pauseMs: 20 });
 
 async function leftovers(admin: SnowflakeAdmin, database: string, mirror: string): Promise<unknown[]> {
   const shadows = await admin.rows(
