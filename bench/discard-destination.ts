@@ -7,6 +7,7 @@ import {
   ChangeList,
   type Checkpoint,
   type DestinationTable,
+  type TableAlteration,
 } from '../engine/src/connectors/records.ts';
 
 export class DiscardDestination implements Destination<ChangeList> {
@@ -53,7 +54,10 @@ export class DiscardDestination implements Destination<ChangeList> {
   async readCheckpoint(_mirror: string): Promise<Checkpoint | undefined> {
     return this.#checkpoint;
   }
-  async addColumns(_table: DestinationTable, _columns: DestinationTable['columns']): Promise<void> {}
+  async refuseAlteration(_alteration: TableAlteration): Promise<string | undefined> {
+    return undefined;
+  }
+  async alterColumns(_alteration: TableAlteration): Promise<void> {}
   async removeCheckpoint(_mirror: string): Promise<void> {
     this.#checkpoint = undefined;
   }

@@ -24,7 +24,12 @@ import { KafkaDestination } from '../engine/src/connectors/kafka/destination.ts'
 import { tableFormat } from '../engine/src/connectors/kafka/message-format.ts';
 import { changeRecord, luaRecord } from '../engine/src/connectors/kafka/script-records.ts';
 import { readTableInfo } from '../engine/src/connectors/postgres/source/table-info.ts';
-import type { ChangeBatch, DestinationTable, RowChange } from '../engine/src/connectors/records.ts';
+import type {
+  ChangeBatch,
+  DestinationTable,
+  RowChange,
+  TableAlteration,
+} from '../engine/src/connectors/records.ts';
 import { createSource } from '../engine/src/connectors/registry.ts';
 import { rowOfCells } from '../engine/src/connectors/rows.ts';
 import { runCdc } from '../engine/src/pipeline/cdc.ts';
@@ -89,8 +94,11 @@ class Counting implements Destination {
   readCheckpoint(mirror: string) {
     return this.inner.readCheckpoint(mirror);
   }
-  addColumns(table: DestinationTable, columns: DestinationTable['columns']) {
-    return this.inner.addColumns(table, columns);
+  refuseAlteration(alteration: TableAlteration) {
+    return this.inner.refuseAlteration(alteration);
+  }
+  alterColumns(alteration: TableAlteration) {
+    return this.inner.alterColumns(alteration);
   }
   removeCheckpoint(mirror: string) {
     return this.inner.removeCheckpoint(mirror);

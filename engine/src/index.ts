@@ -120,6 +120,7 @@ export {
   mirrorSpecFields,
   mirrorSpecSchema,
   parseTableIdentifier,
+  type SchemaChangePolicy,
   type TableMapping,
   type TableName,
   tableMappingSchema,

@@ -526,6 +526,7 @@ describe('metrics', () => {
         initialSnapshotOnly: false,
         resyncTables: {},
         system: 'Q',
+        schemaChanges: 'apply',
         state: 'Running',
       });
       await facade.controlPlane.catalog.transition('metered', 'setup');

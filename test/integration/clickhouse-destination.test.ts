@@ -732,8 +732,14 @@ describe.each(engines)('ClickHouse destination on $name', (engine) => {
         { id: 4, name: 'dee', deleted: 0 },
       ]);
       const grown = { ...people, columns: [...people.columns, column('age', 21, 'smallint')] };
-      await destination.addColumns(grown, [column('age', 21, 'smallint')]);
-      await destination.addColumns(grown, [column('age', 21, 'smallint')]);
+      const adding = {
+        before: people,
+        after: grown,
+        changes: [{ kind: 'add', column: column('age', 21, 'smallint') }] as const,
+      };
+      // Twice: an alteration made again (after a crash) changes nothing.
+      await destination.alterColumns(adding);
+      await destination.alterColumns(adding);
       await destination.syncBatch(batch(mirror, 4n, grown, [insert('5', 'eve', '42')]));
       expect(await rows('people', `id, age`, 'id')).toEqual([
         { id: 1, age: null },

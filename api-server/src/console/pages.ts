@@ -198,10 +198,12 @@ function tableRows(
         ? html`<br><span class="error">${table.error.kind}: ${table.error.message} (${table.error.remedy}); behind from LSN ${table.behindLsn ?? '?'}</span>`
         : ''
     }${
-      table?.state === 'TABLE_STATE_ERRORED' || (resyncsOnline && table?.state === 'TABLE_STATE_STREAMING')
+      table?.state === 'TABLE_STATE_ERRORED' ||
+      table?.state === 'TABLE_STATE_HELD' ||
+      (resyncsOnline && table?.state === 'TABLE_STATE_STREAMING')
         ? html`<form method="post" action="${mirrorPath(name)}/tables/resync">
 <input type="hidden" name="table" value="${source}">
-<button type="submit">Resync ${source}</button></form>`
+<button type="submit">${table?.state === 'TABLE_STATE_HELD' ? 'Accept the change and resync' : 'Resync'} ${source}</button></form>`
         : ''
     }</td>
 <td>${clone ? (clone.consolidateCompleted ? 'done' : `${clone.numPartitionsCompleted}/${clone.numPartitionsTotal} partitions`) : '–'}</td>
@@ -213,7 +215,9 @@ function tableRows(
 
 /** The mirror's state line names its stopped tables: a running mirror with one is not all moving. */
 function erroredTablesNote(tables: readonly TableStatusView[]): Html | string {
-  const errored = tables.filter((table) => table.state === 'TABLE_STATE_ERRORED');
+  const errored = tables.filter(
+    (table) => table.state === 'TABLE_STATE_ERRORED' || table.state === 'TABLE_STATE_HELD',
+  );
   if (errored.length === 0) return '';
   const names = errored.map((table) => table.sourceTableIdentifier).join(', ');
   return html` · <a class="error" href="#tables">${errored.length} table${errored.length === 1 ? '' : 's'} stopped: ${names}</a>`;

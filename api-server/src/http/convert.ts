@@ -11,6 +11,7 @@ import {
   type PeerKind,
   parseTableIdentifier,
   peerSchema,
+  type SchemaChangePolicy,
   type SlotHealth,
   type TableMapping,
   type TableName,
@@ -195,6 +196,7 @@ export function mirrorSpecFromWire(
     streaming: request.streaming ?? false,
     initialSnapshotOnly: request.initial_snapshot_only ?? false,
     system: request.system ?? 'Q',
+    schemaChanges: schemaChangePolicyOf(request.schema_changes),
     state: 'Running',
     ...optional('publicationName', request.publication_name),
     ...optional('replicationSlotName', request.replication_slot_name),
@@ -202,6 +204,20 @@ export function mirrorSpecFromWire(
     ...optional('syncedAtColName', request.synced_at_col_name),
     ...optional('script', request.script),
   } as MirrorResourceSpec);
+}
+
+/** The spec's schema change policy of the request's enum (an addition to the interface). */
+function schemaChangePolicyOf(
+  wire: CreateMirrorRequest['connection_configs']['schema_changes'],
+): SchemaChangePolicy {
+  switch (wire) {
+    case 'SCHEMA_CHANGES_HOLD':
+      return 'hold';
+    case 'SCHEMA_CHANGES_IGNORE':
+      return 'ignore';
+    default:
+      return 'apply';
+  }
 }
 
 /** The configuration as the status endpoint shows it (camelCase, 64-bit values as text). */
@@ -233,6 +249,7 @@ export function mirrorConfigToWire(mirror: MirrorResource): Record<string, unkno
     syncedAtColName: spec.syncedAtColName ?? '',
     script: spec.script ?? '',
     system: spec.system,
+    schemaChanges: `SCHEMA_CHANGES_${spec.schemaChanges.toUpperCase()}`,
     cdcStagingPath: '',
     snapshotStagingPath: '',
   };

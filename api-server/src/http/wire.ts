@@ -153,6 +153,12 @@ export type TableMappingWire = z.infer<typeof tableMappingWire>;
 
 const typeSystem = protoEnum({ Q: 0, PG: 1 }, 'expected Q (0) or PG (1)');
 
+/** An addition to the interface: the mirror's schema change policy (MirrorSpec.schemaChanges). */
+export const schemaChangesWire = protoEnum(
+  { SCHEMA_CHANGES_APPLY: 0, SCHEMA_CHANGES_HOLD: 1, SCHEMA_CHANGES_IGNORE: 2 },
+  'expected SCHEMA_CHANGES_APPLY (0), SCHEMA_CHANGES_HOLD (1) or SCHEMA_CHANGES_IGNORE (2)',
+);
+
 /**
  * The mirror options that are spec fields of the same meaning, under their
  * proto names, with the spec's rules (derived as the peer configs are).
@@ -189,6 +195,7 @@ export const createMirrorRequest = z
         table_mappings: z.array(tableMappingWire).min(1).max(1000),
         ...mirrorOptionFields,
         system: typeSystem.optional(),
+        schema_changes: schemaChangesWire.optional(),
       })
       .strict()
       .refine((config) => !config.initial_snapshot_only || config.do_initial_snapshot, {

@@ -1,6 +1,7 @@
 // The catalog holds each mirror's runtime state, its CDC batches, its logs and
 // its snapshot progress. The engine writes it; the facade and the operator read
 // it. Rows of dropped mirrors' logs and batches are kept.
+import type { SourceColumn } from '../connectors/records.ts';
 import type { SlotReading } from '../connectors/source.ts';
 import type { ErrorKind } from '../errors.ts';
 
@@ -89,6 +90,26 @@ export interface TableStatus {
   readonly behindLsn: bigint | null;
   /** The last resync request of the spec (`resyncTables`) the engine acted on; null before any. */
   readonly resyncToken: string | null;
+}
+
+/**
+ * The shape a table's destination follows (pipeline/schema-evolution.ts):
+ * recorded when the mirror sets the table up and after each schema change it
+ * carried to the destination, so a restart compares the stream with what the
+ * destination has rather than with the source's catalog of now.
+ */
+export interface TableShape {
+  /** The source columns its Relation messages list, in attnum order, excluded ones flagged. */
+  readonly source: readonly {
+    readonly name: string;
+    readonly typeOid: number;
+    readonly typeModifier: number;
+    readonly attnum?: number | undefined;
+    readonly excluded?: boolean | undefined;
+  }[];
+  /** The destination table's columns the mirror writes (DestinationTable.columns). */
+  readonly columns: readonly SourceColumn[];
+  readonly keyColumns: readonly string[];
 }
 
 /** What a table's state writer records with a move (Catalog.transitionTable). */
@@ -432,6 +453,12 @@ export interface Catalog {
    * TableStateTransitionError (table-states.ts) otherwise. Only table-states.ts calls it.
    */
   transitionTable(mirror: string, move: TableMove): Promise<void>;
+  /** The shapes the mirror's tables' destinations follow, by source table (TableShape). */
+  listTableShapes(mirror: string): Promise<Map<string, TableShape>>;
+  /** Records the shape a table's destination follows from now on, replacing the last one. */
+  recordTableShape(mirror: string, sourceTable: string, shape: TableShape): Promise<void>;
+  /** Forgets the shapes of tables no longer mapped, or to be set up again. */
+  forgetTableShapes(mirror: string, sourceTables: readonly string[]): Promise<void>;
   /** Records that the engine acted on the table's resync request `token` (pipeline/table-resync.ts). */
   recordResyncToken(mirror: string, sourceTable: string, token: string): Promise<void>;
 }

@@ -20,6 +20,7 @@ import type {
   SourceSetup,
   TableApplied,
   TableMove,
+  TableShape,
   TableState,
   TableStatus,
 } from './catalog.ts';
@@ -154,6 +155,12 @@ const migrations: readonly string[] = [
      PRIMARY KEY (mirror, source_table))`,
   // The spec's last resync request per table that the engine acted on (resyncTables).
   `ALTER TABLE tributary.mirror_tables ADD COLUMN IF NOT EXISTS resync_token text`,
+  // The shape each table's destination follows (TableShape), written by schema evolution and setup.
+  `CREATE TABLE IF NOT EXISTS tributary.table_shapes (
+     mirror text NOT NULL,
+     source_table text NOT NULL,
+     shape jsonb NOT NULL,
+     PRIMARY KEY (mirror, source_table))`,
 ];
 
 interface RuntimeRow {
@@ -351,6 +358,9 @@ export class PostgresCatalog implements Catalog {
          RETURNING source_table),
        tables AS (
          DELETE FROM tributary.mirror_tables WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
+         RETURNING source_table),
+       shapes AS (
+         DELETE FROM tributary.table_shapes WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
          RETURNING source_table)
        SELECT mirror FROM dropped`,
       [mirror],
@@ -887,6 +897,30 @@ export class PostgresCatalog implements Catalog {
       behindLsn: row.behind_lsn === null ? null : BigInt(row.behind_lsn),
       resyncToken: row.resync_token,
     }));
+  }
+
+  async listTableShapes(mirror: string): Promise<Map<string, TableShape>> {
+    const { rows } = await this.#sql.query<{ source_table: string; shape: TableShape }>(
+      `SELECT source_table, shape FROM tributary.table_shapes WHERE mirror = $1`,
+      [mirror],
+    );
+    return new Map(rows.map((row) => [row.source_table, row.shape]));
+  }
+
+  async recordTableShape(mirror: string, sourceTable: string, shape: TableShape): Promise<void> {
+    await this.#sql.query(
+      `INSERT INTO tributary.table_shapes (mirror, source_table, shape) VALUES ($1, $2, $3::jsonb)
+       ON CONFLICT (mirror, source_table) DO UPDATE SET shape = EXCLUDED.shape`,
+      [mirror, sourceTable, JSON.stringify(shape)],
+    );
+  }
+
+  async forgetTableShapes(mirror: string, sourceTables: readonly string[]): Promise<void> {
+    if (sourceTables.length === 0) return;
+    await this.#sql.query(`DELETE FROM tributary.table_shapes WHERE mirror = $1 AND source_table = ANY($2)`, [
+      mirror,
+      sourceTables,
+    ]);
   }
 
   async recordResyncToken(mirror: string, sourceTable: string, token: string): Promise<void> {

@@ -2,7 +2,7 @@
 // method keeps. Connectors do I/O only; when and how often to call them is the
 // pipeline's business.
 import type { Readable } from 'node:stream';
-import type { ChangeBatch, ChangeBuffer, Checkpoint, DestinationTable } from './records.ts';
+import type { ChangeBatch, ChangeBuffer, Checkpoint, DestinationTable, TableAlteration } from './records.ts';
 
 export interface Connector {
   /** Connects and checks the peer is usable; returns the server's version. */
@@ -85,8 +85,28 @@ export interface Destination<Held extends ChangeBuffer = ChangeBuffer> extends C
    */
   readCheckpoint(mirror: string): Promise<Checkpoint | undefined>;
 
-  /** Adds columns that appeared on the source. Idempotent. */
-  addColumns(table: DestinationTable, columns: DestinationTable['columns']): Promise<void>;
+  /**
+   * Why this destination cannot make `alteration` (a key or sorting-key
+   * column renamed or dropped, a type it has no wider form of), or undefined
+   * when it can. Asked before `alterColumns`, so that an alteration is made
+   * whole or not at all; the pipeline then holds the table with the reason.
+   * Widening is the pipeline's rule (model/type-widening.ts): a `retype` asked
+   * here is always one.
+   */
+  refuseAlteration(alteration: TableAlteration): Promise<string | undefined>;
+
+  /**
+   * Makes a destination table follow a change of its source table's shape:
+   * `alteration.changes` in order, which turn `before` into `after` (columns
+   * added, dropped, renamed, widened). Called with no batch in flight, once
+   * every change of the table under the old shape is durable, and only with
+   * an alteration `refuseAlteration` accepted. Idempotent: after a crash in
+   * its middle it is called again with the same alteration, and a change
+   * already made (a column there already, gone already, renamed already) is
+   * left as it is. A destination of events (Kafka) writes no DDL: it marks
+   * the point in the stream instead.
+   */
+  alterColumns(alteration: TableAlteration): Promise<void>;
 
   /** Forgets the mirror's checkpoint (drop). Destination tables are kept. */
   removeCheckpoint(mirror: string): Promise<void>;

@@ -37,6 +37,12 @@ export interface SourceColumn {
   readonly notNull: boolean;
   /** pg_attribute.attndims: the declared dimensions of an array column (not enforced by PostgreSQL). */
   readonly arrayDimensions?: number | undefined;
+  /**
+   * pg_attribute.attnum at the source: kept through a rename or a type change,
+   * never reused after a drop, so it tells a rename from a drop and an add
+   * (pipeline/schema-diff.ts). Undefined for a column known only by name.
+   */
+  readonly attnum?: number | undefined;
 }
 
 /** A destination table as the mirror creates and writes it. */
@@ -47,6 +53,23 @@ export interface DestinationTable {
   readonly columns: readonly SourceColumn[];
   /** Names of the columns that identify a row; a subset of `columns`. */
   readonly keyColumns: readonly string[];
+}
+
+/** One change of a source table's shape, in the order the destination makes them (pipeline/schema-diff.ts). */
+export type ColumnChange<Column = SourceColumn> =
+  | { readonly kind: 'add'; readonly column: Column }
+  | { readonly kind: 'drop'; readonly name: string }
+  | { readonly kind: 'rename'; readonly from: string; readonly to: string }
+  | { readonly kind: 'retype'; readonly name: string; readonly before: Column; readonly after: Column };
+
+/** A destination table made to follow its source's shape (Destination.alterColumns). */
+export interface TableAlteration {
+  /** The table as the destination has it. */
+  readonly before: DestinationTable;
+  /** The table once `changes` are made. */
+  readonly after: DestinationTable;
+  /** In order; each names columns as they are just before it. */
+  readonly changes: readonly ColumnChange[];
 }
 
 const keyIndexCache = new WeakMap<DestinationTable, readonly number[]>();

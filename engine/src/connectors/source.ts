@@ -352,6 +352,13 @@ export interface Source extends Connector {
    * from the source's current catalog while the change stream runs.
    */
   partitionAncestors(relationId: number): Promise<TableName[]>;
+  /**
+   * The replicated columns a relation (by its Relation messages' id) has in
+   * the source's current catalog, by attnum in attnum order (not dropped, not
+   * generated); empty when it is gone. What tells a renamed column from a
+   * dropped one (pipeline/schema-diff.ts).
+   */
+  liveColumns(relationId: number): Promise<{ readonly attnum: number; readonly name: string }[]>;
 
   // --- Teardown -------------------------------------------------------------
 

@@ -183,13 +183,13 @@ describe('BatchWriter', () => {
     expect(acknowledged).toEqual([]);
   });
 
-  it('before a schema change, writes the table’s buffered changes, and waits for the write when asked', async () => {
+  it('before a schema change, writes the table’s buffered changes, and waits for the write', async () => {
     const destination = new GatedDestination();
     await destination.setupTables([table]);
     const { writer, insert } = writerOver(destination);
     await insert(1, 100n);
     let idle = false;
-    const change = writer.beforeSchemaChange(table, true).then(() => {
+    const change = writer.beforeSchemaChange(table).then(() => {
       idle = true;
     });
     await new Promise((resolve) => setImmediate(resolve));
@@ -199,7 +199,7 @@ describe('BatchWriter', () => {
     await change;
     expect(idle).toBe(true);
     // Nothing buffered for the table and nothing in flight: nothing to wait for.
-    await writer.beforeSchemaChange(table, true);
+    await writer.beforeSchemaChange(table);
     expect(destination.writesStarted).toEqual([1n]);
   });
 });

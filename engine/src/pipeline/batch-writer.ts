@@ -177,12 +177,13 @@ export class BatchWriter {
 
   /**
    * Before `table`'s shape changes: the changes buffered for it go to the
-   * destination under the old shape, and with `untilIdle` no batch is left in
-   * flight when this resolves (a table must not change under a write).
+   * destination under the old shape, and no batch is left in flight when
+   * this resolves (a table must not change under a write, and a table held
+   * at its change has every earlier change durable).
    */
-  async beforeSchemaChange(table: DestinationTable, untilIdle: boolean): Promise<void> {
+  async beforeSchemaChange(table: DestinationTable): Promise<void> {
     if (this.#builder.hasChangesFor(table)) await this.cut();
-    if (untilIdle) await this.#inFlight;
+    await this.#inFlight;
   }
 
   async #afterAdd(opened: boolean, lsn: bigint): Promise<void> {

@@ -3,7 +3,7 @@
 // stream has nothing more buffered at a transaction boundary), sync each to the
 // destination while the next one is read, and only then acknowledge its last
 // complete commit to the slot (change-applier.ts).
-import type { BatchBackfill } from '../catalog/catalog.ts';
+import type { BatchBackfill, TableShape } from '../catalog/catalog.ts';
 import { movePhase } from '../catalog/phases.ts';
 import { moveTable } from '../catalog/table-states.ts';
 import type { StreamEvent } from '../connectors/changes.ts';
@@ -29,6 +29,8 @@ export interface CdcOptions {
   /** Whether the mirror created the publication (else the user named it): what changes of unmapped tables mean. */
   readonly publicationCreatedByMirror: boolean;
   readonly tables: readonly DestinationTable[];
+  /** The shape each table's destination follows, by source table (table-shapes.ts). */
+  readonly shapes?: ReadonlyMap<string, TableShape> | undefined;
   /**
    * Per source table (`schema.table`): apply its changes only from transactions
    * committed at or after this LSN (its initial load holds the earlier ones).
@@ -137,7 +139,11 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     },
     replicationDelay: delay,
     typeNames: (columns) => source.typeNames(columns),
+    liveColumns: (relationId) => source.liveColumns(relationId),
     partitionAncestors: (relationId) => source.partitionAncestors(relationId),
+    schemaChanges: spec.schemaChanges,
+    shapes: options.shapes,
+    recordShape: (sourceTable, shape) => catalog.recordTableShape(spec.name, sourceTable, shape),
     publication: { name: options.publicationName, createdByMirror: options.publicationCreatedByMirror },
     log: (level, message) => mirrorLog(context, level, message),
     tableMappings: spec.tableMappings,

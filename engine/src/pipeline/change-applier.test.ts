@@ -495,8 +495,11 @@ describe('ChangeApplier', () => {
     await destination.setupTables([table]);
     const { applier } = await applierOver(destination, { maxRows: 1 });
     await applier.apply([change(10n, relation()), ...transaction(1000n, [['1', 'a']])]);
+    // The change is made at the first row after it, once the batch in flight is durable.
     const altered = applier.apply([
       change(1100n, relation([{ name: 'w', typeOid: 20, typeModifier: -1, isKey: false }])),
+      change(1150n, { tag: 'begin', finalLsn: 1200n, commitTimeMicros: 0n, xid: 3 }),
+      change(1160n, { tag: 'insert', relationId: 1, newTuple: rowOfCells(['2', 'b', '7']) }),
     ]);
     await new Promise((resolve) => setImmediate(resolve));
     expect(destination.columns('public.t')).toEqual(['id', 'v']);
@@ -517,7 +520,7 @@ describe('ChangeApplier', () => {
       change(1160n, { tag: 'insert', relationId: 1, newTuple: rowOfCells(['2', 'b', '7']) }),
       change(1200n, { tag: 'commit', flags: 0, commitLsn: 1200n, endLsn: 1201n, commitTimeMicros: 0n }),
     ]);
-    // The relation message flushed the batch written under the old shape.
+    // The first row under the new shape flushed the batch written under the old one.
     expect(destination.appliedBatchIds).toEqual([1n]);
     expect(typeLookups).toEqual([[20]]);
     await applier.flush();

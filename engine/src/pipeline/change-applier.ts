@@ -110,7 +110,8 @@ export class ChangeApplier {
     });
     this.#schema = new SchemaEvolution({
       ...options,
-      beforeChange: (table, addsColumns) => this.#writer.beforeSchemaChange(table, addsColumns),
+      beforeChange: (table) => this.#writer.beforeSchemaChange(table),
+      isLoading: (table) => this.#loading?.loads(table) === true,
     });
     this.#relations = this.#schema.relations;
   }
@@ -205,10 +206,54 @@ export class ChangeApplier {
     lsn: bigint,
   ): Promise<void> {
     for (const relationId of relationIds) {
+      if (this.#target(relationId) && this.#schema.needsSettling(relationId))
+        await this.#schema.settle(relationId);
       const tracked = this.#target(relationId);
       if (!tracked) continue;
       this.#schema.checkTruncate(relationId, tracked);
       await this.#addStreamed(tracked.table, { kind: 'truncate' }, transaction, lsn);
+    }
+  }
+
+  /**
+   * Makes the table follow its relation's new shape (SchemaEvolution.settle),
+   * then applies the change under it. The change passed the filter already:
+   * it is handed on without asking the filter again.
+   */
+  async #settleThen(
+    message: SourceMessage & { tag: 'insert' | 'update' | 'delete' },
+    lsn: bigint,
+  ): Promise<void> {
+    await this.#schema.settle(message.relationId);
+    const tracked = this.#relations.tableOf(message.relationId);
+    if (!tracked) return;
+    const transaction = this.#filter.transaction;
+    switch (message.tag) {
+      case 'insert':
+        return this.#addStreamed(
+          tracked.table,
+          { kind: 'insert', newRow: projectRow(message.newTuple, tracked) },
+          transaction,
+          lsn,
+        );
+      case 'update': {
+        const { oldKey, newRow } = updatedRow(message, tracked);
+        return this.#addStreamed(tracked.table, { kind: 'update', oldKey, newRow }, transaction, lsn);
+      }
+      case 'delete': {
+        const old = message.oldTuple ?? message.keyTuple;
+        if (!old)
+          throw new EngineError(
+            'replica_identity',
+            `delete without a key in ${formatTableName(tracked.table.source)}`,
+          );
+        return this.#addStreamed(
+          tracked.table,
+          { kind: 'delete', oldKey: projectRow(old, tracked) },
+          transaction,
+          lsn,
+        );
+      }
     }
   }
 
@@ -242,12 +287,14 @@ export class ChangeApplier {
         }
         return this.#emitDue(message.endLsn);
       case 'relation':
-        return this.#schema.observe(message);
+        this.#schema.observe(message);
+        return;
       case 'insert': {
         if (this.#schema.needsResolving(message.relationId)) return this.#resolveThen(message, lsn);
         if (this.#filter.holds(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
+        if (this.#schema.needsSettling(message.relationId)) return this.#settleThen(message, lsn);
         return this.#addStreamed(
           tracked.table,
           { kind: 'insert', newRow: projectRow(message.newTuple, tracked) },
@@ -260,6 +307,7 @@ export class ChangeApplier {
         if (this.#filter.holds(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
+        if (this.#schema.needsSettling(message.relationId)) return this.#settleThen(message, lsn);
         const { oldKey, newRow } = updatedRow(message, tracked);
         return this.#addStreamed(tracked.table, { kind: 'update', oldKey, newRow }, transaction, lsn);
       }
@@ -268,6 +316,7 @@ export class ChangeApplier {
         if (this.#filter.holds(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
+        if (this.#schema.needsSettling(message.relationId)) return this.#settleThen(message, lsn);
         const old = message.oldTuple ?? message.keyTuple;
         if (!old)
           throw new EngineError(

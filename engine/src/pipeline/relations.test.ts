@@ -15,10 +15,7 @@ const relation = (names: readonly string[]): RelationMessage => ({
 });
 
 function tracked(names: readonly string[]) {
-  const tracker = new RelationTracker(
-    [{ source: table.source, destination: table.destination, exclude: [], columns: [] }],
-    [table],
-  );
+  const tracker = new RelationTracker([table]);
   tracker.observe(relation(names));
   const relationOf = tracker.tableOf(7);
   if (!relationOf) throw new Error('relation not tracked');
@@ -39,5 +36,34 @@ describe('project', () => {
   it('copies a tuple longer than the projection (a column the destination does not have yet)', () => {
     const relationOf = tracked(['id', 'a', 'b']);
     expect(project(['1', 'x', 'y', 'extra'], relationOf)).toEqual(['1', 'x', 'y']);
+  });
+});
+
+describe('RelationTracker', () => {
+  it('settles a relation at once when it lists the followed columns, in any order', () => {
+    const tracker = new RelationTracker([table]);
+    tracker.observe(relation(['b', 'id', 'a']));
+    expect(tracker.unsettled(7)).toBeUndefined();
+    tracker.observe(relation(['id', 'a', 'c']));
+    expect(tracker.unsettled(7)?.columns.map((column) => column.name)).toEqual(['id', 'a', 'c']);
+    // Tracked meanwhile, against the table as it is.
+    expect(tracker.tableOf(7)?.projection).toEqual([0, 1, -1]);
+  });
+
+  it('follows a new shape given for an unsettled relation', () => {
+    const tracker = new RelationTracker([table]);
+    const renamed = relation(['id', 'a', 'c']);
+    tracker.observe(renamed);
+    const source = renamed.columns.map(({ name, typeOid, typeModifier }, index) => ({
+      name,
+      typeOid,
+      typeModifier,
+      attnum: index + 1,
+    }));
+    const columns = table.columns.map((column) => (column.name === 'b' ? { ...column, name: 'c' } : column));
+    tracker.follow(renamed, { source, table: { ...table, columns } });
+    expect(tracker.unsettled(7)).toBeUndefined();
+    expect(tracker.tableOf(7)?.keepsTupleOrder).toBe(true);
+    expect(tracker.followedSource(table).map((column) => column.name)).toEqual(['id', 'a', 'c']);
   });
 });

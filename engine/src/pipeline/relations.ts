@@ -5,6 +5,7 @@ import type { RelationMessage, Tuple, UpdateMessage } from '../connectors/change
 import type { DestinationTable, Row, RowImage, SourceColumn, TupleCell } from '../connectors/records.ts';
 import { filledRow, rowOfCells } from '../connectors/rows.ts';
 import { formatTableName, type TableMapping, type TableName } from '../resources/mirror.ts';
+import type { ShapeColumn } from './schema-diff.ts';
 
 export interface TrackedRelation {
   readonly table: DestinationTable;
@@ -20,32 +21,49 @@ export interface TrackedRelation {
   readonly keepsTupleOrder: boolean;
 }
 
-export interface SchemaChange {
+/**
+ * A source column of a table's shape as the mirror last followed it: every
+ * column its Relation messages list, in attnum order, excluded ones too (so
+ * that attnums line up, and an excluded column renamed stays excluded).
+ */
+export interface FollowedColumn extends ShapeColumn {
+  /** Left out of the destination (the mapping's `exclude`, followed through renames). */
+  readonly excluded?: boolean | undefined;
+}
+
+/** What the mirror follows of one source table: its source columns and its destination table. */
+export interface FollowedShape {
+  readonly source: readonly FollowedColumn[];
   readonly table: DestinationTable;
-  /** New source columns, not yet at the destination. Their type names still need resolving. */
-  readonly added: readonly {
-    readonly name: string;
-    readonly typeOid: number;
-    readonly typeModifier: number;
-  }[];
-  readonly dropped: readonly string[];
-  readonly retyped: readonly string[];
 }
 
 export class RelationTracker {
-  readonly #mappings: readonly TableMapping[];
   readonly #tablesBySource = new Map<string, DestinationTable>();
+  /** Each mapped table's source columns as last followed, by source key. */
+  readonly #sourceBySource = new Map<string, readonly FollowedColumn[]>();
   readonly #relations = new Map<number, TrackedRelation>();
+  /** Relations whose last Relation message differs from the shape followed: settled before their next applied change. */
+  readonly #unsettled = new Map<number, RelationMessage>();
   /**
    * Relations followed as the mapped partitioned table they are partitions of
    * (by its source key), because their changes arrived under their own names.
    */
   readonly #partitionOf = new Map<number, string>();
 
-  constructor(mappings: readonly TableMapping[], tables: readonly DestinationTable[]) {
-    this.#mappings = mappings;
-    for (const table of tables)
-      this.#tablesBySource.set(sourceKey(table.source.schema, table.source.table), table);
+  /**
+   * `shapes`: the source columns each table was last followed with (by
+   * formatTableName of its source); a table without one is taken as its
+   * destination columns show it, plus the mapping's excluded columns unknown.
+   */
+  constructor(
+    tables: readonly DestinationTable[],
+    shapes: ReadonlyMap<string, readonly FollowedColumn[]> = new Map(),
+  ) {
+    for (const table of tables) {
+      const key = sourceKey(table.source.schema, table.source.table);
+      this.#tablesBySource.set(key, table);
+      this.#sourceBySource.set(key, shapes.get(formatTableName(table.source)) ?? followedColumnsOf(table));
+    }
   }
 
   /** The destination table a relation id maps to, if the mirror replicates it. */
@@ -70,11 +88,11 @@ export class RelationTracker {
   /**
    * Follows a partition whose changes arrive under its own name as the mapped
    * table `ancestor` (columns matched by name, as a partition's may lie in
-   * another order). Returns the schema change its Relation message announces.
+   * another order); its Relation message is observed as that table's.
    */
-  followAsPartition(relation: RelationMessage, ancestor: TableName): SchemaChange | undefined {
+  followAsPartition(relation: RelationMessage, ancestor: TableName): void {
     this.#partitionOf.set(relation.relationId, sourceKey(ancestor.schema, ancestor.table));
-    return this.observe(relation);
+    this.observe(relation);
   }
 
   /** Whether the relation is followed as a partition of a mapped table (followAsPartition). */
@@ -83,52 +101,58 @@ export class RelationTracker {
   }
 
   /**
-   * Records a Relation message. Returns the schema change it announces for a
-   * mapped table, or undefined when nothing that matters changed.
+   * Records a Relation message of a mapped table. When it lists the columns
+   * the table is followed with (names and types), it is settled at once;
+   * otherwise the relation is unsettled until `follow` is given the shape
+   * that follows it (schema-evolution.ts). Either way the relation is
+   * tracked, against the table as it is.
    */
-  observe(relation: RelationMessage): SchemaChange | undefined {
-    const table = this.#tableFor(relation);
-    if (!table) return undefined;
-    const mapping = this.#mappings.find(
-      (m) => m.source.schema === table.source.schema && m.source.table === table.source.table,
-    );
-    const excluded = new Set(mapping?.exclude ?? []);
-    const known = new Map(table.columns.map((column) => [column.name, column]));
-    const incoming = relation.columns.filter((column) => !excluded.has(column.name));
-    const added = incoming
-      .filter((column) => !known.has(column.name))
-      .map(({ name, typeOid, typeModifier }) => ({ name, typeOid, typeModifier }));
-    const present = new Set(relation.columns.map((column) => column.name));
-    const dropped = table.columns.filter((column) => !present.has(column.name)).map((column) => column.name);
-    const retyped = incoming
-      .filter((column) => {
-        const before = known.get(column.name);
-        return (
-          before !== undefined &&
-          (before.typeOid !== column.typeOid || before.typeModifier !== column.typeModifier)
-        );
-      })
-      .map((column) => column.name);
+  observe(relation: RelationMessage): void {
+    const key = this.#keyFor(relation);
+    const table = key === undefined ? undefined : this.#tablesBySource.get(key);
+    if (key === undefined || !table) return;
     this.#track(relation.relationId, relation, table);
-    if (added.length === 0 && dropped.length === 0 && retyped.length === 0) return undefined;
-    return { table, added, dropped, retyped };
+    if (sameColumns(this.#sourceBySource.get(key) ?? [], relation))
+      this.#unsettled.delete(relation.relationId);
+    else this.#unsettled.set(relation.relationId, relation);
   }
 
-  /** Makes added columns part of the destination table (after the destination added them). */
-  extend(
-    table: DestinationTable,
-    columns: readonly SourceColumn[],
-    relation: RelationMessage,
-  ): DestinationTable {
-    const extended: DestinationTable = { ...table, columns: [...table.columns, ...columns] };
-    this.#tablesBySource.set(sourceKey(table.source.schema, table.source.table), extended);
-    this.#track(relation.relationId, relation, extended);
-    return extended;
+  /** The Relation message of an unsettled relation. Cheap: asked for every change. */
+  unsettled(relationId: number): RelationMessage | undefined {
+    return this.#unsettled.size === 0 ? undefined : this.#unsettled.get(relationId);
+  }
+
+  /** The source columns a mapped table is followed with. */
+  followedSource(table: DestinationTable): readonly FollowedColumn[] {
+    return this.#sourceBySource.get(sourceKey(table.source.schema, table.source.table)) ?? [];
+  }
+
+  /**
+   * Follows `relation` with `shape` from now on: its source columns, and the
+   * destination table its changes are written to (after the destination
+   * took the change, or when the change leaves the destination as it is).
+   */
+  follow(relation: RelationMessage, shape: FollowedShape): void {
+    const key = sourceKey(shape.table.source.schema, shape.table.source.table);
+    this.#tablesBySource.set(key, shape.table);
+    this.#sourceBySource.set(key, shape.source);
+    this.#track(relation.relationId, relation, shape.table);
+    this.#unsettled.delete(relation.relationId);
+  }
+
+  /** The mapped table a relation is, by name or as a followed partition. */
+  tableFor(relation: Pick<RelationMessage, 'relationId' | 'schema' | 'name'>): DestinationTable | undefined {
+    return this.#tableFor(relation);
   }
 
   #tableFor(relation: Pick<RelationMessage, 'relationId' | 'schema' | 'name'>): DestinationTable | undefined {
+    const key = this.#keyFor(relation);
+    return key === undefined ? undefined : this.#tablesBySource.get(key);
+  }
+
+  #keyFor(relation: Pick<RelationMessage, 'relationId' | 'schema' | 'name'>): string | undefined {
     const key = this.#partitionOf.get(relation.relationId) ?? sourceKey(relation.schema, relation.name);
-    return this.#tablesBySource.get(key);
+    return this.#tablesBySource.has(key) ? key : undefined;
   }
 
   #track(relationId: number, relation: RelationMessage, table: DestinationTable): void {
@@ -184,6 +208,32 @@ export function updatedRow(
   const oldKey = old ? projectRow(old, tracked) : null;
   const newRow = projectRow(message.newTuple, tracked);
   return { oldKey, newRow: message.oldTuple && oldKey ? filledRow(newRow, oldKey) : newRow };
+}
+
+/**
+ * A table's source columns when no shape was given for it: its destination
+ * columns. Its excluded columns are then not known: the first Relation
+ * message that lists them settles them as excluded (schema-evolution.ts).
+ */
+function followedColumnsOf(table: DestinationTable): FollowedColumn[] {
+  return table.columns.map(({ name, typeOid, typeModifier, attnum }) => ({
+    name,
+    typeOid,
+    typeModifier,
+    attnum,
+  }));
+}
+
+/** Whether a Relation message lists the followed columns, by name and type (in any order: a partition's may differ). */
+function sameColumns(followed: readonly FollowedColumn[], relation: RelationMessage): boolean {
+  if (followed.length !== relation.columns.length) return false;
+  const byName = new Map(followed.map((column) => [column.name, column]));
+  return relation.columns.every((column) => {
+    const known = byName.get(column.name);
+    return (
+      known !== undefined && known.typeOid === column.typeOid && known.typeModifier === column.typeModifier
+    );
+  });
 }
 
 function sourceKey(schema: string, table: string): string {

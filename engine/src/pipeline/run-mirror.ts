@@ -4,9 +4,14 @@
 // Re-running it after a crash or a pause picks up where the catalog and the
 // destination's checkpoint say the mirror was.
 
-import type { SnapshotTableProgress, SourceSetup } from '../catalog/catalog.ts';
+import type { SnapshotTableProgress, SourceSetup, TableShape } from '../catalog/catalog.ts';
 import { forgetDroppedMirror, movePhase } from '../catalog/phases.ts';
-import { moveTable, moveTablesIfAllowed, removeUnmappedTables } from '../catalog/table-states.ts';
+import {
+  moveTable,
+  moveTablesIfAllowed,
+  removeUnmappedTables,
+  stoppedTableStates,
+} from '../catalog/table-states.ts';
 import type { DestinationTable } from '../connectors/records.ts';
 import type { CreatedSlot } from '../connectors/source.ts';
 import { EngineError } from '../errors.ts';
@@ -29,6 +34,7 @@ import {
 } from './source-tables-watch.ts';
 import { faultedTable, stopTable } from './table-faults.ts';
 import { actOnResyncRequests, plannedResyncs, type ResyncLoad } from './table-resync.ts';
+import { followedTables, inRecordedShapes, loadsFromNothing, sourceShape } from './table-shapes.ts';
 import { destinationTable } from './tables.ts';
 
 /** How a run ended when it did not throw. */
@@ -94,12 +100,13 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
       }),
     );
     const found = new Map(validated.tables.map((info) => [formatTableName(info.name), info]));
-    tables = [];
+    const current: { table: DestinationTable; shape: TableShape }[] = [];
     for (const mapping of spec.tableMappings) {
       const sourceTable = formatTableName(mapping.source);
       const info = found.get(sourceTable);
       if (info) {
-        tables.push(destinationTable(mapping, info));
+        const table = destinationTable(mapping, info);
+        current.push({ table, shape: sourceShape(mapping, info, table) });
       } else if (!tracked.has(sourceTable)) {
         throw new EngineError(
           'source_setup',
@@ -113,7 +120,19 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
         }
       }
     }
-    await rejoinRestoredTables(context, tables, tracked);
+    await rejoinRestoredTables(
+      context,
+      current.map(({ table }) => table),
+      tracked,
+    );
+    // Each table in the shape its destination follows (table-shapes.ts).
+    const statuses = new Map(
+      (await catalog.listTables(spec.name)).map((table) => [table.sourceTable, table]),
+    );
+    const initialLoadPending = spec.doInitialSnapshot && runtime?.snapshotCompleted !== true;
+    tables = await followedTables(context, current, (sourceTable) =>
+      loadsFromNothing(context, statuses.get(sourceTable), initialLoadPending),
+    );
     await watched(context, 'setup: destination: create tables', () =>
       context.destination.setupTables(tables),
     );
@@ -190,16 +209,20 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
   // one stops it too, and the stream goes on from the checkpoint without it.
   const stopped = new Set(
     (await catalog.listTables(spec.name))
-      .filter((table) => table.state === 'errored')
+      .filter((table) => stoppedTableStates.includes(table.state))
       .map((table) => table.sourceTable),
   );
   for (;;) {
     try {
+      // A schema change settled before a table's fault restarted the stream was recorded.
+      const shapes = await catalog.listTableShapes(spec.name);
+      tables = inRecordedShapes(tables, shapes);
       const outcome = await runCdc(context, {
         slotName: setup.slotName,
         publicationName: setup.publicationName,
         publicationCreatedByMirror: setup.publicationCreatedByMirror,
         tables,
+        shapes,
         tableStartLsns,
         backfills: backfills.filter((load) => !stopped.has(formatTableName(load.table.source))),
         resyncs: resyncs.filter((load) => !stopped.has(formatTableName(load.live.source))),
@@ -255,10 +278,10 @@ async function reconcileMappedTables(
   // loaded back on request (table-resync.ts: its load record begun, not
   // completed) is loaded all the same.
   const begun = new Set(progress.map((table) => table.sourceTable));
-  // A table stopped on its own fault (its load, say) waits for its resync.
+  // A table stopped on its own fault (its load, say) or held waits for its resync.
   const errored = new Set(
     (await catalog.listTables(spec.name))
-      .filter((table) => table.state === 'errored')
+      .filter((table) => stoppedTableStates.includes(table.state))
       .map((table) => table.sourceTable),
   );
   const addedTables = tables.filter((table) => {

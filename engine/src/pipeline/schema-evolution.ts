@@ -1,28 +1,62 @@
 // What the applier does with Relation messages: follows each relation's shape
 // (relations.ts), decides at their first change what the changes of
 // relations not mapped by name are (unmapped-relations.ts), and carries a
-// mapped table's schema changes to the destination. Columns added at the
-// source are added at the destination (their type names looked up at the
-// source), after every batch written under the old shape is durable and with
-// no batch in flight; dropped and retyped columns are said in the mirror's log
-// and left as they are at the destination (docs/engine.md, "Schema changes").
-import type { LogLevel } from '../catalog/catalog.ts';
+// mapped table's schema changes to the destination under the mirror's policy
+// (docs/engine.md, "Schema changes").
+//
+// A Relation message that differs from the shape a table is followed with is
+// settled just before the first change after it that is applied: a message
+// in front of changes the destination holds already (a restart replays
+// them) or that belong to the table's load changes nothing. Settling tells
+// renames from drops and adds by attnum (schema-diff.ts), then, by policy:
+// - apply: every change the destination can make is made (widening type
+//   changes only: model/type-widening.ts), once every change under the old
+//   shape is durable and no batch is in flight; one it cannot make holds
+//   the table, with the reason, and none is made halfway;
+// - hold: the table stops (`held`, the change in its problem) until a resync
+//   accepts the change;
+// - ignore: columns added are added; the rest stays as it is at the
+//   destination (a dropped column gets null, a renamed one reads as a new
+//   column beside the old, a type is kept), said in the mirror's log.
+// The shape followed is recorded once the destination follows it, so a
+// restart compares the stream with what the destination has.
+import type { LogLevel, TableShape } from '../catalog/catalog.ts';
 import type { RelationMessage } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
-import type { DestinationTable, SourceColumn, TableSwap } from '../connectors/records.ts';
-import { EngineError } from '../errors.ts';
-import { formatTableName, type TableMapping, type TableName } from '../resources/mirror.ts';
-import { RelationTracker, type SchemaChange, type TrackedRelation } from './relations.ts';
+import type { ColumnChange, DestinationTable, SourceColumn, TableSwap } from '../connectors/records.ts';
+import { EngineError, isEngineError, tableFault } from '../errors.ts';
+import { isWidening } from '../model/type-widening.ts';
+import {
+  formatTableName,
+  type SchemaChangePolicy,
+  type TableMapping,
+  type TableName,
+} from '../resources/mirror.ts';
+import {
+  type FollowedColumn,
+  type FollowedShape,
+  RelationTracker,
+  type TrackedRelation,
+} from './relations.ts';
+import { alignRelation, describeColumnChange, diffShapes } from './schema-diff.ts';
 import { followedPartitionTruncated, UnmappedRelations } from './unmapped-relations.ts';
 
 export interface SchemaEvolutionOptions {
-  readonly destination: Pick<Destination, 'addColumns'>;
+  readonly destination: Pick<Destination, 'refuseAlteration' | 'alterColumns'>;
+  /** The mirror's schema change policy (MirrorSpec.schemaChanges); apply when absent. */
+  readonly schemaChanges?: SchemaChangePolicy | undefined;
   readonly tableMappings: readonly TableMapping[];
   readonly tables: readonly DestinationTable[];
-  /** Type names of columns a relation message adds (Source.typeNames). */
+  /** The shape each table was last followed with, by source table (Catalog.listTableShapes). */
+  readonly shapes?: ReadonlyMap<string, TableShape> | undefined;
+  /** Type names of columns a relation message adds or retypes (Source.typeNames). */
   readonly typeNames: (
     columns: readonly { readonly typeOid: number; readonly typeModifier: number }[],
   ) => Promise<string[]>;
+  /** The columns a relation has in the source's catalog now (Source.liveColumns). */
+  readonly liveColumns?:
+    | ((relationId: number) => Promise<readonly { readonly attnum: number; readonly name: string }[]>)
+    | undefined;
   /** The partitioned tables a relation is a partition of, parent first (Source.partitionAncestors). */
   readonly partitionAncestors: (relationId: number) => Promise<readonly TableName[]>;
   /** The publication the stream reads, and whether the mirror created it (for what unmapped changes mean). */
@@ -31,14 +65,26 @@ export interface SchemaEvolutionOptions {
   readonly log: (level: LogLevel, message: string) => Promise<void>;
   /**
    * Called before a table's shape changes: resolves once the destination holds
-   * (or is writing) every change buffered for `table` under the old shape, and,
-   * when columns are added, once no batch is in flight (BatchWriter.beforeSchemaChange).
+   * every change buffered for `table` under the old shape and no batch is in
+   * flight (BatchWriter.beforeSchemaChange).
    */
-  readonly beforeChange: (table: DestinationTable, addsColumns: boolean) => Promise<void>;
-  /** Source tables stopped on a fault of their own: their destination is not changed (ChangeApplierOptions). */
-  readonly stoppedTables?: ReadonlySet<string> | undefined;
+  readonly beforeChange: (table: DestinationTable) => Promise<void>;
+  /** Records the shape a table's destination follows from now on (Catalog.recordTableShape). */
+  readonly recordShape?: ((sourceTable: string, shape: TableShape) => Promise<void>) | undefined;
   /** Tables being resynced online (ChangeApplierOptions): their shadow was shaped before the change. */
   readonly resyncShadows?: ReadonlyMap<string, TableSwap> | undefined;
+  /** Whether a table is being loaded online (an added table's backfill reads the columns it began with). */
+  readonly isLoading?: ((table: DestinationTable) => boolean) | undefined;
+}
+
+/**
+ * A table stopped on a schema change it may not take yet: under `hold`, or
+ * one the destination cannot make. Its state is `held` (table-faults.ts).
+ */
+export class HeldSchemaChange extends EngineError {
+  constructor(table: string, message: string) {
+    super('schema_mismatch', message, { table });
+  }
 }
 
 export class SchemaEvolution {
@@ -49,7 +95,10 @@ export class SchemaEvolution {
 
   constructor(options: SchemaEvolutionOptions) {
     this.#options = options;
-    this.relations = new RelationTracker(options.tableMappings, options.tables);
+    const sources = new Map(
+      [...(options.shapes ?? new Map<string, TableShape>())].map(([t, s]) => [t, s.source]),
+    );
+    this.relations = new RelationTracker(options.tables, sources);
     this.#unmapped = new UnmappedRelations({
       relations: this.relations,
       partitionAncestors: options.partitionAncestors,
@@ -58,17 +107,10 @@ export class SchemaEvolution {
     });
   }
 
-  /**
-   * A Relation message. Returns a promise when it changes a mapped table's
-   * schema: the caller waits for it before the next message.
-   */
-  observe(relation: RelationMessage): Promise<void> | undefined {
-    if (!this.relations.maps(relation)) {
-      this.#unmapped.announce(relation);
-      return undefined;
-    }
-    const change = this.relations.observe(relation);
-    return change ? this.#apply(change, relation) : undefined;
+  /** A Relation message: followed at once when its shape is the table's, else settled at the next applied change. */
+  observe(relation: RelationMessage): void {
+    if (this.relations.maps(relation)) this.relations.observe(relation);
+    else this.#unmapped.announce(relation);
   }
 
   /**
@@ -81,16 +123,36 @@ export class SchemaEvolution {
 
   /**
    * Decides, at their first change, what the changes of these relations are:
-   * a partition of a mapped table is followed as that table (its schema
-   * change applied), any other relation's changes are skipped.
+   * a partition of a mapped table is followed as that table, any other
+   * relation's changes are skipped.
    */
   async resolve(relationIds: readonly number[]): Promise<void> {
     for (const relationId of relationIds) {
-      if (!this.#unmapped.needsResolving(relationId)) continue;
-      const resolution = await this.#unmapped.resolve(relationId);
-      if (resolution.followed && resolution.schemaChange) {
-        await this.#apply(resolution.schemaChange, resolution.relation);
-      }
+      if (this.#unmapped.needsResolving(relationId)) await this.#unmapped.resolve(relationId);
+    }
+  }
+
+  /** Whether a change to the relation that is to be applied must wait for `settle`. Cheap: asked for every change. */
+  needsSettling(relationId: number): boolean {
+    return this.relations.unsettled(relationId) !== undefined;
+  }
+
+  /**
+   * Makes the table follow the relation's last Relation message before a
+   * change under it is applied (see the head of this file). Throws the
+   * table's own fault (held, or errored) when it cannot.
+   */
+  async settle(relationId: number): Promise<void> {
+    const relation = this.relations.unsettled(relationId);
+    const table = relation ? this.relations.tableFor(relation) : undefined;
+    if (!relation || !table) return;
+    const tableName = formatTableName(table.source);
+    try {
+      await this.#settle(relation, table, tableName);
+    } catch (error) {
+      throw isEngineError(error) && !(error instanceof HeldSchemaChange)
+        ? tableFault(error, tableName)
+        : error;
     }
   }
 
@@ -108,50 +170,236 @@ export class SchemaEvolution {
     );
   }
 
-  async #apply(change: SchemaChange, relation: RelationMessage): Promise<void> {
-    const { log, destination } = this.#options;
-    const tableName = formatTableName(change.table.source);
-    if (this.#options.stoppedTables?.has(tableName)) {
-      // Nothing of a stopped table is written; the load that brings it back
-      // creates its destination columns from the source's shape then.
-      if (change.added.length > 0) this.relations.extend(change.table, [], relation);
-      await log(
-        'INFO',
-        `the schema of ${tableName} changed while it is stopped; its load back follows the change`,
-      );
+  async #settle(relation: RelationMessage, table: DestinationTable, tableName: string): Promise<void> {
+    const before = this.relations.followedSource(table);
+    const after = await this.#sourceColumnsOf(relation, before);
+    const changes = diffShapes(before, after);
+    const excluded = new Set(after.filter((column) => column.excluded).map((column) => column.name));
+    const written = new Set(table.columns.map((column) => column.name));
+    // Changes of excluded columns, or of columns the destination does not
+    // have (left there by `ignore`), change only what is followed.
+    const destinationChanges = changes.filter((change) => {
+      if (change.kind === 'add') return !excluded.has(change.column.name);
+      const name = change.kind === 'rename' ? change.from : change.name;
+      return written.has(name);
+    });
+    if (destinationChanges.length === 0) {
+      this.relations.follow(relation, { source: after, table });
+      await this.#record(tableName, { source: after, table });
       return;
     }
-    if (change.added.length > 0 && this.#options.resyncShadows?.has(tableName)) {
-      // The shadow has the old columns: the table stops (errored), and a resync loads it again.
+    const described = destinationChanges.map(describeColumnChange).join(', ');
+    if (this.#options.resyncShadows?.has(tableName)) {
+      // The shadow has the old shape: the table stops (errored), and a resync loads it again.
       throw new EngineError(
         'schema_mismatch',
-        `columns were added to ${tableName} at the source while it was being resynced`,
+        `the schema of ${tableName} changed at the source while it was being resynced (${described})`,
         { table: tableName },
       );
     }
-    await this.#options.beforeChange(change.table, change.added.length > 0);
-    if (change.added.length > 0) {
-      const typeNames = await this.#options.typeNames(change.added);
-      const columns: SourceColumn[] = change.added.map((added, index) => ({
-        ...added,
-        typeName: typeNames[index] ?? 'text',
-        notNull: false,
-      }));
-      await destination.addColumns(change.table, columns);
-      this.relations.extend(change.table, columns, relation);
-      await log('INFO', `added column(s) ${columns.map((c) => c.name).join(', ')} to ${tableName}`);
-    }
-    if (change.dropped.length > 0) {
-      await log(
-        'WARN',
-        `column(s) ${change.dropped.join(', ')} of ${tableName} were dropped at the source; the destination keeps them and new rows get null`,
+    const onlyAdds = destinationChanges.every((change) => change.kind === 'add');
+    if (!onlyAdds && this.#options.isLoading?.(table)) {
+      // Its load reads the columns it began with.
+      throw new EngineError(
+        'schema_mismatch',
+        `the schema of ${tableName} changed at the source while it was being loaded (${described}); resync it to load it in its new shape`,
+        { table: tableName },
       );
     }
-    if (change.retyped.length > 0) {
-      await log(
+    const policy = this.#options.schemaChanges ?? 'apply';
+    if (policy === 'hold') {
+      await this.#hold(
+        table,
+        tableName,
+        `schema change of ${tableName} held (schemaChanges: hold): ${described}`,
+      );
+    }
+    const followed =
+      policy === 'ignore'
+        ? await this.#ignoring(table, after, destinationChanges)
+        : await this.#applying(table, destinationChanges, tableName, described);
+    await this.#options.beforeChange(table);
+    if (followed.changes.length > 0) {
+      await this.#options.destination.alterColumns({
+        before: table,
+        after: followed.table,
+        changes: followed.changes,
+      });
+    }
+    this.relations.follow(relation, { source: after, table: followed.table });
+    await this.#record(tableName, { source: after, table: followed.table });
+    if (followed.changes.length > 0) {
+      await this.#options.log(
+        'INFO',
+        `${tableName} follows its schema change at the destination: ${followed.changes.map(describeColumnChange).join(', ')}`,
+      );
+    }
+    if (followed.left.length > 0) {
+      await this.#options.log(
         'WARN',
-        `column(s) ${change.retyped.join(', ')} of ${tableName} changed type at the source; the destination column type is unchanged`,
+        `${tableName} changed at the source (${followed.left.map(describeColumnChange).join(', ')}); schemaChanges: ignore leaves the destination as it is: a dropped column gets null in new rows, a renamed one is a new column beside the old, a type stays`,
       );
     }
   }
+
+  /** The relation's columns with their attnums (told apart from the followed ones) and exclusions. */
+  async #sourceColumnsOf(
+    relation: RelationMessage,
+    before: readonly FollowedColumn[],
+  ): Promise<FollowedColumn[]> {
+    const names = relation.columns.map((column) => column.name);
+    const byName = new Map(before.map((column) => [column.name, column]));
+    let attnums: readonly (number | undefined)[] = names.map((name) => byName.get(name)?.attnum);
+    const lookUp = this.#options.liveColumns;
+    // A partition followed as its parent has attnums of its own: its columns are matched by name.
+    if (lookUp && !this.relations.isFollowedPartition(relation.relationId)) {
+      const aligned = alignRelation(before, names, await lookUp(relation.relationId));
+      attnums = aligned.attnums;
+      if (!aligned.exact) {
+        await this.#options.log(
+          'INFO',
+          `the columns of ${formatTableName({ schema: relation.schema, table: relation.name })} changed again since this change was made: they are matched by name, and a column renamed reads as dropped and added`,
+        );
+      }
+    }
+    const mapping = this.#options.tableMappings.find(
+      (candidate) => candidate.source.schema === relation.schema && candidate.source.table === relation.name,
+    );
+    const excludedNames = new Set(mapping?.exclude ?? []);
+    const beforeByAttnum = new Map(before.map((column) => [column.attnum, column]));
+    return relation.columns.map((column, index) => {
+      const attnum = attnums[index];
+      const known = attnum === undefined ? byName.get(column.name) : beforeByAttnum.get(attnum);
+      const excluded = known?.excluded === true || (known === undefined && excludedNames.has(column.name));
+      return {
+        name: column.name,
+        typeOid: column.typeOid,
+        typeModifier: column.typeModifier,
+        attnum,
+        ...(excluded ? { excluded: true } : {}),
+      };
+    });
+  }
+
+  /** Under `apply`: every change, or the table held with why the destination cannot take one. */
+  async #applying(
+    table: DestinationTable,
+    changes: readonly ColumnChange<FollowedColumn>[],
+    tableName: string,
+    described: string,
+  ): Promise<{ table: DestinationTable; changes: ColumnChange[]; left: ColumnChange[] }> {
+    const resolved = await this.#resolveTypes(table, changes);
+    const narrowing = resolved.find(
+      (change) => change.kind === 'retype' && !isWidening(change.before.typeName, change.after.typeName),
+    );
+    if (narrowing?.kind === 'retype') {
+      await this.#hold(
+        table,
+        tableName,
+        `schema change of ${tableName} held: column ${narrowing.name} changed from ${narrowing.before.typeName} to ${narrowing.after.typeName}, which does not widen it, so rows at the destination could not all take it (${described})`,
+      );
+    }
+    const next = alteredTable(table, resolved);
+    const refusal = await this.#options.destination.refuseAlteration({
+      before: table,
+      after: next,
+      changes: resolved,
+    });
+    if (refusal)
+      await this.#hold(table, tableName, `schema change of ${tableName} held: ${refusal} (${described})`);
+    return { table: next, changes: resolved, left: [] };
+  }
+
+  /** Under `ignore`: columns added (a rename's new name too) are added; the rest is left. */
+  async #ignoring(
+    table: DestinationTable,
+    after: readonly FollowedColumn[],
+    changes: readonly ColumnChange<FollowedColumn>[],
+  ): Promise<{ table: DestinationTable; changes: ColumnChange[]; left: ColumnChange[] }> {
+    const added = changes.flatMap((change): ColumnChange<FollowedColumn>[] => {
+      if (change.kind === 'add') return [change];
+      if (change.kind !== 'rename') return [];
+      const column = after.find((candidate) => candidate.name === change.to);
+      return column ? [{ kind: 'add', column }] : [];
+    });
+    const resolved = await this.#resolveTypes(table, added);
+    const left = changes.filter((change) => change.kind !== 'add') as ColumnChange[];
+    return { table: alteredTable(table, resolved), changes: resolved, left };
+  }
+
+  /** The changes with their columns as the destination knows columns (type names looked up at the source). */
+  async #resolveTypes(
+    table: DestinationTable,
+    changes: readonly ColumnChange<FollowedColumn>[],
+  ): Promise<ColumnChange[]> {
+    const asked = changes.flatMap((change) =>
+      change.kind === 'add' ? [change.column] : change.kind === 'retype' ? [change.after] : [],
+    );
+    const typeNames = await this.#options.typeNames(asked);
+    const typed = new Map(asked.map((column, index) => [column, typeNames[index] ?? 'text']));
+    const sourceColumn = (column: FollowedColumn): SourceColumn => ({
+      name: column.name,
+      typeOid: column.typeOid,
+      typeModifier: column.typeModifier,
+      typeName: typed.get(column) ?? 'text',
+      notNull: false,
+      attnum: column.attnum,
+    });
+    return changes.map((change): ColumnChange => {
+      switch (change.kind) {
+        case 'add':
+          return { kind: 'add', column: sourceColumn(change.column) };
+        case 'retype': {
+          const current = table.columns.find((column) => column.name === change.before.name);
+          const before = current ?? sourceColumn(change.before);
+          return { kind: 'retype', name: change.name, before, after: { ...sourceColumn(change.after) } };
+        }
+        default:
+          return change;
+      }
+    });
+  }
+
+  async #hold(table: DestinationTable, tableName: string, message: string): Promise<never> {
+    // Every change of the table under the old shape is made durable first:
+    // the table is held at the position just before its change.
+    await this.#options.beforeChange(table);
+    throw new HeldSchemaChange(tableName, message);
+  }
+
+  async #record(tableName: string, shape: FollowedShape): Promise<void> {
+    await this.#options.recordShape?.(tableName, {
+      source: shape.source,
+      columns: shape.table.columns,
+      keyColumns: shape.table.keyColumns,
+    });
+  }
+}
+
+/** `table` once `changes` are made: columns dropped, renamed, retyped in place, added at the end. */
+export function alteredTable(table: DestinationTable, changes: readonly ColumnChange[]): DestinationTable {
+  let columns = [...table.columns];
+  let keyColumns = [...table.keyColumns];
+  for (const change of changes) {
+    switch (change.kind) {
+      case 'add':
+        if (!columns.some((column) => column.name === change.column.name)) columns.push(change.column);
+        break;
+      case 'drop':
+        columns = columns.filter((column) => column.name !== change.name);
+        break;
+      case 'rename':
+        columns = columns.map((column) =>
+          column.name === change.from ? { ...column, name: change.to } : column,
+        );
+        keyColumns = keyColumns.map((name) => (name === change.from ? change.to : name));
+        break;
+      case 'retype':
+        columns = columns.map((column) =>
+          column.name === change.name ? { ...change.after, notNull: column.notNull } : column,
+        );
+        break;
+    }
+  }
+  return { ...table, columns, keyColumns };
 }

@@ -42,6 +42,7 @@ import {
   keyIndexes,
   type RowChange,
   type RowImage,
+  type TableAlteration,
   type TableChanges,
   type TupleCell,
 } from '../connectors/records.ts';
@@ -174,8 +175,12 @@ export class ScriptStage<Held extends ChangeBuffer> implements Destination<Chang
     return this.#inner.readCheckpoint(mirror);
   }
 
-  addColumns(table: DestinationTable, columns: DestinationTable['columns']): Promise<void> {
-    return this.#inner.addColumns(table, columns);
+  refuseAlteration(alteration: TableAlteration): Promise<string | undefined> {
+    return this.#inner.refuseAlteration(alteration);
+  }
+
+  alterColumns(alteration: TableAlteration): Promise<void> {
+    return this.#inner.alterColumns(alteration);
   }
 
   removeCheckpoint(mirror: string): Promise<void> {

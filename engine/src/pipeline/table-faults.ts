@@ -10,6 +10,7 @@ import type { DestinationTable } from '../connectors/records.ts';
 import { type EngineError, isEngineError } from '../errors.ts';
 import { formatTableName } from '../resources/mirror.ts';
 import { type MirrorContext, mirrorLog } from './context.ts';
+import { HeldSchemaChange } from './schema-evolution.ts';
 
 /** The mapped, still running table `error` is a fault of, if it is one table's. */
 export function faultedTable(
@@ -21,6 +22,10 @@ export function faultedTable(
   const table = tables.find((candidate) => formatTableName(candidate.source) === error.table);
   return table ? { table, error } : undefined;
 }
+
+/** What a person does about a held schema change (docs/engine.md, "Schema changes"). */
+export const heldSchemaChangeRemedy =
+  "accept it by resyncing the table (POST /api/v1/mirrors/tables/resync, or the Mirror's spec.resyncTables): its destination table takes the source's shape and is loaded again online; or remove the table from the mirror's table mappings; the mirror's other tables go on meanwhile";
 
 /** What a person does about a stopped table: the fault's own remedy, then the way back. */
 export function stoppedTableRemedy(error: EngineError): string {
@@ -51,18 +56,21 @@ export async function stopTable(
     (entry) => entry.sourceTable === sourceTable,
   )?.cdcStartLsn;
   const behindLsn = checkpoint?.lsn ?? loadedAt ?? 0n;
-  const remedy = stoppedTableRemedy(error);
+  const held = error instanceof HeldSchemaChange;
+  const remedy = held ? heldSchemaChangeRemedy : stoppedTableRemedy(error);
   await moveTable(
     catalog,
     spec.name,
     { sourceTable, destinationTable: formatTableName(table.destination) },
-    'tableFailed',
+    held ? 'schemaChangeHeld' : 'tableFailed',
     { problem: { kind: error.kind, message: error.message, remedy }, behindLsn },
   );
   await mirrorLog(
     context,
-    'ERROR',
-    `table ${sourceTable} stopped (${error.kind}): ${error.message}. ${remedy}`,
+    held ? 'WARN' : 'ERROR',
+    held
+      ? `table ${sourceTable} held: ${error.message}. ${remedy}`
+      : `table ${sourceTable} stopped (${error.kind}): ${error.message}. ${remedy}`,
   );
   // A resync under way is given up with it: its shadow goes (a later resync loads the table anew).
   const shadows = destination.shadowTables;

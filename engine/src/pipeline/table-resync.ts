@@ -91,11 +91,13 @@ export async function actOnResyncRequests(
     const token = requests[sourceTable];
     const status = statuses.get(sourceTable);
     if (token === undefined || !status || status.resyncToken === token) continue;
-    if (status.state === 'errored') {
+    if (status.state === 'errored' || status.state === 'held') {
       await reloadErroredTable(
         context,
         table,
-        `resync of ${sourceTable} requested: it was stopped (${status.problem?.kind ?? 'errored'})`,
+        status.state === 'held'
+          ? `resync of ${sourceTable} requested: it accepts its held schema change`
+          : `resync of ${sourceTable} requested: it was stopped (${status.problem?.kind ?? 'errored'})`,
       );
       reloaded.push(table);
     } else if (status.state === 'streaming') {

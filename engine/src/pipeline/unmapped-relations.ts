@@ -11,7 +11,7 @@ import type { LogLevel } from '../catalog/catalog.ts';
 import type { RelationMessage } from '../connectors/changes.ts';
 import { EngineError } from '../errors.ts';
 import { formatTableName, type TableName } from '../resources/mirror.ts';
-import type { RelationTracker, SchemaChange } from './relations.ts';
+import type { RelationTracker } from './relations.ts';
 
 export interface UnmappedRelationsOptions {
   readonly relations: RelationTracker;
@@ -23,13 +23,9 @@ export interface UnmappedRelationsOptions {
   readonly publication: { readonly name: string; readonly createdByMirror: boolean };
 }
 
-/** The outcome of resolving a relation: followed as a mapped table (with any schema change), or skipped. */
+/** The outcome of resolving a relation: followed as a mapped table (its shape settled at its next applied change), or skipped. */
 export type Resolution =
-  | {
-      readonly followed: true;
-      readonly relation: RelationMessage;
-      readonly schemaChange: SchemaChange | undefined;
-    }
+  | { readonly followed: true; readonly relation: RelationMessage }
   | { readonly followed: false };
 
 export class UnmappedRelations {
@@ -83,13 +79,13 @@ export class UnmappedRelations {
     const mapped = ancestors.find((ancestor) => relations.mapsSource(ancestor));
     this.#announced.delete(relationId);
     if (mapped) {
-      const schemaChange = relations.followAsPartition(relation, mapped);
+      relations.followAsPartition(relation, mapped);
       this.#followedNames.set(relationId, shown);
       await log(
         'INFO',
         `changes of partition ${shown} arrive under its own name (publication ${publication.name} does not publish via the partition root): they are applied as ${formatTableName(mapped)}`,
       );
-      return { followed: true, relation, schemaChange };
+      return { followed: true, relation };
     }
     this.#skipped.add(relationId);
     await log(

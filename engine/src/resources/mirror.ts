@@ -36,6 +36,10 @@ export const tableMappingSchema = z.object({
     .describe('Ordering-key ranks for analytics destinations; ignored elsewhere.'),
 });
 
+/** What a change of a source table's shape does (MirrorSpec.schemaChanges). */
+export const schemaChangePolicies = ['apply', 'hold', 'ignore'] as const;
+export type SchemaChangePolicy = (typeof schemaChangePolicies)[number];
+
 /** The spec's fields without cross-field rules (for deriving other schemas). */
 export const mirrorSpecFields = z.object({
   name: resourceNameSchema.describe('The mirror name.'),
@@ -146,6 +150,14 @@ export const mirrorSpecFields = z.object({
     .optional()
     .describe('A column holding the time each row was written at the destination.'),
   script: z.string().optional().describe('The name of a Script that transforms each record.'),
+  schemaChanges: z
+    .enum(schemaChangePolicies)
+    .default('apply')
+    .describe(
+      'What a change of a source table\'s shape does (docs/engine.md, "Schema changes"): apply makes the ' +
+        'destination follow (columns added, dropped, renamed, widened); hold stops the table until its ' +
+        'resync accepts the change; ignore only adds columns and leaves the rest as it is.',
+    ),
   system: z
     .enum(['Q', 'PG'])
     .default('Q')

@@ -181,12 +181,16 @@ export class MirrorController implements Controller<MirrorSnapshot, MirrorOutcom
           observedGeneration: generation,
         });
       }
-      // Tables stopped on a fault of their own: the mirror runs, they do not.
-      const stoppedTables = tables.filter((table) => table.state === 'TABLE_STATE_ERRORED');
+      // Tables stopped on a fault of their own, or holding a schema change: the mirror runs, they do not.
+      const stoppedTables = tables.filter(
+        (table) => table.state === 'TABLE_STATE_ERRORED' || table.state === 'TABLE_STATE_HELD',
+      );
+      const erroredTable = stoppedTables.some((table) => table.state === 'TABLE_STATE_ERRORED');
       conditions = setCondition(conditions, {
         type: 'TablesHealthy',
         status: stoppedTables.length > 0 ? 'False' : 'True',
-        reason: stoppedTables.length > 0 ? 'TableErrored' : 'AllTablesMoving',
+        reason:
+          stoppedTables.length === 0 ? 'AllTablesMoving' : erroredTable ? 'TableErrored' : 'SchemaChangeHeld',
         message: stoppedTables
           .map((table) => `${table.sourceTableIdentifier}: ${table.error?.message ?? 'errored'}`)
           .join('; '),

@@ -169,15 +169,17 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
     // the live table and swapped in (PostgreSQL, ClickHouse, Snowflake), or sent again as
     // snapshot messages among its changes (Kafka).
     const destinationKind = (await store.getPeer(mirror.spec.destinationPeer))?.peer.kind;
+    // A held table's resync accepts its schema change.
     const resyncable =
       status?.state === 'errored' ||
+      status?.state === 'held' ||
       (status?.state === 'streaming' && destinationKind !== undefined && resyncsOnline(destinationKind));
     if (!resyncable) {
       throw new ApiError(
         'failedPrecondition',
         status?.state === 'streaming'
           ? `table ${table} of mirror ${mirror.name} is ${state}: an online resync of a streaming table needs a PostgreSQL, ClickHouse, Snowflake or Kafka destination for now`
-          : `table ${table} of mirror ${mirror.name} is ${state}: only a streaming table (TABLE_STATE_STREAMING) or one stopped on a fault of its own (TABLE_STATE_ERRORED) can be resynced`,
+          : `table ${table} of mirror ${mirror.name} is ${state}: only a streaming table (TABLE_STATE_STREAMING), one stopped on a fault of its own (TABLE_STATE_ERRORED) or one holding a schema change (TABLE_STATE_HELD) can be resynced`,
       );
     }
     await store.updateMirrorSpec(

@@ -15,7 +15,7 @@ import { EngineError, isEngineError, tableFault } from '../../errors.ts';
 import { formatTableName, type TableMapping } from '../../resources/mirror.ts';
 import type { AnalyticsConfig } from '../../resources/peer.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable, SourceColumn } from '../records.ts';
+import type { ChangeBatch, Checkpoint, DestinationTable, SourceColumn, TableAlteration } from '../records.ts';
 import { applyTableChanges, writeSnapshotRows } from './apply.ts';
 import { CheckpointStore } from './checkpoints.ts';
 import { maxChangesPerBatch } from './row-version.ts';
@@ -111,9 +111,12 @@ export class ClickHouseDestination implements Destination<ClickHouseTableChanges
     await this.#checkpoints.remove(mirror, (swaps) => this.shadowTables.complete(swaps));
   }
 
-  async addColumns(table: DestinationTable, columns: readonly SourceColumn[]): Promise<void> {
-    const capabilities = await this.#transport.server();
-    await this.#schemas.addColumns(table, columns, capabilities);
+  async refuseAlteration(alteration: TableAlteration): Promise<string | undefined> {
+    return this.#schemas.refusal(alteration, await this.#transport.server());
+  }
+
+  async alterColumns(alteration: TableAlteration): Promise<void> {
+    await this.#schemas.alter(alteration, await this.#transport.server());
   }
 
   async syncBatch(batch: ChangeBatch<ClickHouseTableChanges>): Promise<void> {

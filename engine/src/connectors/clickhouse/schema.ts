@@ -5,7 +5,7 @@
 import { EngineError } from '../../errors.ts';
 import { formatTableName, type TableMapping } from '../../resources/mirror.ts';
 import type { DestinationTableState, MirrorColumns } from '../destination.ts';
-import { type DestinationTable, keyIndexes, type SourceColumn } from '../records.ts';
+import { type DestinationTable, keyIndexes, type SourceColumn, type TableAlteration } from '../records.ts';
 import { type ColumnEncoder, columnEncoder } from './column-encoder.ts';
 import { RowWriter } from './row-writer.ts';
 import type { ServerCapabilities } from './server.ts';
@@ -165,7 +165,10 @@ export class TableSchemas {
     // source while the mirror was stopped, a soft-delete column turned on).
     const shape = await this.#loadShape(table);
     const missing = table.columns.filter((column) => !shape.types.has(column.name));
-    if (missing.length > 0) await this.addColumns(table, missing, capabilities);
+    if (missing.length > 0) {
+      const changes = missing.map((column) => ({ kind: 'add', column }) as const);
+      await this.alter({ before: table, after: table, changes }, capabilities);
+    }
     for (const [column, definition] of this.#metadataDefinitions(capabilities)) {
       if (shape.types.has(column)) continue;
       if (column === versionColumn || column === isDeletedColumn) {
@@ -183,24 +186,74 @@ export class TableSchemas {
     this.#shapes.delete(label);
   }
 
-  /** Adds the source columns the table lacks, then reads its shape again. */
-  async addColumns(
-    table: DestinationTable,
-    columns: readonly SourceColumn[],
-    capabilities: ServerCapabilities,
-  ): Promise<void> {
-    const shape = await this.#loadShape(table);
-    const sorting = new Set(this.#sortingColumns(table));
-    for (const column of columns) {
-      // system.columns first: ADD COLUMN IF NOT EXISTS is newer than some servers.
-      if (shape.types.has(column.name)) continue;
-      await this.#transport.command(
-        `ALTER TABLE ${shape.sql} ADD COLUMN ${this.#columnDefinition(column, capabilities, sorting)}`,
-        `add column ${column.name} to ${shape.label}`,
-        'schema_mismatch',
-      );
+  /** Why ClickHouse cannot make `alteration` on this table, or undefined (Destination.refuseAlteration). */
+  refusal({ before, changes }: TableAlteration, capabilities: ServerCapabilities): string | undefined {
+    const sorting = new Set(this.#sortingColumns(before));
+    for (const change of changes) {
+      // The sorting key orders the table's parts on disk: its columns can only be added to.
+      if (change.kind === 'drop' && sorting.has(change.name))
+        return `ClickHouse cannot drop ${change.name}, a column of the table's sorting key (ORDER BY)`;
+      if (change.kind === 'rename' && sorting.has(change.from))
+        return `ClickHouse cannot rename ${change.from}, a column of the table's sorting key (ORDER BY)`;
+      if (change.kind === 'retype' && sorting.has(change.name))
+        return `ClickHouse cannot change the type of ${change.name}, a column of the table's sorting key (ORDER BY)`;
+      if (change.kind === 'rename' && !capabilities.renameColumn)
+        return `ClickHouse ${capabilities.version.major}.${capabilities.version.minor} cannot rename columns (20.4 can)`;
     }
-    await this.#loadShape(table);
+    return undefined;
+  }
+
+  /**
+   * Makes the table follow its source's shape (Destination.alterColumns): each
+   * change checked against the columns the server has, so one made already is
+   * not made again; then the shape is read again.
+   */
+  async alter({ before, after, changes }: TableAlteration, capabilities: ServerCapabilities): Promise<void> {
+    const shape = await this.#loadShape(before);
+    const present = new Set(shape.types.keys());
+    const sorting = new Set(this.#sortingColumns(after));
+    for (const change of changes) {
+      const command = (sql: string, what: string) =>
+        this.#transport.command(
+          `ALTER TABLE ${shape.sql} ${sql}`,
+          `${what} of ${shape.label}`,
+          'schema_mismatch',
+        );
+      switch (change.kind) {
+        case 'add':
+          // system.columns first: ADD COLUMN IF NOT EXISTS is newer than some servers.
+          if (present.has(change.column.name)) break;
+          await command(
+            `ADD COLUMN ${this.#columnDefinition(change.column, capabilities, sorting)}`,
+            `add column ${change.column.name}`,
+          );
+          present.add(change.column.name);
+          break;
+        case 'drop':
+          if (!present.has(change.name)) break;
+          await command(`DROP COLUMN ${quoteIdentifier(change.name)}`, `drop column ${change.name}`);
+          present.delete(change.name);
+          break;
+        case 'rename':
+          if (!present.has(change.from) || present.has(change.to)) break;
+          await command(
+            `RENAME COLUMN ${quoteIdentifier(change.from)} TO ${quoteIdentifier(change.to)}`,
+            `rename column ${change.from}`,
+          );
+          present.delete(change.from);
+          present.add(change.to);
+          break;
+        case 'retype': {
+          const definition = this.#columnDefinition(change.after, capabilities, sorting);
+          const current = shape.types.get(change.name);
+          // A widening ClickHouse writes the same way (varchar(20) to (40): String) is nothing to do.
+          if (current && definition === `${quoteIdentifier(change.name)} ${formatChType(current)}`) break;
+          await command(`MODIFY COLUMN ${definition}`, `change the type of column ${change.name}`);
+          break;
+        }
+      }
+    }
+    await this.#loadShape(after);
   }
 
   async state(table: DestinationTable): Promise<DestinationTableState> {

@@ -24,6 +24,8 @@ export interface ServerCapabilities {
   readonly bool: boolean;
   /** Map(K, V) without an experimental flag (22.3). */
   readonly map: boolean;
+  /** ALTER TABLE … RENAME COLUMN (20.4). */
+  readonly renameColumn: boolean;
   /** Largest Decimal precision: 76 with Decimal256 (22.3), else 38. */
   readonly maxDecimalPrecision: number;
   /**
@@ -55,6 +57,7 @@ export function serverCapabilities(versionText: string): ServerCapabilities {
     date32: atLeast(version, 21, 9),
     bool: atLeast(version, 21, 12),
     map: atLeast(version, 22, 3),
+    renameColumn: atLeast(version, 20, 4),
     maxDecimalPrecision: atLeast(version, 22, 3) ? 76 : 38,
     extendedDateRange: extended
       ? { minDay: daysFromCivil(1900, 1, 1), maxDay: daysFromCivil(2299, 12, 31) }

@@ -18,7 +18,7 @@ import type { Readable } from 'node:stream';
 import { EngineError } from '../../errors.ts';
 import type { RecordScript, ScriptMessage } from '../../scripting/record-script.ts';
 import { copyTextLineBlocks, copyTextRowBatches } from '../copy-text.ts';
-import type { ChangeBatch, DestinationTable } from '../records.ts';
+import type { ChangeBatch, ColumnChange, DestinationTable, TableAlteration } from '../records.ts';
 import { ChunkSender, type Outgoing } from './chunk-sender.ts';
 import { HeldMessages, type KafkaHeld } from './held-messages.ts';
 import { type TableFormat, tableFormat } from './message-format.ts';
@@ -84,6 +84,24 @@ export class KafkaApply {
     await records.flush();
     await sender.finish();
     return rowCount;
+  }
+
+  /**
+   * Marks a change of a table's shape in its default topic: a key-less
+   * `schema_change` message on every partition, after every message of the
+   * old shape and before any of the new (docs/kafka.md, "Schema changes").
+   */
+  async sendSchemaChange({ after, changes }: TableAlteration): Promise<void> {
+    const format = tableFormat(after);
+    const topic = this.#topics.get(format.topic) ?? (await this.#topics.of(format.topic));
+    const value = Buffer.from(JSON.stringify(schemaChangeDocument(after, format.topic, changes)));
+    const sender = this.#sender(
+      `destination: mark a schema change in ${format.topic}`,
+      () => this.#strategy.batch(),
+      false,
+    );
+    this.#pushBytes(sender, topic, true, null, value, undefined, 0, undefined);
+    await sender.finish();
   }
 
   /** Sends a batch's messages, in order; the checkpoint is the caller's. */
@@ -262,4 +280,36 @@ export class KafkaApply {
       sender.push({ topic: topic.topic, key, value, headers, partition, bytes });
     }
   }
+}
+
+/** The value of a `schema_change` message: what changed, and the columns messages carry from here on. */
+function schemaChangeDocument(table: DestinationTable, topic: string, changes: readonly ColumnChange[]) {
+  return {
+    kind: 'schema_change',
+    source: { schema: table.source.schema, table: table.source.table },
+    target: topic,
+    lsn: null,
+    commit_time: null,
+    xid: null,
+    old: null,
+    new: null,
+    changes: changes.map((change) => {
+      switch (change.kind) {
+        case 'add':
+          return { change: 'add', column: change.column.name, type: change.column.typeName };
+        case 'drop':
+          return { change: 'drop', column: change.name };
+        case 'rename':
+          return { change: 'rename', column: change.from, to: change.to };
+        case 'retype':
+          return {
+            change: 'retype',
+            column: change.name,
+            from: change.before.typeName,
+            type: change.after.typeName,
+          };
+      }
+    }),
+    columns: table.columns.map((column) => ({ name: column.name, type: column.typeName })),
+  };
 }

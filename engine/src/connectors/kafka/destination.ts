@@ -25,7 +25,7 @@ import type { SandboxLimits } from '../../scripting/lua-vm.ts';
 import { RecordScript } from '../../scripting/record-script.ts';
 import { classifyKafkaError } from '../classify/index.ts';
 import type { Destination, DestinationTableState, ShadowTables } from '../destination.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable } from '../records.ts';
+import type { ChangeBatch, Checkpoint, DestinationTable, TableAlteration } from '../records.ts';
 import { defaultChunkBytes, KafkaApply } from './apply.ts';
 import { CheckpointStore } from './checkpoints.ts';
 import { connectionErrorOf } from './client.ts';
@@ -174,8 +174,19 @@ export class KafkaDestination implements Destination<KafkaHeld> {
     return this.#checkpoints.read(mirror);
   }
 
-  /** New columns simply appear in later messages: nothing to do. */
-  async addColumns(_table: DestinationTable, _columns: DestinationTable['columns']): Promise<void> {}
+  /** Messages carry whatever shape a table has: nothing is refused. */
+  async refuseAlteration(_alteration: TableAlteration): Promise<string | undefined> {
+    return undefined;
+  }
+
+  /**
+   * No DDL: later messages carry the new shape. A `schema_change` message
+   * marks the point; after a crash it may come twice (delivery is at least
+   * once), saying the same shape.
+   */
+  async alterColumns(alteration: TableAlteration): Promise<void> {
+    await this.#apply.sendSchemaChange(alteration);
+  }
 
   async removeCheckpoint(mirror: string): Promise<void> {
     await this.#checkpoints.remove(mirror);

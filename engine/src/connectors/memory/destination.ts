@@ -22,6 +22,7 @@ import {
   keyIndexes,
   type RowImage,
   type SourceColumn,
+  type TableAlteration,
 } from '../records.ts';
 import { rowOfCells } from '../rows.ts';
 
@@ -118,10 +119,42 @@ export class MemoryDestination implements Destination<ChangeList> {
     return this.#checkpoints.get(mirror);
   }
 
-  async addColumns(table: DestinationTable, columns: DestinationTable['columns']): Promise<void> {
-    const stored = this.#stored(table);
-    const known = new Set(stored.columns.map((column) => column.name));
-    for (const column of columns) if (!known.has(column.name)) stored.columns.push(column);
+  async refuseAlteration(_alteration: TableAlteration): Promise<string | undefined> {
+    return undefined;
+  }
+
+  async alterColumns({ before, changes }: TableAlteration): Promise<void> {
+    const stored = this.#stored(before);
+    for (const change of changes) {
+      const index = (name: string) => stored.columns.findIndex((column) => column.name === name);
+      switch (change.kind) {
+        case 'add':
+          if (index(change.column.name) < 0) stored.columns.push(change.column);
+          break;
+        case 'drop': {
+          const at = index(change.name);
+          if (at < 0) break;
+          stored.columns.splice(at, 1);
+          for (const [key, row] of stored.rows)
+            stored.rows.set(
+              key,
+              row.filter((_, cell) => cell !== at),
+            );
+          break;
+        }
+        case 'rename': {
+          const at = index(change.from);
+          const column = stored.columns[at];
+          if (column && index(change.to) < 0) stored.columns[at] = { ...column, name: change.to };
+          break;
+        }
+        case 'retype': {
+          const at = index(change.name);
+          if (at >= 0) stored.columns[at] = change.after;
+          break;
+        }
+      }
+    }
   }
 
   async removeCheckpoint(mirror: string): Promise<void> {

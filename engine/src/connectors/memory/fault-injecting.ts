@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import { EngineError } from '../../errors.ts';
 import type { Destination, DestinationTableState } from '../destination.ts';
-import type { ChangeBatch, ChangeBuffer, Checkpoint, DestinationTable } from '../records.ts';
+import type { ChangeBatch, ChangeBuffer, Checkpoint, DestinationTable, TableAlteration } from '../records.ts';
 
 /** The calls a fault can be injected into: one per pipeline phase that writes. */
 export type FaultedCall = 'setupTables' | 'writeSnapshotPartition' | 'syncBatch';
@@ -146,8 +146,11 @@ export class FaultInjectingDestination<Held extends ChangeBuffer = ChangeBuffer>
   readCheckpoint(mirror: string): Promise<Checkpoint | undefined> {
     return this.#inner.readCheckpoint(mirror);
   }
-  addColumns(table: DestinationTable, columns: DestinationTable['columns']): Promise<void> {
-    return this.#inner.addColumns(table, columns);
+  refuseAlteration(alteration: TableAlteration): Promise<string | undefined> {
+    return this.#inner.refuseAlteration(alteration);
+  }
+  alterColumns(alteration: TableAlteration): Promise<void> {
+    return this.#inner.alterColumns(alteration);
   }
   removeCheckpoint(mirror: string): Promise<void> {
     return this.#inner.removeCheckpoint(mirror);

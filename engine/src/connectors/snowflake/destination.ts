@@ -28,6 +28,7 @@ import {
   type Checkpoint,
   type DestinationTable,
   type SourceColumn,
+  type TableAlteration,
 } from '../records.ts';
 import { rowOfCells } from '../rows.ts';
 import { insertSnapshotSql } from './apply-sql.ts';
@@ -43,10 +44,18 @@ import {
   readCheckpointSql,
   removeCheckpointSql,
 } from './internal.ts';
-import { addColumnSql, anyRowSql, createSchemaSql, createTableSql, tableExistsSql } from './schema.ts';
+import {
+  addColumnSql,
+  anyRowSql,
+  canSetDataType,
+  columnsSql,
+  createSchemaSql,
+  createTableSql,
+  tableExistsSql,
+} from './schema.ts';
 import { openSession, type SnowflakeSession } from './session.ts';
 import { completeSwaps, type ShadowContext, SnowflakeShadowTables } from './shadow-tables.ts';
-import { quoteIdent, stringLiteral, tableIdent } from './sql.ts';
+import { columnIdent, quoteIdent, snowflakeName, stringLiteral, tableIdent } from './sql.ts';
 import { columnCodec } from './types.ts';
 
 export interface SnowflakeDestinationOptions {
@@ -396,17 +405,57 @@ export class SnowflakeDestination implements Destination<ChangeList> {
     });
   }
 
-  async addColumns(table: DestinationTable, columns: readonly SourceColumn[]): Promise<void> {
-    await this.#withSession(
-      `add columns to ${tableIdent(this.#config.database, table.destination)}`,
-      async (session) => {
-        const known = this.#knownColumns.get(tableKey(table)) ?? new Set<string>();
-        for (const column of columns) {
-          await session.execute(addColumnSql(this.#config.database, table, column));
-          known.add(column.name);
+  async refuseAlteration({ changes }: TableAlteration): Promise<string | undefined> {
+    for (const change of changes) {
+      if (change.kind !== 'retype') continue;
+      const before = columnCodec(change.before).sqlType;
+      const after = columnCodec(change.after).sqlType;
+      if (!canSetDataType(before, after))
+        return `Snowflake cannot change ${change.name} from ${before} to ${after} (ALTER COLUMN … SET DATA TYPE widens a NUMBER of the same scale or a VARCHAR only)`;
+    }
+    return undefined;
+  }
+
+  async alterColumns({ before, after, changes }: TableAlteration): Promise<void> {
+    const database = this.#config.database;
+    const target = tableIdent(database, before.destination);
+    await this.#withSession(`alter the columns of ${target}`, async (session) => {
+      const { rows } = await session.execute(columnsSql(database, before));
+      const present = new Map(rows.map((row) => [String(row.COLUMN_NAME), String(row.DATA_TYPE)]));
+      const has = (name: string) => present.has(snowflakeName(name));
+      for (const change of changes) {
+        switch (change.kind) {
+          case 'add':
+            if (!has(change.column.name))
+              await session.execute(addColumnSql(database, before, change.column));
+            present.set(snowflakeName(change.column.name), '');
+            break;
+          case 'drop':
+            if (!has(change.name)) break;
+            await session.execute(`ALTER TABLE ${target} DROP COLUMN ${columnIdent(change.name)}`);
+            present.delete(snowflakeName(change.name));
+            break;
+          case 'rename':
+            // Made already when the new name is there and the old one is not (a replay).
+            if (!has(change.from) || has(change.to)) break;
+            await session.execute(
+              `ALTER TABLE ${target} RENAME COLUMN ${columnIdent(change.from)} TO ${columnIdent(change.to)}`,
+            );
+            present.delete(snowflakeName(change.from));
+            present.set(snowflakeName(change.to), '');
+            break;
+          case 'retype': {
+            const from = columnCodec(change.before).sqlType;
+            const to = columnCodec(change.after).sqlType;
+            if (from === to) break;
+            await session.execute(
+              `ALTER TABLE ${target} ALTER COLUMN ${columnIdent(change.name)} SET DATA TYPE ${to}`,
+            );
+            break;
+          }
         }
-        this.#knownColumns.set(tableKey(table), known);
-      },
-    );
+      }
+      this.#knownColumns.set(tableKey(after), new Set(after.columns.map((column) => column.name)));
+    });
   }
 }

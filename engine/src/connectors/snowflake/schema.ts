@@ -37,6 +37,32 @@ export function addColumnSql(database: string, table: DestinationTable, column: 
   return `ALTER TABLE ${tableIdent(database, table.destination)} ADD COLUMN IF NOT EXISTS ${columnIdent(column.name)} ${columnCodec(column).sqlType}`;
 }
 
+/** The table's columns as Snowflake has them: COLUMN_NAME, DATA_TYPE. */
+export function columnsSql(database: string, table: DestinationTable): string {
+  return `SELECT COLUMN_NAME AS "COLUMN_NAME", DATA_TYPE AS "DATA_TYPE" FROM ${quoteIdent(database)}.INFORMATION_SCHEMA.COLUMNS
+    WHERE TABLE_SCHEMA = ${stringLiteral(snowflakeName(table.destination.schema))}
+      AND TABLE_NAME = ${stringLiteral(snowflakeName(table.destination.table))}`;
+}
+
+/**
+ * Whether ALTER COLUMN … SET DATA TYPE takes a column from `before` to
+ * `after` (https://docs.snowflake.com/en/sql-reference/sql/alter-table-column):
+ * a NUMBER's precision may grow at the same scale, a VARCHAR's length may grow.
+ */
+export function canSetDataType(before: string, after: string): boolean {
+  if (before === after) return true;
+  const number = /^NUMBER\((\d+),(\d+)\)$/;
+  const from = number.exec(before);
+  const to = number.exec(after);
+  if (from && to) return from[2] === to[2] && Number(to[1]) >= Number(from[1]);
+  const varchar = /^VARCHAR(?:\((\d+)\))?$/;
+  const fromText = varchar.exec(before);
+  const toText = varchar.exec(after);
+  if (fromText && toText)
+    return toText[1] === undefined || Number(toText[1]) >= Number(fromText[1] ?? Infinity);
+  return false;
+}
+
 export function tableExistsSql(database: string, table: DestinationTable): string {
   return `SELECT COUNT(*) AS "FOUND" FROM ${quoteIdent(database)}.INFORMATION_SCHEMA.TABLES
     WHERE TABLE_SCHEMA = ${stringLiteral(snowflakeName(table.destination.schema))}

@@ -19,6 +19,7 @@ import {
   type DestinationTable,
   keyIndexes,
   type SourceColumn,
+  type TableAlteration,
   type TableChanges,
 } from '../../records.ts';
 import { openPostgresPool, type PgPool } from '../driver/connect.ts';
@@ -157,7 +158,7 @@ export class PostgresDestination implements Destination<PostgresTableChanges> {
    * destination has a type of that name; otherwise a domain becomes the type it
    * is over, and anything else holds its text.
    */
-  async #columnType(pool: pg.Pool, column: SourceColumn): Promise<string> {
+  async #columnType(pool: pg.Pool | pg.PoolClient, column: SourceColumn): Promise<string> {
     if (column.typeOid < firstUserObjectId) return column.typeName;
     if (this.#options.system === 'PG') {
       const found = await pool.query<{ oid: string | null }>(`SELECT to_regtype($1)::oid::text AS oid`, [
@@ -246,21 +247,68 @@ export class PostgresDestination implements Destination<PostgresTableChanges> {
     }
   }
 
-  async addColumns(table: DestinationTable, columns: readonly SourceColumn[]): Promise<void> {
+  async refuseAlteration({ before, changes }: TableAlteration): Promise<string | undefined> {
+    // Rows are written by key: the key's columns stay as long as the source's key does.
+    const droppedKey = changes.find(
+      (change) => change.kind === 'drop' && before.keyColumns.includes(change.name),
+    );
+    return droppedKey?.kind === 'drop'
+      ? `the key column ${droppedKey.name} was dropped; the destination writes rows by key`
+      : undefined;
+  }
+
+  async alterColumns({ before, changes }: TableAlteration): Promise<void> {
+    const target = quoteTable(before.destination);
     const pool = await this.#connection();
+    let client: pg.PoolClient | undefined;
     try {
-      for (const column of columns) {
-        const type = await this.#columnType(pool, column);
-        await pool.query(
-          `ALTER TABLE ${quoteTable(table.destination)} ADD COLUMN IF NOT EXISTS ${quoteIdent(column.name)} ${type}`,
-        );
-      }
-    } catch (error) {
-      throw classifyPgError(
-        error,
-        `destination: add columns to ${quoteTable(table.destination)}`,
-        'schema_mismatch',
+      client = await pool.connect();
+      // One transaction: the table takes the whole alteration or none of it.
+      await client.query('BEGIN');
+      const present = await client.query<{ attname: string }>(
+        `SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`,
+        [target],
       );
+      const columns = new Set(present.rows.map((row) => row.attname));
+      for (const change of changes) {
+        switch (change.kind) {
+          case 'add': {
+            const type = await this.#columnType(client, change.column);
+            await client.query(
+              `ALTER TABLE ${target} ADD COLUMN IF NOT EXISTS ${quoteIdent(change.column.name)} ${type}`,
+            );
+            columns.add(change.column.name);
+            break;
+          }
+          case 'drop':
+            await client.query(`ALTER TABLE ${target} DROP COLUMN IF EXISTS ${quoteIdent(change.name)}`);
+            columns.delete(change.name);
+            break;
+          case 'rename':
+            // Made already when the new name is there and the old one is not (a replay).
+            if (!columns.has(change.from) || columns.has(change.to)) break;
+            await client.query(
+              `ALTER TABLE ${target} RENAME COLUMN ${quoteIdent(change.from)} TO ${quoteIdent(change.to)}`,
+            );
+            columns.delete(change.from);
+            columns.add(change.to);
+            break;
+          case 'retype': {
+            const type = await this.#columnType(client, change.after);
+            const column = quoteIdent(change.name);
+            await client.query(
+              `ALTER TABLE ${target} ALTER COLUMN ${column} TYPE ${type} USING ${column}::${type}`,
+            );
+            break;
+          }
+        }
+      }
+      await client.query('COMMIT');
+    } catch (error) {
+      await client?.query('ROLLBACK').catch(() => {});
+      throw classifyPgError(error, `destination: alter the columns of ${target}`, 'schema_mismatch');
+    } finally {
+      client?.release();
     }
   }
 

@@ -46,7 +46,7 @@ import {
   type PartitionCopy,
   planPartitions,
 } from './snapshot-reader.ts';
-import { partitionAncestors } from './table-info.ts';
+import { liveColumns, partitionAncestors } from './table-info.ts';
 import { findMissingTables, validateSource } from './validate-source.ts';
 
 export interface PostgresSourceOptions {
@@ -267,6 +267,15 @@ export class PostgresSource implements Source {
       return await partitionAncestors(client, relationId);
     } catch (error) {
       throw classifyPgError(error, 'source: look up the partition parents of a relation');
+    }
+  }
+
+  async liveColumns(relationId: number): Promise<{ attnum: number; name: string }[]> {
+    const client = await this.#lookupClient();
+    try {
+      return await liveColumns(client, relationId);
+    } catch (error) {
+      throw classifyPgError(error, 'source: look up the columns of a relation');
     }
   }
 

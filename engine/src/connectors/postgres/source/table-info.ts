@@ -22,6 +22,7 @@ interface TableRow {
 
 interface ColumnRow {
   attname: string;
+  attnum: number;
   atttypid: number;
   atttypmod: number;
   type_name: string;
@@ -46,6 +47,23 @@ export async function partitionAncestors(client: pg.Client, oid: number): Promis
   return result.rows.map((row) => ({ schema: row.schema, table: row.table }));
 }
 
+/**
+ * The replicated columns a relation has now (not dropped, not generated), by
+ * attnum, in attnum order; empty when the relation is gone.
+ */
+export async function liveColumns(
+  client: pg.Client,
+  oid: number,
+): Promise<{ readonly attnum: number; readonly name: string }[]> {
+  const result = await client.query<{ attnum: number; attname: string }>(
+    `SELECT a.attnum::int AS attnum, a.attname FROM pg_attribute a
+     WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+     ORDER BY a.attnum`,
+    [oid],
+  );
+  return result.rows.map((row) => ({ attnum: row.attnum, name: row.attname }));
+}
+
 /** Returns undefined when the table does not exist (or is not visible to the user). */
 export async function readTableInfo(
   client: pg.Client,
@@ -64,7 +82,7 @@ export async function readTableInfo(
        SELECT t.oid, t.typbasetype, t.typtypmod FROM pg_type t WHERE t.typtype = 'd'
        UNION ALL
        SELECT d.start_oid, t.typbasetype, t.typtypmod FROM domains d JOIN pg_type t ON t.oid = d.oid WHERE t.typtype = 'd')
-     SELECT a.attname, a.atttypid::int AS atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod) AS type_name,
+     SELECT a.attname, a.attnum::int AS attnum, a.atttypid::int AS atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod) AS type_name,
        (SELECT format_type(d.oid, d.typmod) FROM domains d JOIN pg_type t ON t.oid = d.oid
         WHERE d.start_oid = a.atttypid AND t.typtype <> 'd') AS base_type_name,
        a.attnotnull, a.attndims::int AS attndims
@@ -99,6 +117,7 @@ export async function readTableInfo(
       ...(row.base_type_name ? { domainBaseTypeName: row.base_type_name } : {}),
       notNull: row.attnotnull,
       ...(row.attndims > 1 ? { arrayDimensions: row.attndims } : {}),
+      attnum: row.attnum,
     })),
     keyColumns: key.rows.map((row) => row.attname),
     replicaIdentity,

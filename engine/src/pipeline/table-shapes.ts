@@ -1,0 +1,139 @@
+// The shape each table's destination follows, at a start of the mirror's
+// steps (catalog TableShape). A table that streams on is written in the shape
+// recorded for it, not in the source's shape of now: the stream replays from
+// the checkpoint, and a schema change made since is met in the stream, where
+// it is settled at its place among the rows (schema-evolution.ts). A table
+// loaded from nothing at this start (the initial load, one added, one
+// stopped and loaded back on request) takes the source's shape of now: its
+// destination table is altered to it first (a resync of a held table
+// accepts its change this way), and that shape is recorded.
+import type { TableShape, TableStatus } from '../catalog/catalog.ts';
+import type { DestinationTable } from '../connectors/records.ts';
+import type { SourceTableInfo } from '../connectors/source.ts';
+import { isEngineError } from '../errors.ts';
+import { formatTableName, type TableMapping } from '../resources/mirror.ts';
+import { type MirrorContext, mirrorLog, watched } from './context.ts';
+import { describeColumnChange, diffShapes } from './schema-diff.ts';
+import { alteredTable } from './schema-evolution.ts';
+
+/** The shape of a table as the source has it now: every replicated column, the mapping's excluded ones flagged. */
+export function sourceShape(
+  mapping: TableMapping,
+  info: SourceTableInfo,
+  table: DestinationTable,
+): TableShape {
+  const excluded = new Set(mapping.exclude);
+  return {
+    source: info.columns.map(({ name, typeOid, typeModifier, attnum }) => ({
+      name,
+      typeOid,
+      typeModifier,
+      attnum,
+      ...(excluded.has(name) ? { excluded: true } : {}),
+    })),
+    columns: table.columns,
+    keyColumns: table.keyColumns,
+  };
+}
+
+/** Whether a table is loaded from nothing at this start: its destination then takes the source's shape of now. */
+export function loadsFromNothing(
+  context: MirrorContext,
+  status: TableStatus | undefined,
+  initialLoadPending: boolean,
+): boolean {
+  // A load queued (a table back at the source, say) starts from nothing too.
+  if (initialLoadPending || !status || status.state === 'pending') return true;
+  const token = context.spec.resyncTables[status.sourceTable];
+  const resyncAsked = token !== undefined && token !== status.resyncToken;
+  return resyncAsked && (status.state === 'errored' || status.state === 'held');
+}
+
+/**
+ * The tables as the mirror writes them from this start: each streaming one
+ * in its recorded shape, each one loaded from nothing (`fromNothing`) in the
+ * source's shape of now, its destination altered to it first. Records every
+ * shape the catalog does not have yet.
+ */
+export async function followedTables(
+  context: MirrorContext,
+  current: readonly { readonly table: DestinationTable; readonly shape: TableShape }[],
+  fromNothing: (sourceTable: string) => boolean,
+): Promise<DestinationTable[]> {
+  const { spec, catalog, destination } = context;
+  const recorded = await catalog.listTableShapes(spec.name);
+  const tables: DestinationTable[] = [];
+  for (const { table, shape } of current) {
+    const sourceTable = formatTableName(table.source);
+    const known = recorded.get(sourceTable);
+    if (!known) {
+      await catalog.recordTableShape(spec.name, sourceTable, shape);
+      tables.push(table);
+      continue;
+    }
+    if (!fromNothing(sourceTable)) {
+      tables.push({ ...table, columns: known.columns, keyColumns: known.keyColumns });
+      continue;
+    }
+    const written = { ...table, columns: known.columns, keyColumns: known.keyColumns };
+    const changes = diffShapes(
+      known.columns.map((column) => column),
+      table.columns.map((column) => column),
+    );
+    if (changes.length > 0) {
+      const after = alteredTable(written, changes);
+      const refusal = await destination.refuseAlteration({ before: written, after, changes });
+      if (refusal) {
+        // The load that follows writes the source's columns: it fails at
+        // them, and the table stops with the destination's reason.
+        await mirrorLog(
+          context,
+          'WARN',
+          `${sourceTable} is loaded again in the source's shape, which its destination table cannot take: ${refusal}`,
+        );
+      } else {
+        const described = changes.map(describeColumnChange).join(', ');
+        try {
+          await watched(context, `setup: destination: alter ${formatTableName(table.destination)}`, () =>
+            destination.alterColumns({ before: written, after, changes }),
+          );
+          await mirrorLog(
+            context,
+            'INFO',
+            `${sourceTable} takes the source's shape before it is loaded again: ${described}`,
+          );
+        } catch (error) {
+          if (!isEngineError(error)) throw error;
+          // Its load fails at those columns then, and the table stops with the reason.
+          await mirrorLog(
+            context,
+            'WARN',
+            `${sourceTable} is loaded again in the source's shape, but its destination table did not take it (${described}): ${error.message}`,
+          );
+        }
+      }
+    }
+    await catalog.recordTableShape(spec.name, sourceTable, shape);
+    tables.push(table);
+  }
+  return tables;
+}
+
+/**
+ * `tables` in the shapes the catalog records now (a schema change settled
+ * while streaming recorded one): a table whose shape is unchanged is the same
+ * object, as the loads under way know it.
+ */
+export function inRecordedShapes(
+  tables: readonly DestinationTable[],
+  shapes: ReadonlyMap<string, TableShape>,
+): DestinationTable[] {
+  return tables.map((table) => {
+    const shape = shapes.get(formatTableName(table.source));
+    if (!shape) return table;
+    const same =
+      JSON.stringify(shape.columns) === JSON.stringify(table.columns) &&
+      JSON.stringify(shape.keyColumns) === JSON.stringify(table.keyColumns);
+    return same ? table : { ...table, columns: shape.columns, keyColumns: shape.keyColumns };
+  });
+}
