@@ -2,9 +2,9 @@
 // its tuple columns line up with the destination's, and what changed in its
 // schema since the last message.
 import type { RelationMessage, Tuple, UpdateMessage } from '../connectors/changes.ts';
-import type { DestinationTable, Row, RowImage, SourceColumn, TupleCell } from '../connectors/records.ts';
+import type { DestinationTable, Row, RowImage, TupleCell } from '../connectors/records.ts';
 import { filledRow, rowOfCells } from '../connectors/rows.ts';
-import { formatTableName, type TableMapping, type TableName } from '../resources/mirror.ts';
+import { formatTableName, type TableName } from '../resources/mirror.ts';
 import type { ShapeColumn } from './schema-diff.ts';
 
 export interface TrackedRelation {

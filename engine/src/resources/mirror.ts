@@ -154,7 +154,7 @@ export const mirrorSpecFields = z.object({
     .enum(schemaChangePolicies)
     .default('apply')
     .describe(
-      'What a change of a source table\'s shape does (docs/engine.md, "Schema changes"): apply makes the ' +
+      'What a change of the shape of a source table does (docs/engine.md, Schema changes): apply makes the ' +
         'destination follow (columns added, dropped, renamed, widened); hold stops the table until its ' +
         'resync accepts the change; ignore only adds columns and leaves the rest as it is.',
     ),

@@ -15,7 +15,7 @@ import { EngineError, isEngineError, tableFault } from '../../errors.ts';
 import { formatTableName, type TableMapping } from '../../resources/mirror.ts';
 import type { AnalyticsConfig } from '../../resources/peer.ts';
 import type { Destination, DestinationTableState, MirrorColumns } from '../destination.ts';
-import type { ChangeBatch, Checkpoint, DestinationTable, SourceColumn, TableAlteration } from '../records.ts';
+import type { ChangeBatch, Checkpoint, DestinationTable, TableAlteration } from '../records.ts';
 import { applyTableChanges, writeSnapshotRows } from './apply.ts';
 import { CheckpointStore } from './checkpoints.ts';
 import { maxChangesPerBatch } from './row-version.ts';

@@ -294,21 +294,16 @@ function schemaChangeDocument(table: DestinationTable, topic: string, changes: r
     old: null,
     new: null,
     changes: changes.map((change) => {
-      switch (change.kind) {
-        case 'add':
-          return { change: 'add', column: change.column.name, type: change.column.typeName };
-        case 'drop':
-          return { change: 'drop', column: change.name };
-        case 'rename':
-          return { change: 'rename', column: change.from, to: change.to };
-        case 'retype':
-          return {
-            change: 'retype',
-            column: change.name,
-            from: change.before.typeName,
-            type: change.after.typeName,
-          };
-      }
+      if (change.kind === 'add')
+        return { change: 'add', column: change.column.name, type: change.column.typeName };
+      if (change.kind === 'drop') return { change: 'drop', column: change.name };
+      if (change.kind === 'rename') return { change: 'rename', column: change.from, to: change.to };
+      return {
+        change: 'retype',
+        column: change.name,
+        from: change.before.typeName,
+        type: change.after.typeName,
+      };
     }),
     columns: table.columns.map((column) => ({ name: column.name, type: column.typeName })),
   };

@@ -27,7 +27,6 @@ import {
   ChangeList,
   type Checkpoint,
   type DestinationTable,
-  type SourceColumn,
   type TableAlteration,
 } from '../records.ts';
 import { rowOfCells } from '../rows.ts';
