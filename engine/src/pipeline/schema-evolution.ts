@@ -197,9 +197,8 @@ export class SchemaEvolution {
         { table: tableName },
       );
     }
-    const onlyAdds = destinationChanges.every((change) => change.kind === 'add');
-    if (!onlyAdds && this.#options.isLoading?.(table)) {
-      // Its load reads the columns it began with.
+    if (this.#options.isLoading?.(table)) {
+      // Its load reads, and places among the stream, the columns it began with.
       throw new EngineError(
         'schema_mismatch',
         `the schema of ${tableName} changed at the source while it was being loaded (${described}); resync it to load it in its new shape`,

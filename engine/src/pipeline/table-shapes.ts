@@ -8,7 +8,7 @@
 // destination table is altered to it first (a resync of a held table
 // accepts its change this way), and that shape is recorded.
 import type { TableShape, TableStatus } from '../catalog/catalog.ts';
-import type { DestinationTable } from '../connectors/records.ts';
+import type { DestinationTable, SourceColumn } from '../connectors/records.ts';
 import type { SourceTableInfo } from '../connectors/source.ts';
 import { isEngineError } from '../errors.ts';
 import { formatTableName, type TableMapping } from '../resources/mirror.ts';
@@ -132,8 +132,26 @@ export function inRecordedShapes(
     const shape = shapes.get(formatTableName(table.source));
     if (!shape) return table;
     const same =
-      JSON.stringify(shape.columns) === JSON.stringify(table.columns) &&
-      JSON.stringify(shape.keyColumns) === JSON.stringify(table.keyColumns);
+      sameList(shape.keyColumns, table.keyColumns, (a, b) => a === b) &&
+      sameList(shape.columns, table.columns, sameColumn);
     return same ? table : { ...table, columns: shape.columns, keyColumns: shape.keyColumns };
   });
+}
+
+function sameList<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean): boolean {
+  return a.length === b.length && a.every((item, index) => same(item, b[index] as T));
+}
+
+/** Field by field: the catalog's JSON (jsonb) does not keep the order of an object's keys. */
+function sameColumn(a: SourceColumn, b: SourceColumn): boolean {
+  return (
+    a.name === b.name &&
+    a.typeOid === b.typeOid &&
+    a.typeModifier === b.typeModifier &&
+    a.typeName === b.typeName &&
+    a.notNull === b.notNull &&
+    a.domainBaseTypeName === b.domainBaseTypeName &&
+    a.arrayDimensions === b.arrayDimensions &&
+    a.attnum === b.attnum
+  );
 }
