@@ -207,6 +207,7 @@ describe('mirrors', () => {
             syncedAtColName: '',
             script: '',
             system: 'Q',
+            schemaChanges: 'SCHEMA_CHANGES_APPLY',
             cdcStagingPath: '',
             snapshotStagingPath: '',
           },
@@ -259,6 +260,7 @@ describe('mirrors', () => {
         synced_at_col_name: '_synced_at',
         script: `transform-${suffix}`,
         system: 'PG',
+        schema_changes: 'SCHEMA_CHANGES_HOLD',
       });
       const info = await status(name, true);
       expect(info.json().cdcStatus.config).toEqual({
@@ -310,6 +312,7 @@ describe('mirrors', () => {
         syncedAtColName: '_synced_at',
         script: `transform-${suffix}`,
         system: 'PG',
+        schemaChanges: 'SCHEMA_CHANGES_HOLD',
         cdcStagingPath: '',
         snapshotStagingPath: '',
       });
@@ -333,6 +336,24 @@ describe('mirrors', () => {
       });
       expect(refused.statusCode).toBe(400);
       expect(refused.body).toContain('streaming');
+    });
+
+    it('takes the schema change policy, beyond the interface, by name or number; apply by default', async () => {
+      const byNumber = mirrorName('schemanum');
+      const camel = mirrorName('schemacamel');
+      await createMirror(byNumber, { schema_changes: 2 });
+      await createMirror(camel, { schemaChanges: 'SCHEMA_CHANGES_HOLD' });
+      expect((await facade.controlPlane.store.getMirror(byNumber))?.spec.schemaChanges).toBe('ignore');
+      expect((await facade.controlPlane.store.getMirror(camel))?.spec.schemaChanges).toBe('hold');
+      const before = await stateOf(facade);
+      const refused = await facade.post('/api/v1/flows/cdc/create', {
+        connection_configs: connectionConfigs(mirrorName('badschema'), {
+          schema_changes: 'SCHEMA_CHANGES_SOMETIMES',
+        }),
+      });
+      expect(refused.statusCode).toBe(400);
+      expect(refused.body).toContain('SCHEMA_CHANGES_APPLY (0)');
+      expect(await stateOf(facade)).toBe(before);
     });
 
     it('refuses a duplicate name with 409 code 2 and changes nothing', async () => {
