@@ -14,6 +14,7 @@ import { formatTableName, parseTableIdentifier, type TableName } from '../resour
 import { keyOrderOf } from './backfill/key-order.ts';
 import { type OnlineLoad, runCdc } from './cdc.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
+import { type EngineFilteredTable, engineFilteredTables } from './row-filter.ts';
 import { runSnapshot } from './snapshot.ts';
 import {
   checkSlotIdentity,
@@ -29,7 +30,7 @@ import {
 } from './source-tables-watch.ts';
 import { faultedTable, stopTable } from './table-faults.ts';
 import { actOnResyncRequests, plannedResyncs, type ResyncLoad } from './table-resync.ts';
-import { destinationTable } from './tables.ts';
+import { destinationTable, publishedTable } from './tables.ts';
 
 /** How a run ended when it did not throw. */
 export type RunOutcome = 'stopped' | 'completed';
@@ -61,6 +62,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
   let tables: DestinationTable[];
   let backfills: OnlineLoad[] = [];
   let resyncs: ResyncLoad[] = [];
+  let engineRowFilters: EngineFilteredTable[] = [];
   /** Mapped tables the source does not have, stopped for it: looked for while streaming, to rejoin. */
   const gone: TableName[] = [];
   try {
@@ -117,14 +119,21 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
     await watched(context, 'setup: destination: create tables', () =>
       context.destination.setupTables(tables),
     );
-    if (setup.publicationCreatedByMirror) {
-      await watched(context, 'setup: source: create the publication', () =>
-        source.ensurePublication(
-          setup.publicationName,
-          tables.map((table) => table.source),
-        ),
-      );
-    }
+    const published = spec.tableMappings.flatMap((mapping) => {
+      const info = found.get(formatTableName(mapping.source));
+      return info ? [publishedTable(mapping, info)] : [];
+    });
+    const filtering = setup.publicationCreatedByMirror
+      ? await watched(context, 'setup: source: create the publication', () =>
+          source.ensurePublication(setup.publicationName, published),
+        )
+      : { rowFilters: false };
+    // Where the publication does not filter, the engine does, by the source's own evaluation.
+    engineRowFilters = filtering.rowFilters
+      ? []
+      : await watched(context, 'setup: source: read the row filters', () =>
+          engineFilteredTables(source, spec.tableMappings, found),
+        );
 
     const snapshotDone = runtime?.snapshotCompleted === true;
     if (spec.doInitialSnapshot && !snapshotDone) {
@@ -205,6 +214,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
         resyncs: resyncs.filter((load) => !stopped.has(formatTableName(load.live.source))),
         stoppedTables: stopped,
         goneTables: gone,
+        rowFilters: engineRowFilters,
       });
       return outcome;
     } catch (error) {
