@@ -123,17 +123,19 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
       const info = found.get(formatTableName(mapping.source));
       return info ? [publishedTable(mapping, info)] : [];
     });
+    // Checked by the source first, on every server: an edited filter that
+    // reads a column outside the replica identity would make PostgreSQL 15+
+    // refuse every UPDATE and DELETE of the table once in the publication.
+    const filtered = await watched(context, 'setup: source: check the row filters', () =>
+      engineFilteredTables(source, spec.tableMappings, found),
+    );
     const filtering = setup.publicationCreatedByMirror
       ? await watched(context, 'setup: source: create the publication', () =>
           source.ensurePublication(setup.publicationName, published),
         )
       : { rowFilters: false };
     // Where the publication does not filter, the engine does, by the source's own evaluation.
-    engineRowFilters = filtering.rowFilters
-      ? []
-      : await watched(context, 'setup: source: read the row filters', () =>
-          engineFilteredTables(source, spec.tableMappings, found),
-        );
+    engineRowFilters = filtering.rowFilters ? [] : filtered;
 
     const snapshotDone = runtime?.snapshotCompleted === true;
     if (spec.doInitialSnapshot && !snapshotDone) {
