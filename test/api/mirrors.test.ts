@@ -189,6 +189,7 @@ describe('mirrors', () => {
                 destinationTableIdentifier: 'public.orders_copy',
                 exclude: [],
                 columns: [],
+                rowFilter: '',
                 partitionKey: '',
               },
             ],
@@ -240,6 +241,8 @@ describe('mirrors', () => {
             source_table_identifier: 'sales.invoices',
             destination_table_identifier: 'archive.invoices',
             exclude: ['total'],
+            // An addition to the interface.
+            row_filter: 'id > 0',
           },
           // A bare table name means the public schema; quotes keep case and spaces.
           { source_table_identifier: 'items', destination_table_identifier: 'items' },
@@ -271,12 +274,14 @@ describe('mirrors', () => {
             destinationTableIdentifier: 'public.orders_copy',
             exclude: ['note', 'amount'],
             columns: [{ sourceName: 'id', ordering: 1 }, { sourceName: 'customer' }],
+            rowFilter: '',
             partitionKey: '',
           },
           {
             sourceTableIdentifier: 'sales.invoices',
             destinationTableIdentifier: 'archive.invoices',
             exclude: ['total'],
+            rowFilter: 'id > 0',
             columns: [],
             partitionKey: '',
           },
@@ -285,6 +290,7 @@ describe('mirrors', () => {
             destinationTableIdentifier: 'public.items',
             exclude: [],
             columns: [],
+            rowFilter: '',
             partitionKey: '',
           },
           {
@@ -292,6 +298,7 @@ describe('mirrors', () => {
             destinationTableIdentifier: 'public.mixed',
             exclude: [],
             columns: [],
+            rowFilter: '',
             partitionKey: '',
           },
         ],
@@ -1128,6 +1135,7 @@ describe('mirrors', () => {
           destinationTableIdentifier: 'public.items_copy',
           exclude: [],
           columns: [],
+          rowFilter: '',
           partitionKey: '',
         },
         {
@@ -1135,6 +1143,7 @@ describe('mirrors', () => {
           destinationTableIdentifier: 'public.customers_copy',
           exclude: ['note'],
           columns: [],
+          rowFilter: '',
           partitionKey: '',
         },
       ]);
