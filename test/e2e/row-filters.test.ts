@@ -256,6 +256,67 @@ describe('row filters into PostgreSQL', () => {
   });
 });
 
+describe('an edited row filter the source refuses', () => {
+  let harness: Harness;
+
+  beforeAll(async () => {
+    harness = await createHarness('rowfilter_edit');
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  it('fails the mirror at its start with PostgreSQL’s reason and leaves the publication and the table’s updates as they were', async () => {
+    const { source } = harness;
+    const suffix = randomSuffix().replaceAll('-', '_');
+    const [orders, accounts] = [`orders_${suffix}`, `accounts_${suffix}`];
+    await createTables(source.client, orders, accounts);
+    const name = `rowfilter-edit-${suffix.replaceAll('_', '-')}`;
+    const spec = (filter: string) => ({
+      name,
+      tableMappings: [
+        {
+          source: { schema: 'public', table: accounts },
+          destination: { schema: 'public', table: accounts },
+          rowFilter: filter,
+        },
+      ],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    });
+    const first = startMirror(harness, spec(accountsFilter));
+    try {
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
+        60_000,
+        'running',
+      );
+    } finally {
+      expect(await first.stop()).toBe('stopped');
+    }
+    // tier is not in the replica identity (the key, id).
+    const edited = startMirror(harness, spec('tier > 1'));
+    const failure = await edited.done.then(
+      () => undefined,
+      (error: unknown) => error as Error & { kind?: string },
+    );
+    await edited.stop().catch(() => {});
+    expect(failure?.kind).toBe('config');
+    expect(failure?.message).toContain(
+      'Column used in the publication WHERE expression is not part of the replica identity.',
+    );
+    if (publicationFilters) {
+      expect(await publicationEntry(source.client, accounts)).toEqual([
+        { rowfilter: '((id % (3)::bigint) <> 0)', columns: null },
+      ]);
+    }
+    // The source table still takes updates and deletes.
+    await source.client.query(`UPDATE ${accounts} SET tier = tier + 1 WHERE id = 1`);
+    await source.client.query(`DELETE FROM ${accounts} WHERE id = 2`);
+  });
+});
+
 describe('row filters into ClickHouse', () => {
   let harness: Harness;
   let admin: ClickHouseClient;
