@@ -256,6 +256,76 @@ describe('row filters into PostgreSQL', () => {
   });
 });
 
+describe('a table added with a row filter', () => {
+  let harness: Harness;
+
+  beforeAll(async () => {
+    harness = await createHarness('rowfilter_add');
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  it('is loaded online with only its matching rows, under writes, and ends equal to the filtered source', async () => {
+    const { source, destination } = harness;
+    const suffix = randomSuffix().replaceAll('-', '_');
+    const [orders, accounts] = [`orders_${suffix}`, `accounts_${suffix}`];
+    await createTables(source.client, orders, accounts);
+    const name = `rowfilter-add-${suffix.replaceAll('_', '-')}`;
+    const ordersMapping = {
+      source: { schema: 'public', table: orders },
+      destination: { schema: 'public', table: orders },
+      rowFilter: ordersFilter,
+    };
+    const spec = { name, tableMappings: [ordersMapping], doInitialSnapshot: true, idleTimeoutSeconds: 1 };
+    const first = startMirror(harness, spec);
+    try {
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
+        60_000,
+        'running',
+      );
+    } finally {
+      expect(await first.stop()).toBe('stopped');
+    }
+    const second = startMirror(harness, {
+      ...spec,
+      tableMappings: [
+        ordersMapping,
+        {
+          source: { schema: 'public', table: accounts },
+          destination: { schema: 'public', table: accounts },
+          exclude: ['secret'],
+          rowFilter: accountsFilter,
+        },
+      ],
+    });
+    const expected = () =>
+      rows(source.client, `SELECT id, tier FROM ${accounts} WHERE ${accountsFilter} ORDER BY id`);
+    const actual = () =>
+      rows(destination.client, `SELECT id, tier FROM ${accounts} ORDER BY id`).catch(() => []);
+    try {
+      await writeChanges(source.client, { orders, accounts }, { count: 300, seed: 3, firstId: 100_000 });
+      await waitFor(
+        async () =>
+          (await harness.catalog.listTables(name)).find((table) => table.sourceTable === `public.${accounts}`)
+            ?.state === 'streaming',
+        120_000,
+        'the added table loaded',
+      );
+      await waitFor(
+        async () => JSON.stringify(await actual()) === JSON.stringify(await expected()),
+        60_000,
+        'the added table to match',
+      ).catch(() => {});
+      expectSameRows(await actual(), await expected());
+    } finally {
+      expect(await second.stop()).toBe('stopped');
+    }
+  });
+});
+
 describe('an edited row filter the source refuses', () => {
   let harness: Harness;
 
