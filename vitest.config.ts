@@ -29,6 +29,7 @@ const oldestAndNewestSuites = [
   'test/e2e/idle-slot.test.ts',
   'test/e2e/online-backfill.test.ts',
   'test/e2e/schema-changes.test.ts',
+  'test/e2e/row-filters.test.ts',
 ];
 const postgresVersionProjects = (
   [

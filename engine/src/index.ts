@@ -120,6 +120,7 @@ export {
   mirrorSpecFields,
   mirrorSpecSchema,
   parseTableIdentifier,
+  rowFilterSchema,
   type SchemaChangePolicy,
   type TableMapping,
   type TableName,

@@ -189,6 +189,7 @@ describe('mirrors', () => {
                 destinationTableIdentifier: 'public.orders_copy',
                 exclude: [],
                 columns: [],
+                rowFilter: '',
                 partitionKey: '',
               },
             ],
@@ -241,6 +242,8 @@ describe('mirrors', () => {
             source_table_identifier: 'sales.invoices',
             destination_table_identifier: 'archive.invoices',
             exclude: ['total'],
+            // An addition to the interface.
+            row_filter: 'id > 0',
           },
           // A bare table name means the public schema; quotes keep case and spaces.
           { source_table_identifier: 'items', destination_table_identifier: 'items' },
@@ -273,12 +276,14 @@ describe('mirrors', () => {
             destinationTableIdentifier: 'public.orders_copy',
             exclude: ['note', 'amount'],
             columns: [{ sourceName: 'id', ordering: 1 }, { sourceName: 'customer' }],
+            rowFilter: '',
             partitionKey: '',
           },
           {
             sourceTableIdentifier: 'sales.invoices',
             destinationTableIdentifier: 'archive.invoices',
             exclude: ['total'],
+            rowFilter: 'id > 0',
             columns: [],
             partitionKey: '',
           },
@@ -287,6 +292,7 @@ describe('mirrors', () => {
             destinationTableIdentifier: 'public.items',
             exclude: [],
             columns: [],
+            rowFilter: '',
             partitionKey: '',
           },
           {
@@ -294,6 +300,7 @@ describe('mirrors', () => {
             destinationTableIdentifier: 'public.mixed',
             exclude: [],
             columns: [],
+            rowFilter: '',
             partitionKey: '',
           },
         ],
@@ -1149,6 +1156,7 @@ describe('mirrors', () => {
           destinationTableIdentifier: 'public.items_copy',
           exclude: [],
           columns: [],
+          rowFilter: '',
           partitionKey: '',
         },
         {
@@ -1156,6 +1164,7 @@ describe('mirrors', () => {
           destinationTableIdentifier: 'public.customers_copy',
           exclude: ['note'],
           columns: [],
+          rowFilter: '',
           partitionKey: '',
         },
       ]);

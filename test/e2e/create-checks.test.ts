@@ -4,7 +4,7 @@
 // events carry the whole old row) and refused for destinations that write rows by key.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultPublicationName } from '../../engine/src/connectors/postgres/source/slot.ts';
+import { defaultPublicationName, defaultSlotName } from '../../engine/src/connectors/postgres/source/slot.ts';
 import { EngineError } from '../../engine/src/errors.ts';
 import { peerSchema } from '../../engine/src/resources/peer.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase } from '../support/databases.ts';
@@ -44,6 +44,7 @@ describe('refused at create', () => {
     ]);
     await source.client.query(`
       CREATE TABLE keyed (id int PRIMARY KEY, body text);
+      CREATE TABLE filtered (id int PRIMARY KEY, region text);
       CREATE TABLE keyless (body text);
       CREATE TABLE keyless_full (body text);
       ALTER TABLE keyless_full REPLICA IDENTITY FULL;
@@ -197,6 +198,89 @@ describe('refused at create', () => {
     expect(viaRoot.statusCode, viaRoot.body).toBe(200);
     const leaf = await create(`leafok-${suffix}`, ['public.events_low']);
     expect(leaf.statusCode, leaf.body).toBe(200);
+  });
+
+  /** A mirror of public.filtered with a row filter, in one spelling or the other. */
+  const createFiltered = (name: string, filter: string, spelling: 'snake' | 'camel' = 'snake') =>
+    create(name, [], {
+      table_mappings: [
+        spelling === 'snake'
+          ? {
+              source_table_identifier: 'public.filtered',
+              destination_table_identifier: 'public.filtered',
+              row_filter: filter,
+            }
+          : {
+              sourceTableIdentifier: 'public.filtered',
+              destinationTableIdentifier: 'public.filtered',
+              rowFilter: filter,
+            },
+      ],
+    });
+
+  /** Nothing of the mirror exists: no mirror, no slot, no publication (not even the check's). */
+  async function expectNothingCreated(name: string) {
+    expect(await facade.controlPlane.store.getMirror(name)).toBeUndefined();
+    const installationId = await facade.controlPlane.catalog.installationId();
+    const leftovers = await source.client.query(
+      `SELECT slot_name AS name FROM pg_replication_slots WHERE slot_name = $1
+       UNION ALL SELECT pubname FROM pg_publication WHERE pubname IN ($2, 'tributary_row_filter_check')`,
+      [defaultSlotName(name, installationId), defaultPublicationName(name, installationId)],
+    );
+    expect(leftovers.rows).toEqual([]);
+  }
+
+  it('refuses a row filter reading a column outside the replica identity, with PostgreSQL’s reason', async () => {
+    const name = `filter-identity-${suffix}`;
+    await expectRefused(
+      await createFiltered(name, `region = 'eu'`),
+      'row filter of public.filtered',
+      'Column used in the publication WHERE expression is not part of the replica identity.',
+    );
+    await expectNothingCreated(name);
+  });
+
+  it('refuses row filters PostgreSQL refuses, with its reasons', async () => {
+    // PostgreSQL 15+ says it of a publication's filter, 13 and 14 of the index expression it is checked as.
+    const cases = [
+      ['nope > 1', /column "nope" does not exist/],
+      [`id > 'x'`, /invalid input syntax for type integer/],
+      ['id > extract(epoch FROM now())', /mutable/i],
+      ['id IN (SELECT id FROM keyed)', /subquer|only columns, constants, built-in operators/i],
+    ] as const;
+    for (const [index, [filter, reason]] of cases.entries()) {
+      const name = `filter-bad-${index}-${suffix}`;
+      const response = await createFiltered(name, filter);
+      expect(response.statusCode, response.body).toBe(400);
+      const { message } = response.json() as { message: string };
+      expect(message).toContain('row filter of public.filtered');
+      expect(message).toMatch(reason);
+      await expectNothingCreated(name);
+    }
+  });
+
+  it('refuses a row filter that is not one expression, naming the field as spelled', async () => {
+    for (const [filter, spelling, field] of [
+      ['id > 0); DROP TABLE keyed; --', 'snake', 'connection_configs.table_mappings[0].row_filter'],
+      ['id > 0) OR (true', 'camel', 'connection_configs.table_mappings[0].rowFilter'],
+      ['id > 0 /* comment */', 'snake', 'row_filter'],
+      ["id > 0 OR 'a\\' = 'b'", 'snake', 'row_filter'],
+    ] as const) {
+      const name = `filter-shape-${suffix}`;
+      await expectRefused(await createFiltered(name, filter, spelling), field, 'is one SQL expression');
+      await expectNothingCreated(name);
+    }
+    expect((await source.client.query(`SELECT to_regclass('public.keyed') AS t`)).rows[0]?.t).toBe('keyed');
+  });
+
+  it('accepts a row filter over the replica identity in either spelling', async () => {
+    for (const spelling of ['snake', 'camel'] as const) {
+      const name = `filter-ok-${spelling}-${suffix}`;
+      const response = await createFiltered(name, 'id % 2 = 0', spelling);
+      expect(response.statusCode, response.body).toBe(200);
+      const mirror = await facade.controlPlane.store.getMirror(name);
+      expect(mirror?.spec.tableMappings[0]?.rowFilter).toBe('id % 2 = 0');
+    }
   });
 
   it('accepts a mirror the source can serve', async () => {

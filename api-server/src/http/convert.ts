@@ -130,6 +130,7 @@ export function mappingFromWire(
       field([...path, 'destination_table_identifier']),
     ),
     exclude: excludedColumns(mapping.exclude),
+    ...(mapping.row_filter !== undefined ? { rowFilter: mapping.row_filter } : {}),
     columns: (mapping.columns ?? []).map((column) => ({
       sourceName: column.source_name,
       ...(column.ordering !== undefined ? { ordering: column.ordering } : {}),
@@ -231,6 +232,7 @@ export function mirrorConfigToWire(mirror: MirrorResource): Record<string, unkno
       sourceTableIdentifier: formatTableName(mapping.source),
       destinationTableIdentifier: formatTableName(mapping.destination),
       exclude: mapping.exclude,
+      rowFilter: mapping.rowFilter ?? '',
       columns: mapping.columns,
       partitionKey: '',
     })),

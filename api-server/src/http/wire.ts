@@ -14,6 +14,7 @@ import {
   type PeerKind,
   relationalConfigSchema,
   resourceNameSchema,
+  rowFilterSchema,
   sshConfigFields,
   streamConfigFields,
 } from '../../../engine/src/index.ts';
@@ -142,6 +143,8 @@ const tableMappingWire = z
     source_table_identifier: z.string().min(1),
     destination_table_identifier: z.string().min(1),
     exclude: z.union([z.string(), z.array(z.string())]).optional(),
+    /** An addition to the interface (docs/api.md): the table's row filter, a SQL predicate. */
+    row_filter: rowFilterSchema.optional(),
     columns: z
       .array(z.object({ source_name: z.string().min(1), ordering: z.number().int().optional() }).strict())
       .optional(),

@@ -32,6 +32,34 @@ export interface SourceTableInfo {
   readonly partitionOf: readonly TableName[];
 }
 
+/** A table as the mirror's own publication publishes it. */
+export interface PublishedTable {
+  readonly name: TableName;
+  /**
+   * The columns replicated, when some are excluded (a publication column
+   * list on 15+, so excluded columns never leave the source); undefined: all.
+   */
+  readonly columns?: readonly string[] | undefined;
+  /** A SQL predicate: only rows for which it is true are published (15+: the row filter). */
+  readonly rowFilter?: string | undefined;
+}
+
+/** Rows to evaluate a table's row filter over. */
+export interface RowFilterEvaluation {
+  readonly table: TableName;
+  readonly rowFilter: string;
+  /** The columns the filter reads, with their types as the source's DDL spells them. */
+  readonly columns: readonly { readonly name: string; readonly typeName: string }[];
+  /** Per row, the text of each of `columns` (null for SQL NULL). */
+  readonly rows: readonly (readonly (string | null)[])[];
+}
+
+/** What a publication applies itself. */
+export interface PublicationFiltering {
+  /** The row filters are the publication's (15+): a filtered row never leaves the source. */
+  readonly rowFilters: boolean;
+}
+
 export interface SourceValidationInput {
   readonly tables: readonly TableName[];
   /** A user-given publication that must exist and contain every table. */
@@ -138,13 +166,15 @@ export interface SnapshotReader {
    * or its connection dropped and replaced), the reader stays usable, and the
    * error is thrown classified: the write's own EngineError as it is, another
    * error of the write as the destination's, a failure of the copy itself by
-   * the source classifier.
+   * the source classifier. With `rowFilter` only the rows for which it is
+   * true are read (the table's row filter, one SQL expression).
    */
   copyPartition(
     table: TableName,
     columns: readonly string[],
     partition: SnapshotPartition,
     write: (copyText: Readable) => Promise<number>,
+    rowFilter?: string,
   ): Promise<number>;
   /** Releases the connection. Safe to call twice. */
   close(): Promise<void>;
@@ -172,6 +202,8 @@ export interface BackfillChunkRequest {
   readonly limit: number;
   /** Keys (text values) whose rows are read too, where they exist. */
   readonly pendingKeys: readonly (readonly string[])[];
+  /** The table's row filter: only rows for which it is true are read (range and pending keys alike). */
+  readonly rowFilter?: string | undefined;
 }
 
 export interface BackfillChunk {
@@ -286,8 +318,17 @@ export interface Source extends Connector {
   /** Makes an existing slot a failover slot or not (17+). */
   setSlotFailover(slotName: string, failover: boolean): Promise<void>;
   publicationExists(publicationName: string): Promise<boolean>;
-  /** Creates the publication when absent and adds any table it lacks. Idempotent. */
-  ensurePublication(publicationName: string, tables: readonly TableName[]): Promise<void>;
+  /**
+   * Creates the publication when absent, adds any table it lacks, and brings
+   * each table's row filter and column list in line with `tables` where the
+   * server has them (PostgreSQL 15+): changes committed from then on are
+   * published so. Returns whether the publication itself filters the rows
+   * (otherwise the pipeline must, with the same semantics). Idempotent.
+   */
+  ensurePublication(
+    publicationName: string,
+    tables: readonly PublishedTable[],
+  ): Promise<PublicationFiltering>;
   /** Removes the tables from the publication when they are in it. Idempotent. */
   removeFromPublication(publicationName: string, tables: readonly TableName[]): Promise<void>;
   /**
@@ -359,6 +400,21 @@ export interface Source extends Connector {
    * dropped one (pipeline/schema-diff.ts).
    */
   liveColumns(relationId: number): Promise<{ readonly attnum: number; readonly name: string }[]>;
+
+  // --- Row filters ----------------------------------------------------------
+
+  /**
+   * The columns a table's row filter reads, in attribute order, or the
+   * source's reason for refusing it (a `config` EngineError). Creates nothing.
+   */
+  rowFilterColumns(table: SourceTableInfo, rowFilter: string): Promise<string[]>;
+  /**
+   * Evaluates a row filter over rows with the source's own semantics, where
+   * the publication does not filter (PostgreSQL 13 and 14, or a publication the
+   * mirror does not own): true where the filter is true. On the type lookup
+   * connection; not concurrently with itself.
+   */
+  evaluateRowFilter(request: RowFilterEvaluation): Promise<boolean[]>;
 
   // --- Teardown -------------------------------------------------------------
 

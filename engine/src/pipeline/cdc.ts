@@ -3,6 +3,7 @@
 // stream has nothing more buffered at a transaction boundary), sync each to the
 // destination while the next one is read, and only then acknowledge its last
 // complete commit to the slot (change-applier.ts).
+
 import type { BatchBackfill, TableShape } from '../catalog/catalog.ts';
 import { movePhase } from '../catalog/phases.ts';
 import { moveTable } from '../catalog/table-states.ts';
@@ -19,9 +20,11 @@ import type { BatchBackfillHooks } from './batch-writer.ts';
 import { ChangeApplier, describeBatch } from './change-applier.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { ReplicationDelay } from './replication-delay.ts';
+import { type EngineFilteredTable, RowFilterStage } from './row-filter.ts';
 import { SourceTablesWatch } from './source-tables-watch.ts';
 import { StreamWait, type WaitOutcome } from './stream-wait.ts';
 import { finishResync, type ResyncLoad, resyncKey } from './table-resync.ts';
+import { rowFilterOf } from './tables.ts';
 
 export interface CdcOptions {
   readonly slotName: string;
@@ -44,6 +47,8 @@ export interface CdcOptions {
   readonly resyncs?: readonly ResyncLoad[];
   /** Tables stopped because the source no longer has them: looked for, to rejoin (source-tables-watch.ts). */
   readonly goneTables?: readonly TableName[];
+  /** Tables whose row filter the engine applies, the publication not doing it (pipeline/row-filter.ts). */
+  readonly rowFilters?: readonly EngineFilteredTable[];
 }
 
 /**
@@ -122,6 +127,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
                 after: request.after,
                 limit: request.limit,
                 pendingKeys: request.pendingKeys,
+                rowFilter: rowFilterOf(spec.tableMappings, table.source),
               }),
             );
           },
@@ -170,6 +176,10 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   // is already buffered: a zero wait loses the race to a read that is ready.
   const closesWhenDrained = () => spec.streaming && !applier.isEmpty && applier.atTransactionBoundary;
 
+  const rowFilter =
+    options.rowFilters && options.rowFilters.length > 0
+      ? new RowFilterStage(source, options.rowFilters)
+      : undefined;
   const events = stream.events()[Symbol.asyncIterator]();
   const wait = new StreamWait(() => events.next(), signal);
   const nextEvents = (): Promise<WaitOutcome<IteratorResult<readonly StreamEvent[]>>> => {
@@ -240,7 +250,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         await flushOnTimeout();
       } else {
         if (next.done) throw new EngineError('connection', 'source: replication stream ended unexpectedly');
-        await applier.apply(next.value);
+        await applier.apply(rowFilter ? await rowFilter.apply(next.value) : next.value);
         context.metrics?.replicationPosition(spec.name, stream.serverWalEnd, stream.flushedLsn);
         await flushWhenIdle();
       }

@@ -226,14 +226,17 @@ function followedColumnsOf(table: DestinationTable): FollowedColumn[] {
 
 /** Whether a Relation message lists the followed columns, by name and type (in any order: a partition's may differ). */
 function sameColumns(followed: readonly FollowedColumn[], relation: RelationMessage): boolean {
-  if (followed.length !== relation.columns.length) return false;
   const byName = new Map(followed.map((column) => [column.name, column]));
-  return relation.columns.every((column) => {
+  const listed = relation.columns.every((column) => {
     const known = byName.get(column.name);
     return (
       known !== undefined && known.typeOid === column.typeOid && known.typeModifier === column.typeModifier
     );
   });
+  if (!listed) return false;
+  // An excluded column a publication's column list leaves out is no change.
+  const present = new Set(relation.columns.map((column) => column.name));
+  return followed.every((column) => column.excluded === true || present.has(column.name));
 }
 
 function sourceKey(schema: string, table: string): string {

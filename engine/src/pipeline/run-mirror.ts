@@ -19,6 +19,7 @@ import { formatTableName, parseTableIdentifier, type TableName } from '../resour
 import { keyOrderOf } from './backfill/key-order.ts';
 import { type OnlineLoad, runCdc } from './cdc.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
+import { type EngineFilteredTable, engineFilteredTables } from './row-filter.ts';
 import { runSnapshot } from './snapshot.ts';
 import {
   checkSlotIdentity,
@@ -35,7 +36,7 @@ import {
 import { faultedTable, stopTable } from './table-faults.ts';
 import { actOnResyncRequests, plannedResyncs, type ResyncLoad } from './table-resync.ts';
 import { followedTables, inRecordedShapes, loadsFromNothing, sourceShape } from './table-shapes.ts';
-import { destinationTable } from './tables.ts';
+import { destinationTable, publishedTable } from './tables.ts';
 
 /** How a run ended when it did not throw. */
 export type RunOutcome = 'stopped' | 'completed';
@@ -67,6 +68,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
   let tables: DestinationTable[];
   let backfills: OnlineLoad[] = [];
   let resyncs: ResyncLoad[] = [];
+  let engineRowFilters: EngineFilteredTable[] = [];
   /** Mapped tables the source does not have, stopped for it: looked for while streaming, to rejoin. */
   const gone: TableName[] = [];
   try {
@@ -136,14 +138,23 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
     await watched(context, 'setup: destination: create tables', () =>
       context.destination.setupTables(tables),
     );
-    if (setup.publicationCreatedByMirror) {
-      await watched(context, 'setup: source: create the publication', () =>
-        source.ensurePublication(
-          setup.publicationName,
-          tables.map((table) => table.source),
-        ),
-      );
-    }
+    const published = spec.tableMappings.flatMap((mapping) => {
+      const info = found.get(formatTableName(mapping.source));
+      return info ? [publishedTable(mapping, info)] : [];
+    });
+    // Checked by the source first, on every server: an edited filter that
+    // reads a column outside the replica identity would make PostgreSQL 15+
+    // refuse every UPDATE and DELETE of the table once in the publication.
+    const filtered = await watched(context, 'setup: source: check the row filters', () =>
+      engineFilteredTables(source, spec.tableMappings, found),
+    );
+    const filtering = setup.publicationCreatedByMirror
+      ? await watched(context, 'setup: source: create the publication', () =>
+          source.ensurePublication(setup.publicationName, published),
+        )
+      : { rowFilters: false };
+    // Where the publication does not filter, the engine does, by the source's own evaluation.
+    engineRowFilters = filtering.rowFilters ? [] : filtered;
 
     const snapshotDone = runtime?.snapshotCompleted === true;
     if (spec.doInitialSnapshot && !snapshotDone) {
@@ -228,6 +239,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
         resyncs: resyncs.filter((load) => !stopped.has(formatTableName(load.live.source))),
         stoppedTables: stopped,
         goneTables: gone,
+        rowFilters: engineRowFilters,
       });
       return outcome;
     } catch (error) {

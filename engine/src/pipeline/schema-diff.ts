@@ -17,6 +17,11 @@ export interface ShapeColumn {
   readonly typeModifier: number;
   /** pg_attribute.attnum; undefined only for a column added since the last look, before it is resolved. */
   readonly attnum?: number | undefined;
+  /**
+   * Left out of the destination (a mapping's `exclude`): a publication's
+   * column list may leave it out of the messages too (PostgreSQL 15+).
+   */
+  readonly excluded?: boolean | undefined;
 }
 
 /** One change of a table's shape, in the order to apply it. */
@@ -51,7 +56,10 @@ export function alignRelation(
   live: readonly { readonly attnum: number; readonly name: string }[],
 ): { readonly attnums: readonly (number | undefined)[]; readonly exact: boolean } {
   const alive = new Set(live.map((column) => column.attnum));
-  const forced = before.map((column) => column.attnum !== undefined && alive.has(column.attnum));
+  // A column alive now is in the message, unless a column list leaves it out (an excluded one).
+  const forced = before.map(
+    (column) => column.attnum !== undefined && alive.has(column.attnum) && column.excluded !== true,
+  );
   const highest = Math.max(0, ...before.map((column) => column.attnum ?? 0));
   const fresh = live.filter((column) => column.attnum > highest);
   const freshNames = new Set(fresh.map((column) => column.name));

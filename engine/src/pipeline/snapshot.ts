@@ -3,6 +3,7 @@
 // `snapshotMaxParallelWorkers` ctid partitions of a table at a time. A table
 // whose rows the destination refuses stops alone (table-faults.ts); the
 // others load on.
+
 import { pipeline, type Readable, Transform } from 'node:stream';
 import pMap from 'p-map';
 import { moveTable } from '../catalog/table-states.ts';
@@ -13,6 +14,7 @@ import { formatTableName } from '../resources/mirror.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import type { WatchedStep } from './progress-watchdog.ts';
 import { stopTable } from './table-faults.ts';
+import { rowFilterOf } from './tables.ts';
 
 /**
  * Loads `tables` under `snapshotName`, which shows the database as of
@@ -136,6 +138,7 @@ async function copyOnePartition(
       table.columns.map((column) => column.name),
       range,
       (rows) => context.destination.writeSnapshotPartition(table, step ? movingWith(rows, step) : rows),
+      rowFilterOf(context.spec.tableMappings, table.source),
     );
   } finally {
     step?.end();

@@ -10,6 +10,74 @@ export const tableNameSchema = z.object({
   table: z.string().min(1).max(63).describe('The table name, as PostgreSQL stores it (case-sensitive).'),
 });
 
+/**
+ * Where a row filter's text could end: a `;`, a comment, or a closing
+ * parenthesis without its opening one, outside string literals and quoted
+ * identifiers. The filter is SQL by design and always read inside
+ * `WHERE (<filter>)`; with its parentheses balanced and nothing of this, it
+ * can only be (part of) one expression there, never a second statement or a
+ * clause of its own.
+ */
+export function rowFilterEscape(filter: string): string | undefined {
+  let depth = 0;
+  for (let i = 0; i < filter.length; i++) {
+    const char = filter[i];
+    const next = filter[i + 1];
+    if (char === "'" || char === '"') {
+      // A literal ('…', E'…', U&'…') or a quoted identifier, its quote doubled inside.
+      const escapes = char === "'" && /[eE]/.test(filter[i - 1] ?? '') && !/\w/.test(filter[i - 2] ?? '');
+      let j = i + 1;
+      for (; j < filter.length; j++) {
+        if (filter[j] === '\\' && char === "'") {
+          // Read as an escape or not by standard_conforming_strings: only E'…' is unambiguous.
+          if (!escapes) return "a string literal holds a backslash: write it as E'…'";
+          j++;
+        } else if (filter[j] === char) {
+          if (filter[j + 1] === char) j++;
+          else break;
+        }
+      }
+      if (j >= filter.length) return 'a quote is not closed';
+      i = j;
+    } else if (
+      char === '$' &&
+      /[A-Za-z_$]/.test(filter.slice(i + 1, i + 2)) &&
+      !/\w/.test(filter[i - 1] ?? '')
+    ) {
+      // A dollar-quoted literal ($tag$…$tag$), or a parameter-like token left to the server.
+      const tag = /^\$[A-Za-z_]?\w*\$/.exec(filter.slice(i))?.[0];
+      if (!tag) continue;
+      const end = filter.indexOf(tag, i + tag.length);
+      if (end < 0) return 'a dollar quote is not closed';
+      i = end + tag.length - 1;
+    } else if (char === ';') {
+      return 'it holds a ;';
+    } else if ((char === '-' && next === '-') || (char === '/' && next === '*')) {
+      return 'it holds a comment';
+    } else if (char === '(') {
+      depth++;
+    } else if (char === ')') {
+      depth--;
+      if (depth < 0) return 'a ) closes what it did not open';
+    }
+  }
+  return depth === 0 ? undefined : 'a ( is not closed';
+}
+
+export const rowFilterSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(4096)
+  .superRefine((filter, context) => {
+    const escaped = rowFilterEscape(filter);
+    if (escaped)
+      context.addIssue({
+        code: 'custom',
+        message: `a row filter is one SQL expression, and this one is not: ${escaped}`,
+      });
+  });
+
 export const tableMappingSchema = z.object({
   source: tableNameSchema.describe('The source table.'),
   destination: tableNameSchema.describe(
@@ -18,7 +86,15 @@ export const tableMappingSchema = z.object({
   exclude: z
     .array(z.string().min(1))
     .default([])
-    .describe('Source columns left out of the destination table.'),
+    .describe(
+      'Source columns left out of the destination table (PostgreSQL 15+: left out of the publication too).',
+    ),
+  rowFilter: rowFilterSchema
+    .optional()
+    .describe(
+      'Beyond the interface: a SQL predicate over the source columns; only rows for which it is true are ' +
+        "replicated (PostgreSQL 15+: the publication's row filter; docs/engine.md, Row filters).",
+    ),
   columns: z
     .array(
       z.object({

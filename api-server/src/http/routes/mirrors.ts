@@ -100,6 +100,13 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       adoptExistingSlot: spec.adoptExistingSlot,
       failoverSlot: spec.failoverSlot,
       destinationKind: destination.peer.kind,
+      rowFilters: new Map(
+        spec.tableMappings.flatMap((mapping) =>
+          mapping.rowFilter === undefined
+            ? []
+            : [[formatTableName(mapping.source), mapping.rowFilter] as const],
+        ),
+      ),
     });
     try {
       const mirror = await store.createMirror(spec);

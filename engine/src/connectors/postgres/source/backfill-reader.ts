@@ -35,12 +35,17 @@ function keyLiteral(column: BackfillKeyColumn, value: string): string {
 export function rangeCopyCommand(request: BackfillChunkRequest): string {
   const { key, after } = request;
   const columns = request.columns.map(quoteIdent).join(', ');
-  const where =
+  const conditions =
     after === null
-      ? ''
-      : ` WHERE (${key.map(keyExpression).join(', ')}) > (${key
-          .map((column, index) => keyLiteral(column, after[index] ?? ''))
-          .join(', ')})`;
+      ? []
+      : [
+          `(${key.map(keyExpression).join(', ')}) > (${key
+            .map((column, index) => keyLiteral(column, after[index] ?? ''))
+            .join(', ')})`,
+        ];
+  // One expression (rowFilterSchema), kept inside its parentheses.
+  if (request.rowFilter !== undefined) conditions.push(`(${request.rowFilter})`);
+  const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : '';
   return `COPY (SELECT ${columns} FROM ${quoteTable(request.table)}${where} ORDER BY ${key
     .map(keyExpression)
     .join(', ')} LIMIT ${Math.max(0, Math.floor(request.limit))}) TO STDOUT`;
@@ -54,7 +59,8 @@ export function pendingCopyCommand(request: BackfillChunkRequest): string {
     (values) =>
       `(${key.map((column, index) => `${keyExpression(column)} = ${keyLiteral(column, values[index] ?? '')}`).join(' AND ')})`,
   );
-  return `COPY (SELECT ${columns} FROM ${quoteTable(request.table)} WHERE ${matches.join(' OR ')}) TO STDOUT`;
+  const filter = request.rowFilter !== undefined ? ` AND (${request.rowFilter})` : '';
+  return `COPY (SELECT ${columns} FROM ${quoteTable(request.table)} WHERE (${matches.join(' OR ')})${filter}) TO STDOUT`;
 }
 
 export class PostgresBackfillReader implements BackfillReader {

@@ -48,6 +48,8 @@ export interface NewMirrorSource {
   /** The mirror asks for a failover slot (PostgreSQL 17+). */
   readonly failoverSlot?: boolean | undefined;
   readonly destinationKind: PeerKind;
+  /** Row filters by source table (`schema.table`). */
+  readonly rowFilters?: ReadonlyMap<string, string> | undefined;
 }
 
 /**
@@ -73,6 +75,7 @@ export async function checkMirrorSource(
       adoptExistingSlot: mirror.adoptExistingSlot,
       failoverSlot: mirror.failoverSlot,
       keylessTablesAllowed: keylessTablesAllowedByDestination[mirror.destinationKind],
+      rowFilters: mirror.rowFilters,
     });
   } finally {
     await connection.close();

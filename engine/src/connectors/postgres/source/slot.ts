@@ -5,7 +5,7 @@ import { EngineError, isEngineError } from '../../../errors.ts';
 import { parseLsn } from '../../../model/lsn.ts';
 import type { TableName } from '../../../resources/mirror.ts';
 import { classifyPgError, type SlotState } from '../../classify/index.ts';
-import type { CreatedSlot, SlotRow } from '../../source.ts';
+import type { CreatedSlot, PublicationFiltering, PublishedTable, SlotRow } from '../../source.ts';
 import { quoteIdent, quoteTable } from '../driver/sql.ts';
 
 export type { CreatedSlot, SlotRow } from '../../source.ts';
@@ -78,42 +78,106 @@ async function publicationMembers(client: pg.Client, publicationName: string): P
   return new Set(members.rows.map((row) => `${row.schemaname}\u0000${row.tablename}`));
 }
 
+/** Row filters and column lists in publications (FOR TABLE t (columns) WHERE (filter)). */
+export const publicationFiltersServerVersionNum = 150_000;
+
+/** A table as FOR TABLE names it: with its column list and row filter where the server has them. */
+function publishedTableClause(table: PublishedTable, filters: boolean): string {
+  if (!filters) return quoteTable(table.name);
+  const columns = table.columns ? ` (${table.columns.map(quoteIdent).join(', ')})` : '';
+  // The filter is one expression (rowFilterSchema), kept inside its parentheses.
+  const where = table.rowFilter !== undefined ? ` WHERE (${table.rowFilter})` : '';
+  return `${quoteTable(table.name)}${columns}${where}`;
+}
+
+/**
+ * Whether the publication's row filters and column lists differ from the
+ * wanted ones. A filter's text cannot be compared with the server's parsed
+ * form, so a table with a filter is always set again: setting it is cheap and
+ * takes effect from the commit on.
+ */
+async function publicationDefinitionsDiffer(
+  client: pg.Client,
+  publicationName: string,
+  tables: readonly PublishedTable[],
+): Promise<boolean> {
+  if (tables.some((table) => table.rowFilter !== undefined)) return true;
+  const current = await client.query<{
+    schemaname: string;
+    tablename: string;
+    filtered: boolean;
+    columns: string[] | null;
+  }>(
+    `SELECT n.nspname AS schemaname, c.relname AS tablename, pr.prqual IS NOT NULL AS filtered,
+            (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a
+             WHERE a.attrelid = pr.prrelid AND a.attnum = ANY (pr.prattrs)) AS columns
+     FROM pg_publication p JOIN pg_publication_rel pr ON pr.prpubid = p.oid
+     JOIN pg_class c ON c.oid = pr.prrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE p.pubname = $1`,
+    [publicationName],
+  );
+  const wanted = new Map(tables.map((table) => [`${table.name.schema}\u0000${table.name.table}`, table]));
+  return current.rows.some((row) => {
+    const table = wanted.get(`${row.schemaname}\u0000${row.tablename}`);
+    if (!table) return false;
+    if (row.filtered) return true;
+    const wantedColumns = table.columns ? [...table.columns].join('\u0000') : null;
+    const presentColumns = row.columns ? row.columns.join('\u0000') : null;
+    if (wantedColumns === null || presentColumns === null) return wantedColumns !== presentColumns;
+    // Compared as sets: the list is kept in attribute order by the server.
+    return (
+      [...(table.columns ?? [])].sort().join('\u0000') !== [...(row.columns ?? [])].sort().join('\u0000')
+    );
+  });
+}
+
 /**
  * Creates the publication when absent and adds any mapped table it lacks.
  * It publishes via the partition root, so the changes of a partitioned table's
  * partitions (attached, created or moved between later too) arrive under the
  * partitioned table's name, resolved by the server as of each change; a
- * publication a mirror created before it did so is switched over here.
+ * publication a mirror created before it did so is switched over here. On
+ * PostgreSQL 15+ each table carries its row filter and column list, and a
+ * publication whose filters or lists differ (an edited mirror) is set to the
+ * mapped tables as they are now (`SET TABLE`): changes committed after that
+ * are published by the new definition, earlier ones by the old.
  */
 export async function ensurePublication(
   client: pg.Client,
   publicationName: string,
-  tables: readonly TableName[],
-): Promise<void> {
+  tables: readonly PublishedTable[],
+): Promise<PublicationFiltering> {
   try {
-    const existing = await client.query<{ pubviaroot: boolean }>(
-      `SELECT pubviaroot FROM pg_publication WHERE pubname = $1`,
+    const existing = await client.query<{ pubviaroot: boolean | null; version: number }>(
+      `SELECT (SELECT pubviaroot FROM pg_publication WHERE pubname = $1) AS pubviaroot,
+              current_setting('server_version_num')::int AS version`,
       [publicationName],
     );
-    const publication = existing.rows[0];
-    if (!publication) {
+    const found = existing.rows[0];
+    const filters = (found?.version ?? 0) >= publicationFiltersServerVersionNum;
+    const clauses = (list: readonly PublishedTable[]) =>
+      list.map((table) => publishedTableClause(table, filters)).join(', ');
+    if (found?.pubviaroot === null || found?.pubviaroot === undefined) {
       await client.query(
-        `CREATE PUBLICATION ${quoteIdent(publicationName)} FOR TABLE ${tables.map(quoteTable).join(', ')} WITH (publish_via_partition_root = true)`,
+        `CREATE PUBLICATION ${quoteIdent(publicationName)} FOR TABLE ${clauses(tables)} WITH (publish_via_partition_root = true)`,
       );
-      return;
+      return { rowFilters: filters };
     }
-    if (!publication.pubviaroot) {
+    if (!found.pubviaroot) {
       await client.query(
         `ALTER PUBLICATION ${quoteIdent(publicationName)} SET (publish_via_partition_root = true)`,
       );
     }
-    const present = await publicationMembers(client, publicationName);
-    const missing = tables.filter((table) => !present.has(`${table.schema}\u0000${table.table}`));
-    if (missing.length > 0) {
-      await client.query(
-        `ALTER PUBLICATION ${quoteIdent(publicationName)} ADD TABLE ${missing.map(quoteTable).join(', ')}`,
-      );
+    if (filters && (await publicationDefinitionsDiffer(client, publicationName, tables))) {
+      await client.query(`ALTER PUBLICATION ${quoteIdent(publicationName)} SET TABLE ${clauses(tables)}`);
+      return { rowFilters: true };
     }
+    const present = await publicationMembers(client, publicationName);
+    const missing = tables.filter((table) => !present.has(`${table.name.schema}\u0000${table.name.table}`));
+    if (missing.length > 0) {
+      await client.query(`ALTER PUBLICATION ${quoteIdent(publicationName)} ADD TABLE ${clauses(missing)}`);
+    }
+    return { rowFilters: filters };
   } catch (error) {
     throw classifyPgError(error, `source: create publication ${publicationName}`, 'source_setup');
   }

@@ -100,10 +100,17 @@ function splitHeap({ leaf, pages, reltuples }: Heap, rowsPerPartition: number): 
   return ranges;
 }
 
-export function partitionCopyCommand(table: TableName, columns: readonly string[], range: CtidRange): string {
+export function partitionCopyCommand(
+  table: TableName,
+  columns: readonly string[],
+  range: CtidRange,
+  rowFilter?: string,
+): string {
   const conditions = [];
   if (range.fromPage > 0) conditions.push(`ctid >= '(${range.fromPage},0)'::tid`);
   if (range.toPage !== null) conditions.push(`ctid < '(${range.toPage},0)'::tid`);
+  // One expression (rowFilterSchema), kept inside its parentheses.
+  if (rowFilter !== undefined) conditions.push(`(${rowFilter})`);
   const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : '';
   // A leaf partition is read by itself: its ctids mean nothing through the parent.
   const heap = range.leaf ?? table;
@@ -132,8 +139,9 @@ export function copyPartition(
   table: TableName,
   columns: readonly string[],
   range: CtidRange,
+  rowFilter?: string,
 ): PartitionCopy {
-  const stream = client.query(copyTo(partitionCopyCommand(table, columns, range)));
+  const stream = client.query(copyTo(partitionCopyCommand(table, columns, range, rowFilter)));
   let ended = false;
   let failure: unknown;
   stream.once('end', () => {

@@ -14,10 +14,14 @@ import type {
   CreatedSlot,
   CreateSlotOptions,
   MissingTables,
+  PublicationFiltering,
+  PublishedTable,
+  RowFilterEvaluation,
   SlotRow,
   SnapshotPartition,
   SnapshotReader,
   Source,
+  SourceTableInfo,
   SourceValidationInput,
   ValidatedSource,
 } from '../../source.ts';
@@ -25,6 +29,7 @@ import { checkRelationalPeer } from '../driver/check.ts';
 import { connectPostgres, type PgConnection } from '../driver/connect.ts';
 import { PostgresBackfillReader } from './backfill-reader.ts';
 import { ReplicationStream } from './replication-stream.ts';
+import { checkRowFilter, evaluateRowFilter } from './row-filter.ts';
 import {
   createSlot,
   defaultPublicationName,
@@ -178,8 +183,11 @@ export class PostgresSource implements Source {
     return publicationExists(await this.#client(), publicationName);
   }
 
-  async ensurePublication(publicationName: string, tables: readonly TableName[]): Promise<void> {
-    await ensurePublication(await this.#client(), publicationName, tables);
+  async ensurePublication(
+    publicationName: string,
+    tables: readonly PublishedTable[],
+  ): Promise<PublicationFiltering> {
+    return ensurePublication(await this.#client(), publicationName, tables);
   }
 
   async removeFromPublication(publicationName: string, tables: readonly TableName[]): Promise<void> {
@@ -239,6 +247,16 @@ export class PostgresSource implements Source {
       ...options,
       applicationName: this.#applicationName('cdc'),
     });
+  }
+
+  async rowFilterColumns(table: SourceTableInfo, rowFilter: string): Promise<string[]> {
+    const checked = await checkRowFilter(await this.#client(), table, rowFilter, false);
+    if (checked.problem) throw new EngineError('config', checked.problem);
+    return [...checked.columns];
+  }
+
+  async evaluateRowFilter(request: RowFilterEvaluation): Promise<boolean[]> {
+    return evaluateRowFilter(await this.#lookupClient(), request);
   }
 
   async typeNames(
@@ -317,12 +335,13 @@ class PostgresSnapshotReader implements SnapshotReader {
     columns: readonly string[],
     partition: SnapshotPartition,
     write: (copyText: Readable) => Promise<number>,
+    rowFilter?: string,
   ): Promise<number> {
     this.#connection ??= this.#open();
     const connection = await this.#connection;
     const { client } = connection;
     await beginSnapshotTransaction(client, this.#snapshotName);
-    const copy = copyPartition(client, table, columns, partition);
+    const copy = copyPartition(client, table, columns, partition, rowFilter);
     const what = `initial load of ${formatTableName(table)}`;
     let written: number;
     try {

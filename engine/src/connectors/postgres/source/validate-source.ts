@@ -5,6 +5,7 @@ import { EngineError } from '../../../errors.ts';
 import { formatTableName, type TableName } from '../../../resources/mirror.ts';
 import type { MissingTables, SourceTableInfo, SourceValidationInput, ValidatedSource } from '../../source.ts';
 import { quoteIdent, quoteTable } from '../driver/sql.ts';
+import { checkRowFilter, serverFiltersPublications } from './row-filter.ts';
 import { readTableInfo } from './table-info.ts';
 
 /**
@@ -95,6 +96,8 @@ export interface NewMirrorSourceInput {
    * table that is upserted by key does not.
    */
   readonly keylessTablesAllowed: boolean;
+  /** Row filters by source table (`schema.table`), each checked by the source. */
+  readonly rowFilters?: ReadonlyMap<string, string> | undefined;
 }
 
 /**
@@ -121,6 +124,16 @@ export async function checkNewMirrorSource(
           `source table ${shown} has no primary key; REPLICA IDENTITY FULL is not enough for this destination, which writes rows by key: ${keylessTableFix(shown)}`,
         );
       }
+    }
+  }
+  if (input.rowFilters && input.rowFilters.size > 0) {
+    // The mirror's own publication on 15+ is made with the filters: the server checks them as one.
+    const asPublication = input.publicationName === undefined && (await serverFiltersPublications(client));
+    for (const table of found.tables) {
+      const filter = input.rowFilters.get(formatTableName(table.name));
+      if (filter === undefined) continue;
+      const checked = await checkRowFilter(client, table, filter, asPublication);
+      if (checked.problem) problems.push(checked.problem);
     }
   }
   const slot = await client.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [

@@ -1,0 +1,468 @@
+// A table mapping's row filter: the initial load reads only matching rows, and
+// the changes arrive as a publication's row filter publishes them (an update
+// moving a row out of the filter as a delete, into it as an insert), so the
+// destination ends equal row by row to the filtered source, under writes. On
+// PostgreSQL 15+ the filter and the column list of `exclude` are the
+// publication's own (pg_publication_rel prqual, prattrs), so filtered rows and
+// excluded columns never leave the source; on 13 and 14 the engine filters
+// with the same semantics. An edited filter is brought in line at the next
+// start. Into PostgreSQL in-process, and into ClickHouse by an engine process.
+// Run on PostgreSQL 13, 15 and 18 sources.
+import { type ClickHouseClient, createClient } from '@clickhouse/client';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clickhouseEngines } from '../support/clickhouse-engines.ts';
+import { randomSuffix, waitFor } from '../support/databases.ts';
+import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
+import { createHarness, type Harness, startMirror } from '../support/mirror-harness.ts';
+import { seededIntegers } from '../support/seeded-random.ts';
+import { sourcePostgres } from '../support/testenv.ts';
+
+const ordersFilter = `region = 'eu' AND amount >= 10`;
+const accountsFilter = 'id % 3 <> 0';
+const seedOrders = 2000;
+const seedAccounts = 1000;
+const regions = ['eu', 'us', 'apac'];
+
+/**
+ * `orders` (REPLICA IDENTITY FULL, so its filter may read any column) and
+ * `accounts` (default identity: its filter reads the key; `secret` excluded).
+ */
+async function createTables(client: pg.Client, orders: string, accounts: string): Promise<void> {
+  await client.query(`
+    CREATE TABLE ${orders} (id bigint PRIMARY KEY, region text NOT NULL, amount int NOT NULL, note text);
+    ALTER TABLE ${orders} REPLICA IDENTITY FULL;
+    INSERT INTO ${orders} SELECT g, (ARRAY['eu', 'us', 'apac'])[1 + g % 3], g % 20, 'seed ' || g
+      FROM generate_series(1, ${seedOrders}) g;
+    CREATE TABLE ${accounts} (id bigint PRIMARY KEY, tier int NOT NULL, secret text);
+    INSERT INTO ${accounts} SELECT g, g % 7, 'secret ' || g FROM generate_series(1, ${seedAccounts}) g;
+    ANALYZE ${orders}; ANALYZE ${accounts}`);
+}
+
+/**
+ * Random single-row transactions: inserts, updates that move orders in and
+ * out of the filter (region, amount) or not (note), key changes of accounts
+ * (in and out of `id % 3 <> 0`), deletes.
+ */
+async function writeChanges(
+  client: pg.Client,
+  tables: { orders: string; accounts?: string },
+  options: { count: number; seed: number; firstId: number },
+): Promise<void> {
+  const next = seededIntegers(options.seed);
+  let nextId = options.firstId;
+  const { orders, accounts } = tables;
+  for (let index = 0; index < options.count; index++) {
+    const id = 1 + next(seedOrders);
+    switch (next(accounts ? 8 : 5)) {
+      case 0:
+        await client.query(`INSERT INTO ${orders} VALUES ($1, $2, $3, $4)`, [
+          nextId++,
+          regions[next(3)],
+          next(20),
+          `new ${index}`,
+        ]);
+        break;
+      case 1:
+        await client.query(`UPDATE ${orders} SET amount = $2 WHERE id = $1`, [id, next(20)]);
+        break;
+      case 2:
+        await client.query(`UPDATE ${orders} SET region = $2, note = $3 WHERE id = $1`, [
+          id,
+          regions[next(3)],
+          `moved ${index}`,
+        ]);
+        break;
+      case 3:
+        await client.query(`UPDATE ${orders} SET note = $2 WHERE id = $1`, [id, `noted ${index}`]);
+        break;
+      case 4:
+        await client.query(`DELETE FROM ${orders} WHERE id = $1`, [id]);
+        break;
+      case 5:
+        await client.query(`INSERT INTO ${accounts} VALUES ($1, $2, 'new secret')`, [nextId++, next(7)]);
+        break;
+      case 6:
+        // A key change: the old key decides whether the row was in, the new one whether it is.
+        await client.query(`UPDATE ${accounts} SET id = $2, tier = tier + 1 WHERE id = $1`, [
+          1 + next(seedAccounts),
+          nextId++,
+        ]);
+        break;
+      default:
+        await client.query(`DELETE FROM ${accounts} WHERE id = $1`, [1 + next(seedAccounts)]);
+    }
+  }
+}
+
+/** Rows as compared: every column as text, ordered by id. */
+async function rows(client: pg.Client, select: string): Promise<string[][]> {
+  const result = await client.query<unknown[]>({ text: select, rowMode: 'array' } as pg.QueryArrayConfig);
+  return result.rows.map((row) => row.map((cell) => String(cell)));
+}
+
+/** Asserts equal row sets, naming at most five rows that differ. */
+function expectSameRows(actual: readonly string[][], expected: readonly string[][]): void {
+  const keyed = (list: readonly string[][]) =>
+    new Map(list.map((row) => [row[0] ?? '', JSON.stringify(row)]));
+  const [a, e] = [keyed(actual), keyed(expected)];
+  const differences = [...new Set([...a.keys(), ...e.keys()])]
+    .filter((key) => a.get(key) !== e.get(key))
+    .slice(0, 5)
+    .map((key) => ({ key, destination: a.get(key), source: e.get(key) }));
+  expect({ rows: actual.length, differences }).toEqual({ rows: expected.length, differences: [] });
+}
+
+/** What the mirror's publication holds for a table (15+): its row filter and listed columns. */
+async function publicationEntry(
+  client: pg.Client,
+  table: string,
+): Promise<{ rowfilter: string | null; columns: string[] | null }[]> {
+  const result = await client.query<{ rowfilter: string | null; columns: string[] | null }>(
+    `SELECT pg_get_expr(r.prqual, r.prrelid) AS rowfilter,
+            (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a
+             WHERE a.attrelid = r.prrelid AND a.attnum = ANY (r.prattrs)) AS columns
+     FROM pg_publication_rel r WHERE r.prrelid = $1::regclass`,
+    [table],
+  );
+  return result.rows;
+}
+
+const publicationFilters = sourcePostgres.major >= 15;
+
+describe('row filters into PostgreSQL', () => {
+  let harness: Harness;
+
+  beforeAll(async () => {
+    harness = await createHarness('rowfilter');
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  it('loads and streams only the filtered rows, moves as deletes and inserts, and follows an edited filter', async () => {
+    const { source, destination } = harness;
+    const suffix = randomSuffix().replaceAll('-', '_');
+    const [orders, accounts] = [`orders_${suffix}`, `accounts_${suffix}`];
+    await createTables(source.client, orders, accounts);
+    const name = `rowfilter-${suffix.replaceAll('_', '-')}`;
+    const table = (t: string) => ({ schema: 'public', table: t });
+    const spec = (filter: string) => ({
+      name,
+      tableMappings: [
+        { source: table(orders), destination: table(orders), rowFilter: ordersFilter },
+        { source: table(accounts), destination: table(accounts), exclude: ['secret'], rowFilter: filter },
+      ],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+      maxBatchSize: 100,
+      snapshotNumRowsPerPartition: 500,
+    });
+    const expected = {
+      orders: () =>
+        rows(
+          source.client,
+          `SELECT id, region, amount, note FROM ${orders} WHERE ${ordersFilter} ORDER BY id`,
+        ),
+      accounts: (filter: string) =>
+        rows(source.client, `SELECT id, tier FROM ${accounts} WHERE ${filter} ORDER BY id`),
+    };
+    const actual = {
+      orders: () => rows(destination.client, `SELECT id, region, amount, note FROM ${orders} ORDER BY id`),
+      accounts: () => rows(destination.client, `SELECT id, tier FROM ${accounts} ORDER BY id`),
+    };
+    const expectFiltered = async (what: string, filter = accountsFilter) => {
+      const same = async () =>
+        JSON.stringify(await actual.orders()) === JSON.stringify(await expected.orders()) &&
+        JSON.stringify(await actual.accounts()) === JSON.stringify(await expected.accounts(filter));
+      await waitFor(same, 60_000, what).catch(() => {});
+      expectSameRows(await actual.orders(), await expected.orders());
+      expectSameRows(await actual.accounts(), await expected.accounts(filter));
+    };
+
+    let mirror = startMirror(harness, spec(accountsFilter));
+    try {
+      await expectFiltered('the initial load');
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
+        30_000,
+        'running',
+      );
+      // The load read only matching rows.
+      const progress = await harness.catalog.listSnapshotProgress(name);
+      const loaded = new Map(progress.map((entry) => [entry.sourceTable, entry.rowsSynced]));
+      expect(loaded.get(`public.${orders}`)).toBe(BigInt((await expected.orders()).length));
+      expect(loaded.get(`public.${accounts}`)).toBe(BigInt((await expected.accounts(accountsFilter)).length));
+      // The excluded column is not at the destination.
+      const columns = await destination.client.query<{ column_name: string }>(
+        `SELECT column_name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`,
+        [accounts],
+      );
+      expect(columns.rows.map((row) => row.column_name)).not.toContain('secret');
+      if (publicationFilters) {
+        // The publication filters: nothing else leaves the source.
+        expect(await publicationEntry(source.client, orders)).toEqual([
+          { rowfilter: `((region = 'eu'::text) AND (amount >= 10))`, columns: null },
+        ]);
+        expect(await publicationEntry(source.client, accounts)).toEqual([
+          { rowfilter: '((id % (3)::bigint) <> 0)', columns: ['id', 'tier'] },
+        ]);
+      }
+
+      await writeChanges(source.client, { orders, accounts }, { count: 400, seed: 11, firstId: 100_000 });
+      // One row moved out and back in, in one transaction and in two.
+      await source.client.query(`UPDATE ${orders} SET region = 'eu', amount = 15 WHERE id = 7`);
+      await source.client.query(`UPDATE ${orders} SET region = 'us' WHERE id = 7`);
+      await source.client.query(
+        `BEGIN; UPDATE ${orders} SET region = 'eu' WHERE id = 7; UPDATE ${orders} SET amount = 3 WHERE id = 7; UPDATE ${orders} SET amount = 30 WHERE id = 7; COMMIT`,
+      );
+      await expectFiltered('the changes under writes');
+      expect((await actual.orders()).some((row) => row[0] === '7')).toBe(true);
+
+      // An edited filter: in line at the next start, for the changes committed after it.
+      expect(await mirror.stop()).toBe('stopped');
+      const edited = `${accountsFilter} AND id < 200003`;
+      mirror = startMirror(harness, spec(edited));
+      await waitFor(
+        async () =>
+          !publicationFilters ||
+          (await publicationEntry(source.client, accounts))[0]?.rowfilter?.includes('200003') === true,
+        30_000,
+        'the edited filter in the publication',
+      );
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
+        30_000,
+        'running again',
+      );
+      // Both match the old filter; only the first the edited one.
+      await source.client.query(`INSERT INTO ${accounts} VALUES (200005, 1, 's')`);
+      await source.client.query(`INSERT INTO ${accounts} VALUES (200002, 6, 's')`);
+      await waitFor(
+        async () => (await actual.accounts()).some((row) => row[0] === '200002'),
+        30_000,
+        'the row the edited filter takes',
+      );
+      expect((await actual.accounts()).some((row) => row[0] === '200005')).toBe(false);
+      if (publicationFilters) {
+        expect(await publicationEntry(source.client, accounts)).toEqual([
+          { rowfilter: '(((id % (3)::bigint) <> 0) AND (id < 200003))', columns: ['id', 'tier'] },
+        ]);
+      }
+    } finally {
+      expect(await mirror.stop()).toBe('stopped');
+    }
+  });
+});
+
+describe('a table added with a row filter', () => {
+  let harness: Harness;
+
+  beforeAll(async () => {
+    harness = await createHarness('rowfilter_add');
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  it('is loaded online with only its matching rows, under writes, and ends equal to the filtered source', async () => {
+    const { source, destination } = harness;
+    const suffix = randomSuffix().replaceAll('-', '_');
+    const [orders, accounts] = [`orders_${suffix}`, `accounts_${suffix}`];
+    await createTables(source.client, orders, accounts);
+    const name = `rowfilter-add-${suffix.replaceAll('_', '-')}`;
+    const ordersMapping = {
+      source: { schema: 'public', table: orders },
+      destination: { schema: 'public', table: orders },
+      rowFilter: ordersFilter,
+    };
+    const spec = { name, tableMappings: [ordersMapping], doInitialSnapshot: true, idleTimeoutSeconds: 1 };
+    const first = startMirror(harness, spec);
+    try {
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
+        60_000,
+        'running',
+      );
+    } finally {
+      expect(await first.stop()).toBe('stopped');
+    }
+    const second = startMirror(harness, {
+      ...spec,
+      tableMappings: [
+        ordersMapping,
+        {
+          source: { schema: 'public', table: accounts },
+          destination: { schema: 'public', table: accounts },
+          exclude: ['secret'],
+          rowFilter: accountsFilter,
+        },
+      ],
+    });
+    const expected = () =>
+      rows(source.client, `SELECT id, tier FROM ${accounts} WHERE ${accountsFilter} ORDER BY id`);
+    const actual = () =>
+      rows(destination.client, `SELECT id, tier FROM ${accounts} ORDER BY id`).catch(() => []);
+    try {
+      await writeChanges(source.client, { orders, accounts }, { count: 300, seed: 3, firstId: 100_000 });
+      await waitFor(
+        async () =>
+          (await harness.catalog.listTables(name)).find((table) => table.sourceTable === `public.${accounts}`)
+            ?.state === 'streaming',
+        120_000,
+        'the added table loaded',
+      );
+      await waitFor(
+        async () => JSON.stringify(await actual()) === JSON.stringify(await expected()),
+        60_000,
+        'the added table to match',
+      ).catch(() => {});
+      expectSameRows(await actual(), await expected());
+    } finally {
+      expect(await second.stop()).toBe('stopped');
+    }
+  });
+});
+
+describe('an edited row filter the source refuses', () => {
+  let harness: Harness;
+
+  beforeAll(async () => {
+    harness = await createHarness('rowfilter_edit');
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  it('fails the mirror at its start with PostgreSQL’s reason and leaves the publication and the table’s updates as they were', async () => {
+    const { source } = harness;
+    const suffix = randomSuffix().replaceAll('-', '_');
+    const [orders, accounts] = [`orders_${suffix}`, `accounts_${suffix}`];
+    await createTables(source.client, orders, accounts);
+    const name = `rowfilter-edit-${suffix.replaceAll('_', '-')}`;
+    const spec = (filter: string) => ({
+      name,
+      tableMappings: [
+        {
+          source: { schema: 'public', table: accounts },
+          destination: { schema: 'public', table: accounts },
+          rowFilter: filter,
+        },
+      ],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    });
+    const first = startMirror(harness, spec(accountsFilter));
+    try {
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
+        60_000,
+        'running',
+      );
+    } finally {
+      expect(await first.stop()).toBe('stopped');
+    }
+    // tier is not in the replica identity (the key, id).
+    const edited = startMirror(harness, spec('tier > 1'));
+    const failure = await edited.done.then(
+      () => undefined,
+      (error: unknown) => error as Error & { kind?: string },
+    );
+    await edited.stop().catch(() => {});
+    expect(failure?.kind).toBe('config');
+    expect(failure?.message).toContain(
+      'Column used in the publication WHERE expression is not part of the replica identity.',
+    );
+    if (publicationFilters) {
+      expect(await publicationEntry(source.client, accounts)).toEqual([
+        { rowfilter: '((id % (3)::bigint) <> 0)', columns: null },
+      ]);
+    }
+    // The source table still takes updates and deletes.
+    await source.client.query(`UPDATE ${accounts} SET tier = tier + 1 WHERE id = 1`);
+    await source.client.query(`DELETE FROM ${accounts} WHERE id = 2`);
+  });
+});
+
+describe('row filters into ClickHouse', () => {
+  let harness: Harness;
+  let admin: ClickHouseClient;
+  const engine = clickhouseEngines[clickhouseEngines.length - 1];
+  if (!engine) throw new Error('no ClickHouse engine');
+  const database = `tributary_rowfilter_${randomSuffix().replaceAll('-', '_')}`;
+  const config = engine.config(database);
+
+  beforeAll(async () => {
+    harness = await createHarness('rowfilter_ch');
+    admin = createClient({
+      url: `http://${config.host}:${config.httpPort}`,
+      username: config.user,
+      password: config.password,
+    });
+    await admin.command({ query: `CREATE DATABASE ${database}` });
+  });
+
+  afterAll(async () => {
+    await admin?.command({ query: `DROP DATABASE IF EXISTS ${database}` }).catch(() => {});
+    await admin?.close();
+    await harness?.close();
+  });
+
+  it(`ends equal to the filtered source row by row (${engine.name})`, { timeout: 240_000 }, async () => {
+    const { source } = harness;
+    const suffix = randomSuffix().replaceAll('-', '_');
+    const [orders, accounts] = [`orders_${suffix}`, `accounts_${suffix}`];
+    await createTables(source.client, orders, accounts);
+    const name = `rowfilter-ch-${suffix.replaceAll('_', '-')}`;
+    const configPath = writeEngineConfig(
+      harness,
+      {
+        name,
+        sourcePeer: 'source',
+        destinationPeer: 'analytics',
+        tableMappings: [
+          {
+            source: { schema: 'public', table: orders },
+            destination: { schema: database, table: orders },
+            rowFilter: ordersFilter,
+          },
+        ],
+        doInitialSnapshot: true,
+        idleTimeoutSeconds: 1,
+        maxBatchSize: 100,
+      },
+      { destination: { name: 'analytics', kind: 'analytics', config } },
+    );
+    const expected = () =>
+      rows(source.client, `SELECT id, region, amount, note FROM ${orders} WHERE ${ordersFilter} ORDER BY id`);
+    const actual = async () => {
+      const result = await admin
+        .query({
+          query: `SELECT toString(id) AS id, region, toString(amount) AS amount, note FROM ${database}.${orders} FINAL
+                  WHERE _tributary_is_deleted = 0 ORDER BY id`,
+          format: 'JSONEachRow',
+        })
+        .catch(() => undefined);
+      const found =
+        (await result?.json<{ id: string; region: string; amount: string; note: string }>()) ?? [];
+      return found
+        .map((row) => [row.id, row.region, row.amount, String(row.note)])
+        .sort((a, b) => Number(a[0]) - Number(b[0]));
+    };
+    const same = async () => JSON.stringify(await actual()) === JSON.stringify(await expected());
+    const process = startEngine(name, configPath);
+    try {
+      await waitFor(same, 120_000, 'the initial load').catch(() => {});
+      expectSameRows(await actual(), await expected());
+      await writeChanges(source.client, { orders }, { count: 300, seed: 5, firstId: 100_000 });
+      await waitFor(same, 120_000, 'the changes').catch(() => {});
+      expectSameRows(await actual(), await expected());
+    } finally {
+      process.kill('SIGTERM');
+      await exited(process);
+    }
+  });
+});
