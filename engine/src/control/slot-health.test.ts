@@ -141,6 +141,7 @@ function world() {
     runtimes.set(mirror, {
       mirror,
       phase,
+      snapshotCompleted: slotName !== undefined,
       setup: slotName ? { slotName } : null,
     } as unknown as MirrorRuntime);
   return { peers, mirrors, records, sunk, forgotten, store, catalog, sink, addPeer, addMirror, setPhase };
@@ -178,6 +179,19 @@ describe('SlotHealthMonitor', () => {
     expect([...w.sunk.values()].every((health) => health.reason === 'Healthy')).toBe(true);
     await monitor.check();
     expect(reads).toHaveLength(4);
+  });
+
+  it('finds nothing missing for a mirror that failed before its initial load completed', async () => {
+    const w = world();
+    w.addPeer('a', {});
+    w.addMirror('early', 'a');
+    w.setPhase('early', 'failed');
+    w.addMirror('late', 'a', 'slot_late');
+    w.setPhase('late', 'failed', 'slot_late');
+    const readServer: ServerSlotReader = async () => ({ serverWalLsn: 1n, slots: new Map() });
+    await new SlotHealthMonitor({ ...w, logger, readServer }).check();
+    expect(w.records.get('early')).toMatchObject({ healthy: null, reason: 'SlotNotCreated' });
+    expect(w.records.get('late')).toMatchObject({ healthy: false, reason: 'SlotMissing' });
   });
 
   it('tries the next peer of a server when one cannot read it, and says why when none can', async () => {

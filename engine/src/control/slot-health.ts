@@ -211,7 +211,14 @@ export class SlotHealthMonitor {
       watched.push({
         mirror: mirror.name,
         deleting: mirror.deleting,
-        phase: runtime?.phase,
+        // A mirror that failed before its initial load completed has no slot to
+        // lose: its next start creates one and loads again (a load's slot dies
+        // with the connection exporting its snapshot). Nothing is missing: its
+        // SlotHealthy is unknown, as during setup.
+        phase:
+          runtime?.phase === 'failed' && (!runtime.setup || !runtime.snapshotCompleted)
+            ? 'setup'
+            : runtime?.phase,
         slotName,
         source,
       });
