@@ -132,6 +132,8 @@ export {
   mirrorSpecFields,
   mirrorSpecSchema,
   parseTableIdentifier,
+  retainedWalLimitMessages,
+  retainedWalLimitProblem,
   type TableMapping,
   type TableName,
   tableMappingSchema,

@@ -282,16 +282,6 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   };
 
-  // Every mirror's slot at its source, in every state (a paused or failed
-  // mirror has no engine to report it); read by the leader only.
-  const slotHealth = new SlotHealthMonitor({
-    store,
-    catalog,
-    logger,
-    sink: metrics.slotHealth,
-    intervalMs: slotHealthIntervalMs,
-  });
-
   // What a person is told (a mirror failed, a slot in danger, …), read from
   // the catalog as standalone mode reads it; by the leader only, so one
   // notification per transition however many replicas run.
@@ -302,6 +292,20 @@ export async function main(argv: readonly string[]): Promise<number> {
         logger,
       })
     : undefined;
+  // Every mirror's slot at its source, in every state (a paused or failed
+  // mirror has no engine to report it); read by the leader only.
+  const slotHealth = new SlotHealthMonitor({
+    store,
+    catalog,
+    logger,
+    sink: metrics.slotHealth,
+    intervalMs: slotHealthIntervalMs,
+    notifier,
+    // The retained WAL limit dropped a slot: said on the Mirror too.
+    onSlotDropped: (mirror, message) =>
+      events.record({ kind: 'Mirror', name: mirror }, 'Warning', 'SlotDropped', message),
+  });
+
   const notices = notifier
     ? new MirrorNoticeWatch({ store, catalog, notifier, logger, intervalMs: noticeIntervalMs })
     : undefined;

@@ -150,16 +150,6 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const unwatch = store.watch((event) => {
     if (event.kind === 'mirror') workQueue.add(event.name);
   });
-  // Every mirror's slot at its source, whatever the mirror's state: a paused or
-  // failed mirror has no engine reporting, and its slot keeps WAL all the same.
-  const slotHealth = new SlotHealthMonitor({
-    store,
-    catalog,
-    logger,
-    sink: new SlotHealthMetrics({ registry: engineMetrics.registry }),
-    intervalMs: options.slotHealthIntervalMs ?? slotHealthIntervalMsFromEnvironment(),
-  });
-
   // What a person is told (a mirror failed, a slot in danger, …), read from the catalog.
   const notifier = options.notifications
     ? new WebhookNotifier({
@@ -168,6 +158,17 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         logger,
       })
     : undefined;
+  // Every mirror's slot at its source, whatever the mirror's state: a paused or
+  // failed mirror has no engine reporting, and its slot keeps WAL all the same.
+  const slotHealth = new SlotHealthMonitor({
+    store,
+    catalog,
+    logger,
+    sink: new SlotHealthMetrics({ registry: engineMetrics.registry }),
+    notifier,
+    intervalMs: options.slotHealthIntervalMs ?? slotHealthIntervalMsFromEnvironment(),
+  });
+
   const notices = notifier
     ? new MirrorNoticeWatch({
         store,
