@@ -12,8 +12,11 @@ import {
   logProcessWarnings,
   logRetentionInput,
   logRetentionSchema,
+  noticeIntervalMsFromEnvironment,
   slotHealthIntervalMsFromEnvironment,
   stallAfterMsFromEnvironment,
+  type WebhookConfig,
+  webhookConfigFromEnvironment,
 } from '../../engine/src/index.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
@@ -47,6 +50,11 @@ Options (each also read from the environment variable shown):
   --peer-secrets-dir DIR  TRIBUTARY_PEER_SECRETS_DIR  peer secret fields from files DIR/<peer>/<field>
                                                     (e.g. DIR/shop/password), read at each use and
                                                     taking the place of the value sent to the API
+  --notify-url-file FILE  TRIBUTARY_NOTIFY_URL_FILE  send notifications (mirror failed, recovered, slot in
+                                                    danger, table errored) to the webhook URL this file
+                                                    holds, read at each delivery
+                          TRIBUTARY_NOTIFY_FORMAT   json (default) or slack: the body of each notification
+                          TRIBUTARY_NOTIFY_CHECK_SECONDS  how often mirrors are looked at for news (default 10)
   --auth-disabled         TRIBUTARY_AUTH=disabled   no authentication (local use only)
   --scripts-disabled      TRIBUTARY_SCRIPTS=disabled   refuse scripts
   --log-level LEVEL       TRIBUTARY_LOG_LEVEL       pino level (default info)
@@ -70,6 +78,7 @@ const configSchema = z
     password: apiPasswordSchema.optional(),
     user: z.string().min(1).optional(),
     peerSecretsDir: z.string().min(1).optional(),
+    notifyUrlFile: z.string().min(1).optional(),
     authDisabled: z.boolean().default(false),
     scriptsDisabled: z.boolean().default(false),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -94,6 +103,7 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
       'password-file': { type: 'string' },
       user: { type: 'string' },
       'peer-secrets-dir': { type: 'string' },
+      'notify-url-file': { type: 'string' },
       'auth-disabled': { type: 'boolean' },
       'scripts-disabled': { type: 'boolean' },
       'log-level': { type: 'string' },
@@ -115,6 +125,7 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
       password: password || undefined,
       user: values.user ?? env.TRIBUTARY_API_USER,
       peerSecretsDir: values['peer-secrets-dir'] ?? (env.TRIBUTARY_PEER_SECRETS_DIR || undefined),
+      notifyUrlFile: values['notify-url-file'] ?? (env.TRIBUTARY_NOTIFY_URL_FILE || undefined),
       authDisabled: values['auth-disabled'] ?? env.TRIBUTARY_AUTH === 'disabled',
       scriptsDisabled: values['scripts-disabled'] ?? env.TRIBUTARY_SCRIPTS === 'disabled',
       logLevel: values['log-level'] ?? env.TRIBUTARY_LOG_LEVEL,
@@ -131,11 +142,15 @@ export async function main(argv: readonly string[]): Promise<number> {
   let config: StandaloneConfig | 'help';
   let stallAfterMs: number;
   let slotHealthIntervalMs: number;
+  let webhook: WebhookConfig | undefined;
+  let noticeIntervalMs: number;
   try {
     config = readConfig(argv, process.env);
     // Read once, here at start-up: an invalid value stops the service with its name.
     stallAfterMs = stallAfterMsFromEnvironment(process.env);
     slotHealthIntervalMs = slotHealthIntervalMsFromEnvironment(process.env);
+    noticeIntervalMs = noticeIntervalMsFromEnvironment(process.env);
+    webhook = config === 'help' ? undefined : webhookConfigFromEnvironment(process.env, config.notifyUrlFile);
   } catch (error) {
     const message =
       error instanceof z.ZodError
@@ -175,6 +190,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     logRetention: config.logRetention,
     stallAfterMs,
     slotHealthIntervalMs,
+    ...(webhook ? { notifications: { webhook, intervalMs: noticeIntervalMs } } : {}),
     ...(peerSecretFiles ? { peerSecretFiles } : {}),
   });
   const app = buildApp(

@@ -59,6 +59,11 @@ export type {
 } from './control/engine-runtime.ts';
 export { type FlowState, flowStateByPhase } from './control/flow-state.ts';
 export { InProcessEngineRuntime, teardownWithConfig } from './control/in-process-runtime.ts';
+export {
+  defaultNoticeIntervalMs,
+  MirrorNoticeWatch,
+  noticeIntervalMsFromEnvironment,
+} from './control/mirror-notices.ts';
 export { type MirrorOutcome, MirrorReconciler } from './control/mirror-reconciler.ts';
 export {
   type MirrorResource,
@@ -96,6 +101,13 @@ export { warnUnverifiedHostKey } from './net/ssh-tunnel.ts';
 export { EngineMetrics } from './observability/engine-metrics.ts';
 export { createProcessLogger, isLogFormatSetting, logFormats } from './observability/logger.ts';
 export { type MetricsServer, serveMetrics } from './observability/metrics-server.ts';
+export {
+  type Notifier,
+  notificationFormats,
+  type WebhookConfig,
+  WebhookNotifier,
+  webhookConfigFromEnvironment,
+} from './observability/notifier.ts';
 export { logProcessWarnings } from './observability/process-warnings.ts';
 export { SlotHealthMetrics, type SlotHealthSink } from './observability/slot-health-metrics.ts';
 export {
@@ -120,6 +132,8 @@ export {
   mirrorSpecFields,
   mirrorSpecSchema,
   parseTableIdentifier,
+  retainedWalLimitMessages,
+  retainedWalLimitProblem,
   rowFilterSchema,
   type SchemaChangePolicy,
   type TableMapping,

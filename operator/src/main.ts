@@ -17,12 +17,17 @@ import {
   logRetentionInput,
   logRetentionSchema,
   type MetricsServer,
+  MirrorNoticeWatch,
+  noticeIntervalMsFromEnvironment,
   PostgresCatalog,
   SlotHealthMonitor,
   serveMetrics,
   slotHealthIntervalMsFromEnvironment,
   stallAfterMsFromEnvironment,
+  type WebhookConfig,
+  WebhookNotifier,
   WorkQueue,
+  webhookConfigFromEnvironment,
 } from '../../engine/src/index.ts';
 import { reconcile } from './controllers/controller.ts';
 import { MirrorController } from './controllers/mirror.ts';
@@ -54,7 +59,11 @@ const usage = `usage: tributary operator [options]
                          TRIBUTARY_MIRROR_LOG_MAX_ENTRIES   log entries kept per mirror (default 10000)
                          TRIBUTARY_MIRROR_LOG_MAX_AGE_DAYS  days a log entry is kept (default 30; 0: no limit)
                          TRIBUTARY_STALL_SECONDS            an engine step without progress this long shows as stalled (default 300)
-                         TRIBUTARY_SLOT_HEALTH_SECONDS      how often every mirror's slot is read at its source (default 30)`;
+                         TRIBUTARY_SLOT_HEALTH_SECONDS      how often every mirror's slot is read at its source (default 30)
+                         TRIBUTARY_NOTIFY_URL_FILE          send notifications to the webhook URL this file holds
+                                                            (the chart mounts it from a Secret)
+                         TRIBUTARY_NOTIFY_FORMAT            json (default) or slack
+                         TRIBUTARY_NOTIFY_CHECK_SECONDS     how often mirrors are looked at for news (default 10)`;
 
 const configSchema = z.object({
   namespace: z.string().min(1),
@@ -126,9 +135,13 @@ export async function main(argv: readonly string[]): Promise<number> {
   const config = Object.freeze(parsed.data);
   let stallAfterMs: number;
   let slotHealthIntervalMs: number;
+  let webhook: WebhookConfig | undefined;
+  let noticeIntervalMs: number;
   try {
     stallAfterMs = stallAfterMsFromEnvironment(env);
     slotHealthIntervalMs = slotHealthIntervalMsFromEnvironment(env);
+    webhook = webhookConfigFromEnvironment(env);
+    noticeIntervalMs = noticeIntervalMsFromEnvironment(env);
   } catch (error) {
     console.error(`tributary operator: ${(error as Error).message}\n\n${usage}`);
     return 2;
@@ -269,6 +282,16 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   };
 
+  // What a person is told (a mirror failed, a slot in danger, …), read from
+  // the catalog as standalone mode reads it; by the leader only, so one
+  // notification per transition however many replicas run.
+  const notifier = webhook
+    ? new WebhookNotifier({
+        config: webhook,
+        origin: async () => ({ installation: await catalog.installationId(), namespace: config.namespace }),
+        logger,
+      })
+    : undefined;
   // Every mirror's slot at its source, in every state (a paused or failed
   // mirror has no engine to report it); read by the leader only.
   const slotHealth = new SlotHealthMonitor({
@@ -277,7 +300,15 @@ export async function main(argv: readonly string[]): Promise<number> {
     logger,
     sink: metrics.slotHealth,
     intervalMs: slotHealthIntervalMs,
+    notifier,
+    // The retained WAL limit dropped a slot: said on the Mirror too.
+    onSlotDropped: (mirror, message) =>
+      events.record({ kind: 'Mirror', name: mirror }, 'Warning', 'SlotDropped', message),
   });
+
+  const notices = notifier
+    ? new MirrorNoticeWatch({ store, catalog, notifier, logger, intervalMs: noticeIntervalMs })
+    : undefined;
 
   let unwatch: (() => void) | undefined;
   elector = new LeaderElector({
@@ -306,6 +337,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         });
         void sweepForceDeleted();
         slotHealth.start();
+        notices?.start();
       },
       // Lost the lease: stop at once, so the new leader is the only one acting.
       () => resolve(1),
@@ -318,6 +350,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   logger.info({ code }, 'operator stopping');
   unwatch?.();
   await slotHealth.stop();
+  await notices?.stop();
+  await notifier?.close();
   await mirrorQueue.stop();
   await peerQueue.stop();
   await scriptQueue.stop();

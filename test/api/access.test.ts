@@ -516,6 +516,7 @@ describe('metrics', () => {
         doInitialSnapshot: false,
         adoptExistingSlot: false,
         failoverSlot: false,
+        retainedWalLimitAction: 'Alert',
         streaming: false,
         maxBatchSize: 1000,
         idleTimeoutSeconds: 1,

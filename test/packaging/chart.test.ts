@@ -300,6 +300,44 @@ describe('Helm chart', () => {
     await expect(template()).resolves.toBeDefined();
   });
 
+  it('mounts the notification webhook URL from an existing Secret as the operator reads it', async () => {
+    const operatorOf = (manifests: Manifest[]) => {
+      const deployment = byKind(manifests, 'Deployment').find(
+        (candidate) => candidate.metadata.name === 'tributary-operator',
+      ) as unknown as { spec: { template: { spec: V1PodSpec } } };
+      const pod = deployment.spec.template.spec;
+      const container = pod.containers[0];
+      if (!container) throw new Error('no operator container');
+      const env = Object.fromEntries((container.env ?? []).map((entry) => [entry.name, entry.value]));
+      return { pod, container, env };
+    };
+    const none = operatorOf(await renderChart());
+    expect(none.env.TRIBUTARY_NOTIFY_URL_FILE).toBeUndefined();
+    expect(none.pod.volumes?.some((volume) => volume.name === 'notify-webhook')).toBe(false);
+    const { pod, container, env } = operatorOf(
+      await renderChart([
+        '--set',
+        'notifications.webhook.existingSecret=team-webhook',
+        '--set',
+        'notifications.webhook.key=slack-url',
+        '--set',
+        'notifications.webhook.format=slack',
+      ]),
+    );
+    expect(env).toMatchObject({
+      TRIBUTARY_NOTIFY_URL_FILE: '/etc/tributary/notify/url',
+      TRIBUTARY_NOTIFY_FORMAT: 'slack',
+      TRIBUTARY_NOTIFY_CHECK_SECONDS: '10',
+    });
+    expect(pod.volumes?.find((volume) => volume.name === 'notify-webhook')?.secret).toMatchObject({
+      secretName: 'team-webhook',
+      items: [{ key: 'slack-url', path: 'url' }],
+    });
+    const file = secretFiles(pod, container, ['url']).find((entry) => entry.path.includes('/notify/'));
+    expect(file?.path).toBe('/etc/tributary/notify/url');
+    expect(file && readableByContainer(pod, container, file)).toBe(true);
+  });
+
   it('uses existing Secrets instead of creating them when told to', async () => {
     const manifests = await renderChart([
       '--set',

@@ -123,7 +123,7 @@ describe('observability assets', () => {
     expect(rendered).toHaveLength(1);
     const rule = rendered[0];
     expect(rule?.metadata.labels.release).toBe('prom');
-    // The chart uses the rule file as is.
+    // Without per-alert settings the chart uses the rule file as is.
     const file = parse(readFileSync(join(chart, 'rules', 'tributary.rules.yaml'), 'utf8'));
     expect(rule?.spec).toEqual(file);
     const rules = rule?.spec.groups.flatMap((group) => group.rules) ?? [];
@@ -131,11 +131,15 @@ describe('observability assets', () => {
       'TributaryEnginePodFailing',
       'TributaryEngineRetrying',
       'TributaryEngineStepStalled',
+      'TributaryMetricsAbsent',
       'TributaryMirrorFailed',
+      'TributaryMirrorLagging',
       'TributaryMirrorStalled',
       'TributaryOperatorNoLeader',
       'TributaryOperatorReconcileErrors',
       'TributaryReplicationLagGrowing',
+      'TributarySlotInactive',
+      'TributarySlotInvalidationSoon',
       'TributarySlotUnhealthy',
       'TributarySlotUnread',
       'TributaryTableErrored',
@@ -158,6 +162,10 @@ describe('observability assets', () => {
       'tributary_mirror_slot_healthy',
       'tributary_mirror_slot_last_read_timestamp_seconds',
       'tributary_mirror_table_state',
+      'tributary_engine_lag_seconds',
+      'tributary_mirror_slot_safe_wal_size_bytes',
+      'tributary_mirror_slot_active',
+      'tributary_engine_process_resident_memory_bytes',
       'tributary_operator_leader',
       'tributary_operator_reconciles_total',
     ]) {
@@ -184,6 +192,42 @@ describe('observability assets', () => {
     }
     const pages = readdirSync(runbooks).sort();
     expect(pages).toEqual(rules.map((rule) => `${rule.alert}.md`).sort());
+  });
+
+  it('compares each thresholded rule against its threshold annotation once, which the chart values replace', async () => {
+    const file = fileRules();
+    const thresholded = file.filter((rule) => rule.annotations?.threshold !== undefined);
+    expect(thresholded.map((rule) => rule.alert).sort()).toEqual([
+      'TributaryMirrorLagging',
+      'TributaryMirrorStalled',
+      'TributaryReplicationLagGrowing',
+      'TributarySlotInvalidationSoon',
+      'TributarySlotUnread',
+    ]);
+    const comparisons = (rule: Rule, bound: string) =>
+      rule.expr.split(`> ${bound}`).length + rule.expr.split(`< ${bound}`).length - 2;
+    for (const rule of thresholded)
+      expect(comparisons(rule, rule.annotations?.threshold ?? ''), rule.alert).toBe(1);
+    const rendered = await renderedRules([
+      '--set',
+      'metrics.prometheusRule.alerts.TributaryMirrorLagging.threshold=30',
+      '--set',
+      'metrics.prometheusRule.alerts.TributaryMirrorLagging.for=2m',
+      '--set',
+      'metrics.prometheusRule.alerts.TributarySlotInvalidationSoon.threshold=7200',
+      '--set',
+      'metrics.prometheusRule.alerts.TributaryMetricsAbsent.enabled=false',
+    ]);
+    const lagging = rendered.find((rule) => rule.alert === 'TributaryMirrorLagging');
+    expect(lagging?.expr).toBe('max by (namespace, mirror) (tributary_engine_lag_seconds) > 30');
+    expect(lagging?.for).toBe('2m');
+    expect(lagging?.annotations?.threshold).toBe('30');
+    expect(rendered.find((rule) => rule.alert === 'TributarySlotInvalidationSoon')?.expr).toContain('< 7200');
+    expect(rendered.map((rule) => rule.alert)).not.toContain('TributaryMetricsAbsent');
+    expect(rendered).toHaveLength(file.length - 1);
+    await expect(
+      renderedRules(['--set', 'metrics.prometheusRule.alerts.TributaryMirrorFailed.threshold=1']),
+    ).rejects.toMatchObject({ stderr: expect.stringContaining('the alert has no threshold') });
   });
 
   it('points runbook_url under metrics.prometheusRule.runbookBaseUrl when it is set', async () => {

@@ -171,3 +171,13 @@ export const helmBinary = join(
   'helm-v3.19.2',
   'helm',
 );
+
+/** Debian's Prometheus server and promtool, unpacked by scripts/testenv/prometheus.sh. */
+export const prometheusBinaries = join(
+  process.env.XDG_CACHE_HOME ?? join(process.env.HOME ?? '/root', '.cache'),
+  'tributary',
+  'testenv',
+  'prometheus-2.42.0_ds-5_deb12u1',
+  'usr',
+  'bin',
+);

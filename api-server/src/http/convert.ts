@@ -194,6 +194,8 @@ export function mirrorSpecFromWire(
     resync: request.resync ?? false,
     adoptExistingSlot: request.adopt_existing_slot ?? false,
     failoverSlot: request.failover_slot ?? false,
+    retainedWalLimitAction: request.retained_wal_limit_action ?? 'Alert',
+    ...optional('maxRetainedWalBytes', request.max_retained_wal_bytes),
     streaming: request.streaming ?? false,
     initialSnapshotOnly: request.initial_snapshot_only ?? false,
     system: request.system ?? 'Q',

@@ -175,6 +175,8 @@ const mirrorOptionFields = protoFields(
     replicationSlotName: true,
     adoptExistingSlot: true,
     failoverSlot: true,
+    maxRetainedWalBytes: true,
+    retainedWalLimitAction: true,
     streaming: true,
     snapshotNumRowsPerPartition: true,
     snapshotMaxParallelWorkers: true,

@@ -10,12 +10,15 @@ import {
   EngineMetrics,
   InProcessEngineRuntime,
   type LogRetention,
+  MirrorNoticeWatch,
   MirrorReconciler,
   PostgresCatalog,
   SlotHealthMetrics,
   SlotHealthMonitor,
   slotHealthIntervalMsFromEnvironment,
   stallAfterMsFromEnvironment,
+  type WebhookConfig,
+  WebhookNotifier,
   WorkQueue,
 } from '../../../engine/src/index.ts';
 import { secureDataDirectory } from './data-dir.ts';
@@ -41,6 +44,8 @@ export interface ControlPlaneOptions {
   readonly stallAfterMs?: number;
   /** How often every mirror's slot is read at its source; TRIBUTARY_SLOT_HEALTH_SECONDS otherwise. */
   readonly slotHealthIntervalMs?: number;
+  /** Where notifications go (docs/observability.md, Notifications); none without it. */
+  readonly notifications?: { readonly webhook: WebhookConfig; readonly intervalMs?: number };
 }
 
 export interface ControlPlane {
@@ -145,6 +150,14 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const unwatch = store.watch((event) => {
     if (event.kind === 'mirror') workQueue.add(event.name);
   });
+  // What a person is told (a mirror failed, a slot in danger, …), read from the catalog.
+  const notifier = options.notifications
+    ? new WebhookNotifier({
+        config: options.notifications.webhook,
+        origin: async () => ({ installation: await catalog.installationId() }),
+        logger,
+      })
+    : undefined;
   // Every mirror's slot at its source, whatever the mirror's state: a paused or
   // failed mirror has no engine reporting, and its slot keeps WAL all the same.
   const slotHealth = new SlotHealthMonitor({
@@ -152,8 +165,19 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     catalog,
     logger,
     sink: new SlotHealthMetrics({ registry: engineMetrics.registry }),
+    notifier,
     intervalMs: options.slotHealthIntervalMs ?? slotHealthIntervalMsFromEnvironment(),
   });
+
+  const notices = notifier
+    ? new MirrorNoticeWatch({
+        store,
+        catalog,
+        notifier,
+        logger,
+        ...(options.notifications?.intervalMs ? { intervalMs: options.notifications.intervalMs } : {}),
+      })
+    : undefined;
 
   return {
     store,
@@ -162,10 +186,13 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     async resumeMirrors() {
       for (const mirror of await store.listMirrors()) workQueue.add(mirror.name);
       slotHealth.start();
+      notices?.start();
     },
     idle: () => workQueue.idle(),
     async close() {
       unwatch();
+      await notices?.stop();
+      await notifier?.close();
       await slotHealth.stop();
       await workQueue.stop();
       await runtime.stopAll();

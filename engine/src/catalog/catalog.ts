@@ -186,7 +186,8 @@ export interface SourceSetup {
 /**
  * Why a mirror's slot is or is not healthy (control/slot-health.ts decides):
  * True `Healthy`; False `Invalidated`, `WalAtRisk` (wal_status unreserved: the
- * next checkpoint may remove WAL it needs), `SlotMissing`; Unknown
+ * next checkpoint may remove WAL it needs), `RetainedWalOverLimit` (more than the
+ * mirror's maxRetainedWalBytes), `SlotMissing`; Unknown
  * `SlotNotCreated` (setup has not created it yet), `SourceUnreachable`,
  * `WaitingForPeer`.
  */
@@ -194,6 +195,7 @@ export const slotHealthReasons = [
   'Healthy',
   'Invalidated',
   'WalAtRisk',
+  'RetainedWalOverLimit',
   'SlotMissing',
   'SlotNotCreated',
   'SourceUnreachable',

@@ -2,7 +2,11 @@
 // GitOps) as opposed to what the engine records in the catalog. Kubernetes
 // stores them as custom resources; standalone mode in its embedded database.
 import { z } from 'zod';
-import { initialSnapshotOnlyMessage, mirrorSpecFields } from '../resources/mirror.ts';
+import {
+  initialSnapshotOnlyMessage,
+  mirrorSpecFields,
+  retainedWalLimitProblem,
+} from '../resources/mirror.ts';
 import type { Peer } from '../resources/peer.ts';
 
 export const mirrorDesiredStates = ['Running', 'Paused'] as const;
@@ -13,6 +17,10 @@ export const mirrorResourceSpecSchema = mirrorSpecFields
   .refine((spec) => !spec.initialSnapshotOnly || spec.doInitialSnapshot, {
     message: initialSnapshotOnlyMessage,
     path: ['initialSnapshotOnly'],
+  })
+  .superRefine((spec, context) => {
+    const problem = retainedWalLimitProblem(spec);
+    if (problem) context.addIssue({ code: 'custom', message: problem, path: ['retainedWalLimitAction'] });
   });
 export type MirrorResourceSpec = z.infer<typeof mirrorResourceSpecSchema>;
 

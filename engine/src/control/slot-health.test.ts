@@ -51,6 +51,24 @@ describe('slotHealthOf', () => {
     expect(missing.message).toContain('replication slot s does not exist');
   });
 
+  it("calls a slot over the mirror's retained WAL limit unhealthy, and one at it healthy", () => {
+    const limit = 32 * 1024 * 1024;
+    expect(slotHealthOf('s', 'paused', reading(), at, limit)).toMatchObject({ healthy: true });
+    const over = slotHealthOf('s', 'paused', reading({ retainedWalBytes: BigInt(limit) + 1n }), at, limit);
+    expect(over).toMatchObject({ healthy: false, reason: 'RetainedWalOverLimit' });
+    expect(over.message).toContain("over the mirror's limit of 32.0 MiB");
+    // Worse news first: an invalidated slot says so whatever it retains.
+    expect(
+      slotHealthOf(
+        's',
+        'paused',
+        reading({ walStatus: 'lost', retainedWalBytes: BigInt(limit) * 2n }),
+        at,
+        limit,
+      ).reason,
+    ).toBe('Invalidated');
+  });
+
   it('calls an invalidated slot so, by each sign the server versions give', () => {
     for (const invalid of [
       reading({ invalidationReason: 'wal_removed', walStatus: 'lost', retainedWalBytes: null }),
@@ -127,11 +145,22 @@ function world() {
       version: null,
       createdAt: at,
     } as PeerResource);
-  const addMirror = (name: string, sourcePeer: string, slotName?: string) =>
+  const addMirror = (
+    name: string,
+    sourcePeer: string,
+    slotName?: string,
+    spec: Partial<MirrorResource['spec']> = {},
+  ) =>
     mirrors.push({
       name,
       uid: name,
-      spec: { sourcePeer, destinationPeer: 'dst', ...(slotName ? { replicationSlotName: slotName } : {}) },
+      spec: {
+        sourcePeer,
+        destinationPeer: 'dst',
+        doInitialSnapshot: true,
+        ...(slotName ? { replicationSlotName: slotName } : {}),
+        ...spec,
+      },
       generation: 1,
       deleting: false,
       failedGeneration: null,
@@ -141,6 +170,7 @@ function world() {
     runtimes.set(mirror, {
       mirror,
       phase,
+      snapshotCompleted: slotName !== undefined,
       setup: slotName ? { slotName } : null,
     } as unknown as MirrorRuntime);
   return { peers, mirrors, records, sunk, forgotten, store, catalog, sink, addPeer, addMirror, setPhase };
@@ -178,6 +208,42 @@ describe('SlotHealthMonitor', () => {
     expect([...w.sunk.values()].every((health) => health.reason === 'Healthy')).toBe(true);
     await monitor.check();
     expect(reads).toHaveLength(4);
+  });
+
+  it('finds nothing missing for a mirror that failed before its initial load completed', async () => {
+    const w = world();
+    w.addPeer('a', {});
+    w.addMirror('early', 'a');
+    w.setPhase('early', 'failed');
+    w.addMirror('late', 'a', 'slot_late');
+    w.setPhase('late', 'failed', 'slot_late');
+    const readServer: ServerSlotReader = async () => ({ serverWalLsn: 1n, slots: new Map() });
+    await new SlotHealthMonitor({ ...w, logger, readServer }).check();
+    expect(w.records.get('early')).toMatchObject({ healthy: null, reason: 'SlotNotCreated' });
+    expect(w.records.get('late')).toMatchObject({ healthy: false, reason: 'SlotMissing' });
+  });
+
+  it('never drops a slot over its limit that the mirror did not create, and keeps it unhealthy', async () => {
+    const w = world();
+    w.addPeer('a', {});
+    w.addMirror('adopted', 'a', 'slot_adopted', {
+      maxRetainedWalBytes: 1_048_576,
+      retainedWalLimitAction: 'DropSlot',
+    });
+    // The catalog's setup says the mirror did not create its slot (no slotCreatedByMirror).
+    w.setPhase('adopted', 'paused', 'slot_adopted');
+    const readServer: ServerSlotReader = async (_config, slots) => ({
+      serverWalLsn: 1n,
+      slots: new Map(slots.map((slot) => [slot, reading({ retainedWalBytes: 8n * 1_048_576n })])),
+    });
+    const opened: string[] = [];
+    const openSource = (_config: RelationalConfig, mirror: string) => {
+      opened.push(mirror);
+      throw new Error('must not be opened');
+    };
+    await new SlotHealthMonitor({ ...w, logger, readServer, openSource }).check();
+    expect(opened).toEqual([]);
+    expect(w.records.get('adopted')).toMatchObject({ healthy: false, reason: 'RetainedWalOverLimit' });
   });
 
   it('tries the next peer of a server when one cannot read it, and says why when none can', async () => {

@@ -9,6 +9,13 @@
 // condition, /api/v1/mirrors/status and the console read it there) and in the
 // metrics of the process running the monitor.
 //
+// It is also the guard beyond the source's own settings: a mirror with
+// maxRetainedWalBytes whose slot retains more is unhealthy
+// (RetainedWalOverLimit), and with retainedWalLimitAction DropSlot a paused or
+// failed one's slot is dropped (never one the mirror did not create) and its
+// tables loaded again when it runs, so a forgotten mirror cannot fill the
+// source's disk.
+//
 // Guarantees: rounds never overlap (a slow server delays the next round, it
 // does not stack them); a round that fails for one server records the others;
 // nothing here throws out of a round (failures are recorded and logged once per
@@ -16,12 +23,16 @@
 // host and port and the classified error's message).
 import type { Logger } from 'pino';
 import type { Catalog, MirrorPhase, SlotHealth } from '../catalog/catalog.ts';
+import { moveTablesIfAllowed } from '../catalog/table-states.ts';
 import { classifySlotState } from '../connectors/classify/index.ts';
 import { defaultSlotName } from '../connectors/postgres/source/slot.ts';
 import { readServerSlots, type ServerSlotReadings } from '../connectors/postgres/source/slot-health.ts';
-import type { SlotReading } from '../connectors/source.ts';
+import { createSource } from '../connectors/registry.ts';
+import type { SlotReading, Source } from '../connectors/source.ts';
 import { EngineError, isEngineError } from '../errors.ts';
+import type { Notifier } from '../observability/notifier.ts';
 import type { SlotHealthSink } from '../observability/slot-health-metrics.ts';
+import { checkSlotIdentity } from '../pipeline/source-ownership.ts';
 import type { RelationalConfig } from '../resources/peer.ts';
 import type { MirrorResource } from './resources.ts';
 import { PeerSecretsUnavailableError, type ResourceStore } from './store.ts';
@@ -53,7 +64,16 @@ export interface SlotHealthMonitorOptions {
   readonly sink?: SlotHealthSink | undefined;
   readonly intervalMs?: number;
   readonly readServer?: ServerSlotReader;
+  /** Told when the retained WAL limit dropped a slot (slot_dropped). */
+  readonly notifier?: Notifier | undefined;
+  /** Called once a slot is dropped by its retained WAL limit (the operator records an Event). */
+  readonly onSlotDropped?: ((mirror: string, message: string) => Promise<void>) | undefined;
+  /** Opens the source to drop a slot; the registry's unless a test gives another. */
+  readonly openSource?: (config: RelationalConfig, mirror: string) => Source;
 }
+
+const openSource = (config: RelationalConfig, mirror: string): Source =>
+  createSource({ kind: 'relational', config }, { mirror });
 
 const mib = (value: bigint) => `${(Number(value) / 1_048_576).toFixed(1)} MiB`;
 
@@ -66,6 +86,8 @@ export function slotHealthOf(
   phase: MirrorPhase | undefined,
   reading: SlotReading | undefined,
   checkedAt: Date,
+  /** The mirror's maxRetainedWalBytes, if it has one. */
+  retainedWalLimitBytes?: number,
 ): SlotHealth {
   const health = { slotName, checkedAt, reading: reading ?? null };
   if (!reading) {
@@ -97,6 +119,18 @@ export function slotHealthOf(
       message: `replication slot ${slotName} ${retained}beyond max_wal_size (wal_status unreserved): the next checkpoint may remove WAL it needs; resume the mirror or raise max_slot_wal_keep_size`,
     };
   }
+  if (
+    retainedWalLimitBytes !== undefined &&
+    reading.retainedWalBytes !== null &&
+    reading.retainedWalBytes > BigInt(retainedWalLimitBytes)
+  ) {
+    return {
+      ...health,
+      healthy: false,
+      reason: 'RetainedWalOverLimit',
+      message: `replication slot ${slotName} ${retained}over the mirror's limit of ${mib(BigInt(retainedWalLimitBytes))} (maxRetainedWalBytes): resume the mirror, or drop it if it is no longer needed`,
+    };
+  }
   const unconfirmed =
     reading.unconfirmedBytes === null ? '' : `${mib(reading.unconfirmedBytes)} not confirmed, `;
   return {
@@ -115,6 +149,9 @@ interface Watched {
   readonly phase: MirrorPhase | undefined;
   readonly slotName: string;
   readonly source: RelationalConfig;
+  readonly retainedWalLimitBytes: number | undefined;
+  /** retainedWalLimitAction DropSlot. */
+  readonly dropOverLimit: boolean;
 }
 
 /** One server, however many peers name it: the tunnel (if any) and the address it reaches. */
@@ -131,6 +168,8 @@ export class SlotHealthMonitor {
   #reported = new Set<string>();
   /** The last failure logged per server, so a lasting one is logged once. */
   readonly #serverFailures = new Map<string, string>();
+  /** The last guard warning logged per mirror. */
+  readonly #guardWarnings = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> | undefined;
   #stopped = false;
@@ -211,9 +250,20 @@ export class SlotHealthMonitor {
       watched.push({
         mirror: mirror.name,
         deleting: mirror.deleting,
-        phase: runtime?.phase,
+        // A failed or paused mirror whose initial load is not complete (it
+        // failed during it, or its retained WAL limit dropped its slot) has no
+        // slot to lose: its next start creates one and loads again (a load's
+        // slot dies with the connection exporting its snapshot). Nothing is
+        // missing: its SlotHealthy is unknown, as during setup.
+        phase:
+          (runtime?.phase === 'failed' || runtime?.phase === 'paused') &&
+          (!runtime.setup || (mirror.spec.doInitialSnapshot && !runtime.snapshotCompleted))
+            ? 'setup'
+            : runtime?.phase,
         slotName,
         source,
+        retainedWalLimitBytes: mirror.spec.maxRetainedWalBytes,
+        dropOverLimit: mirror.spec.retainedWalLimitAction === 'DropSlot',
       });
     }
     const servers = new Map<string, Watched[]>();
@@ -229,8 +279,7 @@ export class SlotHealthMonitor {
           const found = typeof outcome === 'string' ? undefined : outcome.slots.get(entry.slotName);
           // A mirror being dropped whose slot is gone: the teardown did its job.
           if (typeof outcome !== 'string' && entry.deleting && !found) continue;
-          await record(
-            entry.mirror,
+          const health: SlotHealth =
             typeof outcome === 'string'
               ? {
                   slotName: entry.slotName,
@@ -240,8 +289,12 @@ export class SlotHealthMonitor {
                   message: outcome,
                   reading: null,
                 }
-              : slotHealthOf(entry.slotName, entry.phase, found, checkedAt),
-          );
+              : slotHealthOf(entry.slotName, entry.phase, found, checkedAt, entry.retainedWalLimitBytes);
+          const dropped =
+            health.reason === 'RetainedWalOverLimit' && entry.dropOverLimit && !entry.deleting
+              ? await this.#dropOverLimit(entry, health)
+              : undefined;
+          await record(entry.mirror, dropped ?? health);
         }
       }),
     );
@@ -285,6 +338,72 @@ export class SlotHealthMonitor {
       );
     }
     return failure;
+  }
+
+  /**
+   * retainedWalLimitAction DropSlot: the slot of a paused or failed mirror
+   * passed its limit. Dropped only when the catalog says the mirror created
+   * it and the slot at the source is that one (source-ownership.ts); the
+   * mirror's initial load is marked not done first, so whatever happens next
+   * its next start empties its destination tables and loads them again from a
+   * new slot instead of streaming past a gap. Returns the health to record
+   * once dropped; undefined when nothing was dropped (the alert stands).
+   */
+  async #dropOverLimit(entry: Watched, health: SlotHealth): Promise<SlotHealth | undefined> {
+    const { catalog, logger } = this.#options;
+    const runtime = await catalog.getRuntime(entry.mirror);
+    // Read again now: a mirror resumed since its phase was read has an engine on the slot.
+    if (runtime?.phase !== 'paused' && runtime?.phase !== 'failed') return undefined;
+    const setup = runtime.setup;
+    if (!setup?.slotCreatedByMirror || !setup.slotIdentity || setup.slotName !== entry.slotName) {
+      this.#warnOnce(entry.mirror, 'retained WAL limit: the slot is not one the mirror created; it is kept');
+      return undefined;
+    }
+    const source = (this.#options.openSource ?? openSource)(entry.source, entry.mirror);
+    try {
+      await checkSlotIdentity(source, entry.mirror, setup);
+      await catalog.setSnapshotCompleted(entry.mirror, false);
+      const tables = (await catalog.listTables(entry.mirror)).filter((table) => table.state !== 'removed');
+      await moveTablesIfAllowed(catalog, entry.mirror, tables, 'loadQueued');
+      await source.dropSlot(entry.slotName);
+    } catch (error) {
+      this.#warnOnce(
+        entry.mirror,
+        `retained WAL limit: the slot could not be dropped (${isEngineError(error) ? error.message : 'unexpected error'})`,
+      );
+      return undefined;
+    } finally {
+      await source.close();
+    }
+    const message = `${health.message.replace(/: resume the mirror.*$/, '')}: dropped (retainedWalLimitAction DropSlot); the mirror empties its destination tables and loads them again when it runs`;
+    await catalog.appendLog(entry.mirror, 'WARN', message);
+    logger.warn(
+      { mirror: entry.mirror, slot: entry.slotName },
+      'retained WAL limit: replication slot dropped',
+    );
+    this.#options.notifier?.notify({
+      kind: 'slot_dropped',
+      mirror: entry.mirror,
+      reason: 'RetainedWalOverLimit',
+      message,
+      at: new Date(),
+    });
+    await this.#options.onSlotDropped?.(entry.mirror, message);
+    return {
+      slotName: entry.slotName,
+      checkedAt: health.checkedAt,
+      healthy: null,
+      reason: 'SlotNotCreated',
+      message,
+      reading: null,
+    };
+  }
+
+  /** A guard's warning, once per mirror and cause (the monitor runs every interval). */
+  #warnOnce(mirror: string, message: string): void {
+    if (this.#guardWarnings.get(mirror) === message) return;
+    this.#guardWarnings.set(mirror, message);
+    this.#options.logger.warn({ mirror }, message);
   }
 
   /** The source peer's connection settings, or why there are none to use. */

@@ -177,6 +177,24 @@ export const mirrorSpecFields = z.object({
       'PostgreSQL 17+: the slot is a failover slot, which standbys that synchronize slots keep, so the ' +
         'mirror survives a failover.',
     ),
+  maxRetainedWalBytes: z
+    .number()
+    .int()
+    .min(1_048_576)
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .describe(
+      "A limit on the WAL the source keeps for the mirror's slot, in bytes (at least 1 MiB): past it the " +
+        'slot is unhealthy (RetainedWalOverLimit) and retainedWalLimitAction is taken. Default: no limit.',
+    ),
+  retainedWalLimitAction: z
+    .enum(['Alert', 'DropSlot'])
+    .default('Alert')
+    .describe(
+      'What passing maxRetainedWalBytes does: Alert (the SlotHealthy condition, its alert and a ' +
+        'notification) or DropSlot (also, while the mirror is paused or failed, its slot is dropped and ' +
+        'its tables are loaded again when it runs; needs doInitialSnapshot and a slot the mirror created).',
+    ),
   doInitialSnapshot: z.boolean().describe('Copy the tables as they are before streaming their changes.'),
   snapshotNumRowsPerPartition: z
     .number()
@@ -250,12 +268,41 @@ export const mirrorSpecFields = z.object({
 
 export const initialSnapshotOnlyMessage = 'initialSnapshotOnly needs doInitialSnapshot';
 
+/**
+ * What is wrong with a spec's retained WAL limit, if anything: dropping the
+ * slot is safe only when the mirror can load its tables again, from a slot of
+ * its own. (The CRD holds the same rules: operator/src/crds/definitions.ts.)
+ */
+export function retainedWalLimitProblem(
+  spec: Pick<
+    z.output<typeof mirrorSpecFields>,
+    'retainedWalLimitAction' | 'maxRetainedWalBytes' | 'doInitialSnapshot' | 'adoptExistingSlot'
+  >,
+): string | undefined {
+  if (spec.retainedWalLimitAction !== 'DropSlot') return undefined;
+  if (spec.maxRetainedWalBytes === undefined) return retainedWalLimitMessages.needsLimit;
+  if (!spec.doInitialSnapshot) return retainedWalLimitMessages.needsInitialLoad;
+  if (spec.adoptExistingSlot) return retainedWalLimitMessages.notAdopted;
+  return undefined;
+}
+
+export const retainedWalLimitMessages = {
+  needsLimit: 'retainedWalLimitAction DropSlot needs maxRetainedWalBytes',
+  needsInitialLoad:
+    'retainedWalLimitAction DropSlot needs doInitialSnapshot: after the drop the tables are loaded again',
+  notAdopted:
+    'retainedWalLimitAction DropSlot cannot be used with adoptExistingSlot: a slot the mirror did not create is never dropped',
+} as const;
+
 export const mirrorSpecSchema = mirrorSpecFields
   .refine((spec) => !spec.initialSnapshotOnly || spec.doInitialSnapshot, {
     message: initialSnapshotOnlyMessage,
     path: ['initialSnapshotOnly'],
   })
   .superRefine((spec, context) => {
+    const walLimitProblem = retainedWalLimitProblem(spec);
+    if (walLimitProblem)
+      context.addIssue({ code: 'custom', message: walLimitProblem, path: ['retainedWalLimitAction'] });
     const mapped = new Set(spec.tableMappings.map((mapping) => formatTableName(mapping.source)));
     for (const table of Object.keys(spec.resyncTables)) {
       if (!mapped.has(table)) {

@@ -2,7 +2,7 @@
 // schemas. `make crds` writes them to crds/; a test fails when the committed
 // YAML differs from what this produces.
 import { z } from 'zod';
-import { peerKinds } from '../../../engine/src/index.ts';
+import { peerKinds, retainedWalLimitMessages } from '../../../engine/src/index.ts';
 import {
   group,
   mirrorCrSpecSchema,
@@ -107,6 +107,19 @@ const mirrorRules = [
   {
     rule: '!self.initialSnapshotOnly || self.doInitialSnapshot',
     message: 'initialSnapshotOnly needs doInitialSnapshot',
+  },
+  // The spec schema's retainedWalLimitProblem, for kubectl: a slot is dropped only when the tables can load again.
+  {
+    rule: "self.retainedWalLimitAction != 'DropSlot' || has(self.maxRetainedWalBytes)",
+    message: retainedWalLimitMessages.needsLimit,
+  },
+  {
+    rule: "self.retainedWalLimitAction != 'DropSlot' || self.doInitialSnapshot",
+    message: retainedWalLimitMessages.needsInitialLoad,
+  },
+  {
+    rule: "self.retainedWalLimitAction != 'DropSlot' || !self.adoptExistingSlot",
+    message: retainedWalLimitMessages.notAdopted,
   },
   { rule: 'self.sourcePeer == oldSelf.sourcePeer', message: 'sourcePeer is immutable' },
   { rule: 'self.destinationPeer == oldSelf.destinationPeer', message: 'destinationPeer is immutable' },
