@@ -145,6 +145,10 @@ describe('a limit on retained WAL', () => {
       await waitFor(async () => (await state(mirror)) === 'STATUS_RUNNING', 90_000, `${mirror} running`);
     }
     await waitForSameRows(source.client, destination.client, 'dropping');
+    // The slot monitor reads each slot on its own interval: its first reading may not be in yet.
+    for (const mirror of [alerting, dropping]) {
+      await waitFor(async () => Boolean((await slotHealth(mirror))?.slotName), 60_000, `${mirror} slot read`);
+    }
     const droppingSlot = (await slotHealth(dropping))?.slotName ?? '';
     const alertingSlot = (await slotHealth(alerting))?.slotName ?? '';
     expect(droppingSlot).toMatch(/^tributary_drop_/);
