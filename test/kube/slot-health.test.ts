@@ -130,8 +130,16 @@ describe('slot health in cluster mode', () => {
         },
       },
     });
-    // As its engine left it: set up, then paused.
-    for (const phase of ['setup', 'pausing', 'paused'] as const) await catalog.transition('paused', phase);
+    // As its engine left it: set up (its slot recorded as created), then paused.
+    await catalog.transition('paused', 'setup');
+    await catalog.saveSourceSetup('paused', {
+      slotName,
+      publicationName: 'unused',
+      publicationCreatedByMirror: true,
+      slotCreatedByMirror: true,
+      slotIdentity: null,
+    });
+    for (const phase of ['pausing', 'paused'] as const) await catalog.transition('paused', phase);
 
     const store = new KubeStore(config, namespace);
     const metrics = new OperatorMetrics({ namespace });
