@@ -92,10 +92,19 @@ describe('observability assets', () => {
         queries++;
       }
     }
-    // The mirror variable's label_values() names an exported metric too.
-    const mirrorVariable = dashboard.templating.list.find((variable) => variable.name === 'mirror');
-    const definition = typeof mirrorVariable?.query === 'object' ? mirrorVariable.query.query : '';
-    expect(exported).toContain(/label_values\((\w+),/.exec(definition)?.[1]);
+    // The namespace and mirror variables' label_values() name an exported metric too.
+    for (const name of ['namespace', 'mirror']) {
+      const variable = dashboard.templating.list.find((candidate) => candidate.name === name);
+      const definition = typeof variable?.query === 'object' ? variable.query.query : '';
+      expect(exported, name).toContain(/label_values\((\w+)[{,]/.exec(definition)?.[1]);
+    }
+    // Every mirror panel is by namespace too: two installations' mirrors of one name stay apart.
+    for (const panel of dashboard.panels) {
+      for (const target of panel.targets ?? []) {
+        if (target.expr.includes('$mirror'))
+          expect(target.expr, panel.title).toContain('namespace=~"$namespace"');
+      }
+    }
     expect(queries).toBeGreaterThanOrEqual(10);
     // Each component's metrics appear.
     for (const prefix of ['tributary_mirror_', 'tributary_engine_', 'tributary_operator_']) {
