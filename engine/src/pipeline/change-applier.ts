@@ -226,7 +226,15 @@ export class ChangeApplier {
   ): Promise<void> {
     await this.#schema.settle(message.relationId);
     const tracked = this.#relations.tableOf(message.relationId);
-    if (!tracked) return;
+    if (tracked) await this.#addRow(message, tracked, lsn);
+  }
+
+  /** A row change of a table whose changes this transaction applies, in the table's shape. */
+  #addRow(
+    message: SourceMessage & { tag: 'insert' | 'update' | 'delete' },
+    tracked: TrackedRelation,
+    lsn: bigint,
+  ): Promise<void> | undefined {
     const transaction = this.#filter.transaction;
     switch (message.tag) {
       case 'insert':
@@ -289,46 +297,15 @@ export class ChangeApplier {
       case 'relation':
         this.#schema.observe(message);
         return;
-      case 'insert': {
-        if (this.#schema.needsResolving(message.relationId)) return this.#resolveThen(message, lsn);
-        if (this.#filter.holds(lsn)) return;
-        const tracked = this.#target(message.relationId);
-        if (!tracked) return;
-        if (this.#schema.needsSettling(message.relationId)) return this.#settleThen(message, lsn);
-        return this.#addStreamed(
-          tracked.table,
-          { kind: 'insert', newRow: projectRow(message.newTuple, tracked) },
-          transaction,
-          lsn,
-        );
-      }
-      case 'update': {
-        if (this.#schema.needsResolving(message.relationId)) return this.#resolveThen(message, lsn);
-        if (this.#filter.holds(lsn)) return;
-        const tracked = this.#target(message.relationId);
-        if (!tracked) return;
-        if (this.#schema.needsSettling(message.relationId)) return this.#settleThen(message, lsn);
-        const { oldKey, newRow } = updatedRow(message, tracked);
-        return this.#addStreamed(tracked.table, { kind: 'update', oldKey, newRow }, transaction, lsn);
-      }
+      case 'insert':
+      case 'update':
       case 'delete': {
         if (this.#schema.needsResolving(message.relationId)) return this.#resolveThen(message, lsn);
         if (this.#filter.holds(lsn)) return;
         const tracked = this.#target(message.relationId);
         if (!tracked) return;
         if (this.#schema.needsSettling(message.relationId)) return this.#settleThen(message, lsn);
-        const old = message.oldTuple ?? message.keyTuple;
-        if (!old)
-          throw new EngineError(
-            'replica_identity',
-            `delete without a key in ${formatTableName(tracked.table.source)}`,
-          );
-        return this.#addStreamed(
-          tracked.table,
-          { kind: 'delete', oldKey: projectRow(old, tracked) },
-          transaction,
-          lsn,
-        );
+        return this.#addRow(message, tracked, lsn);
       }
       case 'truncate':
         if (message.relationIds.some((id) => this.#schema.needsResolving(id))) {
