@@ -27,6 +27,7 @@ import {
 } from '../integration/kafka-support.ts';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
+import { checkedJsonExample } from '../support/doc-examples.ts';
 import {
   createHarness,
   type Harness,
@@ -317,6 +318,61 @@ describe.each(clickhouseEngines)('schema changes into ClickHouse ($name)', (engi
     await expectSameRows('other');
     expect((await stateOf(harness, input.name, 'public.other'))?.state).toBe('streaming');
     await mirror.stop();
+
+    // A resync cannot make the change in place either: the table is emptied,
+    // and its load stops at the sorting key it can no longer fill (writing the
+    // type's zero there would leave one row of all those sharing the rest of
+    // the key). Dropped, the table is created in the source's shape and loaded.
+    const resync = (token: string) =>
+      start({ ...input, resyncTables: { 'public.ranked': token, 'public.keyed': token } });
+    let resynced = resync('accept-1');
+    for (const [table, lost] of [
+      ['ranked', 'k'],
+      ['keyed', 'id'],
+    ] as const) {
+      await waitFor(
+        async () => (await stateOf(harness, input.name, `public.${table}`))?.state === 'errored',
+        120_000,
+        `${table} stopped at its load`,
+      );
+      expect((await stateOf(harness, input.name, `public.${table}`))?.problem?.message).toBe(
+        `destination table ${database}.${table} is ordered by ${lost}, which public.${table} no longer has; ClickHouse cannot change a table's sorting key: drop ${database}.${table} so that the mirror creates it in the source's shape, then resync the table`,
+      );
+    }
+    await resynced.stop();
+    for (const table of ['ranked', 'keyed'])
+      await admin.command({ query: `DROP TABLE ${database}.${table}` });
+    resynced = resync('accept-2');
+    for (const table of ['ranked', 'keyed']) {
+      await waitFor(
+        async () => (await stateOf(harness, input.name, `public.${table}`))?.state === 'streaming',
+        120_000,
+        `${table} loaded in the source's shape`,
+      );
+    }
+    await source.client.query(`UPDATE ranked SET v = 'streamed' WHERE id <= 3`);
+    await source.client.query(`UPDATE keyed SET v = 'streamed' WHERE id2 <= 3`);
+    expect(await chColumns('ranked')).toEqual(['id Int32', 'v Nullable(String)']);
+    expect(await chColumns('keyed')).toEqual(['id2 Int32', 'k Nullable(Int32)', 'v Nullable(String)']);
+    await expectSameRows('ranked');
+    const keyedColumns = ['c0', 'c1', 'c2'];
+    await expectEventually(
+      async () =>
+        (
+          await chRows<Record<string, string | null>>(
+            `SELECT toString(id2) AS c0, toString(k) AS c1, v AS c2 FROM ${database}.keyed FINAL WHERE _tributary_is_deleted = 0 ORDER BY id2`,
+          )
+        ).map((row) => keyedColumns.map((column) => row[column] ?? null)),
+      async () =>
+        (
+          await harness.source.client.query<unknown[]>({
+            text: `SELECT id2::text, k::text, v FROM keyed ORDER BY keyed.id2`,
+            rowMode: 'array',
+          })
+        ).rows,
+      'keyed rows',
+    );
+    await resynced.stop();
   });
 });
 
@@ -499,6 +555,10 @@ describe('schema changes into Kafka', () => {
     try {
       await running(harness, input.name);
       await makeChanges(source.client);
+      // Two changes with no row between them: one Relation message, one mark.
+      await source.client.query(`ALTER TABLE shaped ADD COLUMN f int`);
+      await source.client.query(`ALTER TABLE shaped RENAME COLUMN e TO e2`);
+      await source.client.query(`UPDATE shaped SET f = id WHERE id <= 90`);
       await source.client.query(`DELETE FROM shaped WHERE id = 2`);
       const final = await sourceColumns(source.client, 'shaped');
       await collector.start([topic]);
@@ -506,7 +566,7 @@ describe('schema changes into Kafka', () => {
         collector.messages.map((message) => ({ message, value: JSON.parse(message.value ?? 'null') }));
       const marks = () => decoded().filter(({ value }) => value.kind === 'schema_change');
       await collector.until(
-        () => marks().length >= changes.length * partitions && collector.messages.length >= 300 + 5,
+        () => marks().length >= (changes.length + 1) * partitions && collector.messages.length >= 300 + 5,
         120_000,
         'every schema_change message',
       );
@@ -555,6 +615,10 @@ describe('schema changes into Kafka', () => {
         [{ change: 'drop', column: 'gone' }],
         [{ change: 'retype', column: 'a', from: 'integer', type: 'bigint' }],
         [{ change: 'retype', column: 'b', from: 'character varying(10)', type: 'character varying(40)' }],
+        [
+          { change: 'rename', column: 'e', to: 'e2' },
+          { change: 'add', column: 'f', type: 'integer' },
+        ],
       ];
       for (let partition = 0; partition < partitions; partition++) {
         const messages = decoded()
@@ -585,6 +649,13 @@ describe('schema changes into Kafka', () => {
             shape = (value.columns as { name: string }[]).map((column) => column.name).sort();
             continue;
           }
+          // integer is a JSON number, bigint a string (kafka.md, "Values"): the retype changes it.
+          const a = value.new?.a;
+          if (a !== undefined && a !== null) {
+            expect(typeof a, `a at partition ${partition} offset ${message.offset}`).toBe(
+              seen.length >= 4 ? 'string' : 'number',
+            );
+          }
           expect(
             Object.keys(value.new ?? value.old).sort(),
             `partition ${partition} offset ${message.offset}`,
@@ -600,6 +671,12 @@ describe('schema changes into Kafka', () => {
         ).toBe(true);
         expect(shape).toEqual(final);
       }
+      // The message docs/kafka.md shows, word for word (its target is the topic).
+      const renamed = marks().find(({ value }) => value.changes[0]?.change === 'rename')?.value;
+      expect(renamed).toEqual({
+        ...(checkedJsonExample('docs/kafka.md', 'test/e2e/schema-changes-destinations.test.ts') as object),
+        target: topic,
+      });
       const last = marks().at(-1)?.value;
       expect(last?.columns).toEqual([
         { name: 'id', type: 'integer' },
@@ -607,7 +684,8 @@ describe('schema changes into Kafka', () => {
         { name: 'a', type: 'bigint' },
         { name: 'b', type: 'character varying(40)' },
         { name: 'c2', type: 'text' },
-        { name: 'e', type: 'text' },
+        { name: 'e2', type: 'text' },
+        { name: 'f', type: 'integer' },
       ]);
     } finally {
       await collector.stop().catch(() => {});
