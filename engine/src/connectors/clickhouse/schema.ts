@@ -30,6 +30,8 @@ export interface TableShape {
   readonly sql: string;
   readonly label: string;
   readonly types: ReadonlyMap<string, ChType>;
+  /** The columns of its sorting key (ORDER BY), as the server has it. */
+  readonly sortingKey: ReadonlySet<string>;
 }
 
 /** What writing one table's rows needs, built from its shape and source columns. */
@@ -276,8 +278,8 @@ export class TableSchemas {
   async #loadShape(table: DestinationTable): Promise<TableShape> {
     const { database, name } = this.target(table);
     const label = `${database}.${name}`;
-    const rows = await this.#transport.rows<{ name: string; type: string }>(
-      `SELECT name, type FROM system.columns WHERE database = ${stringLiteral(database)} AND table = ${stringLiteral(name)}`,
+    const rows = await this.#transport.rows<{ name: string; type: string; sorting: number | string }>(
+      `SELECT name, type, is_in_sorting_key AS sorting FROM system.columns WHERE database = ${stringLiteral(database)} AND table = ${stringLiteral(name)}`,
       `read the columns of ${label}`,
     );
     if (rows.length === 0) {
@@ -287,6 +289,7 @@ export class TableSchemas {
       sql: `${quoteIdentifier(database)}.${quoteIdentifier(name)}`,
       label,
       types: new Map(rows.map((row) => [row.name, parseChType(row.type)])),
+      sortingKey: new Set(rows.filter((row) => Number(row.sorting) === 1).map((row) => row.name)),
     };
     this.#shapes.set(label, shape);
     return shape;
@@ -320,6 +323,18 @@ export class TableSchemas {
     const encoders = table.columns.map((column) =>
       columnEncoder(column.name, sourceColumnType(column), typeOf(column.name), limits),
     );
+    // A sorting-key column the source no longer has (dropped or renamed, then
+    // the table loaded again: the resync of a change refused above) would be
+    // written as its type's zero in every row, and ReplacingMergeTree would
+    // keep one row of all those that share the rest of the key.
+    const mapped = new Set(table.columns.map((column) => column.name));
+    const lost = [...shape.sortingKey].filter((name) => !mapped.has(name));
+    if (lost.length > 0) {
+      throw new EngineError(
+        'schema_mismatch',
+        `destination table ${shape.label} is ordered by ${lost.join(', ')}, which ${formatTableName(table.source)} no longer has; ClickHouse cannot change a table's sorting key: drop ${shape.label} so that the mirror creates it in the source's shape, then resync the table`,
+      );
+    }
     const keyPositions = keyIndexes(table);
     if (keyPositions.length === 0 || keyPositions.includes(-1)) {
       throw new EngineError('config', `destination table ${shape.label} has no usable key`);

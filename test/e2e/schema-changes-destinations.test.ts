@@ -1,0 +1,695 @@
+// Schema changes under the default policy (apply) reach ClickHouse, Snowflake
+// (the emulator) and Kafka (docs/clickhouse.md, docs/snowflake.md,
+// docs/kafka.md, "Schema changes"; pipeline/schema-evolution.ts), with rows
+// written before and after each change: a column added, a non-key column
+// renamed, a non-key column dropped, int widened to bigint and varchar(10) to
+// varchar(40). Each destination ends with the source's columns and rows
+// (Kafka: a schema_change message on every partition between the shapes).
+// A change the destination refuses holds its table with the reason, nothing
+// made, while another table of the mirror streams on: at ClickHouse a rename
+// or drop of a sorting-key column (and, before 20.4, any rename), at
+// Snowflake a widening SET DATA TYPE cannot make. test/e2e/schema-changes.test.ts
+// is the PostgreSQL destination's.
+import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClickHouseDestination } from '../../engine/src/connectors/clickhouse/destination.ts';
+import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
+import { SnowflakeDestination } from '../../engine/src/connectors/snowflake/destination.ts';
+import { mirrorSpecSchema } from '../../engine/src/resources/mirror.ts';
+import {
+  createTopics,
+  deleteTopics,
+  kafkaClient,
+  randomTopic,
+  streamConfig,
+  TopicCollector,
+} from '../integration/kafka-support.ts';
+import { clickhouseEngines } from '../support/clickhouse-engines.ts';
+import { randomSuffix, waitFor } from '../support/databases.ts';
+import { checkedJsonExample } from '../support/doc-examples.ts';
+import {
+  createHarness,
+  type Harness,
+  type RunningMirror,
+  type SpecInput,
+  startMirror,
+} from '../support/mirror-harness.ts';
+import { emulatorConfig, SnowflakeAdmin, uniqueName } from '../support/snowflake-peer.ts';
+
+const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
+
+type Client = Harness['source']['client'];
+
+/** The source table every destination follows, 300 rows. */
+async function createShaped(client: Client): Promise<void> {
+  await client.query(
+    `CREATE TABLE shaped (id int PRIMARY KEY, v text, a int, b varchar(10), c text, gone text)`,
+  );
+  await client.query(
+    `INSERT INTO shaped SELECT g, 'v' || g, g, 'b' || g, 'c' || g, 'gone' FROM generate_series(1, 300) g`,
+  );
+}
+
+/** Each change, then rows written under the new shape. */
+const changes: readonly { readonly ddl: string; readonly rows: string }[] = [
+  { ddl: `ALTER TABLE shaped ADD COLUMN e text`, rows: `UPDATE shaped SET e = 'e' || id WHERE id <= 50` },
+  {
+    ddl: `ALTER TABLE shaped RENAME COLUMN c TO c2`,
+    rows: `UPDATE shaped SET c2 = 'c2.' || id WHERE id <= 60`,
+  },
+  {
+    ddl: `ALTER TABLE shaped DROP COLUMN gone`,
+    rows: `UPDATE shaped SET v = 'after the drop' WHERE id <= 70`,
+  },
+  {
+    ddl: `ALTER TABLE shaped ALTER COLUMN a TYPE bigint`,
+    rows: `UPDATE shaped SET a = a + 3000000000 WHERE id <= 80`,
+  },
+  {
+    ddl: `ALTER TABLE shaped ALTER COLUMN b TYPE varchar(40)`,
+    rows: `UPDATE shaped SET b = repeat('x', 30) || id WHERE id <= 90`,
+  },
+];
+
+/** Makes the changes, each between rows under the old shape and rows under the new one. */
+async function makeChanges(client: Client, which: readonly (typeof changes)[number][] = changes) {
+  let next = 1000;
+  for (const change of which) {
+    await client.query(`INSERT INTO shaped (id, v) VALUES ($1, 'before')`, [next++]);
+    await client.query(`UPDATE shaped SET v = v || '+' WHERE id % 17 = 0`);
+    await client.query(change.ddl);
+    await client.query(change.rows);
+    await client.query(`INSERT INTO shaped (id, v) VALUES ($1, 'after')`, [next++]);
+  }
+}
+
+/** The source table's columns by name. */
+async function sourceColumns(client: Client, table: string): Promise<string[]> {
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT attname AS name FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attname`,
+    [table],
+  );
+  return rows.map((row) => row.name);
+}
+
+/** The source rows as text cells, by id: [id, ...columns]. */
+async function sourceRows(client: Client, table: string, columns: readonly string[]) {
+  const { rows } = await client.query<unknown[]>({
+    text: `SELECT ${columns.map((column) => `${column}::text`).join(', ')} FROM ${table} ORDER BY ${table}.id`,
+    rowMode: 'array',
+  });
+  return rows.map((row) => row.map((cell) => cell ?? null));
+}
+
+const stateOf = async (harness: Harness, mirror: string, table: string) =>
+  (await harness.catalog.listTables(mirror)).find((entry) => entry.sourceTable === table);
+
+const running = (harness: Harness, mirror: string) =>
+  waitFor(async () => (await harness.catalog.getRuntime(mirror))?.phase === 'running', 60_000, 'running');
+
+/** Waits until `read` equals `expected`, then asserts it (the diff names what differs). */
+async function expectEventually<T>(read: () => Promise<T>, expected: () => Promise<T>, what: string) {
+  await waitFor(
+    async () => JSON.stringify(await read().catch(() => undefined)) === JSON.stringify(await expected()),
+    120_000,
+    what,
+  ).catch(() => {});
+  expect(await read()).toEqual(await expected());
+}
+
+describe.each(clickhouseEngines)('schema changes into ClickHouse ($name)', (engine) => {
+  let harness: Harness;
+  let admin: ClickHouseClient;
+  const database = `tributary_schema_${randomSuffix()}`;
+  const config = engine.config(database);
+  const mirrors: RunningMirror[] = [];
+
+  const start = (input: SpecInput): RunningMirror => {
+    const spec = mirrorSpecSchema.parse({ ...input, sourcePeer: 's', destinationPeer: 'd' });
+    const mirror = startMirror(harness, input, {
+      wrapDestination: () =>
+        new ClickHouseDestination(config, {
+          mirror: spec.name,
+          mirrorColumns: { softDeleteColumn: spec.softDeleteColName, syncedAtColumn: spec.syncedAtColName },
+          tableMappings: spec.tableMappings,
+          maxBatchSize: 1_000_000,
+          logger,
+        }),
+    });
+    mirrors.push(mirror);
+    return mirror;
+  };
+
+  async function chRows<T>(query: string): Promise<T[]> {
+    return (await admin.query({ query, format: 'JSONEachRow' })).json<T>();
+  }
+
+  /** The table's columns as `name type`, the mirror's own left out. */
+  const chColumns = async (table: string) =>
+    (
+      await chRows<{ column: string }>(
+        `SELECT concat(name, ' ', type) AS column FROM system.columns
+         WHERE database = '${database}' AND table = '${table}' AND NOT startsWith(name, '_tributary_') ORDER BY name`,
+      )
+    ).map((row) => row.column);
+
+  /** The rows as readers see them (FINAL, deleted rows filtered), as text cells by id. */
+  const chTableRows = async (table: string, columns: readonly string[]) =>
+    (
+      await chRows<Record<string, string | null>>(
+        `SELECT ${columns.map((column, index) => `toString(${column}) AS c${index}`).join(', ')}
+         FROM ${database}.${table} FINAL WHERE _tributary_is_deleted = 0 ORDER BY id`,
+      )
+    ).map((row) => columns.map((_, index) => row[`c${index}`] ?? null));
+
+  const expectSameRows = async (table: string) => {
+    const columns = await sourceColumns(harness.source.client, table);
+    await expectEventually(
+      () => chTableRows(table, columns),
+      () => sourceRows(harness.source.client, table, columns),
+      `${table} rows`,
+    );
+  };
+
+  beforeAll(async () => {
+    harness = await createHarness('schch');
+    admin = createClient({
+      url: `http://127.0.0.1:${config.httpPort}`,
+      username: config.user,
+      password: config.password,
+      request_timeout: 60_000,
+      log: { level: ClickHouseLogLevel.OFF },
+    });
+    await admin.command({ query: `CREATE DATABASE ${database}` });
+  });
+
+  afterAll(async () => {
+    await Promise.all(mirrors.map((mirror) => mirror.stop().catch(() => {})));
+    await admin?.command({ query: `DROP DATABASE IF EXISTS ${database}` }).catch(() => {});
+    await admin?.close();
+    await harness?.close();
+  });
+
+  it('adds, renames, drops and widens columns, rows written before and after each', {
+    timeout: 300_000,
+  }, async () => {
+    const { source } = harness;
+    await createShaped(source.client);
+    const input: SpecInput = {
+      name: `schch-${randomSuffix()}`,
+      tableMappings: [
+        { source: { schema: 'public', table: 'shaped' }, destination: { schema: 'public', table: 'shaped' } },
+      ],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = start(input);
+    await expectSameRows('shaped');
+    await running(harness, input.name);
+    expect(await chColumns('shaped')).toEqual([
+      'a Nullable(Int32)',
+      'b Nullable(String)',
+      'c Nullable(String)',
+      'gone Nullable(String)',
+      'id Int32',
+      'v Nullable(String)',
+    ]);
+    // ClickHouse before 20.4 has no RENAME COLUMN: there the rename is held (below).
+    const made = engine.modern ? changes : changes.filter((change) => !change.ddl.includes('RENAME'));
+    await makeChanges(source.client, made);
+    await expectEventually(
+      () => chColumns('shaped'),
+      async () => [
+        'a Nullable(Int64)',
+        'b Nullable(String)',
+        ...(engine.modern ? ['c2 Nullable(String)'] : ['c Nullable(String)']),
+        'e Nullable(String)',
+        'id Int32',
+        'v Nullable(String)',
+      ],
+      'the source shape',
+    );
+    await expectSameRows('shaped');
+    expect((await stateOf(harness, input.name, 'public.shaped'))?.state).toBe('streaming');
+    if (!engine.modern) {
+      await source.client.query(`ALTER TABLE shaped RENAME COLUMN c TO c2`);
+      await source.client.query(`UPDATE shaped SET c2 = 'renamed' WHERE id = 1`);
+      await waitFor(
+        async () => (await stateOf(harness, input.name, 'public.shaped'))?.state === 'held',
+        60_000,
+        'held',
+      );
+      expect((await stateOf(harness, input.name, 'public.shaped'))?.problem?.message).toBe(
+        'schema change of public.shaped held: ClickHouse 18.16 cannot rename columns (20.4 can) (column c renamed to c2)',
+      );
+      expect(await chColumns('shaped')).toContain('c Nullable(String)');
+    }
+    await mirror.stop();
+  });
+
+  it('holds a rename or drop of a sorting-key column with the reason while another table streams on', {
+    timeout: 300_000,
+  }, async () => {
+    const { source } = harness;
+    for (const table of ['ranked', 'keyed', 'other']) {
+      await source.client.query(`CREATE TABLE ${table} (id int PRIMARY KEY, k int, v text)`);
+      await source.client.query(
+        `INSERT INTO ${table} SELECT g, g % 7, 'v' || g FROM generate_series(1, 100) g`,
+      );
+    }
+    const mapped = (table: string) => ({
+      source: { schema: 'public', table },
+      destination: { schema: 'public', table },
+    });
+    const input: SpecInput = {
+      name: `schch-held-${randomSuffix()}`,
+      tableMappings: [
+        // k is ranked into the sorting key: ORDER BY (k, id).
+        { ...mapped('ranked'), columns: [{ sourceName: 'k', ordering: 1 }] },
+        mapped('keyed'),
+        mapped('other'),
+      ],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = start(input);
+    for (const table of ['ranked', 'keyed', 'other']) await expectSameRows(table);
+    await running(harness, input.name);
+    const [sorting] = await chRows<{ sorting_key: string }>(
+      `SELECT sorting_key FROM system.tables WHERE database = '${database}' AND name = 'ranked'`,
+    ).catch(() => [{ sorting_key: 'k, id' }]); // 18.16's system.tables has no sorting_key
+    expect(sorting?.sorting_key).toBe('k, id');
+
+    await source.client.query(`UPDATE ranked SET v = 'before' WHERE id <= 5`);
+    await source.client.query(`ALTER TABLE ranked DROP COLUMN k`);
+    await source.client.query(`UPDATE ranked SET v = 'after' WHERE id <= 10`);
+    await source.client.query(`UPDATE keyed SET v = 'before' WHERE id <= 5`);
+    await source.client.query(`ALTER TABLE keyed RENAME COLUMN id TO id2`);
+    await source.client.query(`UPDATE keyed SET v = 'after' WHERE id2 <= 10`);
+    for (const table of ['ranked', 'keyed']) {
+      await waitFor(
+        async () => (await stateOf(harness, input.name, `public.${table}`))?.state === 'held',
+        60_000,
+        `${table} held`,
+      );
+    }
+    expect((await stateOf(harness, input.name, 'public.ranked'))?.problem?.message).toBe(
+      "schema change of public.ranked held: ClickHouse cannot drop k, a column of the table's sorting key (ORDER BY) (column k dropped)",
+    );
+    expect((await stateOf(harness, input.name, 'public.keyed'))?.problem?.message).toBe(
+      "schema change of public.keyed held: ClickHouse cannot rename id, a column of the table's sorting key (ORDER BY) (column id renamed to id2)",
+    );
+    // Nothing made: the columns are as they were, the rows those before the change.
+    // (A sorting-key column cannot be Nullable: ranked.k keeps the type's zero for NULL.)
+    expect(await chColumns('ranked')).toEqual(['id Int32', 'k Int32', 'v Nullable(String)']);
+    expect(await chColumns('keyed')).toEqual(['id Int32', 'k Nullable(Int32)', 'v Nullable(String)']);
+    const [{ n: before } = { n: '' }] = await chRows<{ n: string }>(
+      `SELECT toString(count()) AS n FROM ${database}.ranked FINAL WHERE v = 'before' AND _tributary_is_deleted = 0`,
+    );
+    expect(before).toBe('5');
+    const [{ n: after } = { n: '' }] = await chRows<{ n: string }>(
+      `SELECT toString(count()) AS n FROM ${database}.keyed FINAL WHERE v = 'after' AND _tributary_is_deleted = 0`,
+    );
+    expect(after).toBe('0');
+    // The mirror's other table streams on.
+    await source.client.query(`INSERT INTO other VALUES (500, 1, 'streams on')`);
+    await source.client.query(`UPDATE other SET v = 'updated' WHERE id <= 3`);
+    await expectSameRows('other');
+    expect((await stateOf(harness, input.name, 'public.other'))?.state).toBe('streaming');
+    await mirror.stop();
+
+    // A resync cannot make the change in place either: the table is emptied,
+    // and its load stops at the sorting key it can no longer fill (writing the
+    // type's zero there would leave one row of all those sharing the rest of
+    // the key). Dropped, the table is created in the source's shape and loaded.
+    const resync = (token: string) =>
+      start({ ...input, resyncTables: { 'public.ranked': token, 'public.keyed': token } });
+    let resynced = resync('accept-1');
+    for (const [table, lost] of [
+      ['ranked', 'k'],
+      ['keyed', 'id'],
+    ] as const) {
+      await waitFor(
+        async () => (await stateOf(harness, input.name, `public.${table}`))?.state === 'errored',
+        120_000,
+        `${table} stopped at its load`,
+      );
+      expect((await stateOf(harness, input.name, `public.${table}`))?.problem?.message).toBe(
+        `destination table ${database}.${table} is ordered by ${lost}, which public.${table} no longer has; ClickHouse cannot change a table's sorting key: drop ${database}.${table} so that the mirror creates it in the source's shape, then resync the table`,
+      );
+    }
+    await resynced.stop();
+    for (const table of ['ranked', 'keyed'])
+      await admin.command({ query: `DROP TABLE ${database}.${table}` });
+    resynced = resync('accept-2');
+    for (const table of ['ranked', 'keyed']) {
+      await waitFor(
+        async () => (await stateOf(harness, input.name, `public.${table}`))?.state === 'streaming',
+        120_000,
+        `${table} loaded in the source's shape`,
+      );
+    }
+    await source.client.query(`UPDATE ranked SET v = 'streamed' WHERE id <= 3`);
+    await source.client.query(`UPDATE keyed SET v = 'streamed' WHERE id2 <= 3`);
+    expect(await chColumns('ranked')).toEqual(['id Int32', 'v Nullable(String)']);
+    expect(await chColumns('keyed')).toEqual(['id2 Int32', 'k Nullable(Int32)', 'v Nullable(String)']);
+    await expectSameRows('ranked');
+    const keyedColumns = ['c0', 'c1', 'c2'];
+    await expectEventually(
+      async () =>
+        (
+          await chRows<Record<string, string | null>>(
+            `SELECT toString(id2) AS c0, toString(k) AS c1, v AS c2 FROM ${database}.keyed FINAL WHERE _tributary_is_deleted = 0 ORDER BY id2`,
+          )
+        ).map((row) => keyedColumns.map((column) => row[column] ?? null)),
+      async () =>
+        (
+          await harness.source.client.query<unknown[]>({
+            text: `SELECT id2::text, k::text, v FROM keyed ORDER BY keyed.id2`,
+            rowMode: 'array',
+          })
+        ).rows,
+      'keyed rows',
+    );
+    await resynced.stop();
+  });
+});
+
+describe('schema changes into Snowflake (emulator)', () => {
+  const config = emulatorConfig(uniqueName('SCHEMA'));
+  const schema = `trib_schema_${randomSuffix()}`.toLowerCase();
+  let harness: Harness;
+  let admin: SnowflakeAdmin;
+
+  beforeAll(async () => {
+    harness = await createHarness('schsf');
+    admin = new SnowflakeAdmin(config);
+    await admin.rows(`CREATE SCHEMA IF NOT EXISTS "${config.database}"."${schema.toUpperCase()}"`);
+  });
+
+  afterAll(async () => {
+    await admin
+      ?.rows(`DROP SCHEMA IF EXISTS "${config.database}"."${schema.toUpperCase()}" CASCADE`)
+      .catch(() => {});
+    await admin?.close();
+    await harness?.close();
+  });
+
+  /** The table's columns as `NAME TYPE[(precision or length)]`, the mirror's own left out. */
+  const sfColumns = async (table = 'SHAPED') =>
+    (
+      await admin.rows(
+        `SELECT COLUMN_NAME AS "NAME", DATA_TYPE AS "TYPE", NUMERIC_PRECISION AS "P", CHARACTER_MAXIMUM_LENGTH AS "L"
+         FROM "${config.database}".INFORMATION_SCHEMA.COLUMNS
+         WHERE TABLE_SCHEMA = '${schema.toUpperCase()}' AND TABLE_NAME = '${table}' ORDER BY COLUMN_NAME`,
+      )
+    )
+      .filter((row) => !String(row.NAME).startsWith('_TRIBUTARY'))
+      .map((row) => `${row.NAME} ${row.TYPE}${row.P === null ? '' : `(${row.P})`}`);
+
+  const sfRows = async (columns: readonly string[], table = 'SHAPED') =>
+    (
+      await admin.rows(
+        `SELECT ${columns.map((column, index) => `TO_VARCHAR("${column.toUpperCase()}") AS "C${index}"`).join(', ')}
+         FROM "${config.database}"."${schema.toUpperCase()}"."${table}" ORDER BY "ID"`,
+      )
+    ).map((row) => columns.map((_, index) => row[`C${index}`] ?? null));
+
+  it('adds, renames, drops and widens columns, rows written before and after each', {
+    timeout: 300_000,
+  }, async () => {
+    const { source } = harness;
+    await createShaped(source.client);
+    const input: SpecInput = {
+      name: `schsf-${randomSuffix()}`,
+      tableMappings: [
+        { source: { schema: 'public', table: 'shaped' }, destination: { schema, table: 'shaped' } },
+      ],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = startMirror(harness, input, {
+      wrapDestination: () =>
+        new SnowflakeDestination(config, { mirror: input.name, mirrorColumns: {}, logger }),
+    });
+    try {
+      const sameRows = async () => {
+        const columns = await sourceColumns(source.client, 'shaped');
+        await expectEventually(
+          () => sfRows(columns),
+          () => sourceRows(source.client, 'shaped', columns),
+          'shaped rows',
+        );
+      };
+      await sameRows();
+      await running(harness, input.name);
+      expect(await sfColumns()).toEqual([
+        'A NUMBER(10)',
+        'B TEXT',
+        'C TEXT',
+        'GONE TEXT',
+        'ID NUMBER(10)',
+        'V TEXT',
+      ]);
+      await makeChanges(source.client);
+      // varchar(n) is VARCHAR at Snowflake whatever n: widening it changes nothing there.
+      await expectEventually(
+        () => sfColumns(),
+        async () => ['A NUMBER(19)', 'B TEXT', 'C2 TEXT', 'E TEXT', 'ID NUMBER(10)', 'V TEXT'],
+        'the source shape',
+      );
+      expect((await sfColumns()).map((column) => column.split(' ')[0])).toEqual(
+        (await sourceColumns(source.client, 'shaped')).map((name) => name.toUpperCase()),
+      );
+      await sameRows();
+      expect((await stateOf(harness, input.name, 'public.shaped'))?.state).toBe('streaming');
+    } finally {
+      await mirror.stop().catch(() => {});
+    }
+  });
+  it('holds a widening SET DATA TYPE cannot make (a NUMBER of another scale) while another table streams on', {
+    timeout: 300_000,
+  }, async () => {
+    const { source } = harness;
+    for (const table of ['retyped', 'beside']) {
+      await source.client.query(`CREATE TABLE ${table} (id int PRIMARY KEY, n int)`);
+      await source.client.query(`INSERT INTO ${table} SELECT g, g FROM generate_series(1, 50) g`);
+    }
+    const mapped = (table: string) => ({
+      source: { schema: 'public', table },
+      destination: { schema, table },
+    });
+    const input: SpecInput = {
+      name: `schsf-held-${randomSuffix()}`,
+      tableMappings: [mapped('retyped'), mapped('beside')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = startMirror(harness, input, {
+      wrapDestination: () =>
+        new SnowflakeDestination(config, { mirror: input.name, mirrorColumns: {}, logger }),
+    });
+    try {
+      await running(harness, input.name);
+      // int to numeric(14,2) widens at the source; at Snowflake it is NUMBER(10,0) to NUMBER(14,2).
+      await source.client.query(`ALTER TABLE retyped ALTER COLUMN n TYPE numeric(14,2)`);
+      await source.client.query(`UPDATE retyped SET n = n + 0.5 WHERE id <= 5`);
+      await waitFor(
+        async () => (await stateOf(harness, input.name, 'public.retyped'))?.state === 'held',
+        60_000,
+        'held',
+      );
+      expect((await stateOf(harness, input.name, 'public.retyped'))?.problem?.message).toBe(
+        'schema change of public.retyped held: Snowflake cannot change n from NUMBER(10,0) to NUMBER(14,2) (ALTER COLUMN … SET DATA TYPE widens a NUMBER of the same scale or a VARCHAR only) (column n changed type)',
+      );
+      expect(await sfColumns('RETYPED')).toEqual(['ID NUMBER(10)', 'N NUMBER(10)']);
+      await source.client.query(`UPDATE beside SET n = -n WHERE id <= 10`);
+      await expectEventually(
+        () => sfRows(['id', 'n'], 'BESIDE'),
+        () => sourceRows(source.client, 'beside', ['id', 'n']),
+        'beside rows',
+      );
+      expect((await stateOf(harness, input.name, 'public.beside'))?.state).toBe('streaming');
+    } finally {
+      await mirror.stop().catch(() => {});
+    }
+  });
+});
+
+describe('schema changes into Kafka', () => {
+  const client = kafkaClient('PLAINTEXT');
+  const topic = randomTopic('shaped');
+  const partitions = 3;
+  let harness: Harness;
+
+  beforeAll(async () => {
+    harness = await createHarness('schk');
+    await createTopics(client, [topic], partitions);
+  });
+
+  afterAll(async () => {
+    await deleteTopics(client, [topic]).catch(() => {});
+    await harness?.close();
+  });
+
+  it('marks each change with a schema_change message on every partition between the old and new shapes', {
+    timeout: 300_000,
+  }, async () => {
+    const { source } = harness;
+    await createShaped(source.client);
+    const initial = await sourceColumns(source.client, 'shaped');
+    const input: SpecInput = {
+      name: `schk-${randomSuffix()}`,
+      tableMappings: [
+        { source: { schema: 'public', table: 'shaped' }, destination: { schema: 'public', table: topic } },
+      ],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = startMirror(harness, input, {
+      wrapDestination: () =>
+        new KafkaDestination(streamConfig('PLAINTEXT', 'StickyKey'), { mirror: input.name, logger }),
+    });
+    const collector = new TopicCollector(client);
+    try {
+      await running(harness, input.name);
+      await makeChanges(source.client);
+      // Two changes with no row between them: one Relation message, one mark.
+      await source.client.query(`ALTER TABLE shaped ADD COLUMN f int`);
+      await source.client.query(`ALTER TABLE shaped RENAME COLUMN e TO e2`);
+      await source.client.query(`UPDATE shaped SET f = id WHERE id <= 90`);
+      await source.client.query(`DELETE FROM shaped WHERE id = 2`);
+      const final = await sourceColumns(source.client, 'shaped');
+      await collector.start([topic]);
+      const decoded = () =>
+        collector.messages.map((message) => ({ message, value: JSON.parse(message.value ?? 'null') }));
+      const marks = () => decoded().filter(({ value }) => value.kind === 'schema_change');
+      await collector.until(
+        () => marks().length >= (changes.length + 1) * partitions && collector.messages.length >= 300 + 5,
+        120_000,
+        'every schema_change message',
+      );
+
+      // Folded by key as a consumer does, each schema_change applied to the
+      // rows of its partition folded so far (a row not written since keeps its
+      // old image), the topic holds the source's rows under the new names.
+      const expected = await sourceRows(source.client, 'shaped', final);
+      const idAt = final.indexOf('id');
+      const fold = async () => {
+        const byPartition = new Map<number, Map<string, Record<string, unknown>>>();
+        const ordered = decoded().sort(
+          (x, y) => x.message.partition - y.message.partition || x.message.offset - y.message.offset,
+        );
+        for (const { message, value } of ordered) {
+          const rows = byPartition.get(message.partition) ?? new Map<string, Record<string, unknown>>();
+          byPartition.set(message.partition, rows);
+          if (value.kind === 'schema_change') {
+            for (const row of rows.values()) {
+              for (const change of value.changes as { change: string; column: string; to?: string }[]) {
+                if (change.change === 'rename' && change.to && change.column in row) {
+                  row[change.to] = row[change.column];
+                  delete row[change.column];
+                }
+                if (change.change === 'drop') delete row[change.column];
+                if (change.change === 'add' && !(change.column in row)) row[change.column] = null;
+              }
+            }
+          } else if (value.kind === 'delete') rows.delete(String(message.key));
+          else rows.set(String(message.key), { ...value.new });
+        }
+        return [...byPartition.values()]
+          .flatMap((rows) => [...rows.values()])
+          .map((row) =>
+            final.map((name) => (row[name] === null || row[name] === undefined ? null : String(row[name]))),
+          )
+          .sort((x, y) => Number(x[idAt]) - Number(y[idAt]));
+      };
+      await expectEventually(fold, async () => expected, 'the folded topic');
+
+      // Each partition: the changes in order, each once at least, and every
+      // row message between two of them carries the shape the first one says.
+      const described = [
+        [{ change: 'add', column: 'e', type: 'text' }],
+        [{ change: 'rename', column: 'c', to: 'c2' }],
+        [{ change: 'drop', column: 'gone' }],
+        [{ change: 'retype', column: 'a', from: 'integer', type: 'bigint' }],
+        [{ change: 'retype', column: 'b', from: 'character varying(10)', type: 'character varying(40)' }],
+        [
+          { change: 'rename', column: 'e', to: 'e2' },
+          { change: 'add', column: 'f', type: 'integer' },
+        ],
+      ];
+      for (let partition = 0; partition < partitions; partition++) {
+        const messages = decoded()
+          .filter(({ message }) => message.partition === partition)
+          .sort((x, y) => x.message.offset - y.message.offset);
+        let shape = [...initial];
+        const seen: unknown[] = [];
+        let rowsBetween = 0;
+        const rowsPerShape: number[] = [];
+        for (const { message, value } of messages) {
+          if (value.kind === 'schema_change') {
+            expect(message.key).toBeNull();
+            const repeat = JSON.stringify(seen.at(-1)) === JSON.stringify(value.changes);
+            if (!repeat) {
+              seen.push(value.changes);
+              rowsPerShape.push(rowsBetween);
+              rowsBetween = 0;
+            }
+            expect(value).toMatchObject({
+              source: { schema: 'public', table: 'shaped' },
+              target: topic,
+              lsn: null,
+              commit_time: null,
+              xid: null,
+              old: null,
+              new: null,
+            });
+            shape = (value.columns as { name: string }[]).map((column) => column.name).sort();
+            continue;
+          }
+          // integer is a JSON number, bigint a string (kafka.md, "Values"): the retype changes it.
+          const a = value.new?.a;
+          if (a !== undefined && a !== null) {
+            expect(typeof a, `a at partition ${partition} offset ${message.offset}`).toBe(
+              seen.length >= 4 ? 'string' : 'number',
+            );
+          }
+          expect(
+            Object.keys(value.new ?? value.old).sort(),
+            `partition ${partition} offset ${message.offset}`,
+          ).toEqual(value.new ? shape : expect.arrayContaining(['id']));
+          rowsBetween += 1;
+        }
+        rowsPerShape.push(rowsBetween);
+        expect(seen).toEqual(described);
+        // Rows of each shape reached this partition (the stream is not empty between the marks).
+        expect(
+          rowsPerShape.every((count) => count > 0),
+          JSON.stringify(rowsPerShape),
+        ).toBe(true);
+        expect(shape).toEqual(final);
+      }
+      // The message docs/kafka.md shows, word for word (its target is the topic).
+      const renamed = marks().find(({ value }) => value.changes[0]?.change === 'rename')?.value;
+      expect(renamed).toEqual({
+        ...(checkedJsonExample('docs/kafka.md', 'test/e2e/schema-changes-destinations.test.ts') as object),
+        target: topic,
+      });
+      const last = marks().at(-1)?.value;
+      expect(last?.columns).toEqual([
+        { name: 'id', type: 'integer' },
+        { name: 'v', type: 'text' },
+        { name: 'a', type: 'bigint' },
+        { name: 'b', type: 'character varying(40)' },
+        { name: 'c2', type: 'text' },
+        { name: 'e2', type: 'text' },
+        { name: 'f', type: 'integer' },
+      ]);
+    } finally {
+      await collector.stop().catch(() => {});
+      await mirror.stop().catch(() => {});
+    }
+  });
+});
