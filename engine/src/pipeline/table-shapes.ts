@@ -42,8 +42,8 @@ export function loadsFromNothing(
   status: TableStatus | undefined,
   initialLoadPending: boolean,
 ): boolean {
-  // A load queued (a table back at the source, say) starts from nothing too.
-  if (initialLoadPending || !status || status.state === 'pending') return true;
+  // A load queued (a table back at the source, say), or a table mapped again after an edit removed it, starts from nothing too.
+  if (initialLoadPending || !status || status.state === 'pending' || status.state === 'removed') return true;
   const token = context.spec.resyncTables[status.sourceTable];
   const resyncAsked = token !== undefined && token !== status.resyncToken;
   return resyncAsked && (status.state === 'errored' || status.state === 'held');
