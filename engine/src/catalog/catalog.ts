@@ -459,8 +459,6 @@ export interface Catalog {
   listTableShapes(mirror: string): Promise<Map<string, TableShape>>;
   /** Records the shape a table's destination follows from now on, replacing the last one. */
   recordTableShape(mirror: string, sourceTable: string, shape: TableShape): Promise<void>;
-  /** Forgets the shapes of tables no longer mapped, or to be set up again. */
-  forgetTableShapes(mirror: string, sourceTables: readonly string[]): Promise<void>;
   /** Records that the engine acted on the table's resync request `token` (pipeline/table-resync.ts). */
   recordResyncToken(mirror: string, sourceTable: string, token: string): Promise<void>;
 }

@@ -915,14 +915,6 @@ export class PostgresCatalog implements Catalog {
     );
   }
 
-  async forgetTableShapes(mirror: string, sourceTables: readonly string[]): Promise<void> {
-    if (sourceTables.length === 0) return;
-    await this.#sql.query(`DELETE FROM tributary.table_shapes WHERE mirror = $1 AND source_table = ANY($2)`, [
-      mirror,
-      sourceTables,
-    ]);
-  }
-
   async recordResyncToken(mirror: string, sourceTable: string, token: string): Promise<void> {
     await this.#sql.query(
       `UPDATE tributary.mirror_tables SET resync_token = $3 WHERE mirror = $1 AND source_table = $2`,

@@ -280,7 +280,6 @@ async function reconcileMappedTables(
       await context.source.removeFromPublication(setup.publicationName, removed.map(parseTableIdentifier));
     }
     await catalog.removeSnapshotTables(spec.name, removed);
-    await catalog.forgetTableShapes(spec.name, removed);
     await mirrorLog(context, 'INFO', `stopped replicating ${removed.join(', ')}; destination tables kept`);
   }
   if (progress.length === 0) return [];
