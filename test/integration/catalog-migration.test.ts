@@ -39,6 +39,7 @@ describe('catalog migration', () => {
       'owned_tables',
       'slot_health',
       'snapshot_tables',
+      'table_shapes',
     ]);
     // Every process asking at once gets the one installation id, made once.
     const ids = await Promise.all(pools.map((pool) => new PostgresCatalog(pool).installationId()));
