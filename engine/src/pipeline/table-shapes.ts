@@ -71,15 +71,12 @@ export async function followedTables(
       tables.push(table);
       continue;
     }
+    const written = { ...table, columns: known.columns, keyColumns: known.keyColumns };
     if (!fromNothing(sourceTable)) {
-      tables.push({ ...table, columns: known.columns, keyColumns: known.keyColumns });
+      tables.push(written);
       continue;
     }
-    const written = { ...table, columns: known.columns, keyColumns: known.keyColumns };
-    const changes = diffShapes(
-      known.columns.map((column) => column),
-      table.columns.map((column) => column),
-    );
+    const changes = diffShapes(known.columns, table.columns);
     if (changes.length > 0) {
       const after = alteredTable(written, changes);
       const refusal = await destination.refuseAlteration({ before: written, after, changes });
