@@ -517,6 +517,7 @@ describe('metrics', () => {
         adoptExistingSlot: false,
         failoverSlot: false,
         retainedWalLimitAction: 'Alert',
+        heartbeatIntervalSeconds: 30,
         streaming: false,
         maxBatchSize: 1000,
         idleTimeoutSeconds: 1,

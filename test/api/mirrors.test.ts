@@ -195,6 +195,7 @@ describe('mirrors', () => {
             ],
             maxBatchSize: 1_000_000,
             idleTimeoutSeconds: '60',
+            heartbeatIntervalSeconds: 30,
             publicationName: '',
             replicationSlotName: '',
             doInitialSnapshot: true,
@@ -264,6 +265,7 @@ describe('mirrors', () => {
         script: `transform-${suffix}`,
         system: 'PG',
         schema_changes: 'SCHEMA_CHANGES_HOLD',
+        heartbeat_interval_seconds: 5,
       });
       const info = await status(name, true);
       expect(info.json().cdcStatus.config).toEqual({
@@ -306,6 +308,7 @@ describe('mirrors', () => {
         ],
         maxBatchSize: 5_000,
         idleTimeoutSeconds: '15',
+        heartbeatIntervalSeconds: 5,
         publicationName: 'my_publication',
         replicationSlotName: 'my_slot',
         doInitialSnapshot: true,
@@ -728,6 +731,11 @@ describe('mirrors', () => {
         name: 'a negative idle_timeout_seconds',
         body: (name) => ({ connection_configs: connectionConfigs(name, { idle_timeout_seconds: -1 }) }),
         message: 'connection_configs.idle_timeout_seconds: ',
+      },
+      {
+        name: 'a negative heartbeat_interval_seconds',
+        body: (name) => ({ connection_configs: connectionConfigs(name, { heartbeat_interval_seconds: -1 }) }),
+        message: 'connection_configs.heartbeat_interval_seconds: ',
       },
       {
         name: 'a fractional idle_timeout_seconds',

@@ -118,6 +118,8 @@ export function createTableMirror(
     readonly sourcePeer: string;
     readonly destinationPeer: string;
     readonly table: string | readonly string[];
+    /** More `connection_configs` fields, e.g. `heartbeat_interval_seconds`. */
+    readonly options?: Readonly<Record<string, unknown>>;
   },
 ): Promise<{ status: number; body: unknown }> {
   const tables = typeof mirror.table === 'string' ? [mirror.table] : mirror.table;
@@ -132,6 +134,7 @@ export function createTableMirror(
       })),
       do_initial_snapshot: true,
       idle_timeout_seconds: 1,
+      ...mirror.options,
     },
   });
 }

@@ -177,6 +177,7 @@ const mirrorOptionFields = protoFields(
     failoverSlot: true,
     maxRetainedWalBytes: true,
     retainedWalLimitAction: true,
+    heartbeatIntervalSeconds: true,
     streaming: true,
     snapshotNumRowsPerPartition: true,
     snapshotMaxParallelWorkers: true,

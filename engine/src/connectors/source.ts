@@ -381,6 +381,17 @@ export interface Source extends Connector {
     readonly skipBefore?: { readonly commitLsn: bigint; readonly changeLsn: bigint } | undefined;
   }): Promise<ChangeStream>;
 
+  /**
+   * Writes a heartbeat into the WAL of the source's database (a
+   * non-transactional logical decoding message, prefix `tributary_heartbeat`,
+   * no content) and returns its position. A record of this database lets the
+   * server move an idle database's slot along while other databases write
+   * (pipeline/heartbeats.ts). On the setup connection. Any role may, unless a
+   * DBA revoked EXECUTE on `pg_logical_emit_message`; a standby cannot: thrown
+   * classified.
+   */
+  emitHeartbeat(): Promise<bigint>;
+
   // --- Type lookup ----------------------------------------------------------
 
   /** The type names (as the source's DDL spells them) of columns a relation message announced. */

@@ -19,6 +19,8 @@ export interface PipelineMetrics {
    * (pipeline/replication-delay.ts), read at each scrape; undefined once it stops.
    */
   replicationDelay(mirror: string, secondsAt: ((nowMs: number) => number) | undefined): void;
+  /** A heartbeat was written to the source (pipeline/heartbeats.ts), or could not be. */
+  heartbeat(mirror: string, written: boolean): void;
 }
 
 // LSNs are byte positions up to 2^64; a float64 gauge is exact to 2^53 bytes
@@ -37,6 +39,7 @@ export class EngineMetrics implements PipelineMetrics {
   readonly #failures: Counter<'mirror' | 'kind' | 'retrying'>;
   readonly #stalled: Gauge<'mirror'>;
   readonly #lagSeconds: Gauge<'mirror'>;
+  readonly #heartbeats: Counter<'mirror' | 'outcome'>;
   /** Each streaming mirror's delay, read at scrape time. */
   readonly #delays = new Map<string, (nowMs: number) => number>();
 
@@ -107,6 +110,12 @@ export class EngineMetrics implements PipelineMetrics {
         for (const [mirror, secondsAt] of delays) this.set({ mirror }, secondsAt(now));
       },
     });
+    this.#heartbeats = new Counter({
+      name: 'tributary_engine_heartbeats_total',
+      help: 'Heartbeats written to the source database while streaming (outcome="written"), or refused (outcome="failed"), so an idle database still moves its slot',
+      labelNames: ['mirror', 'outcome'],
+      registers,
+    });
     this.#stalled = new Gauge({
       name: 'tributary_engine_stalled',
       help: 'Whether a step of the mirror (a destination write, a COPY, a setup call) has made no progress for longer than the stall bound: 1 while it lasts',
@@ -147,6 +156,10 @@ export class EngineMetrics implements PipelineMetrics {
     else this.#delays.delete(mirror);
   }
 
+  heartbeat(mirror: string, written: boolean): void {
+    this.#heartbeats.inc({ mirror, outcome: written ? 'written' : 'failed' });
+  }
+
   /**
    * Removes every series of a mirror that is gone (dropped), so the next scrape
    * no longer shows it; otherwise a process that runs many mirrors over time
@@ -173,5 +186,6 @@ export class EngineMetrics implements PipelineMetrics {
     for (const { labels } of (await this.#failures.get()).values) {
       if (labels.mirror === mirror) this.#failures.remove(labels);
     }
+    for (const outcome of ['written', 'failed']) this.#heartbeats.remove({ mirror, outcome });
   }
 }

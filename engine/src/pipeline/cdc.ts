@@ -19,6 +19,7 @@ import { type BackfillProgress, freshProgress } from './backfill/table-backfill.
 import type { BatchBackfillHooks } from './batch-writer.ts';
 import { ChangeApplier, describeBatch } from './change-applier.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
+import { Heartbeats } from './heartbeats.ts';
 import { ReplicationDelay } from './replication-delay.ts';
 import { type EngineFilteredTable, RowFilterStage } from './row-filter.ts';
 import { SourceTablesWatch } from './source-tables-watch.ts';
@@ -235,12 +236,19 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     );
     return true;
   };
+  const heartbeats = new Heartbeats({
+    intervalMs: spec.heartbeatIntervalSeconds * 1000,
+    emit: () => source.emitHeartbeat(),
+    log: (level, message) => mirrorLog(context, level, message),
+    counted: (written) => context.metrics?.heartbeat(spec.name, written),
+  });
   let outcome: CdcOutcome = 'stopped';
   await movePhase(catalog, spec.name, 'streamingStarted');
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
   context.progress?.streaming();
   try {
     loading?.start();
+    heartbeats.start();
     for (;;) {
       const next = await nextEvents();
       if (next === 'aborted') break;
@@ -270,6 +278,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     // stream and the destination close under it (it is acknowledged if durable).
     await applier.settle();
     loading?.stop();
+    await heartbeats.stop();
     await reader?.close();
     await stream.close();
     // Releases the type lookup connection.

@@ -177,6 +177,17 @@ export const mirrorSpecFields = z.object({
       'PostgreSQL 17+: the slot is a failover slot, which standbys that synchronize slots keep, so the ' +
         'mirror survives a failover.',
     ),
+  heartbeatIntervalSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(86_400)
+    .default(30)
+    .describe(
+      'While streaming, a heartbeat (a logical decoding message in a transaction of its own) is written ' +
+        'to the source database this often, so the slot of an idle database follows a busy server; 0 ' +
+        'writes none.',
+    ),
   maxRetainedWalBytes: z
     .number()
     .int()

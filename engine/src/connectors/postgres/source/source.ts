@@ -4,6 +4,7 @@
 import type { Readable } from 'node:stream';
 import type pg from 'pg';
 import { EngineError } from '../../../errors.ts';
+import { parseLsn } from '../../../model/lsn.ts';
 import { warnUnverifiedHostKey } from '../../../net/ssh-tunnel.ts';
 import { formatTableName, type TableName } from '../../../resources/mirror.ts';
 import type { RelationalConfig } from '../../../resources/peer.ts';
@@ -131,6 +132,18 @@ export class PostgresSource implements Source {
       return await findMissingTables(client, tables);
     } catch (error) {
       throw classifyPgError(error, 'source: look up the mapped tables');
+    }
+  }
+
+  async emitHeartbeat(): Promise<bigint> {
+    const client = await this.#client();
+    try {
+      const result = await client.query<{ lsn: string }>(
+        `SELECT pg_logical_emit_message(true, 'tributary_heartbeat', '')::text AS lsn`,
+      );
+      return parseLsn(result.rows[0]?.lsn ?? '0/0');
+    } catch (error) {
+      throw classifyPgError(error, 'source: write a heartbeat (pg_logical_emit_message)');
     }
   }
 
