@@ -20,21 +20,22 @@
 // - TributaryMetricsAbsent: both services stopped.
 // TributaryOperatorNoLeader (cluster mode, per namespace) is checked with
 // promtool's evaluator over series as two installations' operators export them.
-// Not fired here: TributaryEnginePodFailing and TributaryOperatorReconcileErrors
-// (a kubelet and a failing operator are needed).
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+// TributaryEnginePodFailing and TributaryOperatorReconcileErrors need an
+// operator in a cluster: test/kube/engine-pods.test.ts makes them fire in a
+// real Prometheus scraping the real operator (the engine pod's OOM status is
+// written there by the test, the catalog refusing connections is real).
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { byKind, renderChart } from '../support/chart.ts';
 import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.ts';
+import { type AlertTuning, startPrometheus, type TestPrometheus } from '../support/prometheus.ts';
 import {
   createRelationalPeers,
   createTableMirror,
-  freePort,
   mirrorState,
   type StandaloneProcess,
   startStandalone,
@@ -43,41 +44,22 @@ import { prometheusBinaries } from '../support/testenv.ts';
 
 const password = 'alert-rules-test-password';
 
-interface PrometheusAlert {
-  readonly labels: Record<string, string>;
-  readonly state: 'pending' | 'firing';
-}
-
-/** The chart's rules with these alerts firing as soon as their condition holds, and test-sized bounds. */
-async function testRules(): Promise<unknown> {
-  const tuned: Record<string, { for: string; threshold?: number }> = {
-    TributaryMirrorLagging: { for: '0s', threshold: 2 },
-    TributaryMirrorStalled: { for: '0s', threshold: 3 },
-    TributarySlotInactive: { for: '0s' },
-    // Any shrinking of safe_wal_size: the rate, not the bound, is what is proven.
-    TributarySlotInvalidationSoon: { for: '0s', threshold: 1e12 },
-    TributarySlotUnread: { for: '0s' },
-    TributaryMetricsAbsent: { for: '0s' },
-    TributaryMirrorFailed: { for: '0s' },
-    TributaryTableErrored: { for: '0s' },
-    TributaryEngineRetrying: { for: '0s' },
-    TributaryEngineStepStalled: { for: '0s' },
-    TributarySlotUnhealthy: { for: '0s' },
-    TributaryReplicationLagGrowing: { for: '0s', threshold: 1_048_576 },
-  };
-  const values = Object.entries(tuned).flatMap(([alert, settings]) => [
-    '--set',
-    `metrics.prometheusRule.alerts.${alert}.for=${settings.for}`,
-    ...(settings.threshold === undefined
-      ? []
-      : ['--set', `metrics.prometheusRule.alerts.${alert}.threshold=${settings.threshold}`]),
-  ]);
-  const [rule] = byKind(
-    await renderChart(['--set', 'metrics.prometheusRule.enabled=true', ...values]),
-    'PrometheusRule',
-  );
-  return rule?.spec;
-}
+/** These alerts fire as soon as their condition holds, with test-sized bounds. */
+const tuned: AlertTuning = {
+  TributaryMirrorLagging: { for: '0s', threshold: 2 },
+  TributaryMirrorStalled: { for: '0s', threshold: 3 },
+  TributarySlotInactive: { for: '0s' },
+  // Any shrinking of safe_wal_size: the rate, not the bound, is what is proven.
+  TributarySlotInvalidationSoon: { for: '0s', threshold: 1e12 },
+  TributarySlotUnread: { for: '0s' },
+  TributaryMetricsAbsent: { for: '0s' },
+  TributaryMirrorFailed: { for: '0s' },
+  TributaryTableErrored: { for: '0s' },
+  TributaryEngineRetrying: { for: '0s' },
+  TributaryEngineStepStalled: { for: '0s' },
+  TributarySlotUnhealthy: { for: '0s' },
+  TributaryReplicationLagGrowing: { for: '0s', threshold: 1_048_576 },
+};
 
 describe('the alert rules in a real Prometheus', () => {
   let server: PrivatePostgres;
@@ -85,35 +67,20 @@ describe('the alert rules in a real Prometheus', () => {
   let destination: TestDatabase;
   let watched: StandaloneProcess;
   let unwatched: StandaloneProcess;
-  let prometheus: ChildProcess | undefined;
-  let prometheusUrl = '';
+  let prometheus: TestPrometheus | undefined;
   const suffix = randomSuffix();
   const busy = `busy-${suffix}`;
   const idle = `idle-${suffix}`;
   const unread = `unread-${suffix}`;
   const dir = mkdtempSync(join(tmpdir(), 'tributary-alerts-'));
 
-  const alerts = async (): Promise<PrometheusAlert[]> => {
-    const response = await fetch(`${prometheusUrl}/api/v1/alerts`);
-    return ((await response.json()) as { data: { alerts: PrometheusAlert[] } }).data.alerts;
-  };
-  const firing = async (alert: string, mirror?: string) =>
-    (await alerts()).some(
-      (candidate) =>
-        candidate.state === 'firing' &&
-        candidate.labels.alertname === alert &&
-        (mirror === undefined || candidate.labels.mirror === mirror),
-    );
-  const waitFiring = (alert: string, mirror: string | undefined, timeoutMs = 90_000) =>
-    waitFor(() => firing(alert, mirror), timeoutMs, `${alert}${mirror ? ` for ${mirror}` : ''} firing`);
-  const query = async (expression: string) => {
-    const response = await fetch(`${prometheusUrl}/api/v1/query?query=${encodeURIComponent(expression)}`);
-    return ((await response.json()) as { data: { result: { value: [number, string] }[] } }).data.result;
-  };
+  const firing = (alert: string, mirror?: string) => (prometheus as TestPrometheus).firing(alert, mirror);
+  const waitFiring = (alert: string, mirror: string | undefined, timeoutMs?: number) =>
+    (prometheus as TestPrometheus).waitFiring(alert, mirror, timeoutMs);
+  const alerts = () => (prometheus as TestPrometheus).alerts();
+  const query = (expression: string) => (prometheus as TestPrometheus).query(expression);
 
   beforeAll(async () => {
-    if (!existsSync(join(prometheusBinaries, 'prometheus')))
-      throw new Error('Prometheus is not installed: run scripts/testenv/prometheus.sh up');
     server = await startPrivatePostgres({ settings: ['max_slot_wal_keep_size=256MB', 'wal_keep_size=0'] });
     source = await server.connect();
     destination = await createTestDatabase('alr_dst');
@@ -143,46 +110,12 @@ describe('the alert rules in a real Prometheus', () => {
       ]);
     }
 
-    writeFileSync(join(dir, 'rules.yml'), JSON.stringify(await testRules()));
     const target = (service: StandaloneProcess) => new URL(service.baseUrl).host;
-    writeFileSync(
-      join(dir, 'prometheus.yml'),
-      JSON.stringify({
-        global: { scrape_interval: '1s', evaluation_interval: '1s' },
-        rule_files: [join(dir, 'rules.yml')],
-        scrape_configs: [
-          { job_name: 'tributary', static_configs: [{ targets: [target(watched), target(unwatched)] }] },
-        ],
-      }),
-    );
-    const port = await freePort();
-    prometheusUrl = `http://127.0.0.1:${port}`;
-    prometheus = spawn(
-      join(prometheusBinaries, 'prometheus'),
-      [
-        `--config.file=${join(dir, 'prometheus.yml')}`,
-        `--storage.tsdb.path=${join(dir, 'tsdb')}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-        '--log.level=warn',
-      ],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
-    );
-    await waitFor(
-      async () => {
-        if (prometheus?.exitCode !== null) throw new Error(`prometheus exited with ${prometheus?.exitCode}`);
-        return (await fetch(`${prometheusUrl}/-/ready`).catch(() => undefined))?.ok === true;
-      },
-      60_000,
-      'prometheus ready',
-    );
+    prometheus = await startPrometheus(dir, [target(watched), target(unwatched)], tuned);
   }, 240_000);
 
   afterAll(async () => {
-    if (prometheus && prometheus.exitCode === null) {
-      const exited = new Promise((resolve) => prometheus?.once('exit', resolve));
-      prometheus.kill('SIGTERM');
-      await exited;
-    }
+    await prometheus?.stop();
     await watched?.stop();
     await unwatched?.stop();
     await source?.end();
@@ -206,7 +139,7 @@ describe('the alert rules in a real Prometheus', () => {
     for (const mirror of [busy, idle]) {
       await waitFor(async () => (await mirrorState(watched, mirror)) === 'STATUS_RUNNING', 90_000, mirror);
     }
-    const rules = (await (await fetch(`${prometheusUrl}/api/v1/rules`)).json()) as {
+    const rules = (await (await fetch(`${(prometheus as TestPrometheus).url}/api/v1/rules`)).json()) as {
       data: { groups: { rules: { name: string; health: string }[] }[] };
     };
     const loaded = rules.data.groups.flatMap((group) => group.rules);

@@ -4,6 +4,9 @@
 // what the operator makes of them. Also: owner references, pod settings from
 // the operator's defaults and the Mirror, and config changes rolling the pod.
 import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1ContainerStatus } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
@@ -14,6 +17,7 @@ import { checkMirrorSource, checkPeer, findMissingTables, PostgresCatalog } from
 import { group, version } from '../../operator/src/crds/schemas.ts';
 import { KubeStore } from '../../operator/src/kube/kube-store.ts';
 import {
+  adminClient,
   createTestDatabase,
   droppablePool,
   randomSuffix,
@@ -24,6 +28,8 @@ import { freePort } from '../support/engine-process.ts';
 import { basicAuth } from '../support/facade.ts';
 import { adminConfig, createNamespace, installCrds, statusOf } from '../support/kube.ts';
 import { exitOf, startOperator } from '../support/operator-process.ts';
+import { startPrometheus, type TestPrometheus } from '../support/prometheus.ts';
+import { postgres } from '../support/testenv.ts';
 
 interface MirrorObject {
   metadata: { uid: string };
@@ -271,8 +277,23 @@ describe('operator and its engine pods', () => {
     expect((await engineDocument()).script?.source).toContain('r.edited = true');
   });
 
-  it('shows a crash-looping, OOM-killed engine pod in the conditions, an Event, the logs and the API', async () => {
+  it('shows a crash-looping, OOM-killed engine pod in the conditions, an Event, the logs, the API and an alert', async () => {
     const podName = `${engineName}-0`;
+    // The chart's rules in a real Prometheus scraping this operator: TributaryEnginePodFailing fires from what it exports.
+    const prometheus = await startPrometheus(
+      mkdtempSync(join(tmpdir(), 'tributary-pod-alerts-')),
+      [`127.0.0.1:${metricsPort}`],
+      { TributaryEnginePodFailing: { for: '0s' } },
+    );
+    try {
+      await podProblemShown(podName, prometheus);
+    } finally {
+      await prometheus.stop();
+    }
+  });
+
+  const podProblemShown = async (podName: string, prometheus: TestPrometheus) => {
+    expect(await prometheus.firing('TributaryEnginePodFailing')).toBe(false);
     await core.createNamespacedPod({
       namespace,
       body: {
@@ -348,6 +369,11 @@ describe('operator and its engine pods', () => {
     expect(
       await metric(metricsPort, 'tributary_operator_engine_pod_problem{mirror="pods",reason="OOMKilled"}'),
     ).toBe(1);
+    await prometheus.waitFiring('TributaryEnginePodFailing', 'pods', 60_000);
+    expect(
+      (await prometheus.alerts()).find((alert) => alert.labels.alertname === 'TributaryEnginePodFailing')
+        ?.labels.reason,
+    ).toBe('OOMKilled');
 
     // An image the node does not have (imagePullPolicy Never): another cause, another Event.
     await setContainerStatus(
@@ -376,6 +402,68 @@ describe('operator and its engine pods', () => {
     expect(await apiErrorMessage()).toBe('');
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     expect(metrics).not.toMatch(/^tributary_operator_engine_pod_problem\{/m);
+    await waitFor(
+      async () => !(await prometheus.firing('TributaryEnginePodFailing')),
+      60_000,
+      'TributaryEnginePodFailing resolved',
+    );
+  };
+
+  it('counts the reconciles that fail while the catalog refuses connections, and TributaryOperatorReconcileErrors fires', async () => {
+    const prometheus = await startPrometheus(
+      mkdtempSync(join(tmpdir(), 'tributary-reconcile-alerts-')),
+      [`127.0.0.1:${metricsPort}`],
+      { TributaryOperatorReconcileErrors: { for: '0s' } },
+    );
+    const catalogName = pg.escapeIdentifier(catalogDatabase.name);
+    const failed = async () =>
+      (await metric(metricsPort, 'tributary_operator_reconciles_total{kind="mirror",result="error"}')) ?? 0;
+    // On the server's maintenance database: a database cannot close itself to connections.
+    const admin = adminClient(postgres, 'postgres');
+    await admin.connect();
+    try {
+      expect(await prometheus.firing('TributaryOperatorReconcileErrors')).toBe(false);
+      const before = await failed();
+      // The catalog goes away under the operator: new connections refused, open ones ended
+      // (but the test's own client, which drops the database at the end).
+      await admin.query(`ALTER DATABASE ${catalogName} ALLOW_CONNECTIONS false`);
+      const own = (await catalogDatabase.client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))
+        .rows[0]?.pid;
+      await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> $2`,
+        [catalogDatabase.name, own],
+      );
+      try {
+        // A change of the Mirror makes the operator reconcile it (and retry with backoff).
+        await objects.patchNamespacedCustomObject({
+          ...at('mirrors'),
+          name: 'pods',
+          body: [{ op: 'add', path: '/metadata/annotations', value: { 'test.tributary.dev/poke': '1' } }],
+        });
+        await waitFor(async () => (await failed()) > before, 60_000, 'a failed mirror reconcile');
+        await prometheus.waitFiring('TributaryOperatorReconcileErrors', undefined, 60_000);
+        expect(
+          (await prometheus.alerts()).find(
+            (alert) => alert.labels.alertname === 'TributaryOperatorReconcileErrors',
+          )?.labels.kind,
+        ).toBe('mirror');
+      } finally {
+        await admin.query(`ALTER DATABASE ${catalogName} ALLOW_CONNECTIONS true`);
+      }
+      // Back: the reconciles succeed again.
+      const ok = async () =>
+        (await metric(metricsPort, 'tributary_operator_reconciles_total{kind="mirror",result="ok"}')) ?? 0;
+      const okBefore = await ok();
+      await objects.patchNamespacedCustomObject({
+        ...at('mirrors'),
+        name: 'pods',
+        body: [{ op: 'replace', path: '/metadata/annotations/test.tributary.dev~1poke', value: '2' }],
+      });
+      await waitFor(async () => (await ok()) > okBefore, 60_000, 'a mirror reconcile that succeeds');
+    } finally {
+      await admin.end();
+      await prometheus.stop();
+    }
   });
 
   it('releases the engine Secret of a Mirror force-deleted while no operator ran', async () => {
