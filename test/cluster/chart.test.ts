@@ -4,8 +4,9 @@
 // applied with `kubectl apply -k`; engines run as pods by the kubelet. Each
 // step of docs/testing.md's "real node" section is asserted in order: the
 // steps share one installation, so a failing step fails the ones after it.
-// Pods reach the test services on the bridge's address; the test reaches
-// pods on their pod IPs (there is no kube-proxy).
+// Pods reach the test services on the bridge's address, and the test's own
+// webhook receiver listens on it; the test reaches pods on their pod IPs
+// (there is no kube-proxy).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,6 +36,7 @@ import {
 } from '../support/node-cluster.ts';
 import { emulatorConfig, emulatorUrl, SnowflakeAdmin, uniqueName } from '../support/snowflake-peer.ts';
 import { clickhouse, kafka, postgres, repoRoot } from '../support/testenv.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
 const suffix = randomSuffix();
 const namespace = `chart-${suffix}`;
@@ -49,6 +51,10 @@ const kafkaTopic = 'shop.orders';
 /** The warehouse peer logs in as a role of its own, so its password can change mid-test. */
 const warehouseRole = `cluster_writer_${suffix}`;
 const warehousePasswords = ['first-secret', 'second-secret'] as const;
+/** The chart's `notifications.webhook.existingSecret`, created before `helm install`. */
+const webhookSecret = 'tributary-webhook';
+/** A path segment of the webhook URL that only its Secret holds: a log showing it shows the URL. */
+const webhookToken = randomBytes(12).toString('hex');
 
 interface MirrorView {
   metadata: { name: string; generation: number };
@@ -68,6 +74,7 @@ describe('the chart on a real node', () => {
   const editedIds = new Set<number>();
   let workDir: string;
   let installed = false;
+  let receiver: WebhookReceiver;
 
   const k = (...args: string[]) => kubectl(facts, ['-n', namespace, ...args]);
   const mirror = (name: string) => kubectlJson<MirrorView>(facts, ['-n', namespace, 'get', 'mirror', name]);
@@ -197,10 +204,13 @@ describe('the chart on a real node', () => {
       await admin.disconnect();
     }
     workDir = mkdtempSync(join(tmpdir(), 'chart-'));
+    // On the bridge's address: the operator pods post to it directly (no DNAT).
+    receiver = await startWebhookReceiver(facts.gateway);
   });
 
   afterAll(async () => {
     // Everything this suite started, whatever step failed.
+    await receiver?.close().catch(() => {});
     await consumer?.disconnect().catch(() => {});
     const admin = kafkaClient('SCRAM-SHA-512').admin();
     await admin
@@ -242,6 +252,17 @@ describe('the chart on a real node', () => {
 
   it('installs with helm: two operators, one holding the Lease, and a ready api-server serving /api/v1', async () => {
     await kubectl(facts, ['create', 'namespace', namespace]);
+    // On stdin, not in kubectl's arguments: the URL is a secret.
+    await kubectl(
+      facts,
+      ['-n', namespace, 'apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: webhookSecret },
+        stringData: { url: `${receiver.url}/${webhookToken}` },
+      }),
+    );
     const [repository, tag] = [
       facts.image.slice(0, facts.image.lastIndexOf(':')),
       facts.image.split(':').pop(),
@@ -263,6 +284,10 @@ describe('the chart on a real node', () => {
       `catalog.url=postgres://${postgres.superuser.user}:${postgres.superuser.password}@${facts.gateway}:${postgres.port}/${catalog.name}`,
       '--set',
       `api.password=${apiPassword}`,
+      '--set',
+      `notifications.webhook.existingSecret=${webhookSecret}`,
+      '--set',
+      'notifications.checkSeconds=1',
     ]);
     await waitFor(
       async () => (await podsOf(facts, namespace, operatorSelector)).filter(podReady).length === 2,
@@ -754,6 +779,124 @@ describe('the chart on a real node', () => {
     expect(String(status.json.errorMessage)).toContain(`${engine('no-node')}-0 cannot be scheduled`);
     await k('delete', 'mirror', 'no-node', 'no-memory', '--timeout=180s');
   }, 400_000);
+
+  it("posts to the webhook of the chart's Secret when a mirror fails and when it recovers, from the leading operator pod", async () => {
+    const name = 'notify-broken';
+    const slotsBefore = await slotsOf();
+    const publicationsBefore = await publications();
+    const told = (kind: string) =>
+      receiver.deliveries.filter((delivery) => delivery.body.mirror === name && delivery.body.kind === kind);
+    /** Waits as `waitFor` does; on a timeout the error also holds what the operators logged of notifications. */
+    const waitTold = async (kind: string) => {
+      try {
+        await waitFor(async () => told(kind).length > 0, 180_000, `a ${kind} notification of ${name}`);
+      } catch (error) {
+        const logs = await Promise.all(
+          (await podsOf(facts, namespace, operatorSelector)).map((pod) =>
+            k('logs', pod.metadata.name).catch(String),
+          ),
+        );
+        const lines = logs.flatMap((log) => log.split('\n')).filter((line) => line.includes('notification'));
+        const received = `the receiver took ${receiver.deliveries.length} bodies`;
+        throw new Error(
+          `${(error as Error).message}; ${received}; the operators' notification log lines:\n${lines.join('\n')}`,
+        );
+      }
+    };
+    // The destination holds a row the mirror did not write: its initial load
+    // refuses to empty the table, a fault that needs a person (the mirror fails).
+    await source.client.query(`CREATE TABLE notes (id int PRIMARY KEY, body text)`);
+    await source.client.query(`INSERT INTO notes VALUES (1, 'the source''s')`);
+    await warehouse.client.query(`CREATE TABLE notes (id int PRIMARY KEY, body text)`);
+    await warehouse.client.query(`INSERT INTO notes VALUES (1, 'not the mirror''s')`);
+    try {
+      await kubectl(
+        facts,
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'tributary.dev/v1alpha1',
+          kind: 'Mirror',
+          metadata: { name, namespace },
+          spec: {
+            sourcePeer: 'shop',
+            destinationPeer: 'warehouse',
+            state: 'Running',
+            doInitialSnapshot: true,
+            idleTimeoutSeconds: 1,
+            tableMappings: [
+              {
+                source: { schema: 'public', table: 'notes' },
+                destination: { schema: 'public', table: 'notes' },
+              },
+            ],
+          },
+        }),
+      );
+      await waitTold('mirror_failed');
+      const [failed] = told('mirror_failed');
+      expect(failed?.body).toMatchObject({
+        version: 1,
+        kind: 'mirror_failed',
+        severity: 'critical',
+        mirror: name,
+        namespace,
+      });
+      expect(String(failed?.body.message)).toContain('public.notes');
+      // Posted to the URL the Secret holds, by the pod holding the Lease.
+      expect(failed?.path).toBe(`/hook/${webhookToken}`);
+      const lease = await kubectlJson<{ spec: { holderIdentity?: string } }>(facts, [
+        '-n',
+        namespace,
+        'get',
+        'lease',
+        'tributary-operator',
+      ]);
+      const leader = (await podsOf(facts, namespace, operatorSelector)).find(
+        (pod) => pod.metadata.name === lease.spec.holderIdentity,
+      );
+      expect(leader?.status.podIP).toBeDefined();
+      expect(failed?.from).toBe(leader?.status.podIP);
+      await waitFor(() => phaseIs(name, 'STATUS_FAILED'), 60_000, 'the mirror STATUS_FAILED');
+
+      // Fixed, and retried through the api-server: the mirror streams, and is said to.
+      await warehouse.client.query('DELETE FROM notes');
+      const retried = await api('/api/v1/mirrors/state_change', {
+        flowJobName: name,
+        requestedFlowState: 'STATUS_RUNNING',
+      });
+      expect(retried.status, JSON.stringify(retried.json)).toBe(200);
+      await waitTold('mirror_recovered');
+      expect(told('mirror_recovered')[0]?.body).toMatchObject({
+        severity: 'resolved',
+        mirror: name,
+        namespace,
+      });
+      await waitForSameRows(source.client, warehouse.client, 'notes', 60_000);
+      // One notification per transition, however many looks and reconciles.
+      expect(told('mirror_failed')).toHaveLength(1);
+      expect(told('mirror_recovered')).toHaveLength(1);
+    } finally {
+      await k('delete', 'mirror', name, '--timeout=180s').catch(() => {});
+    }
+
+    // No body holds a password or the Secret's URL; no operator log holds the URL.
+    const bodies = JSON.stringify(receiver.deliveries.map((delivery) => delivery.body));
+    for (const secret of [postgres.superuser.password, ...warehousePasswords, apiPassword, webhookToken]) {
+      if (secret) expect(bodies).not.toContain(secret);
+    }
+    for (const pod of await podsOf(facts, namespace, operatorSelector)) {
+      const log = await k('logs', pod.metadata.name);
+      expect(log).not.toContain(webhookToken);
+      expect(log).not.toContain(receiver.url);
+    }
+    // Its slot and publication gone, as the later steps count them.
+    await waitFor(
+      async () => (await slotsOf()).length === slotsBefore.length,
+      120_000,
+      'the notified mirror slot dropped',
+    );
+    expect(await publications()).toEqual(publicationsBefore);
+  }, 500_000);
 
   it('runs a Snowflake mirror in a pod, its batch files in the temporary volume; a volume too small shows as engine_resource', async () => {
     // The emulator, reached from pods on the bridge (scripts/testenv/node.sh).

@@ -1,13 +1,25 @@
-// A real webhook receiver on a loopback port for notification tests: it keeps
-// every body it took, can go down (its port refusing connections) and come back
-// up on the same port.
+// A real webhook receiver on a loopback port (or the real node's bridge address,
+// for pods) for notification tests: it keeps every body it took, with the path
+// it was posted to and who sent it, can go down (its port refusing connections)
+// and come back up on the same port.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
+/** One body taken, and how it came. */
+export interface WebhookDelivery {
+  /** The request's path (the URL's path and query as the sender used it). */
+  readonly path: string;
+  /** The sender's address as the receiver's socket saw it. */
+  readonly from: string;
+  readonly body: Record<string, unknown>;
+}
 
 export interface WebhookReceiver {
   readonly url: string;
   /** Every body taken, in order of arrival. */
   readonly bodies: Record<string, unknown>[];
+  /** The same bodies with their paths and senders. */
+  readonly deliveries: WebhookDelivery[];
   /** Requests that arrived, taken or not. */
   readonly requests: () => number;
   down(): Promise<void>;
@@ -17,6 +29,7 @@ export interface WebhookReceiver {
 
 export async function startWebhookReceiver(host = '127.0.0.1'): Promise<WebhookReceiver> {
   const bodies: Record<string, unknown>[] = [];
+  const deliveries: WebhookDelivery[] = [];
   let requests = 0;
   let server: Server | undefined;
   let port = 0;
@@ -28,7 +41,9 @@ export async function startWebhookReceiver(host = '127.0.0.1'): Promise<WebhookR
       request.on('data', (chunk: string) => (text += chunk));
       request.on('end', () => {
         try {
-          bodies.push(JSON.parse(text) as Record<string, unknown>);
+          const body = JSON.parse(text) as Record<string, unknown>;
+          bodies.push(body);
+          deliveries.push({ path: request.url ?? '', from: request.socket.remoteAddress ?? '', body });
           response.writeHead(204).end();
         } catch {
           response.writeHead(400).end();
@@ -53,6 +68,7 @@ export async function startWebhookReceiver(host = '127.0.0.1'): Promise<WebhookR
   return {
     url: `http://${host}:${port}/hook`,
     bodies,
+    deliveries,
     requests: () => requests,
     down: stop,
     up: listen,
