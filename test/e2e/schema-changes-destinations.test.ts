@@ -8,8 +8,9 @@
 // A change the destination refuses holds its table with the reason, nothing
 // made, while another table of the mirror streams on: at ClickHouse a rename
 // or drop of a sorting-key column (and, before 20.4, any rename), at
-// Snowflake a widening SET DATA TYPE cannot make. test/e2e/schema-changes.test.ts
-// is the PostgreSQL destination's.
+// Snowflake a widening SET DATA TYPE cannot make. Then the source table is
+// renamed: followed into the same destination table (topic), nothing altered
+// there. test/e2e/schema-changes.test.ts is the PostgreSQL destination's.
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -232,9 +233,22 @@ describe.each(clickhouseEngines)('schema changes into ClickHouse ($name)', (engi
     );
     await expectSameRows('shaped');
     expect((await stateOf(harness, input.name, 'public.shaped'))?.state).toBe('streaming');
+    // The source table renamed: the same ClickHouse table goes on, unaltered.
+    const columnsBefore = await chColumns('shaped');
+    await source.client.query(`ALTER TABLE shaped RENAME TO shaped_moved`);
+    await source.client.query(`UPDATE shaped_moved SET v = 'after the table rename' WHERE id <= 20`);
+    await source.client.query(`INSERT INTO shaped_moved (id, v) VALUES (5000, 'renamed')`);
+    const movedColumns = await sourceColumns(source.client, 'shaped_moved');
+    await expectEventually(
+      () => chTableRows('shaped', movedColumns),
+      () => sourceRows(source.client, 'shaped_moved', movedColumns),
+      'shaped rows after the table rename',
+    );
+    expect(await chColumns('shaped')).toEqual(columnsBefore);
+    expect((await stateOf(harness, input.name, 'public.shaped'))?.state).toBe('streaming');
     if (!engine.modern) {
-      await source.client.query(`ALTER TABLE shaped RENAME COLUMN c TO c2`);
-      await source.client.query(`UPDATE shaped SET c2 = 'renamed' WHERE id = 1`);
+      await source.client.query(`ALTER TABLE shaped_moved RENAME COLUMN c TO c2`);
+      await source.client.query(`UPDATE shaped_moved SET c2 = 'renamed' WHERE id = 1`);
       await waitFor(
         async () => (await stateOf(harness, input.name, 'public.shaped'))?.state === 'held',
         60_000,
@@ -464,6 +478,19 @@ describe('schema changes into Snowflake (emulator)', () => {
       );
       await sameRows();
       expect((await stateOf(harness, input.name, 'public.shaped'))?.state).toBe('streaming');
+      // The source table renamed: the same Snowflake table goes on, unaltered.
+      const columnsBefore = await sfColumns();
+      await source.client.query(`ALTER TABLE shaped RENAME TO shaped_moved`);
+      await source.client.query(`UPDATE shaped_moved SET v = 'after the table rename' WHERE id <= 20`);
+      await source.client.query(`INSERT INTO shaped_moved (id, v) VALUES (5000, 'renamed')`);
+      const movedColumns = await sourceColumns(source.client, 'shaped_moved');
+      await expectEventually(
+        () => sfRows(movedColumns),
+        () => sourceRows(source.client, 'shaped_moved', movedColumns),
+        'shaped rows after the table rename',
+      );
+      expect(await sfColumns()).toEqual(columnsBefore);
+      expect((await stateOf(harness, input.name, 'public.shaped'))?.state).toBe('streaming');
     } finally {
       await mirror.stop().catch(() => {});
     }
@@ -677,6 +704,21 @@ describe('schema changes into Kafka', () => {
         ...(checkedJsonExample('docs/kafka.md', 'test/e2e/schema-changes-destinations.test.ts') as object),
         target: topic,
       });
+      // The source table renamed: its changes go on to the same topic under
+      // its mapped name, with no schema_change (no column changed).
+      const marksBefore = marks().length;
+      await source.client.query(`ALTER TABLE shaped RENAME TO shaped_moved`);
+      await source.client.query(`INSERT INTO shaped_moved (id, v) VALUES (5000, 'renamed')`);
+      await collector.until(
+        () => decoded().some(({ value }) => value.kind !== 'schema_change' && value.new?.id === 5000),
+        120_000,
+        'the row written after the table rename',
+      );
+      expect(decoded().find(({ value }) => value.new?.id === 5000)?.value).toMatchObject({
+        source: { schema: 'public', table: 'shaped' },
+        new: { id: 5000, v: 'renamed' },
+      });
+      expect(marks().length).toBe(marksBefore);
       const last = marks().at(-1)?.value;
       expect(last?.columns).toEqual([
         { name: 'id', type: 'integer' },

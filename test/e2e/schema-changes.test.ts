@@ -6,9 +6,14 @@
 //   dropped, widened; the destination ends with the source's shape and rows;
 // - hold: the table stops (`held`) at its change while another streams on; a
 //   resync accepts the change and loads it again;
-// - a narrowing under apply is held with the reason; ignore adds columns only.
+// - a narrowing under apply is held with the reason; ignore adds columns only;
+// - a table renamed (or moved to another schema) is followed by its identity
+//   into the same destination table, with rows on both sides of the rename in
+//   one transaction, with no change after it, and while no engine runs; one
+//   dropped and made again under its name is loaded again from the new one;
+//   under hold the rename holds the table until a resync accepts it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomSuffix, tableCells, waitFor } from '../support/databases.ts';
+import { randomSuffix, tableCells, tableRows, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import {
   createHarness,
@@ -235,6 +240,152 @@ describe('schema changes into PostgreSQL', () => {
       );
       await source.client.query(`UPDATE held_t SET w = 'streamed' WHERE id <= 3`);
       await sameShapeAndRows('held_t');
+    } finally {
+      await mirror.stop().catch(() => {});
+    }
+  });
+
+  /** Waits until `destinationTable` holds `sourceTable`'s rows, then compares them cell by cell. */
+  const sameRowsAs = async (sourceTable: string, destinationTable: string) => {
+    const { source, destination } = harness;
+    await waitFor(
+      async () =>
+        JSON.stringify(await tableRows(source.client, sourceTable, 'id')) ===
+        JSON.stringify(await tableRows(destination.client, destinationTable, 'id')),
+      120_000,
+      `${destinationTable} to hold the rows of ${sourceTable}`,
+    ).catch(() => {});
+    expect(await tableCells(destination.client, destinationTable, 'id')).toEqual(
+      await tableCells(source.client, sourceTable, 'id'),
+    );
+  };
+  const logsOf = async (mirror: string) =>
+    (await harness.catalog.listLogs({ mirror, offset: 0, limit: 500 })).entries.map((entry) => entry.message);
+
+  it('follows a table renamed at the source into the same destination table, under writes and across a kill -9', {
+    timeout: 600_000,
+  }, async () => {
+    const { source, destination } = harness;
+    const archive = `archive_${randomSuffix()}`;
+    await source.client.query(`CREATE TABLE moved (id int PRIMARY KEY, v text)`);
+    await source.client.query(`INSERT INTO moved SELECT g, 'v' || g FROM generate_series(1, 200) g`);
+    const mirror = `rename-${randomSuffix()}`;
+    const config = writeEngineConfig(harness, {
+      name: mirror,
+      sourcePeer: 'source',
+      destinationPeer: 'destination',
+      tableMappings: [mapping('moved')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    });
+    let engine = startEngine(mirror, config);
+    try {
+      await sameRowsAs('moved', 'moved');
+      // Rows on both sides of the rename in one transaction, then rows after it.
+      await source.client.query(
+        `BEGIN;
+         UPDATE moved SET v = 'before the rename' WHERE id <= 10;
+         ALTER TABLE moved RENAME TO moved_v2;
+         UPDATE moved_v2 SET v = 'after the rename' WHERE id <= 5;
+         INSERT INTO moved_v2 VALUES (1000, 'new');
+         COMMIT`,
+      );
+      await source.client.query(`DELETE FROM moved_v2 WHERE id = 20`);
+      await sameRowsAs('moved_v2', 'moved');
+
+      // Renamed with no change after it: the look for the mapped tables finds it by its identity.
+      await source.client.query(`ALTER TABLE moved_v2 RENAME TO moved_v3`);
+      await waitFor(
+        async () =>
+          (await logsOf(mirror)).includes(
+            'source table public.moved_v2 is named public.moved_v3 now: the mirror follows it by its identity, as public.moved of its table mappings, into the same destination table',
+          ),
+        60_000,
+        'the rename to be seen with no change after it',
+      );
+      expect((await stateOf(mirror, 'public.moved'))?.state).toBe('streaming');
+      await source.client.query(`INSERT INTO moved_v3 VALUES (1001, 'after the look')`);
+      await sameRowsAs('moved_v3', 'moved');
+
+      // Moved to another schema and changed while no engine runs.
+      engine.kill('SIGKILL');
+      await exited(engine);
+      await source.client.query(`CREATE SCHEMA ${archive}`);
+      await source.client.query(`ALTER TABLE moved_v3 SET SCHEMA ${archive}`);
+      await source.client.query(`UPDATE ${archive}.moved_v3 SET v = 'while no engine ran' WHERE id <= 3`);
+      engine = startEngine(mirror, config);
+      await source.client.query(`INSERT INTO ${archive}.moved_v3 VALUES (1002, 'after the restart')`);
+      await sameRowsAs(`${archive}.moved_v3`, 'moved');
+      expect((await stateOf(mirror, 'public.moved'))?.state).toBe('streaming');
+      expect(await shapeOf(destination.client, 'moved')).toEqual(['id integer', 'v text']);
+
+      // Dropped, and another table made under the mapped name: loaded again from it.
+      await source.client.query(`DROP TABLE ${archive}.moved_v3`);
+      await source.client.query(`CREATE TABLE moved (id int PRIMARY KEY, v text)`);
+      await source.client.query(
+        `INSERT INTO moved SELECT g, 'remade ' || g FROM generate_series(500, 540) g`,
+      );
+      await waitFor(
+        async () =>
+          (await logsOf(mirror)).some((message) =>
+            message.startsWith('source table public.moved exists again'),
+          ),
+        60_000,
+        'the table made again to rejoin',
+      );
+      await source.client.query(`UPDATE moved SET v = 'streamed' WHERE id = 500`);
+      await sameRowsAs('moved', 'moved');
+      await waitFor(
+        async () => (await stateOf(mirror, 'public.moved'))?.state === 'streaming',
+        60_000,
+        'streaming again',
+      );
+    } finally {
+      engine.kill('SIGTERM');
+      await exited(engine);
+    }
+  });
+
+  it('holds a table renamed under hold while another streams on, and a resync accepts it', {
+    timeout: 300_000,
+  }, async () => {
+    const { source } = harness;
+    for (const table of ['renamed_held', 'renamed_other']) {
+      await source.client.query(`CREATE TABLE ${table} (id int PRIMARY KEY, v text)`);
+      await source.client.query(`INSERT INTO ${table} SELECT g, 'v' || g FROM generate_series(1, 100) g`);
+    }
+    const input = {
+      name: `rename-hold-${randomSuffix()}`,
+      tableMappings: [mapping('renamed_held'), mapping('renamed_other')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+      schemaChanges: 'hold' as const,
+    };
+    let mirror = startMirror(harness, input);
+    try {
+      await sameRowsAs('renamed_held', 'renamed_held');
+      await source.client.query(`ALTER TABLE renamed_held RENAME TO renamed_held_v2`);
+      await source.client.query(`UPDATE renamed_held_v2 SET v = 'after the rename' WHERE id <= 10`);
+      await waitFor(
+        async () => (await stateOf(input.name, 'public.renamed_held'))?.state === 'held',
+        60_000,
+        'held',
+      );
+      expect((await stateOf(input.name, 'public.renamed_held'))?.problem?.message).toBe(
+        'schema change of public.renamed_held held (schemaChanges: hold): source table public.renamed_held was renamed to public.renamed_held_v2',
+      );
+      await source.client.query(`INSERT INTO renamed_other VALUES (500, 'streams on')`);
+      await sameRowsAs('renamed_other', 'renamed_other');
+
+      await mirror.stop();
+      mirror = startMirror(harness, { ...input, resyncTables: { 'public.renamed_held': 'accept-1' } });
+      await waitFor(
+        async () => (await stateOf(input.name, 'public.renamed_held'))?.state === 'streaming',
+        120_000,
+        'accepted and loaded again',
+      );
+      await source.client.query(`UPDATE renamed_held_v2 SET v = 'streamed' WHERE id <= 3`);
+      await sameRowsAs('renamed_held_v2', 'renamed_held');
     } finally {
       await mirror.stop().catch(() => {});
     }

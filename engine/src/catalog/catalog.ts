@@ -110,6 +110,18 @@ export interface TableShape {
   /** The destination table's columns the mirror writes (DestinationTable.columns). */
   readonly columns: readonly SourceColumn[];
   readonly keyColumns: readonly string[];
+  /**
+   * The source table's identity (its OID), which a rename keeps: the mirror
+   * finds the table by it (pipeline/source-names.ts). Absent on shapes
+   * recorded before identities were.
+   */
+  readonly sourceOid?: number | undefined;
+  /**
+   * The source table's name (`schema.table`) as the destination follows it;
+   * absent: the table mapping's. A rename is a schema change like a
+   * column's: settled under the mirror's policy (schema-evolution.ts).
+   */
+  readonly sourceName?: string | undefined;
 }
 
 /** What a table's state writer records with a move (Catalog.transitionTable). */

@@ -299,6 +299,13 @@ export interface Source extends Connector {
   /** Which of `tables` do not exist (any more) on the source: one cheap query, for a watch while streaming. */
   missingTables(tables: readonly TableName[]): Promise<MissingTables>;
 
+  /**
+   * The names the tables with these OIDs (SourceTableInfo.oid) have now; an
+   * OID absent from the answer is no table any more. What follows a table
+   * through a rename (pipeline/source-names.ts). One query.
+   */
+  tableNames(oids: readonly number[]): Promise<Map<number, TableName>>;
+
   // --- Publication and slot -------------------------------------------------
 
   /** The default slot and publication names of a mirror of one installation (pure). */

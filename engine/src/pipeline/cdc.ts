@@ -22,6 +22,7 @@ import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { Heartbeats } from './heartbeats.ts';
 import { ReplicationDelay } from './replication-delay.ts';
 import { type EngineFilteredTable, RowFilterStage } from './row-filter.ts';
+import { type SourceNames, tellRenames } from './source-names.ts';
 import { SourceTablesWatch } from './source-tables-watch.ts';
 import { StreamWait, type WaitOutcome } from './stream-wait.ts';
 import { finishResync, type ResyncLoad, resyncKey } from './table-resync.ts';
@@ -50,6 +51,8 @@ export interface CdcOptions {
   readonly goneTables?: readonly TableName[];
   /** Tables whose row filter the engine applies, the publication not doing it (pipeline/row-filter.ts). */
   readonly rowFilters?: readonly EngineFilteredTable[];
+  /** The mapped tables' names at the source now: a rename the stream settles is learnt there (source-names.ts). */
+  readonly sourceNames?: SourceNames | undefined;
 }
 
 /**
@@ -148,6 +151,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     typeNames: (columns) => source.typeNames(columns),
     liveColumns: (relationId) => source.liveColumns(relationId),
     partitionAncestors: (relationId) => source.partitionAncestors(relationId),
+    renamed: (mapped, current) => options.sourceNames?.learn(mapped, current),
     schemaChanges: spec.schemaChanges,
     shapes: options.shapes,
     recordShape: (sourceTable, shape) => catalog.recordTableShape(spec.name, sourceTable, shape),
@@ -266,6 +270,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         outcome = 'rejoin';
         break;
       }
+      if (options.sourceNames) await tellRenames(context, options.sourceNames);
     }
     // Pause or shutdown: make what is buffered durable, so nothing is redone.
     await applier.flush();

@@ -67,3 +67,32 @@ describe('RelationTracker', () => {
     expect(tracker.followedSource(table).map((column) => column.name)).toEqual(['id', 'a', 'c']);
   });
 });
+
+describe('RelationTracker by identity', () => {
+  const a = { ...textTable(['id', 'v']), source: { schema: 'public', table: 'a' } };
+  const b = { ...textTable(['id', 'v']), source: { schema: 'public', table: 'b' } };
+  const named = (relationId: number, name: string): RelationMessage => ({
+    ...relation(['id', 'v']),
+    relationId,
+    name,
+  });
+
+  it('keeps two tables apart when they swap names', () => {
+    const tracker = new RelationTracker(
+      [a, b],
+      new Map(),
+      new Map([
+        ['public.a', { oid: 1 }],
+        ['public.b', { oid: 2 }],
+      ]),
+    );
+    tracker.observe(named(1, 'b'));
+    tracker.observe(named(2, 'a'));
+    expect(tracker.tableOf(1)?.table).toBe(a);
+    expect(tracker.tableOf(2)?.table).toBe(b);
+    expect(tracker.renameOf(named(1, 'b'))).toBe('public.b');
+    expect(tracker.identityOf(a)).toEqual({ oid: 1, name: 'public.a' });
+    expect(tracker.namesakeOf(named(3, 'a'))).toEqual({ table: a, oid: 1 });
+    expect(tracker.namesakeOf(named(1, 'a'))).toBeUndefined();
+  });
+});

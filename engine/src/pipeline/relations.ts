@@ -37,6 +37,13 @@ export interface FollowedShape {
   readonly table: DestinationTable;
 }
 
+/** Who a mapped source table is: its identity (OID) and the name the destination follows it under. */
+export interface FollowedIdentity {
+  readonly oid?: number | undefined;
+  /** `schema.table` (formatTableName); absent: the mapping's. */
+  readonly name?: string | undefined;
+}
+
 export class RelationTracker {
   readonly #tablesBySource = new Map<string, DestinationTable>();
   /** Each mapped table's source columns as last followed, by source key. */
@@ -49,20 +56,35 @@ export class RelationTracker {
    * (by its source key), because their changes arrived under their own names.
    */
   readonly #partitionOf = new Map<number, string>();
+  /** Each mapped table's identity, by source key, and the other way round. */
+  readonly #oidBySource = new Map<string, number>();
+  readonly #sourceByOid = new Map<number, string>();
+  /** The name (formatTableName) each mapped table is followed under, by source key. */
+  readonly #nameBySource = new Map<string, string>();
 
   /**
    * `shapes`: the source columns each table was last followed with (by
    * formatTableName of its source); a table without one is taken as its
    * destination columns show it, plus the mapping's excluded columns unknown.
+   * `identities`: who each table is (by formatTableName of its source): a
+   * relation is its table by identity first, so a renamed table stays itself.
    */
   constructor(
     tables: readonly DestinationTable[],
     shapes: ReadonlyMap<string, readonly FollowedColumn[]> = new Map(),
+    identities: ReadonlyMap<string, FollowedIdentity> = new Map(),
   ) {
     for (const table of tables) {
       const key = sourceKey(table.source.schema, table.source.table);
+      const name = formatTableName(table.source);
       this.#tablesBySource.set(key, table);
-      this.#sourceBySource.set(key, shapes.get(formatTableName(table.source)) ?? followedColumnsOf(table));
+      this.#sourceBySource.set(key, shapes.get(name) ?? followedColumnsOf(table));
+      const identity = identities.get(name);
+      this.#nameBySource.set(key, identity?.name ?? name);
+      if (identity?.oid !== undefined) {
+        this.#oidBySource.set(key, identity.oid);
+        this.#sourceByOid.set(identity.oid, key);
+      }
     }
   }
 
@@ -112,9 +134,41 @@ export class RelationTracker {
     const table = key === undefined ? undefined : this.#tablesBySource.get(key);
     if (key === undefined || !table) return;
     this.#track(relation.relationId, relation, table);
-    if (sameColumns(this.#sourceBySource.get(key) ?? [], relation))
+    if (sameColumns(this.#sourceBySource.get(key) ?? [], relation) && this.renameOf(relation) === undefined)
       this.#unsettled.delete(relation.relationId);
     else this.#unsettled.set(relation.relationId, relation);
+  }
+
+  /**
+   * The relation's name (formatTableName) when it is not the name its table
+   * is followed under: the table was renamed at the source. Never for a
+   * partition followed as its table (its name is its own).
+   */
+  renameOf(relation: RelationMessage): string | undefined {
+    if (this.#partitionOf.has(relation.relationId)) return undefined;
+    const key = this.#keyFor(relation);
+    const name = formatTableName({ schema: relation.schema, table: relation.name });
+    return key !== undefined && this.#nameBySource.get(key) !== name ? name : undefined;
+  }
+
+  /**
+   * The mapped table whose name the relation has while the table is known to
+   * be another relation (its identity), with that identity: the followed
+   * table was renamed away, or dropped, and a new one took its name.
+   */
+  namesakeOf(
+    relation: Pick<RelationMessage, 'relationId' | 'schema' | 'name'>,
+  ): { readonly table: DestinationTable; readonly oid: number } | undefined {
+    const key = sourceKey(relation.schema, relation.name);
+    const table = this.#tablesBySource.get(key);
+    const oid = this.#oidBySource.get(key);
+    return table && oid !== undefined && oid !== relation.relationId ? { table, oid } : undefined;
+  }
+
+  /** Who a mapped table is: its identity, and the name it is followed under. */
+  identityOf(table: DestinationTable): FollowedIdentity {
+    const key = sourceKey(table.source.schema, table.source.table);
+    return { oid: this.#oidBySource.get(key), name: this.#nameBySource.get(key) };
   }
 
   /** The Relation message of an unsettled relation. Cheap: asked for every change. */
@@ -136,6 +190,9 @@ export class RelationTracker {
     const key = sourceKey(shape.table.source.schema, shape.table.source.table);
     this.#tablesBySource.set(key, shape.table);
     this.#sourceBySource.set(key, shape.source);
+    if (!this.#partitionOf.has(relation.relationId)) {
+      this.#nameBySource.set(key, formatTableName({ schema: relation.schema, table: relation.name }));
+    }
     this.#track(relation.relationId, relation, shape.table);
     this.#unsettled.delete(relation.relationId);
   }
@@ -150,9 +207,19 @@ export class RelationTracker {
     return key === undefined ? undefined : this.#tablesBySource.get(key);
   }
 
+  /**
+   * The mapped table a relation is: a partition followed as it, else by
+   * identity (a renamed table is itself), else by name, unless the table of
+   * that name is known to be another relation (the mapped one was renamed
+   * away and a new table took its name).
+   */
   #keyFor(relation: Pick<RelationMessage, 'relationId' | 'schema' | 'name'>): string | undefined {
-    const key = this.#partitionOf.get(relation.relationId) ?? sourceKey(relation.schema, relation.name);
-    return this.#tablesBySource.has(key) ? key : undefined;
+    const followed = this.#partitionOf.get(relation.relationId) ?? this.#sourceByOid.get(relation.relationId);
+    if (followed !== undefined) return this.#tablesBySource.has(followed) ? followed : undefined;
+    const key = sourceKey(relation.schema, relation.name);
+    if (!this.#tablesBySource.has(key)) return undefined;
+    const oid = this.#oidBySource.get(key);
+    return oid === undefined || oid === relation.relationId ? key : undefined;
   }
 
   #track(relationId: number, relation: RelationMessage, table: DestinationTable): void {

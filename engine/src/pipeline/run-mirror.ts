@@ -4,7 +4,7 @@
 // Re-running it after a crash or a pause picks up where the catalog and the
 // destination's checkpoint say the mirror was.
 
-import type { SnapshotTableProgress, SourceSetup, TableShape } from '../catalog/catalog.ts';
+import type { SnapshotTableProgress, SourceSetup, TableShape, TableStatus } from '../catalog/catalog.ts';
 import { forgetDroppedMirror, movePhase } from '../catalog/phases.ts';
 import {
   moveTable,
@@ -21,6 +21,7 @@ import { type OnlineLoad, runCdc } from './cdc.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { type EngineFilteredTable, engineFilteredTables } from './row-filter.ts';
 import { runSnapshot } from './snapshot.ts';
+import { RenamingSource, resolveSourceNames, tellRenames } from './source-names.ts';
 import {
   checkSlotIdentity,
   claimDestinationTables,
@@ -34,7 +35,7 @@ import {
   stoppedForMissingSource,
 } from './source-tables-watch.ts';
 import { faultedTable, stopTable } from './table-faults.ts';
-import { actOnResyncRequests, plannedResyncs, type ResyncLoad } from './table-resync.ts';
+import { actOnResyncRequests, plannedResyncs, type ResyncLoad, reloadErroredTable } from './table-resync.ts';
 import { followedTables, inRecordedShapes, loadsFromNothing, sourceShape } from './table-shapes.ts';
 import { destinationTable, publishedTable } from './tables.ts';
 
@@ -56,13 +57,23 @@ export async function runMirror(context: MirrorContext): Promise<RunOutcome> {
   }
 }
 
-async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rejoin'> {
-  const { spec, catalog } = context;
+async function runMirrorSteps(mirror: MirrorContext): Promise<RunOutcome | 'rejoin'> {
+  const { spec, catalog } = mirror;
   const stored = await catalog.getRuntime(spec.name);
   if (stored?.phase === 'completed') return 'completed';
   // A mirror re-created under a dropped one's name starts from nothing.
   if (stored?.phase === 'terminated') await forgetDroppedMirror(catalog, spec.name);
   const runtime = stored?.phase === 'terminated' ? undefined : stored;
+  // Every step asks the source for its tables under their names of now (source-names.ts).
+  const recordedShapes = await catalog.listTableShapes(spec.name);
+  const names = await watched(mirror, 'setup: source: find the mapped tables by identity', () =>
+    resolveSourceNames(
+      mirror.source,
+      spec.tableMappings.map((mapping) => mapping.source),
+      recordedShapes,
+    ),
+  );
+  const context: MirrorContext = { ...mirror, source: new RenamingSource(mirror.source, names) };
   const { source } = context;
   let setup: SourceSetup;
   let tables: DestinationTable[];
@@ -102,13 +113,21 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
       }),
     );
     const found = new Map(validated.tables.map((info) => [formatTableName(info.name), info]));
+    await tellRenames(context, names);
     const current: { table: DestinationTable; shape: TableShape }[] = [];
     for (const mapping of spec.tableMappings) {
       const sourceTable = formatTableName(mapping.source);
       const info = found.get(sourceTable);
       if (info) {
         const table = destinationTable(mapping, info);
-        current.push({ table, shape: sourceShape(mapping, info, table) });
+        current.push({ table, shape: sourceShape(mapping, info, table, names.current(mapping.source)) });
+        await reloadReplacedTable(
+          context,
+          table,
+          tracked.get(sourceTable),
+          recordedShapes.get(sourceTable),
+          info.oid,
+        );
       } else if (!tracked.has(sourceTable)) {
         throw new EngineError(
           'source_setup',
@@ -240,6 +259,7 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
         stoppedTables: stopped,
         goneTables: gone,
         rowFilters: engineRowFilters,
+        sourceNames: names,
       });
       return outcome;
     } catch (error) {
@@ -247,9 +267,40 @@ async function runMirrorSteps(context: MirrorContext): Promise<RunOutcome | 'rej
       if (!fault) throw error;
       await stopTable(context, fault.table, fault.error);
       stopped.add(formatTableName(fault.table.source));
-      if (fault.error.kind === 'source_schema') gone.push(fault.table.source);
+      if (fault.error.kind === 'source_schema') {
+        gone.push(fault.table.source);
+        names.forget(fault.table.source);
+      }
     }
   }
+}
+
+/**
+ * A streaming table whose source is another table than the one followed (the
+ * followed one dropped, or renamed away, and a table made under its name)
+ * holds rows the source no longer has, and misses what the new one had
+ * before it was published: it is stopped and loaded again from nothing.
+ */
+async function reloadReplacedTable(
+  context: MirrorContext,
+  table: DestinationTable,
+  status: TableStatus | undefined,
+  shape: TableShape | undefined,
+  oid: number,
+): Promise<void> {
+  if (shape?.sourceOid === undefined || shape.sourceOid === oid) return;
+  if (status?.state !== 'streaming' && status?.state !== 'loading') return;
+  const sourceTable = formatTableName(table.source);
+  await stopTable(
+    context,
+    table,
+    new EngineError(
+      'source_schema',
+      `source table ${sourceTable} is another table than the one the mirror followed (dropped, or renamed away, and made again under its name)`,
+      { table: sourceTable },
+    ),
+  );
+  await reloadErroredTable(context, table, `source table ${sourceTable} was made again`);
 }
 
 /**

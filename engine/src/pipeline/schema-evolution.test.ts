@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { idTextTable } from '../../../test/support/id-text-table.ts';
+import type { TableShape } from '../catalog/catalog.ts';
 import type { RelationMessage } from '../connectors/changes.ts';
 import { MemoryDestination } from '../connectors/memory/destination.ts';
 import type { SchemaChangePolicy, TableName } from '../resources/mirror.ts';
@@ -22,7 +23,12 @@ const v = { name: 'v', typeOid: text, typeModifier: -1, isKey: false };
 /** attnums of the test table: id 1, v 2; a column added later gets the next. */
 async function evolutionOver(
   partitionAncestors: Record<number, readonly TableName[]> = {},
-  options: { schemaChanges?: SchemaChangePolicy; live?: { attnum: number; name: string }[] } = {},
+  options: {
+    schemaChanges?: SchemaChangePolicy;
+    live?: { attnum: number; name: string }[];
+    /** The table's identity as its recorded shape holds it. */
+    sourceOid?: number;
+  } = {},
 ) {
   const destination = new MemoryDestination();
   const attnumbered = {
@@ -32,7 +38,31 @@ async function evolutionOver(
   await destination.setupTables([attnumbered]);
   const steps: string[] = [];
   const recorded: string[][] = [];
+  const recordedShapes: TableShape[] = [];
+  const shapes =
+    options.sourceOid === undefined
+      ? undefined
+      : new Map<string, TableShape>([
+          [
+            'public.t',
+            {
+              source: attnumbered.columns.map(({ name, typeOid, typeModifier, attnum }) => ({
+                name,
+                typeOid,
+                typeModifier,
+                attnum,
+              })),
+              columns: attnumbered.columns,
+              keyColumns: attnumbered.keyColumns,
+              sourceOid: options.sourceOid,
+            },
+          ],
+        ]);
   const schema = new SchemaEvolution({
+    shapes,
+    renamed: (mapped, current) => {
+      steps.push(`renamed ${mapped.table} to ${current.schema}.${current.table}`);
+    },
     destination: {
       refuseAlteration: async ({ changes }) =>
         changes.some((change) => change.kind === 'drop' && change.name === 'id') ? 'no' : undefined,
@@ -65,9 +95,10 @@ async function evolutionOver(
     },
     recordShape: async (_table, shape) => {
       recorded.push(shape.columns.map((column) => column.name));
+      recordedShapes.push(shape);
     },
   });
-  return { schema, steps, destination, recorded };
+  return { schema, steps, destination, recorded, recordedShapes };
 }
 
 const w = { name: 'w', typeOid: 21, typeModifier: -1, isKey: false };
@@ -227,5 +258,87 @@ describe('SchemaEvolution', () => {
     expect(schema.needsResolving(9)).toBe(false);
     expect(schema.relations.tableOf(9)).toBeUndefined();
     expect(steps).toHaveLength(1);
+  });
+});
+
+describe('SchemaEvolution of a table renamed at the source', () => {
+  it('follows the table by its identity under apply: nothing changes at the destination, the new name is recorded', async () => {
+    const { schema, steps, destination, recordedShapes } = await evolutionOver({}, { sourceOid: 1 });
+    schema.observe(relation([id, v], 1, 't_renamed'));
+    expect(schema.relations.tableOf(1)?.table.destination.table).toBe('t');
+    expect(schema.needsResolving(1)).toBe(false);
+    expect(schema.needsSettling(1)).toBe(true);
+    await schema.settle(1);
+    expect(steps).toEqual(['renamed t to public.t_renamed']);
+    expect(destination.columns('public.t')).toEqual(['id', 'v']);
+    expect(recordedShapes.map((shape) => [shape.sourceOid, shape.sourceName])).toEqual([
+      [1, 'public.t_renamed'],
+    ]);
+    // The next Relation message of that name is the shape followed.
+    schema.observe(relation([id, v], 1, 't_renamed'));
+    expect(schema.needsSettling(1)).toBe(false);
+  });
+
+  it('follows a rename and a column change of one Relation message together', async () => {
+    const { schema, steps, destination } = await evolutionOver(
+      {},
+      {
+        sourceOid: 1,
+        live: [
+          { attnum: 1, name: 'id' },
+          { attnum: 2, name: 'v' },
+          { attnum: 3, name: 'w' },
+        ],
+      },
+    );
+    schema.observe(relation([id, v, w], 1, 't_renamed'));
+    await schema.settle(1);
+    expect(steps).toEqual([
+      'renamed t to public.t_renamed',
+      'look up 21',
+      'before t',
+      'alter add',
+      'INFO public.t follows its schema change at the destination: column w added',
+    ]);
+    expect(destination.columns('public.t')).toEqual(['id', 'v', 'w']);
+  });
+
+  it('follows it under ignore too (the destination is left as it is), and holds it under hold', async () => {
+    const ignored = await evolutionOver({}, { sourceOid: 1, schemaChanges: 'ignore' });
+    ignored.schema.observe(relation([id, v], 1, 't_renamed'));
+    await ignored.schema.settle(1);
+    expect(ignored.steps).toEqual(['renamed t to public.t_renamed']);
+
+    const held = await evolutionOver({}, { sourceOid: 1, schemaChanges: 'hold' });
+    held.schema.observe(relation([id, v], 1, 't_renamed'));
+    const settled = held.schema.settle(1);
+    await expect(settled).rejects.toBeInstanceOf(HeldSchemaChange);
+    await expect(settled).rejects.toThrow(
+      'schema change of public.t held (schemaChanges: hold): source table public.t was renamed to public.t_renamed',
+    );
+    expect(held.steps).toEqual(['before t']);
+    expect(held.recordedShapes).toEqual([]);
+  });
+
+  it('skips, with a word, the changes of another table made under the name of one renamed away', async () => {
+    const { schema, steps } = await evolutionOver({}, { sourceOid: 1 });
+    schema.observe(relation([id, v], 1, 't_renamed'));
+    schema.observe(relation([id, v], 2, 't'));
+    expect(schema.needsResolving(2)).toBe(true);
+    await schema.resolve([2]);
+    expect(schema.relations.tableOf(2)).toBeUndefined();
+    expect(schema.needsResolving(2)).toBe(false);
+    expect(steps).toEqual([
+      'INFO changes of public.t are skipped: it is another table than the one the mirror follows as public.t (renamed or dropped since, and a table made under its name)',
+    ]);
+  });
+
+  it('is the table by name when its identity is not known (a shape recorded before identities were)', async () => {
+    const { schema } = await evolutionOver();
+    schema.observe(relation([id, v], 9, 't'));
+    expect(schema.needsSettling(9)).toBe(false);
+    expect(schema.relations.tableOf(9)?.table.destination.table).toBe('t');
+    schema.observe(relation([id, v], 10, 't_renamed'));
+    expect(schema.relations.tableOf(10)).toBeUndefined();
   });
 });

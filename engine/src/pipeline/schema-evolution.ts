@@ -75,6 +75,11 @@ export interface SchemaEvolutionOptions {
   readonly resyncShadows?: ReadonlyMap<string, TableSwap> | undefined;
   /** Whether a table is being loaded online (an added table's backfill reads the columns it began with). */
   readonly isLoading?: ((table: DestinationTable) => boolean) | undefined;
+  /**
+   * Told when a mapped table is followed under a new name (SourceNames.learn),
+   * so what is read of it from then on (an online load's chunks) reads that name.
+   */
+  readonly renamed?: ((mapped: TableName, current: TableName) => void) | undefined;
 }
 
 /**
@@ -95,10 +100,12 @@ export class SchemaEvolution {
 
   constructor(options: SchemaEvolutionOptions) {
     this.#options = options;
-    const sources = new Map(
-      [...(options.shapes ?? new Map<string, TableShape>())].map(([t, s]) => [t, s.source]),
+    const shapes = [...(options.shapes ?? new Map<string, TableShape>())];
+    this.relations = new RelationTracker(
+      options.tables,
+      new Map(shapes.map(([table, shape]) => [table, shape.source])),
+      new Map(shapes.map(([table, shape]) => [table, { oid: shape.sourceOid, name: shape.sourceName }])),
     );
-    this.relations = new RelationTracker(options.tables, sources);
     this.#unmapped = new UnmappedRelations({
       relations: this.relations,
       partitionAncestors: options.partitionAncestors,
@@ -172,8 +179,23 @@ export class SchemaEvolution {
 
   async #settle(relation: RelationMessage, table: DestinationTable, tableName: string): Promise<void> {
     const before = this.relations.followedSource(table);
-    const after = await this.#sourceColumnsOf(relation, before);
+    const after = await this.#sourceColumnsOf(relation, table, before);
     const changes = diffShapes(before, after);
+    const renamedTo = this.relations.renameOf(relation);
+    const policy = this.#options.schemaChanges ?? 'apply';
+    if (renamedTo !== undefined) {
+      const renamedFrom = this.relations.identityOf(table).name ?? tableName;
+      if (policy === 'hold') {
+        await this.#hold(
+          table,
+          tableName,
+          `schema change of ${tableName} held (schemaChanges: hold): source table ${renamedFrom} was renamed to ${renamedTo}`,
+        );
+      }
+      // Nothing changes at the destination: its table keeps the name its
+      // mapping gives it. Said in the log where the name is learnt (cdc.ts).
+      this.#options.renamed?.(table.source, { schema: relation.schema, table: relation.name });
+    }
     const excluded = new Set(after.filter((column) => column.excluded).map((column) => column.name));
     const written = new Set(table.columns.map((column) => column.name));
     // Changes of excluded columns, or of columns the destination does not
@@ -205,7 +227,6 @@ export class SchemaEvolution {
         { table: tableName },
       );
     }
-    const policy = this.#options.schemaChanges ?? 'apply';
     if (policy === 'hold') {
       await this.#hold(
         table,
@@ -244,6 +265,7 @@ export class SchemaEvolution {
   /** The relation's columns with their attnums (told apart from the followed ones) and exclusions. */
   async #sourceColumnsOf(
     relation: RelationMessage,
+    table: DestinationTable,
     before: readonly FollowedColumn[],
   ): Promise<FollowedColumn[]> {
     const names = relation.columns.map((column) => column.name);
@@ -262,7 +284,7 @@ export class SchemaEvolution {
       }
     }
     const mapping = this.#options.tableMappings.find(
-      (candidate) => candidate.source.schema === relation.schema && candidate.source.table === relation.name,
+      (candidate) => formatTableName(candidate.source) === formatTableName(table.source),
     );
     const excludedNames = new Set(mapping?.exclude ?? []);
     const beforeByAttnum = new Map(before.map((column) => [column.attnum, column]));
@@ -367,10 +389,13 @@ export class SchemaEvolution {
   }
 
   async #record(tableName: string, shape: FollowedShape): Promise<void> {
+    const identity = this.relations.identityOf(shape.table);
     await this.#options.recordShape?.(tableName, {
       source: shape.source,
       columns: shape.table.columns,
       keyColumns: shape.table.keyColumns,
+      sourceOid: identity.oid,
+      ...(identity.name !== undefined && identity.name !== tableName ? { sourceName: identity.name } : {}),
     });
   }
 }

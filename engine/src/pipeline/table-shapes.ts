@@ -11,18 +11,24 @@ import type { TableShape, TableStatus } from '../catalog/catalog.ts';
 import type { DestinationTable, SourceColumn } from '../connectors/records.ts';
 import type { SourceTableInfo } from '../connectors/source.ts';
 import { isEngineError } from '../errors.ts';
-import { formatTableName, type TableMapping } from '../resources/mirror.ts';
+import { formatTableName, type TableMapping, type TableName } from '../resources/mirror.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { describeColumnChange, diffShapes } from './schema-diff.ts';
 import { alteredTable } from './schema-evolution.ts';
 
-/** The shape of a table as the source has it now: every replicated column, the mapping's excluded ones flagged. */
+/**
+ * The shape of a table as the source has it now: every replicated column,
+ * the mapping's excluded ones flagged; its identity, and its name now
+ * (`currentName`) when that is not the mapping's.
+ */
 export function sourceShape(
   mapping: TableMapping,
   info: SourceTableInfo,
   table: DestinationTable,
+  currentName: TableName = mapping.source,
 ): TableShape {
   const excluded = new Set(mapping.exclude);
+  const renamed = formatTableName(currentName) !== formatTableName(mapping.source);
   return {
     source: info.columns.map(({ name, typeOid, typeModifier, attnum }) => ({
       name,
@@ -33,6 +39,8 @@ export function sourceShape(
     })),
     columns: table.columns,
     keyColumns: table.keyColumns,
+    sourceOid: info.oid,
+    ...(renamed ? { sourceName: formatTableName(currentName) } : {}),
   };
 }
 
@@ -73,6 +81,10 @@ export async function followedTables(
     }
     const written = { ...table, columns: known.columns, keyColumns: known.keyColumns };
     if (!fromNothing(sourceTable)) {
+      // A shape recorded before identities were takes the table's now.
+      if (known.sourceOid === undefined) {
+        await catalog.recordTableShape(spec.name, sourceTable, { ...known, sourceOid: shape.sourceOid });
+      }
       tables.push(written);
       continue;
     }

@@ -74,6 +74,7 @@ export class UnmappedRelations {
       );
     }
     const shown = formatTableName({ schema: relation.schema, table: relation.name });
+    const namesake = this.#options.relations.namesakeOf(relation);
     const ancestors = await this.#options.partitionAncestors(relationId);
     const { relations, log, publication } = this.#options;
     const mapped = ancestors.find((ancestor) => relations.mapsSource(ancestor));
@@ -88,6 +89,15 @@ export class UnmappedRelations {
       return { followed: true, relation };
     }
     this.#skipped.add(relationId);
+    if (namesake) {
+      // The followed table was renamed away, or dropped (its table stops
+      // then, source-tables-watch.ts, and loads this one when it rejoins).
+      await log(
+        'INFO',
+        `changes of ${shown} are skipped: it is another table than the one the mirror follows as ${shown} (renamed or dropped since, and a table made under its name)`,
+      );
+      return { followed: false };
+    }
     await log(
       'INFO',
       publication.createdByMirror

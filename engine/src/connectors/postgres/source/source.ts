@@ -52,7 +52,7 @@ import {
   type PartitionCopy,
   planPartitions,
 } from './snapshot-reader.ts';
-import { liveColumns, partitionAncestors } from './table-info.ts';
+import { liveColumns, partitionAncestors, tableNamesByOid } from './table-info.ts';
 import { findMissingTables, validateSource } from './validate-source.ts';
 
 export interface PostgresSourceOptions {
@@ -132,6 +132,16 @@ export class PostgresSource implements Source {
       return await findMissingTables(client, tables);
     } catch (error) {
       throw classifyPgError(error, 'source: look up the mapped tables');
+    }
+  }
+
+  async tableNames(oids: readonly number[]): Promise<Map<number, TableName>> {
+    if (oids.length === 0) return new Map();
+    const client = await this.#client();
+    try {
+      return await tableNamesByOid(client, oids);
+    } catch (error) {
+      throw classifyPgError(error, 'source: look up the mapped tables by identity');
     }
   }
 

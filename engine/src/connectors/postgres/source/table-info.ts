@@ -48,6 +48,24 @@ export async function partitionAncestors(client: pg.Client, oid: number): Promis
 }
 
 /**
+ * The names the tables with these OIDs have now (Source.tableNames): ordinary
+ * and partitioned tables only, so an OID reused by another kind of relation
+ * is not taken for a table.
+ */
+export async function tableNamesByOid(
+  client: pg.Client,
+  oids: readonly number[],
+): Promise<Map<number, TableName>> {
+  const result = await client.query<{ oid: number; schema: string; table: string }>(
+    `SELECT c.oid::int8 AS oid, n.nspname AS schema, c.relname AS table
+     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.oid = ANY($1::oid[]) AND c.relkind IN ('r', 'p')`,
+    [oids],
+  );
+  return new Map(result.rows.map((row) => [Number(row.oid), { schema: row.schema, table: row.table }]));
+}
+
+/**
  * The replicated columns a relation has now (not dropped, not generated), by
  * attnum, in attnum order; empty when the relation is gone.
  */
