@@ -1,8 +1,8 @@
 // A fault of one table into ClickHouse stays with that table, through a real
-// engine process: the destination table dropped under the mirror stops that
-// table (`errored`), the other streams on under writes; the spec's resync
-// request creates the table again and loads it back, and both end equal to
-// the source row by row (mirror-lifecycle.md, "A table's own fault").
+// engine process: the destination table dropped under the mirror, which owns
+// it, is created again and loaded back by itself while the other table streams
+// on, and again when it was dropped while no engine ran; both end equal to the
+// source row by row (mirror-lifecycle.md, "A table's own fault").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
 import { ClickHouseScratch } from '../support/clickhouse-scratch.ts';
@@ -30,7 +30,7 @@ describe('a fault of one table into ClickHouse', () => {
     await harness?.close();
   });
 
-  it('stops the table whose destination table was dropped, streams the other, and loads it back on request', async () => {
+  it('loads a table whose destination table was dropped under the mirror again by itself, the other streaming on', async () => {
     const { source } = harness;
     for (const table of ['kept', 'lost']) {
       await source.client.query(`CREATE TABLE ${table} (id int PRIMARY KEY, v text)`);
@@ -60,38 +60,42 @@ describe('a fault of one table into ClickHouse', () => {
       );
       await scratch.admin.command({ query: `DROP TABLE ${database}.lost` });
       await source.client.query(`INSERT INTO lost VALUES (1000, 'after the drop')`);
-      await waitFor(
-        async () => (await stateOf(mirror, 'public.lost'))?.state === 'errored',
-        60_000,
-        'lost errored',
-      );
-      const lost = await stateOf(mirror, 'public.lost');
-      expect(lost?.problem?.kind).toBe('schema_mismatch');
-      expect(lost?.problem?.remedy).toContain('resync');
-      expect((await harness.catalog.getRuntime(mirror))?.phase).toBe('running');
-      // The other table goes on.
+      // The other table goes on meanwhile.
       await source.client.query(`INSERT INTO kept VALUES (1000, 'streams on')`);
       await source.client.query(`UPDATE kept SET v = 'changed' WHERE id < 10`);
       await source.client.query(`DELETE FROM kept WHERE id BETWEEN 10 AND 19`);
-      await sameRows('kept');
-      expect((await stateOf(mirror, 'public.kept'))?.state).toBe('streaming');
-
-      // The resync request, as the API or kubectl sets it: the engine starts again with it.
-      running.kill('SIGTERM');
-      expect(await exited(running)).toBe(0);
-      await source.client.query(`UPDATE lost SET v = 'while stopped' WHERE id <= 5`);
-      running = startEngine(
-        mirror,
-        writeEngineConfig(
-          harness,
-          { ...spec, resyncTables: { 'public.lost': 'one' } },
-          { destination: peer },
-        ),
+      // The mirror owns the table: it creates it again and loads it by itself.
+      await waitFor(
+        async () =>
+          (await harness.catalog.listLogs({ mirror, offset: 0, limit: 200 })).entries.some(
+            (entry) =>
+              entry.message ===
+              `destination table ${database}.lost was dropped under the mirror, which owns it: it is created again; its destination table is emptied and loaded again`,
+          ),
+        60_000,
+        'lost loaded again by itself',
       );
       await waitFor(
         async () => (await stateOf(mirror, 'public.lost'))?.state === 'streaming',
         120_000,
         'lost streaming again',
+      );
+      await sameRows('lost');
+      await sameRows('kept');
+      expect((await stateOf(mirror, 'public.kept'))?.state).toBe('streaming');
+      expect((await harness.catalog.getRuntime(mirror))?.phase).toBe('running');
+
+      // Dropped while no engine runs: found at the start and loaded again,
+      // not streamed into an empty table made in its place.
+      running.kill('SIGTERM');
+      expect(await exited(running)).toBe(0);
+      await scratch.admin.command({ query: `DROP TABLE ${database}.lost` });
+      await source.client.query(`UPDATE lost SET v = 'while stopped' WHERE id <= 5`);
+      running = startEngine(mirror, writeEngineConfig(harness, spec, { destination: peer }));
+      await waitFor(
+        async () => (await stateOf(mirror, 'public.lost'))?.state === 'streaming',
+        120_000,
+        'lost streaming after the restart',
       );
       await source.client.query(`DELETE FROM lost WHERE id = 300`);
       await sameRows('lost');

@@ -1,11 +1,12 @@
 // A fault of one table stays with that table, through a real standalone
 // process and a PostgreSQL destination: a row the destination refuses (a
-// CHECK constraint added there) and a destination table dropped under the
-// mirror each stop their table alone (`errored`, with the kind, the
-// constraint's name and the position it is behind from), while the other
-// table streams on and the slot keeps advancing; once the cause is fixed, the
-// resync request loads the table back under writes and it ends equal to the
-// source row by row.
+// CHECK constraint added there) stops its table alone (`errored`, with the
+// kind, the constraint's name and the position it is behind from), while the
+// other table streams on and the slot keeps advancing; once the cause is
+// fixed, the resync request loads the table back under writes and it ends
+// equal to the source row by row. A destination table dropped under the
+// mirror (which owns it) is loaded again by itself into a new one, while the
+// mirror streams or, dropped while the service was down, at its start.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +50,15 @@ describe('a fault of one table', () => {
     return ((answer.body as { tables?: TableView[] }).tables ?? []) as TableView[];
   };
   const tableOf = async (table: string) => (await tables()).find((t) => t.sourceTableIdentifier === table);
+  const mirrorLogs = async () => {
+    const { body } = await service.call('POST', '/api/v1/mirrors/logs', {
+      flowJobName: mirror,
+      numPerPage: 200,
+    });
+    return ((body as { errors?: { errorMessage: string }[] }).errors ?? []).map(
+      (entry) => entry.errorMessage,
+    );
+  };
   const sameRows = async (table: string) => {
     await waitForSameRows(source.client, destination.client, table, 90_000).catch(() => {});
     expect(await tableCells(destination.client, table, 'id')).toEqual(
@@ -69,9 +79,9 @@ describe('a fault of one table', () => {
       ).rows[0]?.lsn ?? '0',
     );
   /** Writes into both tables until stopped: inserts, updates and deletes, each in its own transaction. */
-  const startWriter = () => {
+  const startWriter = (from = 10_000) => {
     let writing = true;
-    let next = 10_000;
+    let next = from;
     const done = (async () => {
       while (writing) {
         const id = next++;
@@ -165,29 +175,43 @@ describe('a fault of one table', () => {
     await sameRows('good');
   });
 
-  it('stops a table whose destination table was dropped, and loads it back into a new one on request', async () => {
+  it('loads a table whose destination table was dropped under the mirror again by itself, into a new one', async () => {
     await destination.client.query(`DROP TABLE good`);
     await source.client.query(`INSERT INTO good VALUES (50000, 'after the drop')`);
     await source.client.query(`INSERT INTO picky VALUES (50000, 'after the drop')`);
-    await waitFor(
-      async () => (await tableOf('public.good'))?.state === 'TABLE_STATE_ERRORED',
-      60_000,
-      'good errored',
-    );
-    expect((await tableOf('public.good'))?.error?.kind).toBe('schema_mismatch');
-    // The other table is not held up by it.
+    const stopWriter = startWriter(60_000);
+    try {
+      await waitFor(
+        async () =>
+          (await mirrorLogs()).includes(
+            'destination table public.good was dropped under the mirror, which owns it: it is created again; its destination table is emptied and loaded again',
+          ),
+        60_000,
+        'good loaded again by itself',
+      );
+      await waitFor(
+        async () => (await tableOf('public.good'))?.state === 'TABLE_STATE_STREAMING',
+        120_000,
+        'good streaming again',
+      );
+    } finally {
+      await stopWriter();
+    }
+    await source.client.query(`UPDATE good SET v = 'later' WHERE id = 50000`);
+    await sameRows('good');
     await sameRows('picky');
-    const resynced = await service.call('POST', '/api/v1/mirrors/tables/resync', {
-      flowJobName: mirror,
-      sourceTableIdentifier: 'good',
-    });
-    expect(resynced.status, JSON.stringify(resynced.body)).toBe(200);
+
+    // Dropped while the service was down: found at the start, loaded again
+    // rather than streamed into an empty table made in its place.
+    expect(await service.stop()).toBe(0);
+    await destination.client.query(`DROP TABLE good`);
+    await source.client.query(`UPDATE good SET v = 'while down' WHERE id <= 5`);
+    service = await startStandalone(dataDir, password);
     await waitFor(
       async () => (await tableOf('public.good'))?.state === 'TABLE_STATE_STREAMING',
       120_000,
-      'good streaming again',
+      'good streaming after the restart',
     );
-    await source.client.query(`UPDATE good SET v = 'later' WHERE id = 50000`);
     await sameRows('good');
     await sameRows('picky');
   });

@@ -35,7 +35,9 @@ export interface Destination<Held extends ChangeBuffer = ChangeBuffer> extends C
   /**
    * Whether each target table exists and holds rows, in the order given: the
    * initial load empties only tables the mirror owns (see docs/engine.md).
-   * A destination that never empties anything (Kafka) answers `absent`.
+   * A destination that never empties anything (Kafka) answers `empty`;
+   * `absent` is a table that is not there (a dropped one is created again:
+   * pipeline/table-faults.ts).
    */
   tableStates(tables: readonly DestinationTable[]): Promise<DestinationTableState[]>;
 

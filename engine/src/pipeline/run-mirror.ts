@@ -34,7 +34,12 @@ import {
   rejoinRestoredTables,
   stoppedForMissingSource,
 } from './source-tables-watch.ts';
-import { faultedTable, stopTable } from './table-faults.ts';
+import {
+  destinationTableDropped,
+  faultedTable,
+  rejoinDroppedDestinations,
+  stopTable,
+} from './table-faults.ts';
 import { actOnResyncRequests, plannedResyncs, type ResyncLoad, reloadErroredTable } from './table-resync.ts';
 import { followedTables, inRecordedShapes, loadsFromNothing, sourceShape } from './table-shapes.ts';
 import { destinationTable, publishedTable } from './tables.ts';
@@ -142,6 +147,11 @@ async function runMirrorSteps(mirror: MirrorContext): Promise<RunOutcome | 'rejo
       }
     }
     await rejoinRestoredTables(
+      context,
+      current.map(({ table }) => table),
+      tracked,
+    );
+    await rejoinDroppedDestinations(
       context,
       current.map(({ table }) => table),
       tracked,
@@ -270,6 +280,9 @@ async function runMirrorSteps(mirror: MirrorContext): Promise<RunOutcome | 'rejo
       if (fault.error.kind === 'source_schema') {
         gone.push(fault.table.source);
         names.forget(fault.table.source);
+      } else if (await destinationTableDropped(context, fault.table, fault.error)) {
+        // The steps again: they load it again, into a table created anew (rejoinDroppedDestinations).
+        return 'rejoin';
       }
     }
   }

@@ -5,12 +5,15 @@
 // checkpoint without it, so the other tables go on and the slot keeps
 // advancing. Nothing of the stopped table is applied from then on; it comes
 // back by a load (docs/mirror-lifecycle.md, "A table's own fault").
+
+import type { TableStatus } from '../catalog/catalog.ts';
 import { moveTable } from '../catalog/table-states.ts';
 import type { DestinationTable } from '../connectors/records.ts';
-import { type EngineError, isEngineError } from '../errors.ts';
+import { EngineError, isEngineError } from '../errors.ts';
 import { formatTableName } from '../resources/mirror.ts';
 import { type MirrorContext, mirrorLog } from './context.ts';
 import { HeldSchemaChange } from './schema-evolution.ts';
+import { reloadErroredTable } from './table-resync.ts';
 
 /** The mapped, still running table `error` is a fault of, if it is one table's. */
 export function faultedTable(
@@ -78,5 +81,66 @@ export async function stopTable(
     await shadows.drop(shadows.shadowOf(table)).catch((failure: unknown) => {
       context.logger.warn({ err: failure }, 'could not drop the resync table of a stopped table');
     });
+  }
+}
+
+/**
+ * Whether a stopped table's fault is its destination table gone: dropped
+ * under the mirror, which owns it. The cause can be checked and the mirror
+ * can remove it (the mapping says the table is replicated), so the table
+ * rejoins by itself: the steps start again, and rejoinDroppedDestinations
+ * loads it from nothing into a table created anew.
+ * A table the mirror does not own is left to a person (a resync request).
+ */
+export async function destinationTableDropped(
+  context: MirrorContext,
+  table: DestinationTable,
+  error: EngineError,
+): Promise<boolean> {
+  if (error.kind !== 'schema_mismatch' || error instanceof HeldSchemaChange) return false;
+  const destinationTable = formatTableName(table.destination);
+  if (!(await context.catalog.listOwnedTables(context.spec.name)).includes(destinationTable)) return false;
+  const [state] = await context.destination.tableStates([table]);
+  return state === 'absent';
+}
+
+/**
+ * At a start: each table whose destination table the mirror owns and no
+ * longer finds (dropped while no engine ran, or after its table stopped for
+ * it) is loaded again from nothing, rather than streamed into an empty table
+ * created in its place, which would miss every row before. Tables stopped
+ * for another reason, held or not tracked yet are left as they are.
+ */
+export async function rejoinDroppedDestinations(
+  context: MirrorContext,
+  tables: readonly DestinationTable[],
+  tracked: ReadonlyMap<string, TableStatus>,
+): Promise<void> {
+  const owned = new Set(await context.catalog.listOwnedTables(context.spec.name));
+  const candidates = tables.filter((table) => {
+    const status = tracked.get(formatTableName(table.source));
+    if (!owned.has(formatTableName(table.destination))) return false;
+    if (status?.state === 'streaming') return true;
+    return status?.state === 'errored' && status.problem?.kind === 'schema_mismatch';
+  });
+  if (candidates.length === 0) return;
+  const states = await context.destination.tableStates(candidates);
+  for (const [index, table] of candidates.entries()) {
+    if (states[index] !== 'absent') continue;
+    const destinationTable = formatTableName(table.destination);
+    if (tracked.get(formatTableName(table.source))?.state === 'streaming') {
+      await stopTable(
+        context,
+        table,
+        new EngineError('schema_mismatch', `destination table ${destinationTable} does not exist`, {
+          table: formatTableName(table.source),
+        }),
+      );
+    }
+    await reloadErroredTable(
+      context,
+      table,
+      `destination table ${destinationTable} was dropped under the mirror, which owns it: it is created again`,
+    );
   }
 }

@@ -139,9 +139,13 @@ export class KafkaDestination implements Destination<KafkaHeld> {
     await this.#script?.ready();
   }
 
-  /** Topics are never emptied, so none needs guarding. */
+  /**
+   * Topics are never emptied, so none needs guarding: each is `empty` (no
+   * rows of others to protect), never `absent`, which would read as a table
+   * dropped under the mirror (pipeline/table-faults.ts).
+   */
   async tableStates(tables: readonly DestinationTable[]): Promise<DestinationTableState[]> {
-    return tables.map(() => 'absent');
+    return tables.map(() => 'empty');
   }
 
   /** Topics are not emptied: a load that starts over sends every row again (at least once). */
