@@ -6,17 +6,30 @@
 // publication's own (pg_publication_rel prqual, prattrs), so filtered rows and
 // excluded columns never leave the source; on 13 and 14 the engine filters
 // with the same semantics. An edited filter is brought in line at the next
-// start. Into PostgreSQL in-process, and into ClickHouse by an engine process.
+// start. Into PostgreSQL in-process, into ClickHouse by an engine process,
+// and into Kafka in-process (each move's message, then the topics folded by key).
 // Run on PostgreSQL 13, 15 and 18 sources.
 import { type ClickHouseClient, createClient } from '@clickhouse/client';
 import type pg from 'pg';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KafkaDestination } from '../../engine/src/connectors/kafka/destination.ts';
+import {
+  createTopics,
+  deleteTopics,
+  kafkaClient,
+  randomTopic,
+  streamConfig,
+  TopicCollector,
+} from '../integration/kafka-support.ts';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
 import { createHarness, type Harness, startMirror } from '../support/mirror-harness.ts';
 import { seededIntegers } from '../support/seeded-random.ts';
 import { sourcePostgres } from '../support/testenv.ts';
+
+const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
 
 const ordersFilter = `region = 'eu' AND amount >= 10`;
 const accountsFilter = 'id % 3 <> 0';
@@ -101,6 +114,14 @@ async function rows(client: pg.Client, select: string): Promise<string[][]> {
   return result.rows.map((row) => row.map((cell) => String(cell)));
 }
 
+/** The source's orders the filter takes, as compared. */
+const filteredOrders = (client: pg.Client, orders: string) =>
+  rows(client, `SELECT id, region, amount, note FROM ${orders} WHERE ${ordersFilter} ORDER BY id`);
+
+/** The source's accounts a filter takes, as compared. */
+const filteredAccounts = (client: pg.Client, accounts: string, filter = accountsFilter) =>
+  rows(client, `SELECT id, tier FROM ${accounts} WHERE ${filter} ORDER BY id`);
+
 /** Asserts equal row sets, naming at most five rows that differ. */
 function expectSameRows(actual: readonly string[][], expected: readonly string[][]): void {
   const keyed = (list: readonly string[][]) =>
@@ -160,13 +181,8 @@ describe('row filters into PostgreSQL', () => {
       snapshotNumRowsPerPartition: 500,
     });
     const expected = {
-      orders: () =>
-        rows(
-          source.client,
-          `SELECT id, region, amount, note FROM ${orders} WHERE ${ordersFilter} ORDER BY id`,
-        ),
-      accounts: (filter: string) =>
-        rows(source.client, `SELECT id, tier FROM ${accounts} WHERE ${filter} ORDER BY id`),
+      orders: () => filteredOrders(source.client, orders),
+      accounts: (filter: string) => filteredAccounts(source.client, accounts, filter),
     };
     const actual = {
       orders: () => rows(destination.client, `SELECT id, region, amount, note FROM ${orders} ORDER BY id`),
@@ -301,8 +317,7 @@ describe('a table added with a row filter', () => {
         },
       ],
     });
-    const expected = () =>
-      rows(source.client, `SELECT id, tier FROM ${accounts} WHERE ${accountsFilter} ORDER BY id`);
+    const expected = () => filteredAccounts(source.client, accounts);
     const actual = () =>
       rows(destination.client, `SELECT id, tier FROM ${accounts} ORDER BY id`).catch(() => []);
     try {
@@ -436,8 +451,7 @@ describe('row filters into ClickHouse', () => {
       },
       { destination: { name: 'analytics', kind: 'analytics', config } },
     );
-    const expected = () =>
-      rows(source.client, `SELECT id, region, amount, note FROM ${orders} WHERE ${ordersFilter} ORDER BY id`);
+    const expected = () => filteredOrders(source.client, orders);
     const actual = async () => {
       const result = await admin
         .query({
@@ -463,6 +477,170 @@ describe('row filters into ClickHouse', () => {
     } finally {
       process.kill('SIGTERM');
       await exited(process);
+    }
+  });
+});
+
+describe('row filters into Kafka', () => {
+  const client = kafkaClient('PLAINTEXT');
+  const [ordersTopic, accountsTopic] = [randomTopic('orders'), randomTopic('accounts')];
+  let harness: Harness;
+
+  beforeAll(async () => {
+    harness = await createHarness('rowfilter_kafka');
+    // One partition each: a topic's messages in the order of the source's commits.
+    await createTopics(client, [ordersTopic, accountsTopic], 1);
+  });
+
+  afterAll(async () => {
+    await deleteTopics(client, [ordersTopic, accountsTopic]).catch(() => {});
+    await harness?.close();
+  });
+
+  it('sends snapshot messages of the matching rows only, a move out of the filter as a delete, into it as an insert', {
+    timeout: 240_000,
+  }, async () => {
+    const { source } = harness;
+    const suffix = randomSuffix().replaceAll('-', '_');
+    const [orders, accounts] = [`orders_${suffix}`, `accounts_${suffix}`];
+    await createTables(source.client, orders, accounts);
+    const name = `rowfilter-kafka-${suffix.replaceAll('_', '-')}`;
+    const spec = {
+      name,
+      tableMappings: [
+        {
+          source: { schema: 'public', table: orders },
+          destination: { schema: 'public', table: ordersTopic },
+          rowFilter: ordersFilter,
+        },
+        {
+          source: { schema: 'public', table: accounts },
+          destination: { schema: 'public', table: accountsTopic },
+          exclude: ['secret'],
+          rowFilter: accountsFilter,
+        },
+      ],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+      maxBatchSize: 100,
+    };
+    const expected = {
+      orders: () => filteredOrders(source.client, orders),
+      accounts: () => filteredAccounts(source.client, accounts),
+    };
+    type Row = Record<string, unknown>;
+    const valuesOf = (topic: string) =>
+      collector.messages
+        .filter((message) => message.topic === topic)
+        .sort((x, y) => x.offset - y.offset)
+        .map((message) => ({ key: message.key, ...JSON.parse(message.value ?? 'null') }));
+    /** The topic folded by the rows' ids, as a consumer does: the rows it holds, as text cells. */
+    const folded = (
+      topic: string,
+      columns: readonly string[],
+      kinds = ['snapshot', 'insert', 'update', 'delete'],
+    ) => {
+      const byId = new Map<string, Row>();
+      for (const value of valuesOf(topic).filter((candidate) => kinds.includes(candidate.kind))) {
+        if (value.old) byId.delete(String(value.old.id));
+        if (value.new) byId.set(String(value.new.id), value.new);
+      }
+      return [...byId.values()]
+        .map((row) => columns.map((column) => String(row[column])))
+        .sort((x, y) => Number(x[0]) - Number(y[0]));
+    };
+    const orderColumns = ['id', 'region', 'amount', 'note'];
+    const collector = new TopicCollector(client);
+    const mirror = startMirror(harness, spec, {
+      wrapDestination: () => new KafkaDestination(streamConfig('PLAINTEXT'), { mirror: name, logger }),
+    });
+    try {
+      await collector.start([ordersTopic, accountsTopic]);
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
+        60_000,
+        'running',
+      );
+      // The initial load: a snapshot message of each matching row, and of no other.
+      const [ordersLoaded, accountsLoaded] = [await expected.orders(), await expected.accounts()];
+      await collector.until(
+        () => collector.messages.length >= ordersLoaded.length + accountsLoaded.length,
+        60_000,
+        'the initial load',
+      );
+      expect(valuesOf(ordersTopic).every((value) => value.kind === 'snapshot')).toBe(true);
+      expectSameRows(folded(ordersTopic, orderColumns), ordersLoaded);
+      expectSameRows(folded(accountsTopic, ['id', 'tier']), accountsLoaded);
+      expect(valuesOf(accountsTopic).some((value) => 'secret' in value.new)).toBe(false);
+
+      // Each way an update meets the filter (orders: region = 'eu' AND amount >= 10,
+      // REPLICA IDENTITY FULL; accounts: id % 3 <> 0, on its key), then a last row in each.
+      for (const statement of [
+        `UPDATE ${orders} SET region = 'us' WHERE id = 15`, // out: a delete
+        `UPDATE ${orders} SET amount = 12 WHERE id = 3`, // in: an insert
+        `UPDATE ${orders} SET note = 'still in' WHERE id = 30`, // both: an update
+        `UPDATE ${orders} SET note = 'still out' WHERE id = 1`, // neither: nothing
+        `INSERT INTO ${orders} VALUES (100002, 'us', 11, 'out')`,
+        `DELETE FROM ${orders} WHERE id = 33`,
+        `DELETE FROM ${orders} WHERE id = 2`,
+        `INSERT INTO ${orders} VALUES (100003, 'eu', 19, 'last')`,
+        `UPDATE ${accounts} SET id = 300000 WHERE id = 1`, // a key out: a delete by the old key
+        `UPDATE ${accounts} SET id = 300001 WHERE id = 3`, // a key in: an insert
+        `UPDATE ${accounts} SET id = 300002 WHERE id = 4`, // in to in: an update with its old key
+        `UPDATE ${accounts} SET tier = 9 WHERE id = 2`,
+        `UPDATE ${accounts} SET tier = 9 WHERE id = 6`,
+        `INSERT INTO ${accounts} VALUES (300004, 1, 'last')`,
+      ]) {
+        await source.client.query(statement);
+      }
+      const changes = (topic: string) =>
+        valuesOf(topic)
+          .filter((value) => value.kind !== 'snapshot')
+          .map(({ key, kind, old, new: row }) => ({ key, kind, old, new: row }));
+      await collector.until(
+        () =>
+          changes(ordersTopic).some((value) => value.new?.note === 'last') &&
+          changes(accountsTopic).some((value) => value.new?.id === '300004'),
+        60_000,
+        'the last row of each table',
+      );
+      const order = (id: number, region: string, amount: number, note: string) => ({
+        id: String(id),
+        region,
+        amount,
+        note,
+      });
+      expect(changes(ordersTopic)).toEqual([
+        { key: '{"id":"15"}', kind: 'delete', old: order(15, 'eu', 15, 'seed 15'), new: null },
+        { key: '{"id":"3"}', kind: 'insert', old: null, new: order(3, 'eu', 12, 'seed 3') },
+        {
+          key: '{"id":"30"}',
+          kind: 'update',
+          old: order(30, 'eu', 10, 'seed 30'),
+          new: order(30, 'eu', 10, 'still in'),
+        },
+        { key: '{"id":"33"}', kind: 'delete', old: order(33, 'eu', 13, 'seed 33'), new: null },
+        { key: '{"id":"100003"}', kind: 'insert', old: null, new: order(100003, 'eu', 19, 'last') },
+      ]);
+      expect(changes(accountsTopic)).toEqual([
+        { key: '{"id":"1"}', kind: 'delete', old: { id: '1' }, new: null },
+        { key: '{"id":"300001"}', kind: 'insert', old: null, new: { id: '300001', tier: 3 } },
+        { key: '{"id":"300002"}', kind: 'update', old: { id: '4' }, new: { id: '300002', tier: 4 } },
+        { key: '{"id":"2"}', kind: 'update', old: null, new: { id: '2', tier: 9 } },
+        { key: '{"id":"300004"}', kind: 'insert', old: null, new: { id: '300004', tier: 1 } },
+      ]);
+
+      // Under random writes, the topics folded by key are the filtered source.
+      await writeChanges(source.client, { orders, accounts }, { count: 200, seed: 7, firstId: 200_000 });
+      const same = async () =>
+        JSON.stringify(folded(ordersTopic, orderColumns)) === JSON.stringify(await expected.orders()) &&
+        JSON.stringify(folded(accountsTopic, ['id', 'tier'])) === JSON.stringify(await expected.accounts());
+      await waitFor(same, 60_000, 'the changes under writes').catch(() => {});
+      expectSameRows(folded(ordersTopic, orderColumns), await expected.orders());
+      expectSameRows(folded(accountsTopic, ['id', 'tier']), await expected.accounts());
+    } finally {
+      await collector.stop().catch(() => {});
+      expect(await mirror.stop()).toBe('stopped');
     }
   });
 });
