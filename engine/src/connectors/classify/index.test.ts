@@ -9,6 +9,7 @@ import {
   classifySnowflakeError,
   classifySshError,
   kafkaErrorName,
+  topicRefusal,
 } from './index.ts';
 
 function pgError(code: string, message: string): Error {
@@ -97,6 +98,35 @@ describe('classifyKafkaError', () => {
     ]);
     expect(classifyKafkaError(refused, 'destination: connect', 'internal').kind).toBe('connection');
     expect(kafkaErrorName(refused)).toBeUndefined();
+  });
+
+  it('tells the topics a produce request was refused for, when the refusal is the topic’s', () => {
+    const produced = (code: number) =>
+      new MultipleErrors('Producing messages failed.', [
+        new ResponseError(
+          0,
+          11,
+          { '/responses/0/partition_responses/0': [code, null] },
+          {
+            responses: [
+              { name: 'shop.big', partitionResponses: [{ index: 0, errorCode: code }] },
+              { name: 'shop.small', partitionResponses: [{ index: 0, errorCode: 0 }] },
+            ],
+          },
+        ),
+      ]);
+    const tooLarge = classifyKafkaError(produced(10), 'destination: send batch 3');
+    expect(tooLarge.kind).toBe('config');
+    expect(topicRefusal(tooLarge)).toEqual({
+      topics: ['shop.big'],
+      reason:
+        "a message larger than the topic's max.message.bytes (or the broker's message.max.bytes) allows",
+    });
+    expect(topicRefusal(classifyKafkaError(produced(87), 'destination: send batch 3'))?.topics).toEqual([
+      'shop.big',
+    ]);
+    // A leader moving is the brokers', not the topic's.
+    expect(topicRefusal(classifyKafkaError(produced(6), 'destination: send batch 3'))).toBeUndefined();
   });
 });
 

@@ -13,7 +13,7 @@ import { classifySnowflakeError } from './snowflake.ts';
 import { classifySshError, isSshError } from './ssh.ts';
 
 export { classifyClickHouseError } from './clickhouse.ts';
-export { classifyKafkaError, kafkaErrorName } from './kafka.ts';
+export { classifyKafkaError, kafkaErrorName, topicRefusal } from './kafka.ts';
 export { classifyLocalResourceError, isLocalResourceError } from './local.ts';
 export { networkErrorCodes, type Side } from './network.ts';
 export { classifyPgError, classifySlotState, type PgErrorContext, type SlotState } from './pg.ts';

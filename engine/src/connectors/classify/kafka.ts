@@ -88,6 +88,49 @@ function kindOf(
 }
 
 /**
+ * Broker refusals that belong to the topic a message went to (its size, its
+ * record, its ACL), not to the brokers or the batch: what each means.
+ */
+const topicRefusals: Readonly<Record<string, string>> = {
+  MESSAGE_TOO_LARGE:
+    "a message larger than the topic's max.message.bytes (or the broker's message.max.bytes) allows",
+  INVALID_RECORD: 'a record the topic does not take (a compacted topic takes no message without a key)',
+  TOPIC_AUTHORIZATION_FAILED: "a write the peer's user has no WRITE permission on the topic for",
+};
+
+interface ProduceResponseError {
+  readonly response?: {
+    readonly responses?: readonly {
+      readonly name?: string;
+      readonly partitionResponses?: readonly { readonly errorCode?: number }[];
+    }[];
+  };
+}
+
+/**
+ * The topics a produce request was refused for, and why, when the broker's
+ * refusal is one a topic owns (topicRefusals); undefined otherwise. Read from
+ * the produce response the error carries (per topic, per partition).
+ */
+export function topicRefusal(error: unknown): { topics: string[]; reason: string } | undefined {
+  const reason = topicRefusals[kafkaErrorName(error) ?? ''];
+  if (reason === undefined) return undefined;
+  const topics = new Set<string>();
+  const visit = (node: unknown, depth: number): void => {
+    if (node === null || typeof node !== 'object' || depth > 10) return;
+    for (const response of (node as ProduceResponseError).response?.responses ?? []) {
+      const refused = response.partitionResponses?.some((partition) => (partition.errorCode ?? 0) !== 0);
+      if (refused && response.name !== undefined) topics.add(response.name);
+    }
+    const { errors, cause } = node as KafkaError;
+    for (const inner of errors ?? []) visit(inner, depth + 1);
+    visit(cause, depth + 1);
+  };
+  visit(error, 0);
+  return topics.size > 0 ? { topics: [...topics], reason } : undefined;
+}
+
+/**
  * `what` says what was being done, e.g. "destination: send batch 12";
  * `connectionError` is the last error the failing client's connections
  * reported (kafka/client.ts, connectionErrorOf), read when the failure itself

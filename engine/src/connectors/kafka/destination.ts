@@ -17,13 +17,13 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { LogLevel } from '../../catalog/catalog.ts';
-import { EngineError } from '../../errors.ts';
+import { EngineError, isEngineError } from '../../errors.ts';
 import { formatTableName } from '../../resources/mirror.ts';
 import type { StreamConfig } from '../../resources/peer.ts';
 import type { ScriptSource } from '../../resources/script.ts';
 import type { SandboxLimits } from '../../scripting/lua-vm.ts';
 import { RecordScript } from '../../scripting/record-script.ts';
-import { classifyKafkaError } from '../classify/index.ts';
+import { classifyKafkaError, topicRefusal } from '../classify/index.ts';
 import type { Destination, DestinationTableState, ShadowTables } from '../destination.ts';
 import type { ChangeBatch, Checkpoint, DestinationTable, TableAlteration } from '../records.ts';
 import { defaultChunkBytes, KafkaApply } from './apply.ts';
@@ -153,7 +153,11 @@ export class KafkaDestination implements Destination<KafkaHeld> {
 
   async writeSnapshotPartition(table: DestinationTable, copyText: Readable): Promise<number> {
     await this.#script?.ready();
-    return this.#apply.writeSnapshotPartition(table, copyText);
+    try {
+      return await this.#apply.writeSnapshotPartition(table, copyText);
+    } catch (error) {
+      throw refusedTable(error, [table]) ?? error;
+    }
   }
 
   async syncBatch(batch: ChangeBatch<KafkaHeld>): Promise<void> {
@@ -163,7 +167,16 @@ export class KafkaDestination implements Destination<KafkaHeld> {
       return;
     }
     await this.#script?.ready();
-    await this.#apply.sendBatch(batch);
+    try {
+      await this.#apply.sendBatch(batch);
+    } catch (error) {
+      throw (
+        refusedTable(
+          error,
+          batch.tables.map(({ table }) => table),
+        ) ?? error
+      );
+    }
     const checkpoint: Checkpoint = {
       batchId: batch.batchId,
       lsn: batch.endLsn,
@@ -200,4 +213,29 @@ export class KafkaDestination implements Destination<KafkaHeld> {
   producerReady(): Promise<bigint | undefined> {
     return this.#transport.producerReady();
   }
+}
+
+/**
+ * A refusal the broker made for the topic of one table's messages (too large,
+ * a record the topic does not take, no WRITE on it) as that table's fault
+ * (pipeline/table-faults.ts): the table stops, the others go on. Only a
+ * table's own topic is told apart; a refusal of a topic a script chose, or of
+ * topics of several tables, stays the mirror's.
+ */
+function refusedTable(error: unknown, tables: readonly DestinationTable[]): EngineError | undefined {
+  if (!isEngineError(error) || error.table !== undefined) return undefined;
+  const refusal = topicRefusal(error);
+  if (!refusal) return undefined;
+  const owners = new Set(
+    tables
+      .filter((table) => refusal.topics.includes(tableFormat(table).topic))
+      .map((table) => formatTableName(table.source)),
+  );
+  const [owner] = owners;
+  if (owners.size !== 1 || owner === undefined) return undefined;
+  return new EngineError(
+    error.kind,
+    `${error.message}: topic ${refusal.topics.join(', ')} refused ${refusal.reason}, writing the changes of ${owner}`,
+    { cause: error.cause ?? error, table: owner },
+  );
 }
