@@ -391,6 +391,59 @@ describe('schema changes into PostgreSQL', () => {
     }
   });
 
+  it('holds a table whose primary key changed, and loads it under its new key once its destination table is dropped', {
+    timeout: 300_000,
+  }, async () => {
+    const { source, destination } = harness;
+    await source.client.query(
+      `CREATE TABLE rekeyed (id int, region text NOT NULL, v text, PRIMARY KEY (id))`,
+    );
+    await source.client.query(
+      `INSERT INTO rekeyed SELECT g, 'r' || (g % 3), 'v' || g FROM generate_series(1, 60) g`,
+    );
+    const input = {
+      name: `rekey-${randomSuffix()}`,
+      tableMappings: [mapping('rekeyed')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    let mirror = startMirror(harness, input);
+    try {
+      await sameRowsAs('rekeyed', 'rekeyed');
+      await source.client.query(
+        `ALTER TABLE rekeyed DROP CONSTRAINT rekeyed_pkey, ADD PRIMARY KEY (id, region)`,
+      );
+      await source.client.query(`INSERT INTO rekeyed VALUES (1, 'other region', 'same id, another key')`);
+      await waitFor(
+        async () => (await stateOf(input.name, 'public.rekeyed'))?.state === 'held',
+        60_000,
+        'held',
+      );
+      expect((await stateOf(input.name, 'public.rekeyed'))?.problem?.message).toBe(
+        "the primary key of public.rekeyed changed at the source from (id) to (id, region), and the destination's rows are keyed by the old one: drop the destination table public.rekeyed so that the mirror creates it with the new key, then resync the table",
+      );
+      // Nothing of the change was applied: the row of the new key did not overwrite id 1's.
+      expect(await tableCells(destination.client, '(SELECT * FROM rekeyed WHERE id = 1)', 'id')).toEqual([
+        '1.id=1',
+        '1.region=r1',
+        '1.v=v1',
+      ]);
+
+      await mirror.stop();
+      await destination.client.query(`DROP TABLE rekeyed`);
+      mirror = startMirror(harness, { ...input, resyncTables: { 'public.rekeyed': 'rekeyed-1' } });
+      await waitFor(
+        async () => (await stateOf(input.name, 'public.rekeyed'))?.state === 'streaming',
+        120_000,
+        'loaded under its new key',
+      );
+      await source.client.query(`INSERT INTO rekeyed VALUES (2, 'other region', 'after the resync')`);
+      await expectSameRows(harness, 'rekeyed', { orderBy: 'id, region' });
+    } finally {
+      await mirror.stop().catch(() => {});
+    }
+  });
+
   it('holds a narrowing under apply, and under ignore adds columns only', { timeout: 300_000 }, async () => {
     const { source, destination } = harness;
     await source.client.query(`CREATE TABLE narrowed (id int PRIMARY KEY, a bigint)`);

@@ -134,8 +134,11 @@ export class RelationTracker {
     const table = key === undefined ? undefined : this.#tablesBySource.get(key);
     if (key === undefined || !table) return;
     this.#track(relation.relationId, relation, table);
-    if (sameColumns(this.#sourceBySource.get(key) ?? [], relation) && this.renameOf(relation) === undefined)
-      this.#unsettled.delete(relation.relationId);
+    const same =
+      sameColumns(this.#sourceBySource.get(key) ?? [], relation) &&
+      this.renameOf(relation) === undefined &&
+      sameKey(announcedKey(relation) ?? table.keyColumns, table.keyColumns);
+    if (same) this.#unsettled.delete(relation.relationId);
     else this.#unsettled.set(relation.relationId, relation);
   }
 
@@ -289,6 +292,21 @@ function followedColumnsOf(table: DestinationTable): FollowedColumn[] {
     typeModifier,
     attnum,
   }));
+}
+
+/**
+ * The key a Relation message says its table has, when it says one: under
+ * REPLICA IDENTITY DEFAULT its key columns are the primary key's. (Under FULL
+ * every column is flagged, under an index the index's.)
+ */
+export function announcedKey(relation: RelationMessage): string[] | undefined {
+  if (relation.replicaIdentity !== 'default') return undefined;
+  return relation.columns.filter((column) => column.isKey).map((column) => column.name);
+}
+
+/** The same key columns, in any order. */
+export function sameKey(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((name) => b.includes(name));
 }
 
 /** Whether a Relation message lists the followed columns, by name and type (in any order: a partition's may differ). */

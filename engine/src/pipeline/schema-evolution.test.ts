@@ -342,3 +342,40 @@ describe('SchemaEvolution of a table renamed at the source', () => {
     expect(schema.relations.tableOf(10)).toBeUndefined();
   });
 });
+
+describe('SchemaEvolution of a primary key changed at the source', () => {
+  it('holds the table under every policy: its rows are keyed by the old key', async () => {
+    for (const schemaChanges of ['apply', 'ignore', 'hold'] as const) {
+      const { schema, destination, recordedShapes } = await evolutionOver({}, { schemaChanges });
+      schema.observe(relation([id, { ...v, isKey: true }]));
+      expect(schema.needsSettling(1)).toBe(true);
+      await expect(schema.settle(1)).rejects.toThrow(
+        new HeldSchemaChange(
+          'public.t',
+          "the primary key of public.t changed at the source from (id) to (id, v), and the destination's rows are keyed by the old one: drop the destination table public.t so that the mirror creates it with the new key, then resync the table",
+        ),
+      );
+      expect(destination.columns('public.t')).toEqual(['id', 'v']);
+      expect(recordedShapes).toEqual([]);
+    }
+  });
+
+  it('follows a key column renamed, and a table under REPLICA IDENTITY FULL (every column flagged)', async () => {
+    const renamed = await evolutionOver(
+      {},
+      {
+        live: [
+          { attnum: 1, name: 'key' },
+          { attnum: 2, name: 'v' },
+        ],
+      },
+    );
+    renamed.schema.observe(relation([{ ...id, name: 'key' }, v]));
+    await renamed.schema.settle(1);
+    expect(renamed.schema.relations.tableOf(1)?.table.keyColumns).toEqual(['key']);
+
+    const full = await evolutionOver();
+    full.schema.observe({ ...relation([id, { ...v, isKey: true }]), replicaIdentity: 'full' });
+    expect(full.schema.needsSettling(1)).toBe(false);
+  });
+});

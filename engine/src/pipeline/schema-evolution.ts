@@ -33,9 +33,11 @@ import {
   type TableName,
 } from '../resources/mirror.ts';
 import {
+  announcedKey,
   type FollowedColumn,
   type FollowedShape,
   RelationTracker,
+  sameKey,
   type TrackedRelation,
 } from './relations.ts';
 import { alignRelation, describeColumnChange, diffShapes } from './schema-diff.ts';
@@ -183,6 +185,17 @@ export class SchemaEvolution {
     const changes = diffShapes(before, after);
     const renamedTo = this.relations.renameOf(relation);
     const policy = this.#options.schemaChanges ?? 'apply';
+    // The destination's rows are keyed by the table's key: a new primary key
+    // would merge or split them, under any policy.
+    const key = announcedKey(relation);
+    const keyFollowed = keyAfter(table.keyColumns, changes);
+    if (key && !sameKey(key, keyFollowed)) {
+      await this.#hold(
+        table,
+        tableName,
+        `the primary key of ${tableName} changed at the source from (${keyFollowed.join(', ')}) to (${key.join(', ')}), and the destination's rows are keyed by the old one: drop the destination table ${formatTableName(table.destination)} so that the mirror creates it with the new key, then resync the table`,
+      );
+    }
     if (renamedTo !== undefined) {
       const renamedFrom = this.relations.identityOf(table).name ?? tableName;
       if (policy === 'hold') {
@@ -426,4 +439,14 @@ export function alteredTable(table: DestinationTable, changes: readonly ColumnCh
     }
   }
   return { ...table, columns, keyColumns };
+}
+
+/** A table's key columns once `changes` are made: renamed ones by their new names, dropped ones gone. */
+function keyAfter(keyColumns: readonly string[], changes: readonly ColumnChange<FollowedColumn>[]): string[] {
+  let key = [...keyColumns];
+  for (const change of changes) {
+    if (change.kind === 'rename') key = key.map((name) => (name === change.from ? change.to : name));
+    if (change.kind === 'drop') key = key.filter((name) => name !== change.name);
+  }
+  return key;
 }
