@@ -70,13 +70,6 @@ export class SourceNames {
     return this.#byMapped.get(formatTableName(mapped))?.oid;
   }
 
-  /** The mapped tables that have another name at the source now. */
-  renamed(): { readonly mapped: TableName; readonly current: TableName }[] {
-    return [...this.#byMapped.values()].filter(
-      ({ mapped, current }) => formatTableName(current) !== formatTableName(mapped),
-    );
-  }
-
   /** Records a mapped table's identity (found by its name now). */
   identify(mapped: TableName, oid: number): void {
     const known = this.#byMapped.get(formatTableName(mapped));
