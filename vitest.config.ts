@@ -9,9 +9,9 @@ const setupFiles = ['test/support/row-equality.ts'];
 // The PostgreSQL source suites again on other majors (scripts/testenv/postgres-versions.sh):
 // the oldest supported, one between, the newest release, with destinations on
 // the newest (on the oldest for 16), as test/support/testenv.ts `sourcePostgres`
-// says. The crash-and-restart, create-check, huge-transaction and online-load
-// suites run on the oldest and newest only, and the failover test needs 17+: together about
-// 3 minutes of the suite's time on two cores.
+// says. The crash-and-restart, create-check, huge-transaction, online-load and
+// schema-change suites run on the oldest and newest only, and the failover test needs 17+: together about
+// 4 minutes of the suite's time on two cores.
 const sourceSuites = [
   'test/e2e/pg-to-pg.test.ts',
   'test/e2e/pg-source.test.ts',
@@ -20,6 +20,7 @@ const sourceSuites = [
   'test/e2e/postgres-versions.test.ts',
   'test/e2e/slot-health.test.ts',
   'test/integration/slot-health.test.ts',
+  'test/integration/transaction-visibility.test.ts',
 ];
 const oldestAndNewestSuites = [
   'test/e2e/source-restart.test.ts',
@@ -29,6 +30,7 @@ const oldestAndNewestSuites = [
   'test/e2e/idle-slot.test.ts',
   'test/e2e/online-backfill.test.ts',
   'test/e2e/schema-changes.test.ts',
+  'test/e2e/schema-changes-restarts.test.ts',
   'test/e2e/row-filters.test.ts',
 ];
 const postgresVersionProjects = (

@@ -33,6 +33,14 @@ import {
 } from '../integration/kafka-support.ts';
 import { clickhouseEngines } from '../support/clickhouse-engines.ts';
 import { randomSuffix, waitFor } from '../support/databases.ts';
+import {
+  clickhouseCells,
+  clickhouseColumns,
+  clickhouseRows,
+  foldTopic,
+  snowflakeCells,
+  snowflakeColumns,
+} from '../support/destination-readers.ts';
 import { checkedJsonExample } from '../support/doc-examples.ts';
 import {
   createHarness,
@@ -41,88 +49,22 @@ import {
   type SpecInput,
   startMirror,
 } from '../support/mirror-harness.ts';
+import {
+  changes,
+  createShaped,
+  expectEventually,
+  makeChanges,
+  running,
+  type SourceClient,
+  sourceColumns,
+  sourceRows,
+  stateOf,
+} from '../support/shaped-table.ts';
 import { emulatorConfig, SnowflakeAdmin, uniqueName } from '../support/snowflake-peer.ts';
 
 const logger = pino({ level: process.env.TRIBUTARY_TEST_LOG ?? 'silent' });
 
-type Client = Harness['source']['client'];
-
-/** The source table every destination follows, 300 rows. */
-async function createShaped(client: Client): Promise<void> {
-  await client.query(
-    `CREATE TABLE shaped (id int PRIMARY KEY, v text, a int, b varchar(10), c text, gone text)`,
-  );
-  await client.query(
-    `INSERT INTO shaped SELECT g, 'v' || g, g, 'b' || g, 'c' || g, 'gone' FROM generate_series(1, 300) g`,
-  );
-}
-
-/** Each change, then rows written under the new shape. */
-const changes: readonly { readonly ddl: string; readonly rows: string }[] = [
-  { ddl: `ALTER TABLE shaped ADD COLUMN e text`, rows: `UPDATE shaped SET e = 'e' || id WHERE id <= 50` },
-  {
-    ddl: `ALTER TABLE shaped RENAME COLUMN c TO c2`,
-    rows: `UPDATE shaped SET c2 = 'c2.' || id WHERE id <= 60`,
-  },
-  {
-    ddl: `ALTER TABLE shaped DROP COLUMN gone`,
-    rows: `UPDATE shaped SET v = 'after the drop' WHERE id <= 70`,
-  },
-  {
-    ddl: `ALTER TABLE shaped ALTER COLUMN a TYPE bigint`,
-    rows: `UPDATE shaped SET a = a + 3000000000 WHERE id <= 80`,
-  },
-  {
-    ddl: `ALTER TABLE shaped ALTER COLUMN b TYPE varchar(40)`,
-    rows: `UPDATE shaped SET b = repeat('x', 30) || id WHERE id <= 90`,
-  },
-];
-
-/** Makes the changes, each between rows under the old shape and rows under the new one. */
-async function makeChanges(client: Client, which: readonly (typeof changes)[number][] = changes) {
-  let next = 1000;
-  for (const change of which) {
-    await client.query(`INSERT INTO shaped (id, v) VALUES ($1, 'before')`, [next++]);
-    await client.query(`UPDATE shaped SET v = v || '+' WHERE id % 17 = 0`);
-    await client.query(change.ddl);
-    await client.query(change.rows);
-    await client.query(`INSERT INTO shaped (id, v) VALUES ($1, 'after')`, [next++]);
-  }
-}
-
-/** The source table's columns by name. */
-async function sourceColumns(client: Client, table: string): Promise<string[]> {
-  const { rows } = await client.query<{ name: string }>(
-    `SELECT attname AS name FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attname`,
-    [table],
-  );
-  return rows.map((row) => row.name);
-}
-
-/** The source rows as text cells, by id: [id, ...columns]. */
-async function sourceRows(client: Client, table: string, columns: readonly string[]) {
-  const { rows } = await client.query<unknown[]>({
-    text: `SELECT ${columns.map((column) => `${column}::text`).join(', ')} FROM ${table} ORDER BY ${table}.id`,
-    rowMode: 'array',
-  });
-  return rows.map((row) => row.map((cell) => cell ?? null));
-}
-
-const stateOf = async (harness: Harness, mirror: string, table: string) =>
-  (await harness.catalog.listTables(mirror)).find((entry) => entry.sourceTable === table);
-
-const running = (harness: Harness, mirror: string) =>
-  waitFor(async () => (await harness.catalog.getRuntime(mirror))?.phase === 'running', 60_000, 'running');
-
-/** Waits until `read` equals `expected`, then asserts it (the diff names what differs). */
-async function expectEventually<T>(read: () => Promise<T>, expected: () => Promise<T>, what: string) {
-  await waitFor(
-    async () => JSON.stringify(await read().catch(() => undefined)) === JSON.stringify(await expected()),
-    120_000,
-    what,
-  ).catch(() => {});
-  expect(await read()).toEqual(await expected());
-}
+type Client = SourceClient;
 
 /** A small table for the policy tests: `(id int PRIMARY KEY, v text, x int)`, 50 rows. */
 async function createSmall(client: Client, table: string): Promise<void> {
@@ -320,27 +262,11 @@ describe.each(clickhouseEngines)('schema changes into ClickHouse ($name)', (engi
     return mirror;
   };
 
-  async function chRows<T>(query: string): Promise<T[]> {
-    return (await admin.query({ query, format: 'JSONEachRow' })).json<T>();
-  }
+  const chRows = <T>(query: string) => clickhouseRows<T>(admin, query);
 
-  /** The table's columns as `name type`, the mirror's own left out. */
-  const chColumns = async (table: string) =>
-    (
-      await chRows<{ column: string }>(
-        `SELECT concat(name, ' ', type) AS column FROM system.columns
-         WHERE database = '${database}' AND table = '${table}' AND NOT startsWith(name, '_tributary_') ORDER BY name`,
-      )
-    ).map((row) => row.column);
-
-  /** The rows as readers see them (FINAL, deleted rows filtered), as text cells by id. */
-  const chTableRows = async (table: string, columns: readonly string[]) =>
-    (
-      await chRows<Record<string, string | null>>(
-        `SELECT ${columns.map((column, index) => `toString(${column}) AS c${index}`).join(', ')}
-         FROM ${database}.${table} FINAL WHERE _tributary_is_deleted = 0 ORDER BY id`,
-      )
-    ).map((row) => columns.map((_, index) => row[`c${index}`] ?? null));
+  const chColumns = (table: string) => clickhouseColumns(admin, database, table);
+  const chTableRows = (table: string, columns: readonly string[]) =>
+    clickhouseCells(admin, database, table, columns);
 
   const into: PolicyDestination = {
     start,
@@ -600,25 +526,10 @@ describe('schema changes into Snowflake (emulator)', () => {
     await harness?.close();
   });
 
-  /** The table's columns as `NAME TYPE[(precision or length)]`, the mirror's own left out. */
-  const sfColumns = async (table = 'SHAPED') =>
-    (
-      await admin.rows(
-        `SELECT COLUMN_NAME AS "NAME", DATA_TYPE AS "TYPE", NUMERIC_PRECISION AS "P", CHARACTER_MAXIMUM_LENGTH AS "L"
-         FROM "${config.database}".INFORMATION_SCHEMA.COLUMNS
-         WHERE TABLE_SCHEMA = '${schema.toUpperCase()}' AND TABLE_NAME = '${table}' ORDER BY COLUMN_NAME`,
-      )
-    )
-      .filter((row) => !String(row.NAME).startsWith('_TRIBUTARY'))
-      .map((row) => `${row.NAME} ${row.TYPE}${row.P === null ? '' : `(${row.P})`}`);
-
-  const sfRows = async (columns: readonly string[], table = 'SHAPED') =>
-    (
-      await admin.rows(
-        `SELECT ${columns.map((column, index) => `TO_VARCHAR("${column.toUpperCase()}") AS "C${index}"`).join(', ')}
-         FROM "${config.database}"."${schema.toUpperCase()}"."${table}" ORDER BY "ID"`,
-      )
-    ).map((row) => columns.map((_, index) => row[`C${index}`] ?? null));
+  const where = (table: string) => ({ database: config.database, schema: schema.toUpperCase(), table });
+  const sfColumns = (table = 'SHAPED') => snowflakeColumns(admin, where(table));
+  const sfRows = (columns: readonly string[], table = 'SHAPED') =>
+    snowflakeCells(admin, where(table), columns);
 
   const start = (input: SpecInput) =>
     startMirror(harness, input, {
@@ -832,6 +743,23 @@ describe('schema changes into Kafka', () => {
     try {
       await running(harness, input.name);
       await makeChanges(source.client);
+      // Applied so far before the next two changes: a column added and renamed
+      // before the mirror reads the catalog for its add is a known limit
+      // (engine.md, "Schema changes"), not what this test is about.
+      const written = (await source.client.query<{ lsn: string }>(`SELECT pg_current_wal_lsn()::text AS lsn`))
+        .rows[0]?.lsn;
+      const slot = (await harness.catalog.getRuntime(input.name))?.setup?.slotName;
+      await waitFor(
+        async () =>
+          (
+            await source.client.query(
+              `SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND confirmed_flush_lsn >= $2::pg_lsn`,
+              [slot, written],
+            )
+          ).rowCount === 1,
+        120_000,
+        'the changes so far applied',
+      );
       // Two changes with no row between them: one Relation message, one mark.
       await source.client.query(`ALTER TABLE shaped ADD COLUMN f int`);
       await source.client.query(`ALTER TABLE shaped RENAME COLUMN e TO e2`);
@@ -848,40 +776,9 @@ describe('schema changes into Kafka', () => {
         'every schema_change message',
       );
 
-      // Folded by key as a consumer does, each schema_change applied to the
-      // rows of its partition folded so far (a row not written since keeps its
-      // old image), the topic holds the source's rows under the new names.
+      // Folded by key as a consumer does, the topic holds the source's rows under the new names.
       const expected = await sourceRows(source.client, 'shaped', final);
-      const idAt = final.indexOf('id');
-      const fold = async () => {
-        const byPartition = new Map<number, Map<string, Record<string, unknown>>>();
-        const ordered = decoded().sort(
-          (x, y) => x.message.partition - y.message.partition || x.message.offset - y.message.offset,
-        );
-        for (const { message, value } of ordered) {
-          const rows = byPartition.get(message.partition) ?? new Map<string, Record<string, unknown>>();
-          byPartition.set(message.partition, rows);
-          if (value.kind === 'schema_change') {
-            for (const row of rows.values()) {
-              for (const change of value.changes as { change: string; column: string; to?: string }[]) {
-                if (change.change === 'rename' && change.to && change.column in row) {
-                  row[change.to] = row[change.column];
-                  delete row[change.column];
-                }
-                if (change.change === 'drop') delete row[change.column];
-                if (change.change === 'add' && !(change.column in row)) row[change.column] = null;
-              }
-            }
-          } else if (value.kind === 'delete') rows.delete(String(message.key));
-          else rows.set(String(message.key), { ...value.new });
-        }
-        return [...byPartition.values()]
-          .flatMap((rows) => [...rows.values()])
-          .map((row) =>
-            final.map((name) => (row[name] === null || row[name] === undefined ? null : String(row[name]))),
-          )
-          .sort((x, y) => Number(x[idAt]) - Number(y[idAt]));
-      };
+      const fold = async () => foldTopic(decoded(), final);
       await expectEventually(fold, async () => expected, 'the folded topic');
 
       // Each partition: the changes in order, each once at least, and every

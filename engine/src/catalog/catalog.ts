@@ -1,7 +1,7 @@
 // The catalog holds each mirror's runtime state, its CDC batches, its logs and
 // its snapshot progress. The engine writes it; the facade and the operator read
 // it. Rows of dropped mirrors' logs and batches are kept.
-import type { SourceColumn } from '../connectors/records.ts';
+import type { ColumnChange, SourceColumn } from '../connectors/records.ts';
 import type { SlotReading } from '../connectors/source.ts';
 import type { ErrorKind } from '../errors.ts';
 
@@ -122,6 +122,15 @@ export interface TableShape {
    * column's: settled under the mirror's policy (schema-evolution.ts).
    */
   readonly sourceName?: string | undefined;
+  /**
+   * An alteration of the destination table under way from this shape to
+   * `to` (schema-evolution.ts): recorded just before its first statement,
+   * gone with the record of `to`. A start that finds it (the engine stopped
+   * in between) completes it before the table is set up or written
+   * (table-shapes.ts), so that nothing meets the table halfway: ClickHouse's
+   * and Snowflake's setup would add back the columns it dropped or renamed.
+   */
+  readonly altering?: { readonly changes: readonly ColumnChange[]; readonly to: TableShape } | undefined;
 }
 
 /** What a table's state writer records with a move (Catalog.transitionTable). */

@@ -415,9 +415,11 @@ export interface Source extends Connector {
    * The replicated columns a relation (by its Relation messages' id) has in
    * the source's current catalog, by attnum in attnum order (not dropped, not
    * generated); empty when it is gone. What tells a renamed column from a
-   * dropped one (pipeline/schema-diff.ts).
+   * dropped one (pipeline/schema-diff.ts). Read once transaction `xid` (the
+   * one the Relation message came in) is visible to the reading session: the
+   * stream may deliver a transaction before other sessions see it.
    */
-  liveColumns(relationId: number): Promise<{ readonly attnum: number; readonly name: string }[]>;
+  liveColumns(relationId: number, xid: number): Promise<{ readonly attnum: number; readonly name: string }[]>;
 
   // --- Row filters ----------------------------------------------------------
 

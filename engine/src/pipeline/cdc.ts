@@ -149,7 +149,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     },
     replicationDelay: delay,
     typeNames: (columns) => source.typeNames(columns),
-    liveColumns: (relationId) => source.liveColumns(relationId),
+    liveColumns: (relationId, xid) => source.liveColumns(relationId, xid),
     partitionAncestors: (relationId) => source.partitionAncestors(relationId),
     renamed: (mapped, current) => options.sourceNames?.learn(mapped, current),
     schemaChanges: spec.schemaChanges,

@@ -207,7 +207,7 @@ export class ChangeApplier {
   ): Promise<void> {
     for (const relationId of relationIds) {
       if (this.#target(relationId) && this.#schema.needsSettling(relationId))
-        await this.#schema.settle(relationId);
+        await this.#schema.settle(relationId, transaction.xid);
       const tracked = this.#target(relationId);
       if (!tracked) continue;
       this.#schema.checkTruncate(relationId, tracked);
@@ -224,7 +224,7 @@ export class ChangeApplier {
     message: SourceMessage & { tag: 'insert' | 'update' | 'delete' },
     lsn: bigint,
   ): Promise<void> {
-    await this.#schema.settle(message.relationId);
+    await this.#schema.settle(message.relationId, this.#filter.transaction.xid);
     const tracked = this.#relations.tableOf(message.relationId);
     if (tracked) await this.#addRow(message, tracked, lsn);
   }

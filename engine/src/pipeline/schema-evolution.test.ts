@@ -39,6 +39,10 @@ async function evolutionOver(
   const steps: string[] = [];
   const recorded: string[][] = [];
   const recordedShapes: TableShape[] = [];
+  /** The records and alterations in the order they were made. */
+  const writes: string[] = [];
+  /** The transaction each read of the live columns waited for. */
+  const liveReadAfter: number[] = [];
   const shapes =
     options.sourceOid === undefined
       ? undefined
@@ -68,6 +72,7 @@ async function evolutionOver(
         changes.some((change) => change.kind === 'drop' && change.name === 'id') ? 'no' : undefined,
       alterColumns: async (alteration) => {
         steps.push(`alter ${alteration.changes.map((change) => change.kind).join(', ')}`);
+        writes.push('alter');
         await destination.alterColumns(alteration);
       },
     },
@@ -80,11 +85,15 @@ async function evolutionOver(
         column.typeOid === 21 ? 'smallint' : column.typeOid === 20 ? 'bigint' : 'text',
       );
     },
-    liveColumns: async () =>
-      options.live ?? [
-        { attnum: 1, name: 'id' },
-        { attnum: 2, name: 'v' },
-      ],
+    liveColumns: async (_relationId, afterXid) => {
+      liveReadAfter.push(afterXid);
+      return (
+        options.live ?? [
+          { attnum: 1, name: 'id' },
+          { attnum: 2, name: 'v' },
+        ]
+      );
+    },
     partitionAncestors: async (relationId) => partitionAncestors[relationId] ?? [],
     publication: { name: 'pub', createdByMirror: true },
     log: async (level, message) => {
@@ -96,12 +105,15 @@ async function evolutionOver(
     recordShape: async (_table, shape) => {
       recorded.push(shape.columns.map((column) => column.name));
       recordedShapes.push(shape);
+      writes.push(shape.altering ? 'record under way' : 'record');
     },
   });
-  return { schema, steps, destination, recorded, recordedShapes };
+  return { schema, steps, destination, recorded, recordedShapes, writes, liveReadAfter };
 }
 
 const w = { name: 'w', typeOid: 21, typeModifier: -1, isKey: false };
+/** The transaction of the change each settle is for. */
+const xid = 731;
 
 describe('SchemaEvolution', () => {
   it('tracks a mapped relation without waiting when its shape is the table’s', async () => {
@@ -114,7 +126,7 @@ describe('SchemaEvolution', () => {
   });
 
   it('adds a column at the first change after it, once the old shape is written, and records it', async () => {
-    const { schema, steps, destination, recorded } = await evolutionOver(
+    const { schema, steps, destination, recorded, liveReadAfter } = await evolutionOver(
       {},
       {
         live: [
@@ -127,7 +139,7 @@ describe('SchemaEvolution', () => {
     schema.observe(relation([id, v, w]));
     expect(schema.needsSettling(1)).toBe(true);
     expect(steps).toEqual([]);
-    await schema.settle(1);
+    await schema.settle(1, xid);
     expect(steps).toEqual([
       'look up 21',
       'before t',
@@ -139,8 +151,35 @@ describe('SchemaEvolution', () => {
     expect(schema.relations.followedSource(schema.relations.tables[0] ?? table).map((c) => c.attnum)).toEqual(
       [1, 2, 3],
     );
-    expect(recorded).toEqual([['id', 'v', 'w']]);
+    expect(recorded).toEqual([
+      ['id', 'v'],
+      ['id', 'v', 'w'],
+    ]);
+    // The catalog is read once the change's transaction is visible there.
+    expect(liveReadAfter).toEqual([xid]);
     expect(schema.needsSettling(1)).toBe(false);
+  });
+
+  it('records the alteration as under way before its first statement, and the shape it makes after it', async () => {
+    const { schema, recordedShapes, writes } = await evolutionOver(
+      {},
+      {
+        live: [
+          { attnum: 1, name: 'id' },
+          { attnum: 3, name: 'w' },
+        ],
+      },
+    );
+    schema.observe(relation([id, w]));
+    await schema.settle(1, xid);
+    expect(writes).toEqual(['record under way', 'alter', 'record']);
+    const [underWay, made] = recordedShapes;
+    // The shape the destination has until the alteration is done, and what it is to make.
+    expect(underWay?.columns.map((column) => column.name)).toEqual(['id', 'v']);
+    expect(underWay?.altering?.changes.map((change) => change.kind)).toEqual(['drop', 'add']);
+    expect(underWay?.altering?.to).toEqual(made);
+    expect(made?.columns.map((column) => column.name)).toEqual(['id', 'w']);
+    expect(made?.altering).toBeUndefined();
   });
 
   it('renames a column whose attnum is still alive, and drops one whose attnum is gone', async () => {
@@ -154,7 +193,7 @@ describe('SchemaEvolution', () => {
       },
     );
     renamed.schema.observe(relation([id, { ...v, name: 'x' }]));
-    await renamed.schema.settle(1);
+    await renamed.schema.settle(1, xid);
     expect(renamed.destination.columns('public.t')).toEqual(['id', 'x']);
     expect(renamed.steps).toContain(
       'INFO public.t follows its schema change at the destination: column v renamed to x',
@@ -170,7 +209,7 @@ describe('SchemaEvolution', () => {
       },
     );
     dropped.schema.observe(relation([id, { ...v, name: 'x' }]));
-    await dropped.schema.settle(1);
+    await dropped.schema.settle(1, xid);
     expect(dropped.steps).toContain(
       'INFO public.t follows its schema change at the destination: column v dropped, column x added',
     );
@@ -179,12 +218,12 @@ describe('SchemaEvolution', () => {
   it('widens a type, and holds the table on a narrowing with nothing made', async () => {
     const widened = await evolutionOver();
     widened.schema.observe(relation([id, { ...v, typeOid: 20 }]));
-    await expect(widened.schema.settle(1)).rejects.toBeInstanceOf(HeldSchemaChange);
+    await expect(widened.schema.settle(1, xid)).rejects.toBeInstanceOf(HeldSchemaChange);
     expect(widened.steps.filter((step) => step.startsWith('alter'))).toEqual([]);
 
     const { schema, destination } = await evolutionOver();
     schema.observe(relation([{ ...id, typeOid: 21 }, v]));
-    const held = await schema.settle(1).catch((error: unknown) => error);
+    const held = await schema.settle(1, xid).catch((error: unknown) => error);
     expect(held).toBeInstanceOf(HeldSchemaChange);
     expect(String(held)).toMatch(/id changed from bigint to smallint, which does not widen it/);
     expect(destination.columns('public.t')).toEqual(['id', 'v']);
@@ -193,7 +232,7 @@ describe('SchemaEvolution', () => {
   it('holds a table the destination refuses to alter, and every change under hold', async () => {
     const refused = await evolutionOver({}, { live: [{ attnum: 2, name: 'v' }] });
     refused.schema.observe(relation([v]));
-    await expect(refused.schema.settle(1)).rejects.toThrow(/held: no \(column id dropped\)/);
+    await expect(refused.schema.settle(1, xid)).rejects.toThrow(/held: no \(column id dropped\)/);
 
     const holding = await evolutionOver(
       {},
@@ -206,7 +245,7 @@ describe('SchemaEvolution', () => {
       },
     );
     holding.schema.observe(relation([id, { ...v, name: 'x' }]));
-    await expect(holding.schema.settle(1)).rejects.toThrow(
+    await expect(holding.schema.settle(1, xid)).rejects.toThrow(
       'schema change of public.t held (schemaChanges: hold): column v renamed to x',
     );
     expect(holding.steps).toEqual(['before t']);
@@ -229,7 +268,7 @@ describe('SchemaEvolution', () => {
         { ...v, name: 'x' },
       ]),
     );
-    await schema.settle(1);
+    await schema.settle(1, xid);
     expect(destination.columns('public.t')).toEqual(['id', 'v', 'x']);
     expect(steps.at(-1)).toMatch(
       /^WARN public.t changed at the source \(column v renamed to x, column id changed type\); schemaChanges: ignore leaves/,
@@ -268,7 +307,7 @@ describe('SchemaEvolution of a table renamed at the source', () => {
     expect(schema.relations.tableOf(1)?.table.destination.table).toBe('t');
     expect(schema.needsResolving(1)).toBe(false);
     expect(schema.needsSettling(1)).toBe(true);
-    await schema.settle(1);
+    await schema.settle(1, xid);
     expect(steps).toEqual(['renamed t to public.t_renamed']);
     expect(destination.columns('public.t')).toEqual(['id', 'v']);
     expect(recordedShapes.map((shape) => [shape.sourceOid, shape.sourceName])).toEqual([
@@ -292,7 +331,7 @@ describe('SchemaEvolution of a table renamed at the source', () => {
       },
     );
     schema.observe(relation([id, v, w], 1, 't_renamed'));
-    await schema.settle(1);
+    await schema.settle(1, xid);
     expect(steps).toEqual([
       'renamed t to public.t_renamed',
       'look up 21',
@@ -306,12 +345,12 @@ describe('SchemaEvolution of a table renamed at the source', () => {
   it('follows it under ignore too (the destination is left as it is), and holds it under hold', async () => {
     const ignored = await evolutionOver({}, { sourceOid: 1, schemaChanges: 'ignore' });
     ignored.schema.observe(relation([id, v], 1, 't_renamed'));
-    await ignored.schema.settle(1);
+    await ignored.schema.settle(1, xid);
     expect(ignored.steps).toEqual(['renamed t to public.t_renamed']);
 
     const held = await evolutionOver({}, { sourceOid: 1, schemaChanges: 'hold' });
     held.schema.observe(relation([id, v], 1, 't_renamed'));
-    const settled = held.schema.settle(1);
+    const settled = held.schema.settle(1, xid);
     await expect(settled).rejects.toBeInstanceOf(HeldSchemaChange);
     await expect(settled).rejects.toThrow(
       'schema change of public.t held (schemaChanges: hold): source table public.t was renamed to public.t_renamed',
@@ -349,7 +388,7 @@ describe('SchemaEvolution of a primary key changed at the source', () => {
       const { schema, destination, recordedShapes } = await evolutionOver({}, { schemaChanges });
       schema.observe(relation([id, { ...v, isKey: true }]));
       expect(schema.needsSettling(1)).toBe(true);
-      await expect(schema.settle(1)).rejects.toThrow(
+      await expect(schema.settle(1, 0)).rejects.toThrow(
         new HeldSchemaChange(
           'public.t',
           "the primary key of public.t changed at the source from (id) to (id, v), and the destination's rows are keyed by the old one: drop the destination table public.t so that the mirror creates it with the new key, then resync the table",
@@ -371,7 +410,7 @@ describe('SchemaEvolution of a primary key changed at the source', () => {
       },
     );
     renamed.schema.observe(relation([{ ...id, name: 'key' }, v]));
-    await renamed.schema.settle(1);
+    await renamed.schema.settle(1, 0);
     expect(renamed.schema.relations.tableOf(1)?.table.keyColumns).toEqual(['key']);
 
     const full = await evolutionOver();

@@ -19,7 +19,9 @@
 //   destination (a dropped column gets null, a renamed one reads as a new
 //   column beside the old, a type is kept), said in the mirror's log.
 // The shape followed is recorded once the destination follows it, so a
-// restart compares the stream with what the destination has.
+// restart compares the stream with what the destination has; an alteration
+// is recorded as under way before its first statement, so a start after a
+// stop in its middle completes it first (table-shapes.ts).
 import type { LogLevel, TableShape } from '../catalog/catalog.ts';
 import type { RelationMessage } from '../connectors/changes.ts';
 import type { Destination } from '../connectors/destination.ts';
@@ -55,9 +57,15 @@ export interface SchemaEvolutionOptions {
   readonly typeNames: (
     columns: readonly { readonly typeOid: number; readonly typeModifier: number }[],
   ) => Promise<string[]>;
-  /** The columns a relation has in the source's catalog now (Source.liveColumns). */
+  /**
+   * The columns a relation has in the source's catalog now, once transaction
+   * `xid` is visible there (Source.liveColumns).
+   */
   readonly liveColumns?:
-    | ((relationId: number) => Promise<readonly { readonly attnum: number; readonly name: string }[]>)
+    | ((
+        relationId: number,
+        xid: number,
+      ) => Promise<readonly { readonly attnum: number; readonly name: string }[]>)
     | undefined;
   /** The partitioned tables a relation is a partition of, parent first (Source.partitionAncestors). */
   readonly partitionAncestors: (relationId: number) => Promise<readonly TableName[]>;
@@ -148,16 +156,17 @@ export class SchemaEvolution {
 
   /**
    * Makes the table follow the relation's last Relation message before a
-   * change under it is applied (see the head of this file). Throws the
-   * table's own fault (held, or errored) when it cannot.
+   * change under it is applied (see the head of this file), that change
+   * being of transaction `xid` (the Relation message came in it or before
+   * it). Throws the table's own fault (held, or errored) when it cannot.
    */
-  async settle(relationId: number): Promise<void> {
+  async settle(relationId: number, xid: number): Promise<void> {
     const relation = this.relations.unsettled(relationId);
     const table = relation ? this.relations.tableFor(relation) : undefined;
     if (!relation || !table) return;
     const tableName = formatTableName(table.source);
     try {
-      await this.#settle(relation, table, tableName);
+      await this.#settle(relation, table, tableName, xid);
     } catch (error) {
       throw isEngineError(error) && !(error instanceof HeldSchemaChange)
         ? tableFault(error, tableName)
@@ -179,9 +188,14 @@ export class SchemaEvolution {
     );
   }
 
-  async #settle(relation: RelationMessage, table: DestinationTable, tableName: string): Promise<void> {
+  async #settle(
+    relation: RelationMessage,
+    table: DestinationTable,
+    tableName: string,
+    xid: number,
+  ): Promise<void> {
     const before = this.relations.followedSource(table);
-    const after = await this.#sourceColumnsOf(relation, table, before);
+    const after = await this.#sourceColumnsOf(relation, table, before, xid);
     const changes = diffShapes(before, after);
     const renamedTo = this.relations.renameOf(relation);
     const policy = this.#options.schemaChanges ?? 'apply';
@@ -252,15 +266,23 @@ export class SchemaEvolution {
         ? await this.#ignoring(table, after, destinationChanges)
         : await this.#applying(table, destinationChanges, tableName, described);
     await this.#options.beforeChange(table);
+    const next: FollowedShape = { source: after, table: followed.table };
     if (followed.changes.length > 0) {
+      // Recorded before the first statement: a start after a stop in the
+      // middle completes the alteration before anything meets the table.
+      await this.#record(
+        tableName,
+        { source: before, table },
+        { changes: followed.changes, to: this.#shapeOf(tableName, next) },
+      );
       await this.#options.destination.alterColumns({
         before: table,
         after: followed.table,
         changes: followed.changes,
       });
     }
-    this.relations.follow(relation, { source: after, table: followed.table });
-    await this.#record(tableName, { source: after, table: followed.table });
+    this.relations.follow(relation, next);
+    await this.#record(tableName, next);
     if (followed.changes.length > 0) {
       await this.#options.log(
         'INFO',
@@ -280,6 +302,7 @@ export class SchemaEvolution {
     relation: RelationMessage,
     table: DestinationTable,
     before: readonly FollowedColumn[],
+    xid: number,
   ): Promise<FollowedColumn[]> {
     const names = relation.columns.map((column) => column.name);
     const byName = new Map(before.map((column) => [column.name, column]));
@@ -287,7 +310,7 @@ export class SchemaEvolution {
     const lookUp = this.#options.liveColumns;
     // A partition followed as its parent has attnums of its own: its columns are matched by name.
     if (lookUp && !this.relations.isFollowedPartition(relation.relationId)) {
-      const aligned = alignRelation(before, names, await lookUp(relation.relationId));
+      const aligned = alignRelation(before, names, await lookUp(relation.relationId, xid));
       attnums = aligned.attnums;
       if (!aligned.exact) {
         await this.#options.log(
@@ -401,14 +424,21 @@ export class SchemaEvolution {
     throw new HeldSchemaChange(tableName, message);
   }
 
-  async #record(tableName: string, shape: FollowedShape): Promise<void> {
+  #shapeOf(tableName: string, shape: FollowedShape): TableShape {
     const identity = this.relations.identityOf(shape.table);
-    await this.#options.recordShape?.(tableName, {
+    return {
       source: shape.source,
       columns: shape.table.columns,
       keyColumns: shape.table.keyColumns,
       sourceOid: identity.oid,
       ...(identity.name !== undefined && identity.name !== tableName ? { sourceName: identity.name } : {}),
+    };
+  }
+
+  async #record(tableName: string, shape: FollowedShape, altering?: TableShape['altering']): Promise<void> {
+    await this.#options.recordShape?.(tableName, {
+      ...this.#shapeOf(tableName, shape),
+      ...(altering ? { altering } : {}),
     });
   }
 }

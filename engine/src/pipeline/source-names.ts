@@ -322,8 +322,11 @@ export class RenamingSource implements Source {
     return (await this.#inner.partitionAncestors(relationId)).map(this.#out);
   }
 
-  liveColumns(relationId: number): Promise<{ readonly attnum: number; readonly name: string }[]> {
-    return this.#inner.liveColumns(relationId);
+  liveColumns(
+    relationId: number,
+    xid: number,
+  ): Promise<{ readonly attnum: number; readonly name: string }[]> {
+    return this.#inner.liveColumns(relationId, xid);
   }
 
   rowFilterColumns(table: SourceTableInfo, rowFilter: string): Promise<string[]> {

@@ -6,7 +6,8 @@
 // loaded from nothing at this start (the initial load, one added, one
 // stopped and loaded back on request) takes the source's shape of now: its
 // destination table is altered to it first (a resync of a held table
-// accepts its change this way), and that shape is recorded.
+// accepts its change this way), and that shape is recorded. An alteration
+// the engine stopped in the middle of is completed first of all.
 import type { TableShape, TableStatus } from '../catalog/catalog.ts';
 import type { DestinationTable, SourceColumn } from '../connectors/records.ts';
 import type { SourceTableInfo } from '../connectors/source.ts';
@@ -73,7 +74,10 @@ export async function followedTables(
   const tables: DestinationTable[] = [];
   for (const { table, shape } of current) {
     const sourceTable = formatTableName(table.source);
-    const known = recorded.get(sourceTable);
+    const recordedShape = recorded.get(sourceTable);
+    const known = recordedShape?.altering
+      ? await completeAlteration(context, table, sourceTable, recordedShape, recordedShape.altering)
+      : recordedShape;
     if (!known) {
       await catalog.recordTableShape(spec.name, sourceTable, shape);
       tables.push(table);
@@ -126,6 +130,47 @@ export async function followedTables(
     tables.push(table);
   }
   return tables;
+}
+
+/**
+ * Completes an alteration the engine stopped in the middle of (TableShape.altering)
+ * before the table is set up or written: each change the destination made
+ * already is left as it is (Destination.alterColumns), and the shape it makes
+ * is recorded. Returns the shape the table follows now: the one it was altered
+ * from when the destination refuses the rest (the stream meets the change again).
+ */
+async function completeAlteration(
+  context: MirrorContext,
+  table: DestinationTable,
+  sourceTable: string,
+  from: TableShape,
+  altering: NonNullable<TableShape['altering']>,
+): Promise<TableShape> {
+  const described = altering.changes.map(describeColumnChange).join(', ');
+  try {
+    await watched(context, `setup: destination: alter ${formatTableName(table.destination)}`, () =>
+      context.destination.alterColumns({
+        before: { ...table, columns: from.columns, keyColumns: from.keyColumns },
+        after: { ...table, columns: altering.to.columns, keyColumns: altering.to.keyColumns },
+        changes: altering.changes,
+      }),
+    );
+  } catch (error) {
+    if (!isEngineError(error) || error.kind !== 'schema_mismatch') throw error;
+    await mirrorLog(
+      context,
+      'WARN',
+      `${sourceTable} could not complete the schema change the engine stopped in the middle of (${described}): ${error.message}`,
+    );
+    return from;
+  }
+  await context.catalog.recordTableShape(context.spec.name, sourceTable, altering.to);
+  await mirrorLog(
+    context,
+    'INFO',
+    `${sourceTable} follows its schema change at the destination, completed after the engine stopped in its middle: ${described}`,
+  );
+  return altering.to;
 }
 
 /**

@@ -53,6 +53,7 @@ import {
   planPartitions,
 } from './snapshot-reader.ts';
 import { liveColumns, partitionAncestors, tableNamesByOid } from './table-info.ts';
+import { awaitTransactionVisible } from './transaction-visibility.ts';
 import { findMissingTables, validateSource } from './validate-source.ts';
 
 export interface PostgresSourceOptions {
@@ -311,9 +312,10 @@ export class PostgresSource implements Source {
     }
   }
 
-  async liveColumns(relationId: number): Promise<{ attnum: number; name: string }[]> {
+  async liveColumns(relationId: number, xid: number): Promise<{ attnum: number; name: string }[]> {
     const client = await this.#lookupClient();
     try {
+      await awaitTransactionVisible(client, xid);
       return await liveColumns(client, relationId);
     } catch (error) {
       throw classifyPgError(error, 'source: look up the columns of a relation');
