@@ -12,6 +12,7 @@
 //   one transaction, with no change after it, and while no engine runs; one
 //   dropped and made again under its name is loaded again from the new one;
 //   under hold the rename holds the table until a resync accepts it.
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomSuffix, tableCells, tableRows, waitFor } from '../support/databases.ts';
 import { exited, startEngine, writeEngineConfig } from '../support/engine-process.ts';
@@ -387,6 +388,44 @@ describe('schema changes into PostgreSQL', () => {
       await source.client.query(`UPDATE renamed_held_v2 SET v = 'streamed' WHERE id <= 3`);
       await sameRowsAs('renamed_held_v2', 'renamed_held');
     } finally {
+      await mirror.stop().catch(() => {});
+    }
+  });
+
+  it('tells a column added and renamed while the mirror is behind from a drop and an add', {
+    timeout: 300_000,
+  }, async () => {
+    const { source, destination } = harness;
+    await source.client.query(`CREATE TABLE lagged (id int PRIMARY KEY, v text)`);
+    await source.client.query(`INSERT INTO lagged SELECT g, 'v' || g FROM generate_series(1, 40) g`);
+    const input = {
+      name: `lagged-${randomSuffix()}`,
+      tableMappings: [mapping('lagged')],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const mirror = startMirror(harness, input);
+    // Holds the destination table, so the mirror falls behind: it reads the
+    // source's catalog for the added column only after the rename.
+    const locker = new pg.Client(destination.config);
+    await locker.connect();
+    try {
+      await sameRowsAs('lagged', 'lagged');
+      await locker.query(`BEGIN; LOCK TABLE lagged IN ACCESS EXCLUSIVE MODE`);
+      await source.client.query(`UPDATE lagged SET v = 'before the add' WHERE id <= 3`);
+      await source.client.query(`ALTER TABLE lagged ADD COLUMN e text`);
+      await source.client.query(`UPDATE lagged SET e = 'e' || id WHERE id <= 20`);
+      await source.client.query(`ALTER TABLE lagged RENAME COLUMN e TO e2`);
+      await source.client.query(`UPDATE lagged SET e2 = 'after the rename' WHERE id = 1`);
+      await locker.query('COMMIT');
+      await sameShapeAndRows('lagged');
+      const logs = await logsOf(input.name);
+      expect(logs).toContain(
+        'public.lagged follows its schema change at the destination: column e renamed to e2',
+      );
+    } finally {
+      await locker.query('ROLLBACK').catch(() => {});
+      await locker.end().catch(() => {});
       await mirror.stop().catch(() => {});
     }
   });

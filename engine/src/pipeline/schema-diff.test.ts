@@ -15,10 +15,29 @@ const before = [column('id', 1), column('a', 2), column('b', 3, text)];
 const live = (...columns: [number, string][]) => columns.map(([attnum, name]) => ({ attnum, name }));
 
 describe('alignRelation', () => {
+  it('tells the rename of a column followed without an attnum (added, then renamed before the catalog was read)', () => {
+    // e was added by a message the catalog had already renamed e to e2 for: it has no attnum.
+    const followed = [column('id', 1), column('v', 2, text), column('e', undefined, text)];
+    const aligned = alignRelation(
+      followed,
+      ['id', 'v', 'e2', 'f'],
+      live([1, 'id'], [2, 'v'], [3, 'e2'], [4, 'f']),
+    );
+    expect(aligned).toEqual({ attnums: [1, 2, 3, 4], exact: true, learnt: new Map([[2, 3]]) });
+    const learnt = followed.map((c, index) => ({ ...c, attnum: aligned.learnt.get(index) ?? c.attnum }));
+    const after = [column('id', 1), column('v', 2, text), column('e2', 3, text), column('f', 4)];
+    expect(diffShapes(learnt, after).map((change) => change.kind)).toEqual(['rename', 'add']);
+    // The same column under its own name still pairs by name, and an add beside it takes its attnum.
+    expect(
+      alignRelation(followed, ['id', 'v', 'e', 'g'], live([1, 'id'], [2, 'v'], [3, 'e'], [4, 'g'])),
+    ).toEqual({ attnums: [1, 2, 3, 4], exact: true, learnt: new Map([[2, 3]]) });
+  });
+
   it('keeps the attnums of columns that kept their names', () => {
     expect(alignRelation(before, ['id', 'a', 'b'], live([1, 'id'], [2, 'a'], [3, 'b']))).toEqual({
       attnums: [1, 2, 3],
       exact: true,
+      learnt: new Map(),
     });
   });
 
@@ -52,6 +71,7 @@ describe('alignRelation', () => {
     expect(alignRelation(before, ['id', 'a', 'b', 'c'], live([1, 'id'], [3, 'b'], [4, 'c']))).toEqual({
       attnums: [1, 2, 3, 4],
       exact: true,
+      learnt: new Map(),
     });
     // a renamed to x, then dropped after the message: a rename, not a drop and an add.
     expect(alignRelation(before, ['id', 'x', 'b'], live([1, 'id'], [3, 'b'])).attnums).toEqual([1, 2, 3]);
@@ -72,6 +92,7 @@ describe('alignRelation', () => {
     expect(alignRelation(before, ['id', 'a'], live([1, 'id'], [2, 'a'], [3, 'b']))).toEqual({
       attnums: [1, 2],
       exact: false,
+      learnt: new Map(),
     });
   });
 });

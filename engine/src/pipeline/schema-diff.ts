@@ -54,7 +54,15 @@ export function alignRelation(
   before: readonly ShapeColumn[],
   incoming: readonly string[],
   live: readonly { readonly attnum: number; readonly name: string }[],
-): { readonly attnums: readonly (number | undefined)[]; readonly exact: boolean } {
+): {
+  readonly attnums: readonly (number | undefined)[];
+  readonly exact: boolean;
+  /**
+   * Attnums learnt for columns of `before` that had none (added when the
+   * catalog already named them otherwise), by their index in `before`.
+   */
+  readonly learnt: ReadonlyMap<number, number>;
+} {
   const alive = new Set(live.map((column) => column.attnum));
   // A column alive now is in the message, unless a column list leaves it out (an excluded one).
   const forced = before.map(
@@ -63,6 +71,17 @@ export function alignRelation(
   const highest = Math.max(0, ...before.map((column) => column.attnum ?? 0));
   const fresh = live.filter((column) => column.attnum > highest);
   const freshNames = new Set(fresh.map((column) => column.name));
+  const freshByName = new Map(fresh.map((column) => [column.name, column.attnum]));
+  // A column followed without an attnum (added while the catalog already
+  // named it otherwise: renamed before the mirror read it) keeps its name when
+  // paired with a column the catalog has among its new attnums: its rename.
+  const keptAt = (i: number, j: number): number => {
+    const column = before[i];
+    const name = incoming[j];
+    if (column === undefined || name === undefined) return 0;
+    if (column.name === name) return 1;
+    return column.attnum === undefined && freshNames.has(name) ? 1 : 0;
+  };
   const n = before.length;
   const m = incoming.length;
   // best[i][j]: the most names kept pairing before[0..i) with incoming[0..j).
@@ -75,10 +94,7 @@ export function alignRelation(
       if (here === none) continue;
       const next = best[i + 1] as number[];
       if (!forced[i]) next[j] = Math.max(next[j] as number, here);
-      if (j < m) {
-        const kept = before[i]?.name === incoming[j] ? 1 : 0;
-        next[j + 1] = Math.max(next[j + 1] as number, here + kept);
-      }
+      if (j < m) next[j + 1] = Math.max(next[j + 1] as number, here + keptAt(i, j));
     }
   }
   // The columns after the pairing are added: each found among the new attnums counts.
@@ -96,33 +112,40 @@ export function alignRelation(
   }
   if (end < 0) {
     const byName = new Map(before.map((column) => [column.name, column.attnum]));
-    return { attnums: incoming.map((name) => byName.get(name)), exact: false };
+    return { attnums: incoming.map((name) => byName.get(name)), exact: false, learnt: new Map() };
   }
   const attnums: (number | undefined)[] = new Array(m).fill(undefined);
+  const learnt = new Map<number, number>();
   // Walks the pairing back from its end, preferring pairs as the forward pass did on ties.
   let j = end;
   for (let i = n - 1; i >= 0; i--) {
     const row = best[i] as number[];
-    const kept = j > 0 && before[i]?.name === incoming[j - 1] ? 1 : 0;
+    const kept = j > 0 ? keptAt(i, j - 1) : 0;
     const target = (best[i + 1] as number[])[j] as number;
     if (j > 0 && row[j - 1] !== none && (row[j - 1] as number) + kept === target) {
-      attnums[j - 1] = before[i]?.attnum;
+      const attnum = before[i]?.attnum ?? (kept === 1 ? freshByName.get(incoming[j - 1] ?? '') : undefined);
+      attnums[j - 1] = attnum;
+      if (before[i]?.attnum === undefined && attnum !== undefined) learnt.set(i, attnum);
       j -= 1;
     } else if (forced[i] || row[j] !== target) {
       // Unreachable for a consistent table; match by name then.
       const byName = new Map(before.map((column) => [column.name, column.attnum]));
-      return { attnums: incoming.map((name) => byName.get(name)), exact: false };
+      return { attnums: incoming.map((name) => byName.get(name)), exact: false, learnt: new Map() };
     }
   }
   // Added columns take the catalog's new attnums in order, where their names agree.
+  const taken = new Set(learnt.values());
+  const unclaimed = fresh.filter((column) => !taken.has(column.attnum));
   let next = 0;
   for (let index = end; index < m; index++) {
-    const found = fresh.findIndex((column, position) => position >= next && column.name === incoming[index]);
+    const found = unclaimed.findIndex(
+      (column, position) => position >= next && column.name === incoming[index],
+    );
     if (found < 0) continue;
-    attnums[index] = fresh[found]?.attnum;
+    attnums[index] = unclaimed[found]?.attnum;
     next = found + 1;
   }
-  return { attnums, exact: true };
+  return { attnums, exact: true, learnt };
 }
 
 /**

@@ -194,8 +194,12 @@ export class SchemaEvolution {
     tableName: string,
     xid: number,
   ): Promise<void> {
-    const before = this.relations.followedSource(table);
-    const after = await this.#sourceColumnsOf(relation, table, before, xid);
+    const { before, after } = await this.#sourceColumnsOf(
+      relation,
+      table,
+      this.relations.followedSource(table),
+      xid,
+    );
     const changes = diffShapes(before, after);
     const renamedTo = this.relations.renameOf(relation);
     const policy = this.#options.schemaChanges ?? 'apply';
@@ -298,20 +302,31 @@ export class SchemaEvolution {
   }
 
   /** The relation's columns with their attnums (told apart from the followed ones) and exclusions. */
+  /**
+   * The relation's columns (`after`) with their attnums and exclusions, and
+   * the followed ones (`before`) with any attnum learnt on the way (a column
+   * added under a name the catalog no longer had: alignRelation).
+   */
   async #sourceColumnsOf(
     relation: RelationMessage,
     table: DestinationTable,
-    before: readonly FollowedColumn[],
+    followed: readonly FollowedColumn[],
     xid: number,
-  ): Promise<FollowedColumn[]> {
+  ): Promise<{ before: FollowedColumn[]; after: FollowedColumn[] }> {
     const names = relation.columns.map((column) => column.name);
-    const byName = new Map(before.map((column) => [column.name, column]));
+    let before = [...followed];
+    let byName = new Map(before.map((column) => [column.name, column]));
     let attnums: readonly (number | undefined)[] = names.map((name) => byName.get(name)?.attnum);
     const lookUp = this.#options.liveColumns;
     // A partition followed as its parent has attnums of its own: its columns are matched by name.
     if (lookUp && !this.relations.isFollowedPartition(relation.relationId)) {
       const aligned = alignRelation(before, names, await lookUp(relation.relationId, xid));
       attnums = aligned.attnums;
+      before = before.map((column, index) => {
+        const attnum = aligned.learnt.get(index);
+        return attnum === undefined ? column : { ...column, attnum };
+      });
+      byName = new Map(before.map((column) => [column.name, column]));
       if (!aligned.exact) {
         await this.#options.log(
           'INFO',
@@ -324,7 +339,7 @@ export class SchemaEvolution {
     );
     const excludedNames = new Set(mapping?.exclude ?? []);
     const beforeByAttnum = new Map(before.map((column) => [column.attnum, column]));
-    return relation.columns.map((column, index) => {
+    const after = relation.columns.map((column, index) => {
       const attnum = attnums[index];
       const known = attnum === undefined ? byName.get(column.name) : beforeByAttnum.get(attnum);
       const excluded = known?.excluded === true || (known === undefined && excludedNames.has(column.name));
@@ -336,6 +351,7 @@ export class SchemaEvolution {
         ...(excluded ? { excluded: true } : {}),
       };
     });
+    return { before, after };
   }
 
   /** Under `apply`: every change, or the table held with why the destination cannot take one. */
