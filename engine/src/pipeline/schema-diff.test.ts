@@ -27,6 +27,14 @@ describe('alignRelation', () => {
     const learnt = followed.map((c, index) => ({ ...c, attnum: aligned.learnt.get(index) ?? c.attnum }));
     const after = [column('id', 1), column('v', 2, text), column('e2', 3, text), column('f', 4)];
     expect(diffShapes(learnt, after).map((change) => change.kind)).toEqual(['rename', 'add']);
+    // A shape with no attnums at all (recorded before they were) is matched by name:
+    // a dropped column is not taken for the rename of another.
+    const unnumbered = [column('id', undefined), column('a', undefined), column('b', undefined, text)];
+    expect(alignRelation(unnumbered, ['id', 'b'], live([1, 'id'], [3, 'b']))).toEqual({
+      attnums: [undefined, undefined],
+      exact: true,
+      learnt: new Map(),
+    });
     // The same column under its own name still pairs by name, and an add beside it takes its attnum.
     expect(
       alignRelation(followed, ['id', 'v', 'e', 'g'], live([1, 'id'], [2, 'v'], [3, 'e'], [4, 'g'])),

@@ -72,15 +72,19 @@ export function alignRelation(
   const fresh = live.filter((column) => column.attnum > highest);
   const freshNames = new Set(fresh.map((column) => column.name));
   const freshByName = new Map(fresh.map((column) => [column.name, column.attnum]));
-  // A column followed without an attnum (added while the catalog already
-  // named it otherwise: renamed before the mirror read it) keeps its name when
-  // paired with a column the catalog has among its new attnums: its rename.
+  const beforeNames = new Set(before.map((column) => column.name));
+  // In a shape with attnums, a column followed without one was added while
+  // the catalog already named it otherwise (renamed before the mirror read
+  // it): paired with a column the catalog has among its new attnums, under a
+  // name no followed column has, it is that column renamed. (A shape recorded
+  // before attnums were, with none at all, is matched by name as before.)
+  const unnumbered = (column: ShapeColumn | undefined) => highest > 0 && column?.attnum === undefined;
   const keptAt = (i: number, j: number): number => {
     const column = before[i];
     const name = incoming[j];
     if (column === undefined || name === undefined) return 0;
     if (column.name === name) return 1;
-    return column.attnum === undefined && freshNames.has(name) ? 1 : 0;
+    return unnumbered(column) && freshNames.has(name) && !beforeNames.has(name) ? 1 : 0;
   };
   const n = before.length;
   const m = incoming.length;
@@ -123,9 +127,10 @@ export function alignRelation(
     const kept = j > 0 ? keptAt(i, j - 1) : 0;
     const target = (best[i + 1] as number[])[j] as number;
     if (j > 0 && row[j - 1] !== none && (row[j - 1] as number) + kept === target) {
-      const attnum = before[i]?.attnum ?? (kept === 1 ? freshByName.get(incoming[j - 1] ?? '') : undefined);
+      const learns = unnumbered(before[i]) && kept === 1;
+      const attnum = learns ? freshByName.get(incoming[j - 1] ?? '') : before[i]?.attnum;
       attnums[j - 1] = attnum;
-      if (before[i]?.attnum === undefined && attnum !== undefined) learnt.set(i, attnum);
+      if (learns && attnum !== undefined) learnt.set(i, attnum);
       j -= 1;
     } else if (forced[i] || row[j] !== target) {
       // Unreachable for a consistent table; match by name then.
