@@ -38,9 +38,10 @@ import {
   destinationTableDropped,
   faultedTable,
   rejoinDroppedDestinations,
+  reloadFromNothing,
   stopTable,
 } from './table-faults.ts';
-import { actOnResyncRequests, plannedResyncs, type ResyncLoad, reloadErroredTable } from './table-resync.ts';
+import { actOnResyncRequests, plannedResyncs, type ResyncLoad } from './table-resync.ts';
 import { followedTables, inRecordedShapes, loadsFromNothing, sourceShape } from './table-shapes.ts';
 import { destinationTable, publishedTable } from './tables.ts';
 
@@ -304,16 +305,17 @@ async function reloadReplacedTable(
   if (shape?.sourceOid === undefined || shape.sourceOid === oid) return;
   if (status?.state !== 'streaming' && status?.state !== 'loading') return;
   const sourceTable = formatTableName(table.source);
-  await stopTable(
+  await reloadFromNothing(
     context,
     table,
+    status,
     new EngineError(
       'source_schema',
       `source table ${sourceTable} is another table than the one the mirror followed (dropped, or renamed away, and made again under its name)`,
       { table: sourceTable },
     ),
+    `source table ${sourceTable} was made again`,
   );
-  await reloadErroredTable(context, table, `source table ${sourceTable} was made again`);
 }
 
 /**

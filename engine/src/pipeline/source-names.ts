@@ -39,6 +39,8 @@ interface Whereabouts {
   readonly oid: number | undefined;
 }
 
+const noNews: readonly never[] = [];
+
 /** The mapped tables' names at the source now, by the name their mapping gives them. */
 export class SourceNames {
   /** By formatTableName of the mapped name. */
@@ -106,8 +108,9 @@ export class SourceNames {
     this.#byMapped.delete(formatTableName(mapped));
   }
 
-  /** The renames learnt since the last call, for the mirror's log. */
-  takeNews(): { readonly mapped: TableName; readonly from: TableName; readonly to: TableName }[] {
+  /** The renames learnt since the last call, for the mirror's log. Cheap when there are none: asked by the stream loop. */
+  takeNews(): readonly { readonly mapped: TableName; readonly from: TableName; readonly to: TableName }[] {
+    if (this.#news.length === 0) return noNews;
     const news = this.#news;
     this.#news = [];
     return news;

@@ -84,6 +84,18 @@ export async function stopTable(
   }
 }
 
+/** Of `tables`, those whose destination table the mirror owns and the destination no longer has. */
+async function droppedDestinations(
+  context: MirrorContext,
+  tables: readonly DestinationTable[],
+): Promise<DestinationTable[]> {
+  const owned = new Set(await context.catalog.listOwnedTables(context.spec.name));
+  const candidates = tables.filter((table) => owned.has(formatTableName(table.destination)));
+  if (candidates.length === 0) return [];
+  const states = await context.destination.tableStates(candidates);
+  return candidates.filter((_, index) => states[index] === 'absent');
+}
+
 /**
  * Whether a stopped table's fault is its destination table gone: dropped
  * under the mirror, which owns it. The cause can be checked and the mirror
@@ -98,10 +110,22 @@ export async function destinationTableDropped(
   error: EngineError,
 ): Promise<boolean> {
   if (error.kind !== 'schema_mismatch' || error instanceof HeldSchemaChange) return false;
-  const destinationTable = formatTableName(table.destination);
-  if (!(await context.catalog.listOwnedTables(context.spec.name)).includes(destinationTable)) return false;
-  const [state] = await context.destination.tableStates([table]);
-  return state === 'absent';
+  return (await droppedDestinations(context, [table])).length > 0;
+}
+
+/**
+ * Loads a table again from nothing (table-resync.ts, reloadErroredTable),
+ * stopping it first on `error` when it still runs (streaming, or loading).
+ */
+export async function reloadFromNothing(
+  context: MirrorContext,
+  table: DestinationTable,
+  status: TableStatus | undefined,
+  error: EngineError,
+  why: string,
+): Promise<void> {
+  if (status?.state === 'streaming' || status?.state === 'loading') await stopTable(context, table, error);
+  await reloadErroredTable(context, table, why);
 }
 
 /**
@@ -116,30 +140,21 @@ export async function rejoinDroppedDestinations(
   tables: readonly DestinationTable[],
   tracked: ReadonlyMap<string, TableStatus>,
 ): Promise<void> {
-  const owned = new Set(await context.catalog.listOwnedTables(context.spec.name));
+  const statusOf = (table: DestinationTable) => tracked.get(formatTableName(table.source));
   const candidates = tables.filter((table) => {
-    const status = tracked.get(formatTableName(table.source));
-    if (!owned.has(formatTableName(table.destination))) return false;
+    const status = statusOf(table);
     if (status?.state === 'streaming') return true;
     return status?.state === 'errored' && status.problem?.kind === 'schema_mismatch';
   });
-  if (candidates.length === 0) return;
-  const states = await context.destination.tableStates(candidates);
-  for (const [index, table] of candidates.entries()) {
-    if (states[index] !== 'absent') continue;
+  for (const table of await droppedDestinations(context, candidates)) {
     const destinationTable = formatTableName(table.destination);
-    if (tracked.get(formatTableName(table.source))?.state === 'streaming') {
-      await stopTable(
-        context,
-        table,
-        new EngineError('schema_mismatch', `destination table ${destinationTable} does not exist`, {
-          table: formatTableName(table.source),
-        }),
-      );
-    }
-    await reloadErroredTable(
+    await reloadFromNothing(
       context,
       table,
+      statusOf(table),
+      new EngineError('schema_mismatch', `destination table ${destinationTable} does not exist`, {
+        table: formatTableName(table.source),
+      }),
       `destination table ${destinationTable} was dropped under the mirror, which owns it: it is created again`,
     );
   }
