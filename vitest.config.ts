@@ -21,6 +21,7 @@ const sourceSuites = [
   'test/e2e/slot-health.test.ts',
   'test/integration/slot-health.test.ts',
   'test/integration/transaction-visibility.test.ts',
+  'test/integration/partition-leaves.test.ts',
 ];
 const oldestAndNewestSuites = [
   'test/e2e/source-restart.test.ts',

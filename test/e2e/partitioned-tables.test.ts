@@ -2,8 +2,10 @@
 // load reads each partition once, and the changes of every partition (at any
 // depth, the default partition too; a row moved between partitions; partitions
 // created and attached while the mirror runs) arrive under the partitioned
-// table's name, through a kill -9 of the engine under writes. A detached
-// partition's rows stay at the destination as they were (docs/engine.md,
+// table's name, through a kill -9 of the engine under writes. What
+// PostgreSQL does not publish (a partition truncated, detached, dropped, or
+// attached with rows) is found by the mirror's look and, under each schema
+// change policy, resynced, held or left as it is (docs/engine.md,
 // "Partitioned tables"). Run on PostgreSQL 13, 15 and 18 sources.
 import { type ClickHouseClient, createClient } from '@clickhouse/client';
 import pg from 'pg';
@@ -93,6 +95,12 @@ interface Target {
   prepare?(table: string): Promise<void>;
   /** What else to check of the changes as delivered. */
   checkDelivery?(table: string): Promise<void>;
+  /**
+   * A resync sends the rows again without deleting those it does not send
+   * (Kafka: `snapshot` messages; docs/kafka.md), so a consumer's fold keeps
+   * the rows of a truncated partition.
+   */
+  readonly resyncKeepsRemovedRows?: boolean;
 }
 
 function postgresTarget(harness: () => Harness): Target {
@@ -165,6 +173,7 @@ function kafkaTarget(): Target {
   }
   return {
     name: 'Kafka',
+    resyncKeepsRemovedRows: true,
     async setUp() {},
     async tearDown() {
       for (const found of collectors.values()) await found.stop();
@@ -367,8 +376,8 @@ describe('partitioned source tables', () => {
         (await source.client.query(`SELECT count(*)::int AS n FROM events_attached`)).rows[0]?.n,
       ).toBeGreaterThan(0);
 
-      // A detached partition is a table of its own: its rows stay as they were, its later changes are not the mirror's.
-      const detached = await sourceRows(source.client, 'events_low');
+      // A detached partition is a table of its own: its rows leave the table
+      // (the mirror resyncs it), its later changes are not the mirror's.
       await source.client.query(`ALTER TABLE events DETACH PARTITION events_low`);
       // PostgreSQL 13's walsender goes on publishing a partition detached while it
       // streams as the partitioned table until it restarts: docs/engine.md says to
@@ -378,7 +387,7 @@ describe('partitioned source tables', () => {
       await source.client.query(`INSERT INTO events VALUES ($1, 42, 'into the default partition')`, [
         nextId++,
       ]);
-      await expectEqual(async () => byKey([...(await root()), ...detached]), 'the changes after a detach');
+      await expectEqual(root, 'the changes after a detach');
 
       // TRUNCATE of the partitioned table empties it at the destination.
       await source.client.query(`TRUNCATE events`);
@@ -434,6 +443,187 @@ describe('partitioned source tables', () => {
       ).toBe(true);
     } finally {
       expect(await second.stop()).toBe('stopped');
+    }
+  });
+
+  /** The mirror's log lines at `levels` that contain `text`, oldest first. */
+  async function logLines(name: string, text: string, levels: ('INFO' | 'WARN')[] = ['INFO']) {
+    const logs = await harness.catalog.listLogs({ mirror: name, levels, offset: 0, limit: 1000 });
+    return logs.entries
+      .map((entry) => entry.message)
+      .filter((message) => message.includes(text))
+      .reverse();
+  }
+
+  /** Waits until the destination table equals the source's, then asserts it row by row. */
+  async function expectLevel(table: string, what: string, expected?: () => Promise<Row[]>) {
+    const target = postgresTarget(() => harness);
+    const wanted = expected ?? (() => sourceRows(harness.source.client, pg.escapeIdentifier(table)));
+    await waitFor(
+      async () => JSON.stringify(await target.rows(table)) === JSON.stringify(await wanted()),
+      90_000,
+      what,
+    ).catch(() => {});
+    expectSameRows(await target.rows(table), await wanted());
+  }
+
+  it('resyncs the table when a partition is truncated, attached with rows, detached or dropped, and not for a partition created or the whole table truncated', {
+    timeout: 300_000,
+  }, async () => {
+    const { source } = harness;
+    await createPartitioned(source.client, 'unpub');
+    const name = `unpub-${randomSuffix()}`;
+    const spec = {
+      name,
+      tableMappings: [
+        { source: { schema: 'public', table: 'unpub' }, destination: { schema: 'public', table: 'unpub' } },
+      ],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+    };
+    const resyncLines = () => logLines(name, 'the table is resynced online');
+    /** Waits for resync line `count`, which names `leaf` and no other partition. */
+    const expectResync = async (count: number, leaf: string, happened: string) => {
+      await waitFor(async () => (await resyncLines()).length >= count, 90_000, `resync ${count}`);
+      const line = (await resyncLines())[count - 1] ?? '';
+      expect(line).toContain(`partition public.${leaf} ${happened}`);
+      expect(line.match(/partition public\./g)).toHaveLength(1);
+    };
+    let mirror = startMirror(harness, spec);
+    try {
+      await expectLevel('unpub', 'the initial load');
+      await waitFor(
+        async () => (await harness.catalog.getRuntime(name))?.phase === 'running',
+        30_000,
+        'running',
+      );
+      // A day's partition made and filled through the table, then the whole table
+      // emptied and filled again: all published, nothing to resync.
+      await source.client.query(`CREATE TABLE unpub_day PARTITION OF unpub FOR VALUES FROM (1000) TO (1100)`);
+      await source.client.query(
+        `INSERT INTO unpub SELECT g, 1000 + g % 100, 'day ' || g FROM generate_series(5001, 5100) g`,
+      );
+      await source.client.query(`TRUNCATE unpub`);
+      await source.client.query(
+        `INSERT INTO unpub SELECT g, g % 400, 'again ' || g FROM generate_series(1, 2000) g`,
+      );
+      await source.client.query(
+        `INSERT INTO unpub SELECT g, 1000 + g % 100, 'day ' || g FROM generate_series(5001, 5100) g`,
+      );
+      await expectLevel('unpub', 'the published changes');
+
+      // One partition truncated: PostgreSQL publishes nothing for it.
+      await source.client.query(`TRUNCATE unpub_low`);
+      await expectResync(1, 'unpub_low', 'was truncated');
+      await expectLevel('unpub', 'the table resynced after a partition was truncated');
+
+      // A table that holds rows attached as a partition.
+      await source.client.query(`CREATE TABLE unpub_old (id bigint NOT NULL, k int NOT NULL, v text)`);
+      await source.client.query(
+        `INSERT INTO unpub_old SELECT g, 2000 + g % 100, 'old ' || g FROM generate_series(7001, 7050) g`,
+      );
+      await source.client.query(
+        `ALTER TABLE unpub ATTACH PARTITION unpub_old FOR VALUES FROM (2000) TO (2100)`,
+      );
+      await expectResync(2, 'unpub_old', 'was attached with rows it held before');
+      await expectLevel('unpub', 'the table resynced after a table with rows was attached');
+
+      // A partition of a partition detached, then a partition dropped.
+      await source.client.query(`ALTER TABLE unpub_mid DETACH PARTITION unpub_mid_b`);
+      await expectResync(3, 'unpub_mid_b', 'was detached or dropped');
+      if (sourcePostgres.major < 14) {
+        // 13's walsender publishes a partition detached while it streams until it
+        // restarts: the resync's new stream has, so later changes of it are not the table's.
+        await waitFor(
+          async () => (await harness.catalog.listTables(name))[0]?.state === 'streaming',
+          60_000,
+          'streaming',
+        );
+      }
+      await source.client.query(`UPDATE unpub_mid_b SET v = 'after the detach'`);
+      await expectLevel('unpub', 'the table resynced after a detach');
+      await source.client.query(`DROP TABLE unpub_day`);
+      await expectResync(4, 'unpub_day', 'was detached or dropped');
+      await expectLevel('unpub', 'the table resynced after a drop');
+
+      // While no engine runs: found at the next start.
+      expect(await mirror.stop()).toBe('stopped');
+      await source.client.query(`TRUNCATE unpub_rest`);
+      mirror = startMirror(harness, spec);
+      await expectResync(5, 'unpub_rest', 'was truncated');
+      await expectLevel('unpub', 'the table resynced after a truncate while stopped');
+      await waitFor(
+        async () => (await harness.catalog.listTables(name))[0]?.state === 'streaming',
+        60_000,
+        'streaming',
+      );
+      expect(await resyncLines()).toHaveLength(5);
+    } finally {
+      expect(await mirror.stop()).toBe('stopped');
+    }
+  });
+
+  it('under schemaChanges ignore keeps a truncated partition’s rows, and under hold waits for a resync', {
+    timeout: 300_000,
+  }, async () => {
+    const { source } = harness;
+    await createPartitioned(source.client, 'kept');
+    await createPartitioned(source.client, 'waits');
+    const name = `kept-${randomSuffix()}`;
+    const spec = (schemaChanges: 'ignore' | 'hold', table: string) => ({
+      name: `${name}-${schemaChanges}`,
+      tableMappings: [{ source: { schema: 'public', table }, destination: { schema: 'public', table } }],
+      doInitialSnapshot: true,
+      idleTimeoutSeconds: 1,
+      schemaChanges,
+    });
+    const ignoring = startMirror(harness, spec('ignore', 'kept'));
+    let holding = startMirror(harness, spec('hold', 'waits'));
+    try {
+      await expectLevel('kept', 'the initial load (ignore)');
+      await expectLevel('waits', 'the initial load (hold)');
+      for (const mirror of [`${name}-ignore`, `${name}-hold`]) {
+        await waitFor(
+          async () => (await harness.catalog.getRuntime(mirror))?.phase === 'running',
+          30_000,
+          'running',
+        );
+      }
+      const keptLow = await sourceRows(source.client, 'kept_low');
+      await source.client.query(`TRUNCATE kept_low`);
+      await source.client.query(`TRUNCATE waits_low`);
+      await source.client.query(`INSERT INTO kept VALUES (9001, 7, 'after')`);
+      await waitFor(
+        async () =>
+          (await logLines(`${name}-ignore`, 'partition public.kept_low was truncated', ['WARN'])).length > 0,
+        60_000,
+        'the ignored change said',
+      );
+      await expectLevel('kept', 'the truncated partition kept', async () =>
+        byKey([...(await sourceRows(source.client, 'kept')), ...keptLow]),
+      );
+      await waitFor(
+        async () => (await harness.catalog.listTables(`${name}-hold`))[0]?.state === 'held',
+        60_000,
+        'the table held',
+      );
+      const [held] = await harness.catalog.listTables(`${name}-hold`);
+      expect(held?.problem?.message).toContain('partition public.waits_low was truncated');
+      await source.client.query(`INSERT INTO waits VALUES (9001, 7, 'while held')`);
+      expect(await holding.stop()).toBe('stopped');
+      holding = startMirror(harness, {
+        ...spec('hold', 'waits'),
+        resyncTables: { 'public.waits': 'accept-1' },
+      });
+      await expectLevel('waits', 'the held table resynced');
+      await waitFor(
+        async () => (await harness.catalog.listTables(`${name}-hold`))[0]?.state === 'streaming',
+        60_000,
+        'streaming again',
+      );
+    } finally {
+      expect(await ignoring.stop()).toBe('stopped');
+      expect(await holding.stop()).toBe('stopped');
     }
   });
 
@@ -557,6 +747,36 @@ describe.each([
       await waitFor(equal, 120_000, 'the changes to every partition').catch(() => {});
       expectSameRows(await target.rows(table), await sourceRows(source.client, table));
       await target.checkDelivery?.(table);
+
+      // A partition truncated, which PostgreSQL does not publish: the mirror's
+      // look finds it and resyncs the table at this destination too.
+      const low = pg.escapeIdentifier(`${table}_low`);
+      const truncated = await sourceRows(source.client, low);
+      await source.client.query(`TRUNCATE ${low}`);
+      await waitFor(
+        async () =>
+          (
+            await harness.catalog.listLogs({ mirror: name, levels: ['INFO'], offset: 0, limit: 500 })
+          ).entries.some((entry) => entry.message.startsWith(`partition public.${table}_low was truncated`)),
+        60_000,
+        'the truncated partition found',
+      );
+      const expected = async () =>
+        byKey([
+          ...(await sourceRows(source.client, table)),
+          ...(target.resyncKeepsRemovedRows ? truncated : []),
+        ]);
+      await waitFor(
+        async () => JSON.stringify(await target.rows(table)) === JSON.stringify(await expected()),
+        120_000,
+        'the table resynced',
+      ).catch(() => {});
+      expectSameRows(await target.rows(table), await expected());
+      await waitFor(
+        async () => (await harness.catalog.listTables(name))[0]?.state === 'streaming',
+        60_000,
+        'streaming after the resync',
+      );
     } finally {
       engine.kill('SIGTERM');
       await exited(engine);

@@ -37,6 +37,7 @@ describe('catalog migration', () => {
       'mirror_runtime',
       'mirror_tables',
       'owned_tables',
+      'partition_leaves',
       'slot_health',
       'snapshot_tables',
       'table_shapes',

@@ -133,6 +133,21 @@ export interface TableShape {
   readonly altering?: { readonly changes: readonly ColumnChange[]; readonly to: TableShape } | undefined;
 }
 
+/**
+ * A leaf partition whose rows a partitioned table's destination holds
+ * (pipeline/partition-watch.ts): recorded when a load of the table from
+ * nothing begins and after each look that found its partitions changed, so
+ * a look (also the first after a restart) can tell what PostgreSQL did not
+ * publish: a partition truncated, detached or dropped, or attached with rows.
+ */
+export interface RecordedLeaf {
+  readonly oid: number;
+  /** `schema.table` when recorded: what the log says of a leaf that is gone. */
+  readonly name: string;
+  /** Its storage (pg_class.relfilenode) when recorded. */
+  readonly fileNode: number;
+}
+
 /** What a table's state writer records with a move (Catalog.transitionTable). */
 export interface TableMove {
   readonly sourceTable: string;
@@ -480,6 +495,10 @@ export interface Catalog {
   listTableShapes(mirror: string): Promise<Map<string, TableShape>>;
   /** Records the shape a table's destination follows from now on, replacing the last one. */
   recordTableShape(mirror: string, sourceTable: string, shape: TableShape): Promise<void>;
+  /** The leaf partitions each partitioned table's destination holds the rows of, by source table (RecordedLeaf). */
+  listPartitionLeaves(mirror: string): Promise<Map<string, readonly RecordedLeaf[]>>;
+  /** Records a partitioned table's leaves as its destination holds them from now on, replacing the last record. */
+  recordPartitionLeaves(mirror: string, sourceTable: string, leaves: readonly RecordedLeaf[]): Promise<void>;
   /** Records that the engine acted on the table's resync request `token` (pipeline/table-resync.ts). */
   recordResyncToken(mirror: string, sourceTable: string, token: string): Promise<void>;
 }

@@ -14,6 +14,7 @@ import type {
   MirrorPhase,
   MirrorRuntime,
   MirrorStall,
+  RecordedLeaf,
   SlotHealth,
   SlotHealthReason,
   SnapshotTableProgress,
@@ -160,6 +161,12 @@ const migrations: readonly string[] = [
      mirror text NOT NULL,
      source_table text NOT NULL,
      shape jsonb NOT NULL,
+     PRIMARY KEY (mirror, source_table))`,
+  // The leaf partitions whose rows each partitioned table's destination holds (RecordedLeaf).
+  `CREATE TABLE IF NOT EXISTS tributary.partition_leaves (
+     mirror text NOT NULL,
+     source_table text NOT NULL,
+     leaves jsonb NOT NULL,
      PRIMARY KEY (mirror, source_table))`,
 ];
 
@@ -361,6 +368,9 @@ export class PostgresCatalog implements Catalog {
          RETURNING source_table),
        shapes AS (
          DELETE FROM tributary.table_shapes WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
+         RETURNING source_table),
+       leaves AS (
+         DELETE FROM tributary.partition_leaves WHERE mirror = $1 AND EXISTS (SELECT 1 FROM dropped)
          RETURNING source_table)
        SELECT mirror FROM dropped`,
       [mirror],
@@ -819,7 +829,9 @@ export class PostgresCatalog implements Catalog {
 
   async removeSnapshotTables(mirror: string, sourceTables: readonly string[]): Promise<void> {
     await this.#sql.query(
-      `DELETE FROM tributary.snapshot_tables WHERE mirror = $1 AND source_table = ANY($2)`,
+      `WITH leaves AS (
+         DELETE FROM tributary.partition_leaves WHERE mirror = $1 AND source_table = ANY($2))
+       DELETE FROM tributary.snapshot_tables WHERE mirror = $1 AND source_table = ANY($2)`,
       [mirror, [...sourceTables]],
     );
   }
@@ -912,6 +924,26 @@ export class PostgresCatalog implements Catalog {
       `INSERT INTO tributary.table_shapes (mirror, source_table, shape) VALUES ($1, $2, $3::jsonb)
        ON CONFLICT (mirror, source_table) DO UPDATE SET shape = EXCLUDED.shape`,
       [mirror, sourceTable, JSON.stringify(shape)],
+    );
+  }
+
+  async listPartitionLeaves(mirror: string): Promise<Map<string, readonly RecordedLeaf[]>> {
+    const { rows } = await this.#sql.query<{ source_table: string; leaves: RecordedLeaf[] }>(
+      `SELECT source_table, leaves FROM tributary.partition_leaves WHERE mirror = $1`,
+      [mirror],
+    );
+    return new Map(rows.map((row) => [row.source_table, row.leaves]));
+  }
+
+  async recordPartitionLeaves(
+    mirror: string,
+    sourceTable: string,
+    leaves: readonly RecordedLeaf[],
+  ): Promise<void> {
+    await this.#sql.query(
+      `INSERT INTO tributary.partition_leaves (mirror, source_table, leaves) VALUES ($1, $2, $3::jsonb)
+       ON CONFLICT (mirror, source_table) DO UPDATE SET leaves = EXCLUDED.leaves`,
+      [mirror, sourceTable, JSON.stringify(leaves)],
     );
   }
 

@@ -90,6 +90,32 @@ export interface MissingTables {
   readonly walLsn: bigint;
 }
 
+/**
+ * A leaf partition of a partitioned table, as far as telling what PostgreSQL
+ * does not publish under a root publication goes (pipeline/partition-watch.ts):
+ * its identity, its storage and the transactions that last wrote its catalog
+ * rows. Partitioned tables in between are no leaves; foreign partitions hold
+ * no rows of the source's and are left out.
+ */
+export interface PartitionLeaf {
+  readonly oid: number;
+  readonly name: TableName;
+  /** pg_class.relfilenode: a TRUNCATE (also VACUUM FULL, CLUSTER, a rewrite) gives the leaf new storage. */
+  readonly fileNode: number;
+  /** pg_class.xmin: the transaction that last wrote the leaf's pg_class row (a TRUNCATE writes it). */
+  readonly classXmin: number;
+  /** pg_inherits.xmin: the transaction that made it a partition (CREATE … PARTITION OF, or ATTACH). */
+  readonly attachXmin: number;
+}
+
+/** The leaves of some partitioned tables now, and where the server's WAL was when they were read. */
+export interface PartitionLeaves {
+  /** By the partitioned table's name as asked (`schema.table`); a table that is not partitioned is absent. */
+  readonly byTable: ReadonlyMap<string, readonly PartitionLeaf[]>;
+  /** Every catalog change these leaves show was committed before this position. */
+  readonly walLsn: bigint;
+}
+
 /** A replication slot as far as ownership goes. */
 export interface SlotRow {
   readonly database: string | null;
@@ -305,6 +331,21 @@ export interface Source extends Connector {
    * through a rename (pipeline/source-names.ts). One query.
    */
   tableNames(oids: readonly number[]): Promise<Map<number, TableName>>;
+
+  /**
+   * The leaf partitions of those of `tables` that are partitioned, at any
+   * depth, and the WAL position after the read. One query, for the look a
+   * mirror takes at its partitioned tables (pipeline/partition-watch.ts).
+   */
+  partitionLeaves(tables: readonly TableName[]): Promise<PartitionLeaves>;
+
+  /**
+   * Whether the leaf holds a row written no later than the transaction that
+   * made it a partition (`attachXmin`): rows it had when it was attached,
+   * which were never published under the partitioned table. Reads the leaf
+   * until the first such row (all of it when there is none).
+   */
+  rowsBeforeAttach(leaf: PartitionLeaf): Promise<boolean>;
 
   // --- Publication and slot -------------------------------------------------
 

@@ -20,6 +20,8 @@ import type { BatchBackfillHooks } from './batch-writer.ts';
 import { ChangeApplier, describeBatch } from './change-applier.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
 import { Heartbeats } from './heartbeats.ts';
+import { actOnPartitionChange } from './partition-changes.ts';
+import { PartitionWatch } from './partition-watch.ts';
 import { ReplicationDelay } from './replication-delay.ts';
 import { type EngineFilteredTable, RowFilterStage } from './row-filter.ts';
 import { type SourceNames, tellRenames } from './source-names.ts';
@@ -57,7 +59,9 @@ export interface CdcOptions {
 
 /**
  * How a stream ended without a fault: stopped (a pause, a shutdown), or to
- * start again because a table stopped for its missing source is back.
+ * start again because a table is to be loaded (a table stopped for its
+ * missing source is back; a partitioned table's unpublished change is
+ * resynced or reloaded, partition-changes.ts).
  */
 export type CdcOutcome = 'stopped' | 'rejoin';
 
@@ -137,6 +141,14 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
           },
         })
       : undefined;
+  const stopped = options.stoppedTables ?? new Set<string>();
+  const streamed = options.tables.filter((table) => !stopped.has(formatTableName(table.source)));
+  const partitions = new PartitionWatch({
+    source,
+    catalog,
+    mirror: spec.name,
+    tables: streamed.map((table) => table.source),
+  });
   // Lag in seconds: how long the oldest transaction not yet durable has waited since its commit.
   const delay = new ReplicationDelay();
   const applier = new ChangeApplier({
@@ -152,6 +164,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     liveColumns: (relationId, xid) => source.liveColumns(relationId, xid),
     partitionAncestors: (relationId) => source.partitionAncestors(relationId),
     renamed: (mapped, current) => options.sourceNames?.learn(mapped, current),
+    truncated: (table, xid) => partitions.truncated(formatTableName(table.source), xid),
     schemaChanges: spec.schemaChanges,
     shapes: options.shapes,
     recordShape: (sourceTable, shape) => catalog.recordTableShape(spec.name, sourceTable, shape),
@@ -222,10 +235,9 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     );
   }, lagReportMs);
   lagReports.unref();
-  const stopped = options.stoppedTables ?? new Set<string>();
   const tablesWatch = new SourceTablesWatch(
     source,
-    options.tables.map((table) => table.source).filter((name) => !stopped.has(formatTableName(name))),
+    streamed.map((table) => table.source),
     options.goneTables ?? [],
   );
   /** A look at the source tables when due: a gone table's fault is thrown; true to start again for one back. */
@@ -240,6 +252,17 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
     );
     return true;
   };
+  /** A look at the partitioned tables when due (partition-watch.ts): true to start again for a resync or reload. */
+  const watchPartitions = async (): Promise<boolean> => {
+    const findings = await partitions.check(Date.now(), stream.flushedLsn);
+    let restart = false;
+    for (const finding of findings ?? []) {
+      const table = streamed.find((candidate) => formatTableName(candidate.source) === finding.sourceTable);
+      if (table && (await actOnPartitionChange(context, partitions, finding, table)) === 'restart')
+        restart = true;
+    }
+    return restart;
+  };
   const heartbeats = new Heartbeats({
     intervalMs: spec.heartbeatIntervalSeconds * 1000,
     emit: () => source.emitHeartbeat(),
@@ -251,6 +274,10 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
   await mirrorLog(context, 'INFO', `streaming changes from slot ${options.slotName}`);
   context.progress?.streaming();
   try {
+    // Before an online load reads: a table first watched now is recorded as it is.
+    await watched(context, 'CDC: source: look up the partitions of the mapped tables', () =>
+      partitions.start(),
+    );
     loading?.start();
     heartbeats.start();
     for (;;) {
@@ -266,7 +293,7 @@ export async function runCdc(context: MirrorContext, options: CdcOptions): Promi
         context.metrics?.replicationPosition(spec.name, stream.serverWalEnd, stream.flushedLsn);
         await flushWhenIdle();
       }
-      if (await watchTables()) {
+      if ((await watchTables()) || (await watchPartitions())) {
         outcome = 'rejoin';
         break;
       }

@@ -64,6 +64,11 @@ export interface ChangeApplierOptions
    * swap is in a batch (cdc.ts), and the live table alone takes the changes.
    */
   readonly resyncShadows?: ReadonlyMap<string, TableSwap> | undefined;
+  /**
+   * Told of each TRUNCATE of a mapped table applied, with its transaction:
+   * what gave a partitioned table's partitions new storage (partition-watch.ts).
+   */
+  readonly truncated?: ((table: DestinationTable, xid: number) => void) | undefined;
 }
 
 export class ChangeApplier {
@@ -211,6 +216,7 @@ export class ChangeApplier {
       const tracked = this.#target(relationId);
       if (!tracked) continue;
       this.#schema.checkTruncate(relationId, tracked);
+      this.#options.truncated?.(tracked.table, transaction.xid);
       await this.#addStreamed(tracked.table, { kind: 'truncate' }, transaction, lsn);
     }
   }

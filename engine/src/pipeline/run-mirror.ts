@@ -19,6 +19,7 @@ import { formatTableName, parseTableIdentifier, type TableName } from '../resour
 import { keyOrderOf } from './backfill/key-order.ts';
 import { type OnlineLoad, runCdc } from './cdc.ts';
 import { type MirrorContext, mirrorLog, watched } from './context.ts';
+import { recordLoadedPartitions } from './partition-watch.ts';
 import { type EngineFilteredTable, engineFilteredTables } from './row-filter.ts';
 import { runSnapshot } from './snapshot.ts';
 import { RenamingSource, resolveSourceNames, tellRenames } from './source-names.ts';
@@ -384,6 +385,7 @@ async function reconcileMappedTables(
   await watched(context, 'setup: destination: empty added tables', () =>
     context.destination.truncateTables(added),
   );
+  await recordLoadedPartitions(context, added);
   await context.source.createSlot(
     `${setup.slotName}_add`.slice(0, 63),
     { exportSnapshot: true, temporary: true },
@@ -424,6 +426,7 @@ async function planOnlineLoads(
     };
     let started = progress.find((entry) => entry.sourceTable === names.sourceTable)?.startTime;
     if (!started) {
+      await recordLoadedPartitions(context, [table]);
       await catalog.startSnapshotTable(spec.name, { ...names, partitionsTotal: 0, cdcStartLsn: 0n });
       started = (await catalog.listSnapshotProgress(spec.name)).find(
         (entry) => entry.sourceTable === names.sourceTable,
@@ -528,6 +531,7 @@ async function loadInitialSnapshot(
   });
   await catalog.resetSnapshotProgress(spec.name);
   await movePhase(catalog, spec.name, 'loadStarted');
+  await recordLoadedPartitions(context, tables);
 
   // The exporting connection must stay open and idle until every partition has
   // imported the snapshot.

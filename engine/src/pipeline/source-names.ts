@@ -16,6 +16,8 @@ import type {
   CreatedSlot,
   CreateSlotOptions,
   MissingTables,
+  PartitionLeaf,
+  PartitionLeaves,
   PublicationFiltering,
   PublishedTable,
   RowFilterEvaluation,
@@ -220,6 +222,23 @@ export class RenamingSource implements Source {
 
   tableNames(oids: readonly number[]): Promise<Map<number, TableName>> {
     return this.#inner.tableNames(oids);
+  }
+
+  /** The partitioned tables asked for under their names of now, answered under the mapped ones; leaves are no mapped tables. */
+  async partitionLeaves(tables: readonly TableName[]): Promise<PartitionLeaves> {
+    const current = tables.map(this.#in);
+    const found = await this.#inner.partitionLeaves(current);
+    const byTable = new Map<string, readonly PartitionLeaf[]>();
+    current.forEach((name, index) => {
+      const leaves = found.byTable.get(formatTableName(name));
+      const mapped = tables[index];
+      if (leaves && mapped) byTable.set(formatTableName(mapped), leaves);
+    });
+    return { byTable, walLsn: found.walLsn };
+  }
+
+  rowsBeforeAttach(leaf: PartitionLeaf): Promise<boolean> {
+    return this.#inner.rowsBeforeAttach(leaf);
   }
 
   defaultNames(mirror: string, installationId: string): { slotName: string; publicationName: string } {

@@ -19,6 +19,7 @@ import type { DestinationTable } from '../connectors/records.ts';
 import { formatTableName } from '../resources/mirror.ts';
 import { type KeyOrder, keyOrderOf } from './backfill/key-order.ts';
 import { type MirrorContext, mirrorLog } from './context.ts';
+import { recordLoadedPartitions } from './partition-watch.ts';
 
 /** A streaming table's online resync: its shadow loads while both take its changes. */
 export interface ResyncLoad {
@@ -70,6 +71,7 @@ export async function reloadErroredTable(
     destinationTable: formatTableName(table.destination),
   };
   // A load record of its own, begun now: the load starts from nothing.
+  await recordLoadedPartitions(context, [table]);
   await catalog.startSnapshotTable(spec.name, { ...names, partitionsTotal: 0, cdcStartLsn: 0n });
   await moveTable(catalog, spec.name, names, 'loadQueued');
   await mirrorLog(context, 'INFO', `${why}; its destination table is emptied and loaded again`);
@@ -112,6 +114,7 @@ export async function actOnResyncRequests(
       if (refusal) {
         await mirrorLog(context, 'WARN', `resync of ${sourceTable} requested, not started: ${refusal}`);
       } else {
+        await recordLoadedPartitions(context, [table]);
         await moveTable(catalog, spec.name, names, 'resyncStarted');
         await mirrorLog(
           context,

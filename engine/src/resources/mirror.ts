@@ -261,7 +261,9 @@ export const mirrorSpecFields = z.object({
     .describe(
       'What a change of the shape of a source table does (docs/engine.md, Schema changes): apply makes the ' +
         'destination follow (columns added, dropped, renamed, widened); hold stops the table until its ' +
-        'resync accepts the change; ignore only adds columns and leaves the rest as it is.',
+        'resync accepts the change; ignore only adds columns and leaves the rest as it is. A partitioned ' +
+        "table's partitions truncated, detached, dropped or attached with rows count as a change of its " +
+        'shape: apply resyncs the table online, hold holds it, ignore keeps the destination as it is.',
     ),
   system: z
     .enum(['Q', 'PG'])

@@ -15,6 +15,8 @@ import type {
   CreatedSlot,
   CreateSlotOptions,
   MissingTables,
+  PartitionLeaf,
+  PartitionLeaves,
   PublicationFiltering,
   PublishedTable,
   RowFilterEvaluation,
@@ -52,7 +54,13 @@ import {
   type PartitionCopy,
   planPartitions,
 } from './snapshot-reader.ts';
-import { liveColumns, partitionAncestors, tableNamesByOid } from './table-info.ts';
+import {
+  leafRowsBeforeAttach,
+  liveColumns,
+  partitionAncestors,
+  partitionLeavesOf,
+  tableNamesByOid,
+} from './table-info.ts';
 import { awaitTransactionVisible } from './transaction-visibility.ts';
 import { findMissingTables, validateSource } from './validate-source.ts';
 
@@ -143,6 +151,24 @@ export class PostgresSource implements Source {
       return await tableNamesByOid(client, oids);
     } catch (error) {
       throw classifyPgError(error, 'source: look up the mapped tables by identity');
+    }
+  }
+
+  async partitionLeaves(tables: readonly TableName[]): Promise<PartitionLeaves> {
+    const client = await this.#client();
+    try {
+      return await partitionLeavesOf(client, tables);
+    } catch (error) {
+      throw classifyPgError(error, 'source: look up the partitions of the mapped tables');
+    }
+  }
+
+  async rowsBeforeAttach(leaf: PartitionLeaf): Promise<boolean> {
+    const client = await this.#client();
+    try {
+      return await leafRowsBeforeAttach(client, leaf);
+    } catch (error) {
+      throw classifyPgError(error, `source: look for rows ${formatTableName(leaf.name)} held when attached`);
     }
   }
 

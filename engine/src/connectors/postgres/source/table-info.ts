@@ -3,7 +3,8 @@
 import type pg from 'pg';
 import { EngineError } from '../../../errors.ts';
 import { formatTableName, type TableName } from '../../../resources/mirror.ts';
-import type { ReplicaIdentity, SourceTableInfo } from '../../source.ts';
+import type { PartitionLeaf, PartitionLeaves, ReplicaIdentity, SourceTableInfo } from '../../source.ts';
+import { quoteTable } from '../driver/sql.ts';
 
 export type { ReplicaIdentity, SourceTableInfo } from '../../source.ts';
 
@@ -45,6 +46,82 @@ export async function partitionAncestors(client: pg.Client, oid: number): Promis
     [oid],
   );
   return result.rows.map((row) => ({ schema: row.schema, table: row.table }));
+}
+
+/**
+ * The leaf partitions of those of `tables` that are partitioned (Source.partitionLeaves).
+ * pg_partition_tree lists every level; the partitioned ones in between hold
+ * no rows and foreign ones none of the source's, so only ordinary tables are
+ * leaves here. A partitioned table without partitions is there with none.
+ */
+export async function partitionLeavesOf(
+  client: pg.Client,
+  tables: readonly TableName[],
+): Promise<PartitionLeaves> {
+  const byTable = new Map<string, PartitionLeaf[]>();
+  if (tables.length > 0) {
+    const result = await client.query<{
+      root: number;
+      oid: string | null;
+      schema: string | null;
+      table: string | null;
+      file_node: string | null;
+      class_xmin: string | null;
+      attach_xmin: string | null;
+    }>(
+      `SELECT t.n::int4 AS root, l.oid::int8 AS oid, l.schema, l.table, l.file_node::int8 AS file_node,
+              l.class_xmin, l.attach_xmin
+       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(schema, name, n)
+       JOIN pg_class r ON r.oid = to_regclass(quote_ident(t.schema) || '.' || quote_ident(t.name))
+       LEFT JOIN LATERAL (
+         SELECT c.oid, n.nspname AS schema, c.relname AS table, c.relfilenode AS file_node,
+                c.xmin::text AS class_xmin, i.xmin::text AS attach_xmin
+         FROM pg_partition_tree(r.oid) AS p
+         JOIN pg_class c ON c.oid = p.relid
+         JOIN pg_namespace n ON n.oid = c.relnamespace
+         JOIN pg_inherits i ON i.inhrelid = c.oid
+         WHERE p.isleaf AND p.relid <> r.oid AND c.relkind = 'r'
+       ) AS l ON true
+       WHERE r.relkind = 'p'
+       ORDER BY t.n, l.oid`,
+      [tables.map((table) => table.schema), tables.map((table) => table.table)],
+    );
+    for (const row of result.rows) {
+      const table = tables[row.root - 1];
+      if (!table) continue;
+      const name = formatTableName(table);
+      const leaves = byTable.get(name) ?? [];
+      byTable.set(name, leaves);
+      if (row.oid === null || row.schema === null || row.table === null) continue;
+      leaves.push({
+        oid: Number(row.oid),
+        name: { schema: row.schema, table: row.table },
+        fileNode: Number(row.file_node),
+        classXmin: Number(row.class_xmin),
+        attachXmin: Number(row.attach_xmin),
+      });
+    }
+  }
+  // Read after the leaves: every catalog change they show committed before it.
+  const position = await client.query<{ wal_lsn: string }>(
+    `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END
+             - '0/0'::pg_lsn)::text AS wal_lsn`,
+  );
+  return { byTable, walLsn: BigInt(position.rows[0]?.wal_lsn ?? '0') };
+}
+
+/**
+ * Whether a leaf holds a row written no later than the transaction that made
+ * it a partition (Source.rowsBeforeAttach). age() orders transaction ids
+ * around their wrap-around: the older, the greater. A row written in that
+ * same transaction counts (it may have been written before the attach).
+ */
+export async function leafRowsBeforeAttach(client: pg.Client, leaf: PartitionLeaf): Promise<boolean> {
+  const result = await client.query<{ found: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ONLY ${quoteTable(leaf.name)} WHERE age(xmin) >= age($1::text::xid)) AS found`,
+    [String(leaf.attachXmin)],
+  );
+  return result.rows[0]?.found === true;
 }
 
 /**
