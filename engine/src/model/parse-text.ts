@@ -656,6 +656,13 @@ type RawArray = Array<string | null | RawArray>;
 
 const dimensionsPattern = /^(?:\[[+-]?\d+:[+-]?\d+\])+=/;
 
+/**
+ * PostgreSQL's MAXDIM: array_out never writes more. Deeper nesting is refused
+ * before it is read: each level is a recursive call, and a text of many
+ * thousand '{' overflowed the stack (a RangeError, not a decode error).
+ */
+const maxDimensions = 6;
+
 class ArrayReader {
   private position: number;
   readonly text: string;
@@ -678,14 +685,16 @@ class ArrayReader {
   /** The whole literal: one brace-enclosed array and nothing after it. */
   readAll(): RawArray {
     this.skipWhitespace();
-    const array = this.readArray();
+    const array = this.readArray(1);
     this.skipWhitespace();
     if (this.position !== this.text.length) throw this.fail('text after the closing brace');
     return array;
   }
 
-  private readArray(): RawArray {
+  /** The array whose '{' is at the position, `depth` levels deep (1 for the outermost). */
+  private readArray(depth: number): RawArray {
     if (this.text[this.position] !== '{') throw this.fail("expected '{'");
+    if (depth > maxDimensions) throw this.fail(`more than ${maxDimensions} dimensions`);
     this.position += 1;
     const items: RawArray = [];
     this.skipWhitespace();
@@ -695,7 +704,7 @@ class ArrayReader {
     }
     for (;;) {
       this.skipWhitespace();
-      items.push(this.text[this.position] === '{' ? this.readArray() : this.readElement());
+      items.push(this.text[this.position] === '{' ? this.readArray(depth + 1) : this.readElement());
       this.skipWhitespace();
       const separator = this.text[this.position];
       this.position += 1;
