@@ -113,6 +113,15 @@ const registryGlobals = 2n; // LUA_RIDX_GLOBALS
 const maxSafeInteger = BigInt(Number.MAX_SAFE_INTEGER);
 /** Nesting limit for values crossing the boundary either way. */
 const maxDepth = 100;
+/**
+ * Table entries read back from Lua in one call (all its results, or one
+ * json.encode argument). A table is read once for each place it is reached
+ * from, so a table of n levels each holding the one below twice is 2^n
+ * entries to read in a few bytes of Lua memory: the read held the thread and
+ * grew the heap until the watchdog stopped it. A record's result is far
+ * smaller; no honest one comes near this.
+ */
+const maxTableEntriesRead = 1_000_000;
 
 /** A Lua table read back into JavaScript: its entries in traversal order, keys converted like values. */
 export class LuaTable {
@@ -226,6 +235,8 @@ export class LuaSandbox {
   #cpuDeadline = Number.POSITIVE_INFINITY;
   #timeoutMessage: string | undefined;
   #poisoned: LuaScriptError | undefined;
+  /** What the value being read back may still hold (maxTableEntriesRead). */
+  #tableEntriesLeft = 0;
 
   private constructor(raw: RawLua, limits: SandboxLimits) {
     this.#raw = raw;
@@ -369,6 +380,7 @@ export class LuaSandbox {
         }
         for (const arg of args) this.#push(L, arg, 0);
         this.#protectedCall(args.length, multipleResults);
+        this.#tableEntriesLeft = maxTableEntriesRead;
         const results: LuaValue[] = [];
         for (let index = top + 1; index <= raw._lua_gettop(L); index++) results.push(this.#read(L, index, 0));
         return results;
@@ -478,6 +490,7 @@ export class LuaSandbox {
       this.#pushFunction((state) => {
         let text: string;
         try {
+          this.#tableEntriesLeft = maxTableEntriesRead;
           text = encodeLuaJson(this.#read(state, 1, 0));
         } catch (error) {
           return this.#raiseError(state, `json.encode: ${(error as Error).message}`);
@@ -595,8 +608,10 @@ export class LuaSandbox {
       raw._lua_pushlightuserdata(L, 0);
       return;
     }
-    if (depth >= maxDepth) throw new Error(`value nested more than ${maxDepth} deep`);
-    if (!raw._lua_checkstack(L, 3)) throw new Error('Lua stack overflow');
+    // A LuaScriptError ('error'), not a plain Error: the state is intact (the
+    // caller resets the stack), and a plain Error poisoned the sandbox as crashed.
+    if (depth >= maxDepth) throw new LuaScriptError('error', `value nested more than ${maxDepth} deep`);
+    if (!raw._lua_checkstack(L, 3)) throw new LuaScriptError('error', 'Lua stack overflow');
     // A Buffer that crossed to the script's worker thread arrives as a plain Uint8Array.
     if (value instanceof Uint8Array) {
       this.#pushBytes(L, Math.ceil(value.length / 3), (target) => {
@@ -646,8 +661,9 @@ export class LuaSandbox {
         if (raw._lua_touserdata(L, index) === 0) return null;
         return { opaque: 'lightuserdata' };
       case typeTable: {
-        if (depth >= maxDepth) throw new Error(`table nested more than ${maxDepth} deep`);
-        if (!raw._lua_checkstack(L, 3)) throw new Error('Lua stack overflow');
+        // Script errors, as in #push: a table reached from itself ends here.
+        if (depth >= maxDepth) throw new LuaScriptError('error', `table nested more than ${maxDepth} deep`);
+        if (!raw._lua_checkstack(L, 3)) throw new LuaScriptError('error', 'Lua stack overflow');
         const table = raw._lua_absindex(L, index);
         const entries: (readonly [LuaValue, LuaValue])[] = [];
         raw._lua_pushnil(L);
@@ -657,6 +673,12 @@ export class LuaSandbox {
           const key = this.#read(L, -1, depth + 1);
           const item = this.#read(L, -2, depth + 1);
           raw._lua_settop(L, -3);
+          if (--this.#tableEntriesLeft < 0) {
+            throw new LuaScriptError(
+              'error',
+              `the values returned hold more than ${maxTableEntriesRead} table entries (a table reached from many places is counted at each)`,
+            );
+          }
           entries.push([key, item]);
         }
         return new LuaTable(entries);
