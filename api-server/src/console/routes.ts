@@ -82,6 +82,16 @@ function isSameOrigin(request: FastifyRequest): boolean {
   }
 }
 
+/**
+ * A form body (application/x-www-form-urlencoded, as browsers send forms) as
+ * its fields, the last of a repeated name kept. WHATWG URL parsing, which
+ * never throws: a bad percent-escape stays as it is, an escaped byte that is
+ * not UTF-8 becomes U+FFFD. The keys are own properties, `__proto__` included.
+ */
+export function parseFormBody(body: string): Record<string, string> {
+  return Object.fromEntries(new URLSearchParams(body));
+}
+
 /** A script id from a console path: digits only, within the safe integers; else undefined. */
 function scriptIdOf(segment: string): number | undefined {
   return /^\d{1,15}$/.test(segment) ? Number(segment) : undefined;
@@ -103,7 +113,7 @@ export function consoleRoutes(app: FastifyInstance): void {
     scope.addContentTypeParser(
       'application/x-www-form-urlencoded',
       { parseAs: 'string', bodyLimit: 4096 },
-      (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
+      (_request, body, done) => done(null, parseFormBody(String(body))),
     );
     // Sampling starts with the first console request: a facade nobody looks at
     // through the console does not scrape itself.
