@@ -749,10 +749,12 @@ describe.each([
       await target.checkDelivery?.(table);
 
       // A partition truncated, which PostgreSQL does not publish: the mirror's
-      // look finds it and resyncs the table at this destination too.
+      // look finds it and resyncs the table at this destination too, under
+      // writes, the engine killed once more after the finding.
       const low = pg.escapeIdentifier(`${table}_low`);
       const truncated = await sourceRows(source.client, low);
       await source.client.query(`TRUNCATE ${low}`);
+      const writingAfter = writeChanges(source.client, table, { count: 200, firstId: nextId + 1, seed: 8 });
       await waitFor(
         async () =>
           (
@@ -761,6 +763,10 @@ describe.each([
         60_000,
         'the truncated partition found',
       );
+      engine.kill('SIGKILL');
+      await exited(engine);
+      engine = startEngine(name, configPath);
+      await writingAfter;
       const expected = async () =>
         byKey([
           ...(await sourceRows(source.client, table)),
