@@ -5,6 +5,9 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import {
+  browseColumns,
+  browseSchemas,
+  browseTables,
   checkMirrorSource,
   checkPeer,
   createProcessLogger,
@@ -20,6 +23,7 @@ import {
 } from '../../engine/src/index.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
+import { sourceBrowser } from './http/context.ts';
 import {
   apiPasswordSchema,
   listenerConfigFields,
@@ -201,6 +205,10 @@ export async function main(argv: readonly string[]): Promise<number> {
       checkPeer: (peer) => checkPeer(peerSecretFiles ? peerSecretFiles.apply(peer) : peer),
       findMissingTables,
       checkMirrorSource,
+      browseSource: sourceBrowser(
+        { schemas: browseSchemas, tables: browseTables, columns: browseColumns },
+        (peer) => (peerSecretFiles ? peerSecretFiles.apply(peer) : peer),
+      ),
       scriptsEnabled: !config.scriptsDisabled,
       auth,
       logger,

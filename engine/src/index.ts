@@ -41,6 +41,13 @@ export { migrate } from './catalog/migrations.ts';
 export { PostgresCatalog, type SqlExecutor } from './catalog/postgres-catalog.ts';
 export { checkPeer, describeCheckFailure, type PeerCheckResult } from './connectors/peer-check.ts';
 export {
+  type BrowsedColumn,
+  type BrowsedTable,
+  browseColumns,
+  browseSchemas,
+  browseTables,
+} from './connectors/postgres/source/browse.ts';
+export {
   checkMirrorSource,
   findMissingTables,
   type NewMirrorSource,

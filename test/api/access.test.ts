@@ -84,6 +84,9 @@ const endpoints: readonly Endpoint[] = [
     body: { script: { id: -1, name: `auth-${suffix}`, lang: 'lua', source: 'return 1' } },
   },
   { method: 'GET', url: '/api/v1/scripts/-1', shape: 'grpc' },
+  { method: 'GET', url: '/api/v1/peers/schemas?peer_name=p', shape: 'grpc' },
+  { method: 'GET', url: '/api/v1/peers/tables?peer_name=p&schema_name=s', shape: 'grpc' },
+  { method: 'GET', url: '/api/v1/peers/columns?peer_name=p&schema_name=s&table_name=t', shape: 'grpc' },
   { method: 'GET', url: '/api/v1/openapi.json', shape: 'grpc' },
   { method: 'GET', url: '/api/v1/no-such-route', shape: 'grpc' },
 ];
@@ -450,6 +453,9 @@ describe('access', () => {
           '/api/v1/peers/create',
           '/api/v1/peers/info/{peer_name}',
           '/api/v1/peers/list',
+          '/api/v1/peers/schemas',
+          '/api/v1/peers/tables',
+          '/api/v1/peers/columns',
           '/api/v1/scripts',
           '/api/v1/scripts/{id}',
         ].sort(),
@@ -457,6 +463,7 @@ describe('access', () => {
       for (const endpoint of endpoints.filter((candidate) => candidate.url !== '/api/v1/no-such-route')) {
         if (endpoint.url === '/api/v1/openapi.json') continue;
         const path = endpoint.url
+          .replace(/\?.*$/, '')
           .replace('/peers/info/some-peer', '/peers/info/{peer_name}')
           .replace('/scripts/-1', '/scripts/{id}');
         const operation = document.paths[path]?.[endpoint.method.toLowerCase()];

@@ -25,6 +25,7 @@ import { openApiDocument } from './openapi.ts';
 import { mirrorRoutes } from './routes/mirrors.ts';
 import { peerRoutes } from './routes/peers.ts';
 import { scriptRoutes } from './routes/scripts.ts';
+import { sourceBrowsingRoutes } from './routes/source-browsing.ts';
 import { addSecurityHeaders } from './security-headers.ts';
 
 /** Which of the interface's error shapes a route answers with. */
@@ -231,6 +232,7 @@ export function buildApp(context: FacadeContext, listener: ListenerOptions = {})
   const document = openApiDocument();
   app.get('/api/v1/openapi.json', async () => document);
   peerRoutes(app, context);
+  sourceBrowsingRoutes(app, context);
   mirrorRoutes(app, context);
   scriptRoutes(app, context);
   consoleRoutes(app);

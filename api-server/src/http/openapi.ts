@@ -15,11 +15,17 @@ import {
   mirrorStatusResponse,
   peerInfoResponse,
   peerListResponse,
+  peerSchemasQuery,
+  peerSchemasResponse,
   resyncTableRequest,
   resyncTableResponse,
+  schemaTablesQuery,
+  schemaTablesResponse,
   scriptsResponse,
   stateChangeRequest,
   stateChangeResponse,
+  tableColumnsQuery,
+  tableColumnsResponse,
   upsertScriptRequest,
   upsertScriptResponse,
 } from './wire.ts';
@@ -50,8 +56,19 @@ function operation(
   };
 }
 
+/** A GET's query parameters, from the schema the route validates them with. */
+function queryParameters(schema: z.ZodObject<z.ZodRawShape>) {
+  return Object.entries(schema.shape).map(([name, field]) => ({
+    name,
+    in: 'query',
+    required: !(field as z.ZodType).safeParse(undefined).success,
+    schema: z.toJSONSchema(field as z.ZodType, { io: 'input' }),
+  }));
+}
+
 export function openApiDocument(): Record<string, unknown> {
   const grpc = { 400: grpcErrorBody, 404: grpcErrorBody, 409: grpcErrorBody, 500: grpcErrorBody };
+  const browseErrors = { 400: grpcErrorBody, 404: grpcErrorBody, 422: grpcErrorBody };
   return {
     openapi: '3.1.0',
     info: {
@@ -80,6 +97,34 @@ export function openApiDocument(): Record<string, unknown> {
         get: {
           ...operation('Read a peer', undefined, peerInfoResponse, { 404: grpcErrorBody }),
           parameters: [{ name: 'peer_name', in: 'path', required: true, schema: { type: 'string' } }],
+        },
+      },
+      '/api/v1/peers/schemas': {
+        get: {
+          ...operation('A source peer’s schemas (an addition)', undefined, peerSchemasResponse, browseErrors),
+          parameters: queryParameters(peerSchemasQuery),
+        },
+      },
+      '/api/v1/peers/tables': {
+        get: {
+          ...operation(
+            'The tables of a source peer’s schema (an addition)',
+            undefined,
+            schemaTablesResponse,
+            browseErrors,
+          ),
+          parameters: queryParameters(schemaTablesQuery),
+        },
+      },
+      '/api/v1/peers/columns': {
+        get: {
+          ...operation(
+            'The columns of a source peer’s table (an addition)',
+            undefined,
+            tableColumnsResponse,
+            browseErrors,
+          ),
+          parameters: queryParameters(tableColumnsQuery),
         },
       },
       '/api/v1/flows/cdc/create': {

@@ -136,6 +136,44 @@ export const peerInfoResponse = z.object({
   version: z.string().optional(),
 });
 
+// --- source browsing (additions, at PeerDB's paths) ---------------------------
+
+/** A PostgreSQL identifier as a query names it: 1 to 63 bytes' worth of characters. */
+const identifierParameter = z.string().min(1).max(63);
+
+export const peerSchemasQuery = z.object({ peer_name: z.string().min(1).max(253) }).strict();
+export const schemaTablesQuery = peerSchemasQuery.extend({ schema_name: identifierParameter }).strict();
+export const tableColumnsQuery = schemaTablesQuery.extend({ table_name: identifierParameter }).strict();
+
+export const peerSchemasResponse = z.object({ schemas: z.array(z.string()) });
+
+export const schemaTablesResponse = z.object({
+  tables: z.array(
+    z.object({
+      tableName: z.string(),
+      canMirror: z.boolean(),
+      tableSize: z
+        .string()
+        .describe('On-disk size, every partition of a partitioned table included, as bytes'),
+      hasPrimaryKey: z.boolean(),
+      replicaIdentity: z.enum([
+        'REPLICA_IDENTITY_DEFAULT',
+        'REPLICA_IDENTITY_NOTHING',
+        'REPLICA_IDENTITY_FULL',
+        'REPLICA_IDENTITY_INDEX',
+      ]),
+      partitioned: z.boolean(),
+      partition: z.boolean(),
+    }),
+  ),
+});
+
+export const tableColumnsResponse = z.object({
+  columns: z.array(
+    z.object({ name: z.string(), type: z.string(), isKey: z.boolean(), generated: z.boolean() }),
+  ),
+});
+
 // --- mirrors -----------------------------------------------------------------
 
 const tableMappingWire = z
