@@ -282,6 +282,50 @@ describe('web console in chromium', () => {
         await page.screenshot({ path: join(docsScreenshotDir, 'peers.png'), fullPage: true });
     });
 
+    await step('peer-form', async () => {
+      await page.getByRole('link', { name: 'New peer' }).click();
+      await page.waitForURL('**/new/peer');
+      await page.getByLabel('Name (required)').fill(`third-${suffix}`);
+      await page.getByLabel('host (required)').fill(source.config.host);
+      await page.getByLabel('port (required)').fill(String(source.config.port));
+      await page.getByLabel('user (required)').fill(source.config.user);
+      await page.getByLabel('password (required)').fill(source.config.password);
+      await page.getByLabel('database (required)').fill(source.config.database);
+      await page.getByRole('button', { name: 'Test connection' }).click();
+      expect(await shownText(page.getByRole('status'))).toMatch(/can be reached/);
+      // A checked form comes back without its secret: typed again to save.
+      expect(await page.getByLabel('password (required)').inputValue()).toBe('');
+      await expectAccessible();
+      if (docsScreenshotDir)
+        await page.screenshot({ path: join(docsScreenshotDir, 'peer-form.png'), fullPage: true });
+      await page.getByLabel('password (required)').fill(source.config.password);
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.waitForURL(`**/peers/third-${suffix}`);
+      await expectAccessible();
+    });
+
+    await step('mirror-form', async () => {
+      await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'mirrors' }).click();
+      await page.getByRole('link', { name: 'New mirror' }).click();
+      await page.getByLabel('Name').fill(`picked-${suffix}`);
+      await page.getByLabel('Source (PostgreSQL)').selectOption(`src-${suffix}`);
+      await page.getByLabel('Destination').selectOption(`dst-${suffix}`);
+      await page.getByRole('button', { name: 'Next: choose tables' }).click();
+      await page.getByLabel('replicate public.orders').check();
+      await page.getByLabel('destination of public.orders').fill('public.orders_picked');
+      await expectAccessible();
+      if (docsScreenshotDir)
+        await page.screenshot({ path: join(docsScreenshotDir, 'mirror-form.png'), fullPage: true });
+      await page.getByRole('button', { name: 'Create the mirror' }).click();
+      await page.waitForURL(`**/mirrors/picked-${suffix}`);
+      await waitFor(
+        async () => (await state(`picked-${suffix}`)) === 'STATUS_RUNNING',
+        60_000,
+        'the picked mirror running',
+      );
+      await expectAccessible();
+    });
+
     await step('script', async () => {
       await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'scripts' }).click();
       await page.waitForURL('**/scripts');

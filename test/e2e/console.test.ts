@@ -157,8 +157,9 @@ describe('web console', () => {
       [`src-${suffix}`, source],
       [`dst-${suffix}`, destination],
     ] as const) {
-      const row = peers.text.slice(peers.text.indexOf(`<td>${peer}</td>`));
-      expect(row).toMatch(/^<td>[^<]+<\/td><td>relational<\/td><td>1\d\.\d+[^<]*<\/td>/);
+      // Each name leads to the peer's own page.
+      const row = peers.text.slice(peers.text.indexOf(`<td><a href="/peers/${peer}">${peer}</a></td>`));
+      expect(row).toMatch(/^<td><a href="[^"]+">[^<]+<\/a><\/td><td>relational<\/td><td>1\d\.\d+[^<]*<\/td>/);
       expect(row).toContain(`&quot;database&quot;:&quot;${database.name}&quot;`);
     }
     expect(peers.text).toContain('&quot;password&quot;:&quot;********&quot;');

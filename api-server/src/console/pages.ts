@@ -70,10 +70,11 @@ export interface MirrorRow extends MirrorGauges {
 export function mirrorListPage(mirrors: readonly MirrorRow[]): string {
   // htmx swaps in the list of a fresh GET / every 10 s; without JavaScript the page is static.
   const body = html`<h1>Mirrors</h1>
+<p><a href="/new/mirror">New mirror</a></p>
 <div id="mirrors" hx-get="/" hx-trigger="every 10s" hx-select="#mirrors" hx-swap="outerHTML">
 ${
   mirrors.length === 0
-    ? html`<p>No mirrors yet. Create one with <code>POST /api/v1/flows/cdc/create</code> (see the README).</p>`
+    ? html`<p>No mirrors yet: create one with the form, or with <code>POST /api/v1/flows/cdc/create</code> (see the README).</p>`
     : html`<table>
 <caption class="visually-hidden">Every mirror, refreshed every 10 seconds</caption>
 <thead><tr><th scope="col">mirror</th><th scope="col">state</th><th scope="col">source → destination</th><th scope="col">lag</th><th scope="col">rows</th><th scope="col">last batch</th></tr></thead>

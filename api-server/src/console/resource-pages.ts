@@ -17,9 +17,10 @@ export interface PeerRow {
 
 export function peerListPage(peers: readonly PeerRow[]): string {
   const body = html`<h1>Peers</h1>
+<p><a href="/new/peer">New peer</a></p>
 ${
   peers.length === 0
-    ? html`<p>No peers yet. Create one with <code>POST /api/v1/peers/create</code> (see the README).</p>`
+    ? html`<p>No peers yet: create one with the form, or with <code>POST /api/v1/peers/create</code> (see the README).</p>`
     : html`<table>
 <caption class="visually-hidden">Every peer, with its configuration as the API shows it (secrets masked)</caption>
 <thead><tr><th scope="col">peer</th><th scope="col">kind</th><th scope="col">version</th><th scope="col">configuration (secrets masked)</th></tr></thead>
@@ -29,7 +30,7 @@ ${peers.map(({ name, type, info, problem }) => {
     return html`<tr><td>${name}</td><td>${type.toLowerCase()}</td><td>–</td><td class="error">broken: ${problem}</td></tr>`;
   }
   const { name: _name, type: _type, ...config } = info?.peer ?? { name, type };
-  return html`<tr><td>${name}</td><td>${type.toLowerCase()}</td><td>${info?.version || '–'}</td><td><code>${JSON.stringify(config)}</code></td></tr>`;
+  return html`<tr><td><a href="/peers/${encodeURIComponent(name)}">${name}</a></td><td>${type.toLowerCase()}</td><td>${info?.version || '–'}</td><td><code>${JSON.stringify(config)}</code></td></tr>`;
 })}
 </tbody>
 </table>`

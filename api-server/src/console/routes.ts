@@ -5,19 +5,11 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { type LogLevelFilter, logLevelFilters } from '../../../engine/src/index.ts';
-import {
-  ApiClient,
-  type ApiErrorBody,
-  type Batches,
-  type Logs,
-  type MirrorStatus,
-  type PeerInfo,
-  type PeerList,
-  type Scripts,
-} from './api-client.ts';
+import type { ApiErrorBody, Batches, Logs, MirrorStatus, PeerInfo, PeerList, Scripts } from './api-client.ts';
 import { MetricsHistory } from './history.ts';
+import { mirrorFormRoutes } from './mirror-form-routes.ts';
 import {
   actions,
   confirmPage,
@@ -28,10 +20,10 @@ import {
   mirrorListPage,
   mirrorPage,
 } from './pages.ts';
+import { peerRoutes } from './peer-routes.ts';
 import { mirrorGauges } from './prometheus-text.ts';
+import { client, htmlType, isSameOrigin } from './request.ts';
 import { peerListPage, type ScriptForm, scriptListPage, scriptPage, scriptPath } from './resource-pages.ts';
-
-const htmlType = 'text/html; charset=utf-8';
 
 const require = createRequire(import.meta.url);
 /** What /console/assets/ serves: htmx and uPlot from their npm packages, our chart script and style sheet. */
@@ -58,28 +50,8 @@ function sampleSeconds(env: NodeJS.ProcessEnv): number {
   return seconds;
 }
 
-function client(app: FastifyInstance, request: FastifyRequest): ApiClient {
-  return new ApiClient(app, request.headers.authorization);
-}
-
 function isMirrorAction(value: unknown): value is MirrorAction {
   return typeof value === 'string' && Object.hasOwn(actions, value);
-}
-
-/**
- * A browser sends stored Basic credentials with any form post, also one a
- * foreign page makes it send: only posts from the console's own pages act.
- */
-function isSameOrigin(request: FastifyRequest): boolean {
-  const fetchSite = request.headers['sec-fetch-site'];
-  if (fetchSite !== undefined) return fetchSite === 'same-origin' || fetchSite === 'none';
-  const origin = request.headers.origin;
-  if (origin === undefined) return true;
-  try {
-    return new URL(origin).host === request.headers.host;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -214,6 +186,9 @@ export function consoleRoutes(app: FastifyInstance): void {
         );
       },
     );
+
+    peerRoutes(scope, app);
+    mirrorFormRoutes(scope, app);
 
     scope.get('/peers', async (request, reply) => {
       const api = client(app, request);

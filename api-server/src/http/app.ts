@@ -29,7 +29,8 @@ import { sourceBrowsingRoutes } from './routes/source-browsing.ts';
 import { addSecurityHeaders } from './security-headers.ts';
 
 /** Which of the interface's error shapes a route answers with. */
-type ErrorShape = 'grpc' | 'peer' | 'status';
+/** The body an error answers with: the gRPC-style one, or the endpoint's own answer shape. */
+type ErrorShape = 'grpc' | 'peer' | 'validate' | 'status';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -78,6 +79,7 @@ function drainRequestBody(raw: IncomingMessage): Promise<void> {
 function errorBody(request: FastifyRequest, error: ApiError): unknown {
   const shape = request.routeOptions.config?.errorShape ?? 'grpc';
   if (shape === 'peer') return { status: 'FAILED', message: error.message };
+  if (shape === 'validate') return { status: 'INVALID', message: error.message };
   if (shape === 'status') {
     const body = request.body as { flowJobName?: unknown; flow_job_name?: unknown } | undefined;
     const name = body?.flowJobName ?? body?.flow_job_name;

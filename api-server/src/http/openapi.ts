@@ -28,6 +28,7 @@ import {
   tableColumnsResponse,
   upsertScriptRequest,
   upsertScriptResponse,
+  validatePeerResponse,
 } from './wire.ts';
 
 const json = (schema: z.ZodType, io: 'input' | 'output') => ({
@@ -89,6 +90,14 @@ export function openApiDocument(): Record<string, unknown> {
           409: createPeerResponse,
           422: createPeerResponse,
         }),
+      },
+      '/api/v1/peers/validate': {
+        post: operation(
+          'Check a peer as peers/create does, storing nothing (an addition)',
+          createPeerRequest,
+          validatePeerResponse,
+          { 400: validatePeerResponse, 422: validatePeerResponse },
+        ),
       },
       '/api/v1/peers/list': {
         get: operation('List peers (name and kind)', undefined, peerListResponse, {}),

@@ -114,6 +114,9 @@ export type CreatePeerRequest = z.infer<typeof createPeerRequest>;
 
 export const createPeerResponse = z.object({ status: z.enum(['CREATED', 'FAILED']), message: z.string() });
 
+/** An addition: peers/validate's answer, as PeerDB's ValidatePeerResponse. */
+export const validatePeerResponse = z.object({ status: z.enum(['VALID', 'INVALID']), message: z.string() });
+
 export const mirrorListResponse = z.object({
   mirrors: z.array(
     z.object({

@@ -52,6 +52,28 @@ export function peerRoutes(app: FastifyInstance, context: FacadeContext): void {
     return { status: 'CREATED', message: `peer ${peer.name} ${existing ? 'updated' : 'created'}` };
   });
 
+  // Not in the interface: the check peers/create runs, without storing anything
+  // (the console's "Test connection"), at the path and in the shape of PeerDB's
+  // ValidatePeer. The answer's message never holds a secret of the request.
+  app.post('/api/v1/peers/validate', { config: { errorShape: 'validate' } }, async (request, reply) => {
+    const { body, field } = parseRequest(createPeerRequest, request);
+    const peer = peerFromWire(body.peer, field);
+    try {
+      const { version } = await context.checkPeer(peer);
+      return {
+        status: 'VALID',
+        message: `peer ${peer.name} can be reached${version ? ` (version ${version})` : ''}`,
+      };
+    } catch (error) {
+      const secrets = Object.values(splitPeerSecrets(peer).secrets);
+      reply.code(422);
+      return {
+        status: 'INVALID',
+        message: `failed to validate peer ${peer.name}: ${describeCheckFailure(error, secrets)}`,
+      };
+    }
+  });
+
   // Not in the interface: the list its clients have no call for (the console's peer
   // page reads it), at the path and in the shape of PeerDB's ListPeers. A peer
   // whose secrets cannot be read (cluster mode) is listed with `problem`.

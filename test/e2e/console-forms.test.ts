@@ -1,0 +1,177 @@
+// The console's forms on a real standalone process, over HTTP as a browser
+// without JavaScript posts them: a peer created in the form (its connection
+// tested first, a wrong password refused with the reason and never shown back),
+// its page; a mirror created in the form with tables picked from the source's
+// schema (the source browsing additions), a refused option shown next to its
+// field, then the mirror running and its rows at the destination.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, randomSuffix, type TestDatabase, waitFor } from '../support/databases.ts';
+import { mirrorState, type StandaloneProcess, startStandalone } from '../support/standalone-process.ts';
+
+const password = 'console-forms-password';
+const authorization = `Basic ${Buffer.from(`:${password}`).toString('base64')}`;
+
+describe('console forms', () => {
+  let source: TestDatabase;
+  let destination: TestDatabase;
+  let service: StandaloneProcess;
+  const dataDir = join(mkdtempSync(join(tmpdir(), 'tributary-console-forms-')), 'data');
+  const suffix = randomSuffix();
+  const sourcePeer = `src-${suffix}`;
+  const destinationPeer = `dst-${suffix}`;
+  const mirror = `form-${suffix}`;
+
+  const open = async (path: string, init: RequestInit = {}) => {
+    const response = await fetch(`${service.baseUrl}${path}`, {
+      redirect: 'manual',
+      ...init,
+      headers: { authorization, ...(init.headers as Record<string, string> | undefined) },
+    });
+    return {
+      status: response.status,
+      location: response.headers.get('location'),
+      text: await response.text(),
+    };
+  };
+  const post = (path: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
+    open(path, {
+      method: 'POST',
+      body: new URLSearchParams(form).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    });
+  const peerForm = (name: string, database: TestDatabase, overrides: Record<string, string> = {}) => ({
+    kind: 'relational',
+    name,
+    'config.host': database.config.host,
+    'config.port': String(database.config.port),
+    'config.user': database.config.user,
+    'config.password': database.config.password,
+    'config.database': database.config.database,
+    ...overrides,
+  });
+
+  beforeAll(async () => {
+    [source, destination] = await Promise.all([
+      createTestDatabase('form_src'),
+      createTestDatabase('form_dst'),
+    ]);
+    await source.client.query(`
+      CREATE TABLE orders (id int PRIMARY KEY, item text, secret_note text);
+      CREATE TABLE notes (body text);
+      INSERT INTO orders SELECT g, 'item ' || g, 'hidden' FROM generate_series(1, 120) g`);
+    service = await startStandalone(dataDir, password);
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    await Promise.all([source?.drop(), destination?.drop()]);
+  });
+
+  it('creates peers in the form: tested first, a wrong password refused and never shown back', async () => {
+    const form = await open('/new/peer?kind=relational');
+    expect(form.status).toBe(200);
+    expect(form.text).toContain('name="config.host"');
+    expect(form.text).toMatch(/type="password" id="peer-password" name="config.password"/);
+    expect(form.text).toContain('The server&#39;s TCP port.');
+
+    const wrong = 'not-the-password-42';
+    const refused = await post('/new/peer', {
+      ...peerForm(sourcePeer, source, { 'config.password': wrong }),
+      intent: 'test',
+    });
+    expect(refused.status).toBe(422);
+    expect(refused.text).toMatch(/failed to validate peer/);
+    expect(refused.text).not.toContain(wrong);
+    // The rest of what was typed stays.
+    expect(refused.text).toContain(`value="${source.config.database}"`);
+
+    const tested = await post('/new/peer', { ...peerForm(sourcePeer, source), intent: 'test' });
+    expect(tested.status).toBe(200);
+    expect(tested.text).toMatch(/can be reached \(version 1\d/);
+    expect((await service.call('GET', `/api/v1/peers/info/${sourcePeer}`)).status).toBe(404);
+
+    for (const [name, database] of [
+      [sourcePeer, source],
+      [destinationPeer, destination],
+    ] as const) {
+      const saved = await post('/new/peer', { ...peerForm(name, database), intent: 'save' });
+      expect(saved.status, saved.text).toBe(303);
+      expect(saved.location).toBe(`/peers/${name}`);
+    }
+    const peerPage = await open(`/peers/${sourcePeer}`);
+    expect(peerPage.text).toContain('relational');
+    expect(peerPage.text).toContain('********');
+    expect(peerPage.text).not.toContain(source.config.password);
+
+    const foreign = await post(
+      '/new/peer',
+      { ...peerForm(`x-${suffix}`, source), intent: 'save' },
+      {
+        'sec-fetch-site': 'cross-site',
+      },
+    );
+    expect(foreign.status).toBe(403);
+    expect((await service.call('GET', `/api/v1/peers/info/x-${suffix}`)).status).toBe(404);
+  });
+
+  it('creates a mirror in the form from tables picked in the source’s schema, a refused option shown by its field', async () => {
+    const form = await open(`/new/mirror?name=${mirror}&source=${sourcePeer}&destination=${destinationPeer}`);
+    expect(form.status).toBe(200);
+    // The schema chosen for the person (public), its tables with what replicating each takes.
+    expect(form.text).toContain('Tables of schema public');
+    expect(form.text).toMatch(/name="table\.\d\.source" value="public\.orders"/);
+    expect(form.text).toMatch(/aria-label="replicate public\.notes" disabled/);
+    expect(form.text).toContain('no primary key or replica identity');
+    expect(form.text).toMatch(/name="max_batch_size" value="" placeholder="\d+"/);
+    const ordersIndex = /name="table\.(\d)\.source" value="public\.orders"/.exec(form.text)?.[1];
+    expect(ordersIndex).toBeDefined();
+    const fields = (index: string) => ({
+      name: mirror,
+      source: sourcePeer,
+      destination: destinationPeer,
+      schema: 'public',
+      'table.0.source': ordersIndex === '0' ? 'public.orders' : 'public.notes',
+      'table.1.source': ordersIndex === '1' ? 'public.orders' : 'public.notes',
+      [`table.${index}.pick`]: 'on',
+      [`table.${index}.destination`]: 'public.orders_copy',
+      [`table.${index}.exclude`]: 'secret_note',
+      'do_initial_snapshot.shown': 'on',
+      do_initial_snapshot: 'on',
+      'streaming.shown': 'on',
+      idle_timeout_seconds: '1',
+    });
+
+    const refused = await post('/new/mirror', { ...fields(ordersIndex ?? '0'), max_batch_size: '-5' });
+    expect(refused.status).toBe(400);
+    // Next to its field: the message right after the option's label.
+    expect(refused.text).toMatch(
+      /<label for="mirror-max_batch_size">max_batch_size<\/label><br><input[^>]*value="-5"[^>]*> <strong class="error" role="alert">[^<]*max_batch_size/,
+    );
+    expect(await mirrorState(service, mirror)).not.toBe('STATUS_RUNNING');
+
+    const created = await post('/new/mirror', fields(ordersIndex ?? '0'));
+    expect(created.status, created.text).toBe(303);
+    expect(created.location).toBe(`/mirrors/${mirror}`);
+    await waitFor(async () => (await mirrorState(service, mirror)) === 'STATUS_RUNNING', 60_000, 'running');
+    await source.client.query(`INSERT INTO orders VALUES (1001, 'bread', 'hidden')`);
+    await waitFor(
+      async () => {
+        const { rows } = await destination.client
+          .query<{ n: number }>(`SELECT count(*)::int AS n FROM public.orders_copy`)
+          .catch(() => ({ rows: [{ n: 0 }] }));
+        return rows[0]?.n === 121;
+      },
+      60_000,
+      'the rows at the destination',
+    );
+    const columns = await destination.client.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_name = 'orders_copy' ORDER BY ordinal_position`,
+    );
+    expect(columns.rows.map((row) => row.column_name)).not.toContain('secret_note');
+    const peerPage = await open(`/peers/${sourcePeer}`);
+    expect(peerPage.text).toContain(`/mirrors/${mirror}`);
+  });
+});
