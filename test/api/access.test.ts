@@ -9,7 +9,7 @@ import { randomSuffix, waitFor } from '../support/databases.ts';
 import { apiPassword, basicAuth, createFacade, type Facade } from '../support/facade.ts';
 import { postgres } from '../support/testenv.ts';
 
-type Shape = 'peer' | 'status' | 'grpc';
+type Shape = 'peer' | 'validate' | 'status' | 'grpc';
 
 interface Endpoint {
   readonly method: 'GET' | 'POST';
@@ -84,6 +84,24 @@ const endpoints: readonly Endpoint[] = [
     body: { script: { id: -1, name: `auth-${suffix}`, lang: 'lua', source: 'return 1' } },
   },
   { method: 'GET', url: '/api/v1/scripts/-1', shape: 'grpc' },
+  {
+    method: 'POST',
+    url: '/api/v1/peers/validate',
+    shape: 'validate',
+    body: {
+      peer: {
+        name: `auth-check-${suffix}`,
+        type: 3,
+        relational_config: {
+          host: postgres.host,
+          port: postgres.port,
+          user: postgres.superuser.user,
+          password: postgres.superuser.password,
+          database: postgres.database,
+        },
+      },
+    },
+  },
   { method: 'GET', url: '/api/v1/peers/schemas?peer_name=p', shape: 'grpc' },
   { method: 'GET', url: '/api/v1/peers/tables?peer_name=p&schema_name=s', shape: 'grpc' },
   { method: 'GET', url: '/api/v1/peers/columns?peer_name=p&schema_name=s&table_name=t', shape: 'grpc' },
@@ -95,6 +113,7 @@ const postEndpoints = endpoints.filter((endpoint) => endpoint.method === 'POST')
 /** The endpoint's error body for `message`; `code` for the {code, message, details} shape. */
 function errorBody(shape: Shape, code: number, message: unknown): unknown {
   if (shape === 'peer') return { status: 'FAILED', message };
+  if (shape === 'validate') return { status: 'INVALID', message };
   if (shape === 'status')
     return { flowJobName: '', errorMessage: message, currentFlowState: 'STATUS_UNKNOWN', ok: false };
   return { code, message, details: [] };
@@ -453,6 +472,7 @@ describe('access', () => {
           '/api/v1/peers/create',
           '/api/v1/peers/info/{peer_name}',
           '/api/v1/peers/list',
+          '/api/v1/peers/validate',
           '/api/v1/peers/schemas',
           '/api/v1/peers/tables',
           '/api/v1/peers/columns',

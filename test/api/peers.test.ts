@@ -131,6 +131,28 @@ describe('peers', () => {
       expect(list.body).not.toContain(postgres.superuser.password);
     });
 
+    it('validates a peer as peers/create checks it, storing nothing', async () => {
+      const name = peerName('pg-check');
+      const valid = await facade.post('/api/v1/peers/validate', relationalPeer(name));
+      expect(valid.statusCode, valid.body).toBe(200);
+      expect(valid.json()).toEqual({
+        status: 'VALID',
+        message: expect.stringMatching(/can be reached \(version 1\d/),
+      });
+      const wrong = 'wrong-password-for-the-check';
+      const invalid = await facade.post('/api/v1/peers/validate', relationalPeer(name, { password: wrong }));
+      expect(invalid.statusCode).toBe(422);
+      expect(invalid.json()).toEqual({
+        status: 'INVALID',
+        message: expect.stringContaining('failed to validate peer'),
+      });
+      expect(invalid.body).not.toContain(wrong);
+      const refused = await facade.post('/api/v1/peers/validate', relationalPeer(name, { port: 0 }));
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json()).toEqual({ status: 'INVALID', message: expect.stringContaining('port') });
+      expect(await facade.controlPlane.store.getPeer(name)).toBeUndefined();
+    });
+
     it('creates a peer through an SSH tunnel and masks the key and the tunnel password', async () => {
       const name = peerName('pg-ssh');
       const privateKey = readFileSync(ssh.privateKeyPath, 'utf8');
