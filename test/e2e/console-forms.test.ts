@@ -61,6 +61,8 @@ describe('console forms', () => {
     await source.client.query(`
       CREATE TABLE orders (id int PRIMARY KEY, item text, secret_note text);
       CREATE TABLE notes (body text);
+      CREATE TABLE extras (id int PRIMARY KEY, label text);
+      INSERT INTO extras SELECT g, 'extra ' || g FROM generate_series(1, 30) g;
       INSERT INTO orders SELECT g, 'item ' || g, 'hidden' FROM generate_series(1, 120) g`);
     service = await startStandalone(dataDir, password);
   });
@@ -128,13 +130,19 @@ describe('console forms', () => {
     expect(form.text).toMatch(/name="max_batch_size" value="" placeholder="\d+"/);
     const ordersIndex = /name="table\.(\d)\.source" value="public\.orders"/.exec(form.text)?.[1];
     expect(ordersIndex).toBeDefined();
+    // Every offered table as the page lists it, one of them picked.
+    const offered = Object.fromEntries(
+      [...form.text.matchAll(/name="(table\.\d\.source)" value="([^"]+)"/g)].map((match) => [
+        match[1],
+        match[2],
+      ]),
+    );
     const fields = (index: string) => ({
       name: mirror,
       source: sourcePeer,
       destination: destinationPeer,
       schema: 'public',
-      'table.0.source': ordersIndex === '0' ? 'public.orders' : 'public.notes',
-      'table.1.source': ordersIndex === '1' ? 'public.orders' : 'public.notes',
+      ...offered,
       [`table.${index}.pick`]: 'on',
       [`table.${index}.destination`]: 'public.orders_copy',
       [`table.${index}.exclude`]: 'secret_note',
@@ -173,5 +181,63 @@ describe('console forms', () => {
     expect(columns.rows.map((row) => row.column_name)).not.toContain('secret_note');
     const peerPage = await open(`/peers/${sourcePeer}`);
     expect(peerPage.text).toContain(`/mirrors/${mirror}`);
+  });
+
+  it('edits a paused mirror in the form: a table added, the batch size changed, and resumes it', async () => {
+    const running = await open(`/mirrors/${mirror}/edit`);
+    expect(running.status).toBe(409);
+    expect(running.text).toContain('pause it first');
+    const paused = await service.call('POST', '/api/v1/mirrors/state_change', {
+      flowJobName: mirror,
+      requestedFlowState: 'STATUS_PAUSED',
+    });
+    expect(paused.status).toBe(200);
+    await waitFor(async () => (await mirrorState(service, mirror)) === 'STATUS_PAUSED', 60_000, 'paused');
+    expect((await open(`/mirrors/${mirror}`)).text).toContain(`/mirrors/${mirror}/edit`);
+
+    const form = await open(`/mirrors/${mirror}/edit`);
+    expect(form.status).toBe(200);
+    // The mapped table is offered for removal, not again for adding.
+    expect(form.text).toContain('aria-label="remove public.orders"');
+    expect(form.text).not.toContain('aria-label="replicate public.orders"');
+    const extras = /name="table\.(\d)\.source" value="public\.extras"/.exec(form.text)?.[1];
+    expect(extras).toBeDefined();
+    const tables = Object.fromEntries(
+      [...form.text.matchAll(/name="(table\.\d\.source)" value="([^"]+)"/g)].map((match) => [
+        match[1],
+        match[2],
+      ]),
+    );
+    const saved = await post(`/mirrors/${mirror}/edit`, {
+      schema: 'public',
+      'remove.0.source': 'public.orders',
+      'remove.0.destination': 'public.orders_copy',
+      ...tables,
+      [`table.${extras}.pick`]: 'on',
+      [`table.${extras}.destination`]: 'public.extras',
+      batch_size: '500',
+      idle_timeout: '1',
+    });
+    expect(saved.status, saved.text).toBe(303);
+    await waitFor(async () => (await mirrorState(service, mirror)) === 'STATUS_RUNNING', 60_000, 'resumed');
+    await waitFor(
+      async () => {
+        const { rows } = await destination.client
+          .query<{ n: number }>(`SELECT count(*)::int AS n FROM public.extras`)
+          .catch(() => ({ rows: [{ n: 0 }] }));
+        return rows[0]?.n === 30;
+      },
+      60_000,
+      'the added table loaded',
+    );
+    const status = await service.call('POST', '/api/v1/mirrors/status', {
+      flowJobName: mirror,
+      includeFlowInfo: true,
+    });
+    const config = (
+      status.body as { cdcStatus: { config: { maxBatchSize: number; tableMappings: unknown[] } } }
+    ).cdcStatus.config;
+    expect(config.maxBatchSize).toBe(500);
+    expect(config.tableMappings).toHaveLength(2);
   });
 });

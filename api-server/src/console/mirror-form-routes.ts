@@ -2,7 +2,8 @@
 // from, the chosen source's schemas and tables (the source browsing additions),
 // and the create through `POST /api/v1/flows/cdc/create`, as any client makes it.
 import type { FastifyInstance } from 'fastify';
-import type { ApiClient, ApiErrorBody, PeerList, Scripts } from './api-client.ts';
+import type { ApiClient, ApiErrorBody, MirrorStatus, PeerList, Scripts } from './api-client.ts';
+import { editPath, editRequestOf, mirrorEditPage } from './mirror-edit.ts';
 import { type MirrorFormValues, mirrorFormPage, mirrorRequestOf, type TableChoice } from './mirror-form.ts';
 import { messagePage } from './pages.ts';
 import { client, htmlType, isSameOrigin } from './request.ts';
@@ -61,7 +62,101 @@ async function choices(api: ApiClient, values: MirrorFormValues): Promise<Choice
   };
 }
 
+/** The mirror's status with its configuration, or the page that says why there is none. */
+async function editable(
+  api: ApiClient,
+  name: string,
+): Promise<{ status: MirrorStatus } | { refusal: string; code: number }> {
+  const answer = await api.post<MirrorStatus>('/api/v1/mirrors/status', {
+    flowJobName: name,
+    includeFlowInfo: true,
+  });
+  if (answer.status !== 200)
+    return { refusal: answer.body.errorMessage || `no mirror ${name}`, code: answer.status };
+  if (answer.body.currentFlowState !== 'STATUS_PAUSED') {
+    return {
+      refusal: `mirror ${name} is ${answer.body.currentFlowState.replace('STATUS_', '').toLowerCase()}: pause it first, then edit it`,
+      code: 409,
+    };
+  }
+  return { status: answer.body };
+}
+
 export function mirrorFormRoutes(scope: FastifyInstance, app: FastifyInstance): void {
+  scope.get<{ Params: { name: string }; Querystring: Record<string, string> }>(
+    '/mirrors/:name/edit',
+    async (request, reply) => {
+      const { name } = request.params;
+      const api = client(app, request);
+      const found = await editable(api, name);
+      if ('refusal' in found) {
+        return reply
+          .code(found.code)
+          .type(htmlType)
+          .send(messagePage('Cannot edit', found.refusal, `/mirrors/${encodeURIComponent(name)}`));
+      }
+      const values = { ...request.query };
+      const offered = await choices(api, {
+        ...values,
+        source: found.status.cdcStatus?.config.sourceName ?? '',
+      });
+      return reply.type(htmlType).send(
+        mirrorEditPage({
+          name,
+          status: found.status,
+          ...offered,
+          values: offered.schema ? { ...values, schema: offered.schema } : values,
+        }),
+      );
+    },
+  );
+
+  scope.post<{ Params: { name: string }; Body: Record<string, string> | undefined }>(
+    '/mirrors/:name/edit',
+    { bodyLimit: 1024 * 1024 },
+    async (request, reply) => {
+      const { name } = request.params;
+      if (!isSameOrigin(request)) {
+        return reply
+          .code(403)
+          .type(htmlType)
+          .send(messagePage('Refused', 'this form was posted from another site', editPath(name)));
+      }
+      const values = request.body ?? {};
+      const api = client(app, request);
+      const answer = await api.post<{ ok?: boolean; errorMessage?: string } & ApiErrorBody>(
+        '/api/v1/mirrors/state_change',
+        editRequestOf(name, values),
+      );
+      if (answer.status === 200 && answer.body.ok !== false) {
+        return reply.redirect(`/mirrors/${encodeURIComponent(name)}`, 303);
+      }
+      const found = await editable(api, name);
+      if ('refusal' in found) {
+        return reply
+          .code(found.code)
+          .type(htmlType)
+          .send(messagePage('Cannot edit', found.refusal, `/mirrors/${encodeURIComponent(name)}`));
+      }
+      const offered = await choices(api, {
+        ...values,
+        source: found.status.cdcStatus?.config.sourceName ?? '',
+      });
+      return reply
+        .code(answer.status === 200 ? 400 : answer.status)
+        .type(htmlType)
+        .send(
+          mirrorEditPage({
+            name,
+            status: found.status,
+            ...offered,
+            values,
+            error: answer.body.errorMessage || answer.body.message || `the API answered ${answer.status}`,
+          }),
+        );
+    },
+  );
+
   scope.get<{ Querystring: Record<string, string> }>('/new/mirror', async (request, reply) => {
     const values = { ...request.query };
     const found = await choices(client(app, request), values);

@@ -90,8 +90,8 @@ export function errorFor(error: string | undefined, field: string): string | und
   return named.length > 0 ? named.join('; ') : undefined;
 }
 
-/** The create request from the form's values. */
-export function mirrorRequestOf(values: MirrorFormValues): Record<string, unknown> {
+/** The table mappings of the tables picked in the form (`table.<n>.*`). */
+export function pickedMappings(values: MirrorFormValues): Record<string, unknown>[] {
   const mappings: Record<string, unknown>[] = [];
   for (let index = 0; values[`table.${index}.source`] !== undefined; index++) {
     if (values[`table.${index}.pick`] !== 'on') continue;
@@ -111,6 +111,12 @@ export function mirrorRequestOf(values: MirrorFormValues): Record<string, unknow
         : {}),
     });
   }
+  return mappings;
+}
+
+/** The create request from the form's values. */
+export function mirrorRequestOf(values: MirrorFormValues): Record<string, unknown> {
+  const mappings = pickedMappings(values);
   const config: Record<string, unknown> = {
     flow_job_name: (values.name ?? '').trim(),
     source_name: values.source ?? '',
@@ -175,8 +181,17 @@ ${peers.map((peer) => html`<option value="${peer.name}"${peer.name === value ? h
 </select></p>`;
 }
 
-function tablePicker(form: MirrorFormPage, destinationType: string | undefined): Html {
-  const { values, tables } = form;
+/**
+ * The chosen schema's tables to pick from, but those in `mapped` (source
+ * tables the mirror has already, for an edit).
+ */
+export function tablePicker(
+  form: Pick<MirrorFormPage, 'values' | 'tables'>,
+  destinationType: string | undefined,
+  mapped: ReadonlySet<string> = new Set(),
+): Html {
+  const { values } = form;
+  const tables = form.tables.filter((table) => !mapped.has(`${values.schema ?? ''}.${table.tableName}`));
   const schema = values.schema ?? '';
   const analytics = destinationType === 'ANALYTICS';
   if (tables.length === 0)

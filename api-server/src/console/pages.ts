@@ -114,11 +114,12 @@ function actionButtons(name: string, state: string): Html {
     actions.push({ action: 'pause', label: 'Pause' });
   if (state === 'STATUS_PAUSED' || state === 'STATUS_FAILED')
     actions.push({ action: 'resume', label: state === 'STATUS_FAILED' ? 'Retry' : 'Resume' });
+  const edit = state === 'STATUS_PAUSED' ? html`<a href="${mirrorPath(name)}/edit">Edit…</a> ` : '';
   if (state !== 'STATUS_TERMINATING' && state !== 'STATUS_TERMINATED')
     actions.push({ action: 'drop', label: 'Drop' });
   return html`${actions.map(
     ({ action, label }) => html`<a href="${mirrorPath(name)}/confirm?action=${action}">${label}…</a> `,
-  )}`;
+  )}${edit}`;
 }
 
 /** Bytes as a person reads them: 1536 → 1.5 KiB. */
