@@ -1,10 +1,11 @@
-// Local TCP forwarder over SSH. Drivers (pg, replication streams) want a host and
-// port they can dial like any other; a loopback listener whose connections each
-// become an SSH direct-tcpip channel gives every driver the tunnel unchanged.
+// Connections over SSH. The PostgreSQL driver takes a stream of our own in
+// place of its socket (pg's `stream` option), so each of its connections is an
+// SSH direct-tcpip channel handed to it directly: no local port that another
+// user of the host could reach while the tunnel is open (docs/security.md,
+// "SSH tunnels").
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
-import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
-import type { ConnectConfig, Client as SshClient } from 'ssh2';
+import { Duplex } from 'node:stream';
+import type { ClientChannel, ConnectConfig, Client as SshClient } from 'ssh2';
 import { classifySshError } from '../connectors/classify/index.ts';
 import { EngineError } from '../errors.ts';
 
@@ -51,21 +52,93 @@ export interface TunnelTarget {
 
 const readyTimeoutMs = 15_000;
 
-export class SshTunnel {
-  readonly localHost = '127.0.0.1';
-  readonly localPort: number;
+/**
+ * One connection to the target through the SSH session, as the PostgreSQL
+ * driver uses a socket: `connect()` opens the channel and emits 'connect';
+ * bytes flow both ways with back-pressure; the end or close of either side
+ * ends both. Socket options (no delay, keep-alive) are the SSH session's.
+ */
+class TunnelStream extends Duplex {
   readonly #ssh: SshClient;
-  readonly #server: Server;
-  readonly #sockets = new Set<Socket>();
-  #closed = false;
+  readonly #target: TunnelTarget;
+  #channel: ClientChannel | undefined;
 
-  private constructor(ssh: SshClient, server: Server) {
+  constructor(ssh: SshClient, target: TunnelTarget) {
+    super({ allowHalfOpen: false });
     this.#ssh = ssh;
-    this.#server = server;
-    this.localPort = (server.address() as AddressInfo).port;
+    this.#target = target;
   }
 
-  /** Connects to the SSH server and starts forwarding a loopback port to `target`. */
+  connect(): this {
+    this.#ssh.forwardOut('127.0.0.1', 0, this.#target.host, this.#target.port, (error, channel) => {
+      if (error) {
+        this.destroy(error);
+        return;
+      }
+      if (this.destroyed) {
+        channel.close();
+        return;
+      }
+      this.#channel = channel;
+      channel.on('data', (chunk: Buffer) => {
+        if (!this.push(chunk)) channel.pause();
+      });
+      channel.once('end', () => this.push(null));
+      channel.once('close', () => this.destroy());
+      channel.on('error', (failure: Error) => this.destroy(failure));
+      this.emit('connect');
+    });
+    return this;
+  }
+
+  setNoDelay(): this {
+    return this;
+  }
+
+  setKeepAlive(): this {
+    return this;
+  }
+
+  override _read(): void {
+    this.#channel?.resume();
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    // The driver writes once 'connect' was emitted, so the channel is there.
+    if (!this.#channel) {
+      callback(new Error('ssh tunnel: write before the channel opened'));
+      return;
+    }
+    if (this.#channel.write(chunk)) callback();
+    else this.#channel.once('drain', () => callback());
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.#channel?.end();
+    callback();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#channel?.close();
+    // 'close' a turn later, as a socket's comes: a TLS session over this stream
+    // that destroys it on a failed handshake reports its error first, so the
+    // driver tells a certificate refused from a connection lost.
+    setImmediate(() => callback(error));
+  }
+}
+
+export class SshTunnel {
+  readonly #ssh: SshClient;
+  readonly #target: TunnelTarget;
+  readonly #streams = new Set<TunnelStream>();
+  #closed = false;
+
+  private constructor(ssh: SshClient, target: TunnelTarget) {
+    this.#ssh = ssh;
+    this.#target = target;
+  }
+
+  /** Connects to the SSH server; each `connection()` then reaches `target` through it. */
   static async open(config: SshTunnelConfig, target: TunnelTarget): Promise<SshTunnel> {
     if (!config.password && !config.privateKey) {
       throw new EngineError(
@@ -74,12 +147,8 @@ export class SshTunnel {
       );
     }
     const ssh = await connectSsh(config);
-    const server = createServer();
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const tunnel = new SshTunnel(ssh, server);
-    server.on('connection', (socket) => tunnel.#forward(socket, target));
-    // A dead SSH session makes every forwarded connection fail; close so owners reconnect.
+    const tunnel = new SshTunnel(ssh, target);
+    // A dead SSH session ends every connection through it; owners reconnect.
     ssh.on('error', () => tunnel.close());
     ssh.on('close', () => tunnel.close());
     return tunnel;
@@ -89,32 +158,20 @@ export class SshTunnel {
     return this.#closed;
   }
 
+  /** A new connection to the target, not yet opened: the driver calls its `connect()`. */
+  connection(): Duplex {
+    const stream = new TunnelStream(this.#ssh, this.#target);
+    this.#streams.add(stream);
+    stream.once('close', () => this.#streams.delete(stream));
+    if (this.#closed) stream.destroy(new Error('ssh tunnel closed'));
+    return stream;
+  }
+
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const socket of this.#sockets) socket.destroy();
-    this.#server.close();
+    for (const stream of this.#streams) stream.destroy();
     this.#ssh.end();
-  }
-
-  #forward(socket: Socket, target: TunnelTarget): void {
-    this.#sockets.add(socket);
-    socket.once('close', () => this.#sockets.delete(socket));
-    // Either end may go away mid-write (EPIPE, ECONNRESET): close both quietly;
-    // the driver on the local end sees its connection end and reports it.
-    socket.on('error', () => socket.destroy());
-    socket.pause();
-    this.#ssh.forwardOut('127.0.0.1', 0, target.host, target.port, (error, channel) => {
-      if (error) {
-        socket.destroy();
-        return;
-      }
-      channel.on('error', () => socket.destroy());
-      socket.pipe(channel).pipe(socket);
-      channel.once('close', () => socket.destroy());
-      socket.once('close', () => channel.close());
-      socket.resume();
-    });
   }
 }
 

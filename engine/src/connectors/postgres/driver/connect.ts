@@ -1,9 +1,11 @@
 // Opens PostgreSQL connections for a relational peer, through its SSH tunnel when
 // one is configured, with the peer's TLS settings (tls.ts): TLS runs end to end
-// inside the tunnel, and the certificate is checked against the peer's host (or
-// tls_host), never the tunnel's loopback address. Every connection gets the same
+// inside the tunnel (each connection an SSH channel handed to the driver as its
+// socket), and the certificate is checked against the peer's host (or
+// tls_host). Every connection gets the same
 // session settings so that the text form of every value (COPY output, pgoutput
 // text tuples) is predictable.
+import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { SshTunnel } from '../../../net/ssh-tunnel.ts';
 import type { RelationalConfig } from '../../../resources/peer.ts';
@@ -48,16 +50,16 @@ export interface PgConnection {
 }
 
 interface Endpoint {
-  readonly host: string;
-  readonly port: number;
+  /** Each connection's stream through the peer's SSH tunnel; absent: the driver dials the server. */
+  readonly stream?: () => Duplex;
   close(): void;
 }
 
-/** Where drivers dial: the server itself, or the loopback end of its SSH tunnel. */
+/** How the driver reaches the server: directly, or through the peer's SSH tunnel. */
 async function openEndpoint(config: RelationalConfig): Promise<Endpoint> {
-  if (!config.sshConfig) return { host: config.host, port: config.port, close() {} };
+  if (!config.sshConfig) return { close() {} };
   const tunnel = await SshTunnel.open(config.sshConfig, { host: config.host, port: config.port });
-  return { host: tunnel.localHost, port: tunnel.localPort, close: () => tunnel.close() };
+  return { stream: () => tunnel.connection(), close: () => tunnel.close() };
 }
 
 function clientConfig(
@@ -68,8 +70,11 @@ function clientConfig(
 ): pg.ClientConfig {
   return {
     ssl,
-    host: endpoint.host,
-    port: endpoint.port,
+    // Through a tunnel, host and port are the server's as the SSH server reaches
+    // it; the driver checks a TLS certificate against the host either way.
+    host: config.host,
+    port: config.port,
+    ...(endpoint.stream ? { stream: endpoint.stream } : {}),
     user: config.user,
     password: config.password,
     database: config.database,
