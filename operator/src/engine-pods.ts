@@ -3,7 +3,7 @@
 // crash-loops or that was OOM-killed is a problem the Mirror's status must show,
 // since the engine in it cannot report anything to the catalog.
 import { CoreV1Api, type KubeConfig, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
-import { mirrorLabel } from './runtime/statefulset-runtime.ts';
+import { mirrorLabel } from './runtime/engine-objects.ts';
 
 export interface EnginePodProblem {
   /** A kubelet reason: CrashLoopBackOff, OOMKilled, ImagePullBackOff, CreateContainerConfigError, ... */

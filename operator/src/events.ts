@@ -12,7 +12,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { group, version } from './crds/schemas.ts';
+import { group, version } from './crds/api-group.ts';
 import { kubeObjectName } from './kube/object-names.ts';
 
 export interface EventTarget {

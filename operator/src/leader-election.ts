@@ -8,6 +8,9 @@
 import { ApiException, CoordinationV1Api, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 
+/** The Lease the operator's replicas elect their leader on; its holder is the leading pod's name. */
+export const operatorLeaseName = 'tributary-operator';
+
 export interface LeaderElectionOptions {
   readonly kubeConfig: KubeConfig;
   readonly namespace: string;

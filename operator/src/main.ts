@@ -37,7 +37,7 @@ import { EnginePods } from './engine-pods.ts';
 import { EventRecorder } from './events.ts';
 import { KubeStore } from './kube/kube-store.ts';
 import { ReconcileStore } from './kube/reconcile-store.ts';
-import { LeaderElector } from './leader-election.ts';
+import { LeaderElector, operatorLeaseName } from './leader-election.ts';
 import { OperatorMetrics } from './operator-metrics.ts';
 import { LocalProcessEngineRuntime } from './runtime/local-process-runtime.ts';
 import { StatefulSetEngineRuntime } from './runtime/statefulset-runtime.ts';
@@ -314,7 +314,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   elector = new LeaderElector({
     kubeConfig,
     namespace: config.namespace,
-    leaseName: 'tributary-operator',
+    leaseName: operatorLeaseName,
     identity: config.identity,
     leaseDurationMs: config.leaseSeconds * 1000,
     renewDeadlineMs: Math.round(config.leaseSeconds * 666),

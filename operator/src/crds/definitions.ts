@@ -3,15 +3,14 @@
 // YAML differs from what this produces.
 import { z } from 'zod';
 import { peerKinds, retainedWalLimitMessages } from '../../../engine/src/index.ts';
+import { group, version } from './api-group.ts';
 import {
-  group,
   mirrorCrSpecSchema,
   mirrorCrStatusSchema,
   peerCrSpecSchema,
   peerCrStatusSchema,
   scriptCrSpecSchema,
   scriptCrStatusSchema,
-  version,
 } from './schemas.ts';
 import { toStructural } from './structural.ts';
 

@@ -18,8 +18,7 @@ import {
   tableStateNames,
 } from '../../../engine/src/index.ts';
 
-export const group = 'tributary.dev';
-export const version = 'v1alpha1';
+export { group, version } from './api-group.ts';
 
 /** An RFC 3339 time as the operator writes it (`Date.toISOString()`), checked by the API server. */
 const timestamp = () => z.string().meta({ format: 'date-time' });
@@ -208,6 +207,7 @@ export const mirrorCrStatusSchema = z
       .describe('The metadata.generation the mirror failed at; a retry clears it.'),
   })
   .describe("The mirror's phase, conditions and progress, as the operator last saw them.");
+export type MirrorCrStatus = z.infer<typeof mirrorCrStatusSchema>;
 
 /** The API's own bound on a script's source (api-server/src/http/wire.ts). */
 export const scriptSourceMaxLength = 1_000_000;

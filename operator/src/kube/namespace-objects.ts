@@ -17,7 +17,7 @@ import {
   type ScriptResource,
 } from '../../../engine/src/index.ts';
 import type { Condition } from '../conditions.ts';
-import { group, version } from '../crds/schemas.ts';
+import { group, version } from '../crds/api-group.ts';
 import { apiNameAnnotation, apiNameOf, kubeObjectName } from './object-names.ts';
 import type { PeerSecretRef } from './peer-secret.ts';
 import { retryingThrottled } from './retry-throttled.ts';

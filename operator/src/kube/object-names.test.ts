@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { engineObjectName, engineStatefulSet, mirrorLabel } from '../runtime/statefulset-runtime.ts';
+import { engineObjectName, mirrorLabel } from '../runtime/engine-objects.ts';
+import { engineStatefulSet } from '../runtime/statefulset-runtime.ts';
 import { apiNameAnnotation, apiNameOf, isDnsLabel, kubeObjectName } from './object-names.ts';
 
 describe('kubeObjectName', () => {

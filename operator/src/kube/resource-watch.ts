@@ -4,7 +4,7 @@
 // otherwise start another reconcile each.
 import { type KubernetesListObject, type KubernetesObject, makeInformer } from '@kubernetes/client-node';
 import type { ResourceEvent } from '../../../engine/src/index.ts';
-import { group, version } from '../crds/schemas.ts';
+import { group, version } from '../crds/api-group.ts';
 import type { NamespaceObjects } from './namespace-objects.ts';
 import { apiNameOf } from './object-names.ts';
 

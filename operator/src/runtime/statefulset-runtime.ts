@@ -39,7 +39,7 @@ import {
   type RunningEngine,
   teardownWithConfig,
 } from '../../../engine/src/index.ts';
-import { group, version } from '../crds/schemas.ts';
+import { group, version } from '../crds/api-group.ts';
 
 /** The operator's name for the fields it owns (server-side apply). */
 const fieldManager = 'tributary-operator';
@@ -47,6 +47,7 @@ const serverSideApply = setHeaderOptions('Content-Type', PatchStrategy.ServerSid
 
 import { kubeObjectName } from '../kube/object-names.ts';
 import { engineConfigDocument } from './engine-config-file.ts';
+import { engineContainerName, engineMetricsPort, engineObjectName, mirrorLabel } from './engine-objects.ts';
 
 export interface StatefulSetRuntimeOptions {
   readonly kubeConfig: KubeConfig;
@@ -75,20 +76,12 @@ export const templateHashAnnotation = 'tributary.dev/template-hash';
  * prunes that way) until the teardown that needs the source connection in it is done.
  */
 export const engineSecretFinalizer = 'tributary.dev/teardown';
-export const mirrorLabel = 'tributary.dev/mirror';
-/** Where an engine pod serves Prometheus metrics (the chart's PodMonitor scrapes it by name). */
-export const engineMetricsPort = 9090;
 const configKey = 'engine.json';
 /** Used when neither the operator (chart values) nor the Mirror sets resources. */
 export const defaultEngineResources = {
   requests: { cpu: '250m', memory: '512Mi' },
   limits: { memory: '1Gi' },
 };
-
-/** Named after the Mirror's object name: a mirror's API name may hold `_` (kube/object-names.ts). */
-export function engineObjectName(mirror: string): string {
-  return `tributary-engine-${kubeObjectName(mirror)}`;
-}
 
 /** The Mirror owns its engine's objects: garbage collection removes them if the Mirror is force-deleted. */
 export function mirrorOwnerReference(target: Pick<EngineTarget, 'name' | 'uid'>): V1OwnerReference {
@@ -181,7 +174,7 @@ export function engineStatefulSet(
           ...(pod.imagePullSecrets ? { imagePullSecrets: pod.imagePullSecrets } : {}),
           containers: [
             {
-              name: 'engine',
+              name: engineContainerName,
               image: options.image,
               args: [
                 'engine',
