@@ -30,10 +30,12 @@ export const roleDescriptions = {
 /** Clients of a running service, beside the roles that are the service. */
 export const commands = {
   mirrors: 'api-server/src/client/mirrors-cli.ts',
+  kubectl: 'operator/src/kubectl/main.ts',
 } as const;
 
 export const commandDescriptions = {
   mirrors: 'list, status, pause, resume, drop and logs of mirrors, through /api/v1',
+  kubectl: 'the kubectl plugin (kubectl tributary): Mirrors through the Kubernetes API, and support bundles',
 } as const satisfies Record<keyof typeof commands, string>;
 
 export function usage(): string {
@@ -44,6 +46,7 @@ export function usage(): string {
   return [
     `usage: tributary <${Object.keys(roles).join('|')}> [options]`,
     '       tributary mirrors <list|status|pause|resume|drop|logs> [name] [options]',
+    '       tributary kubectl <list|status|pause|resume|logs|report> [name] [options]',
     '       tributary --help | --version',
     '',
     'Roles:',
@@ -91,6 +94,11 @@ interface RoleModule {
   main(argv: readonly string[]): Promise<number>;
 }
 
+interface CommandModule {
+  /** `version`: the line `--version` prints, for a command that records it (a support bundle). */
+  main(argv: readonly string[], version: () => string): Promise<number>;
+}
+
 export async function run(argv: readonly string[]): Promise<void> {
   const [role, ...rest] = argv;
   if (role === '--help' || role === '-h' || role === 'help') {
@@ -103,8 +111,8 @@ export async function run(argv: readonly string[]): Promise<void> {
   }
   if (role !== undefined && Object.hasOwn(commands, role)) {
     const modulePath = join(import.meta.dirname, '..', commands[role as keyof typeof commands]);
-    const command = (await import(pathToFileURL(modulePath).href)) as RoleModule;
-    process.exitCode = await command.main(rest);
+    const command = (await import(pathToFileURL(modulePath).href)) as CommandModule;
+    process.exitCode = await command.main(rest, () => formatVersion(buildVersion()));
     return;
   }
   if (!isRole(role)) {

@@ -51,6 +51,41 @@ export async function installCrds(config = adminConfig()): Promise<void> {
   }
 }
 
+/**
+ * Creates the product's CRDs where they are missing and waits until they are
+ * served; a definition already installed is left as it is, for the suites
+ * that run against it meanwhile.
+ */
+export async function ensureCrds(config = adminConfig()): Promise<void> {
+  const api = config.makeApiClient(ApiextensionsV1Api);
+  for (const raw of customResourceDefinitions()) {
+    const definition = loadYaml<V1CustomResourceDefinition>(JSON.stringify(raw));
+    const name = definition.metadata?.name ?? '';
+    const installed = await api.readCustomResourceDefinition({ name }).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof ApiException && error.code === 404) return false;
+        throw error;
+      },
+    );
+    if (!installed) {
+      // A conflict: another suite created it first.
+      await api.createCustomResourceDefinition({ body: definition }).catch((error: unknown) => {
+        if (!(error instanceof ApiException) || error.code !== 409) throw error;
+      });
+    }
+    await waitFor(
+      async () =>
+        (await api.readCustomResourceDefinition({ name })).status?.conditions?.some(
+          (condition) => condition.type === 'Established' && condition.status === 'True',
+        ) === true,
+      30_000,
+      `${name} established`,
+    );
+    await waitUntilListed(config, definition);
+  }
+}
+
 /** Waits until every product CRD is served (listing works), after kubectl installed them. */
 export async function waitUntilCrdsServed(config = adminConfig()): Promise<void> {
   for (const raw of customResourceDefinitions()) {
