@@ -13,6 +13,15 @@
 
 // --- catalog: what engines report (phases, batches, logs), in PostgreSQL or PGlite
 export {
+  type AuditRetention,
+  auditRetentionDefaults,
+  auditRetentionInput,
+  auditRetentionSchema,
+  auditRetentionVariables,
+} from './catalog/audit-retention.ts';
+export {
+  type AuditEntry,
+  type AuditQuery,
   type Catalog,
   type LogEntry,
   type LogLevel,
@@ -21,6 +30,7 @@ export {
   type MirrorPhase,
   type MirrorRuntime,
   mirrorPhases,
+  type NewAuditEntry,
   type SlotHealth,
   type SlotHealthReason,
   type TableState,

@@ -30,6 +30,7 @@ describe('catalog migration', () => {
     );
     expect(rows.map((row) => row.table_name)).toEqual([
       'applied_migrations',
+      'audit_log',
       'cdc_batches',
       'engine_problems',
       'installation',

@@ -1,6 +1,7 @@
 // The catalog holds each mirror's runtime state, its CDC batches, its logs and
 // its snapshot progress. The engine writes it; the facade and the operator read
-// it. Rows of dropped mirrors' logs and batches are kept.
+// it. Rows of dropped mirrors' logs and batches are kept. It also holds the
+// audit trail of the API, which the facade writes.
 import type { ColumnChange, SourceColumn } from '../connectors/records.ts';
 import type { SlotReading } from '../connectors/source.ts';
 import type { ErrorKind } from '../errors.ts';
@@ -361,6 +362,41 @@ export interface LogQuery {
 }
 
 /**
+ * One state-changing API request, as the facade recorded it (docs/security.md,
+ * "Audit trail"): who, what, when, from where, and how it was answered. Never a
+ * secret: names of what was acted on, not request bodies.
+ */
+export interface AuditEntry {
+  readonly id: bigint;
+  readonly at: Date;
+  /** The credential's user name (the API password's is its --user, else `api-password`). */
+  readonly user: string;
+  /** The credential's role when the request was made. */
+  readonly role: string;
+  /** What was asked, e.g. `mirror.pause`, `peer.create`. */
+  readonly action: string;
+  /** `METHOD /path` of the route. */
+  readonly route: string;
+  /** The name of the mirror, peer or script acted on; null when the request did not get as far as naming it. */
+  readonly object: string | null;
+  /** More about the object: a resync's table. */
+  readonly detail: string | null;
+  /** The client's address as the facade sees it (behind trusted proxies, the forwarded one). */
+  readonly clientAddress: string;
+  /** The HTTP status it was answered with. */
+  readonly status: number;
+}
+
+export type NewAuditEntry = Omit<AuditEntry, 'id'>;
+
+export interface AuditQuery {
+  /** Only this user's entries. */
+  readonly user?: string;
+  readonly offset: number;
+  readonly limit: number;
+}
+
+/**
  * Implementations must make each method atomic on its own; methods may be called
  * concurrently from different mirrors but never concurrently for one mirror's
  * phase (the pipeline serialises those).
@@ -501,4 +537,12 @@ export interface Catalog {
   recordPartitionLeaves(mirror: string, sourceTable: string, leaves: readonly RecordedLeaf[]): Promise<void>;
   /** Records that the engine acted on the table's resync request `token` (pipeline/table-resync.ts). */
   recordResyncToken(mirror: string, sourceTable: string, token: string): Promise<void>;
+
+  /**
+   * Appends an entry to the audit trail. Entries beyond the catalog's audit
+   * retention (a count, an age) are dropped, the oldest first.
+   */
+  appendAudit(entry: NewAuditEntry): Promise<void>;
+  /** Audit entries, newest first, and how many match in all. */
+  listAudit(query: AuditQuery): Promise<{ entries: AuditEntry[]; total: number }>;
 }

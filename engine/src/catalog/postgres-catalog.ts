@@ -3,7 +3,10 @@
 
 import { randomUUID } from 'node:crypto';
 import type { ErrorKind } from '../errors.ts';
+import { type AuditRetention, auditRetentionDefaults } from './audit-retention.ts';
 import type {
+  AuditEntry,
+  AuditQuery,
   BatchBackfill,
   BatchQuery,
   Catalog,
@@ -14,6 +17,7 @@ import type {
   MirrorPhase,
   MirrorRuntime,
   MirrorStall,
+  NewAuditEntry,
   RecordedLeaf,
   SlotHealth,
   SlotHealthReason,
@@ -168,6 +172,20 @@ const migrations: readonly string[] = [
      source_table text NOT NULL,
      leaves jsonb NOT NULL,
      PRIMARY KEY (mirror, source_table))`,
+  // The API's audit trail (Catalog.appendAudit), written by the facade.
+  `CREATE TABLE IF NOT EXISTS tributary.audit_log (
+     id bigserial PRIMARY KEY,
+     at timestamptz NOT NULL,
+     user_name text NOT NULL,
+     role text NOT NULL,
+     action text NOT NULL,
+     route text NOT NULL,
+     object text,
+     detail text,
+     client_address text NOT NULL,
+     status integer NOT NULL)`,
+  `CREATE INDEX IF NOT EXISTS audit_log_at ON tributary.audit_log (at)`,
+  `CREATE INDEX IF NOT EXISTS audit_log_user ON tributary.audit_log (user_name, id)`,
 ];
 
 interface RuntimeRow {
@@ -227,6 +245,19 @@ interface LogRow {
   last_at_ms: string | null;
 }
 
+interface AuditRow {
+  id: string;
+  at: Date | string;
+  user_name: string;
+  role: string;
+  action: string;
+  route: string;
+  object: string | null;
+  detail: string | null;
+  client_address: string;
+  status: number;
+}
+
 interface SnapshotRow {
   source_table: string;
   destination_table: string;
@@ -243,6 +274,8 @@ interface SnapshotRow {
 export interface PostgresCatalogOptions {
   /** How many log entries of a mirror are kept, and how long (log-retention.ts; defaults there). */
   readonly logRetention?: LogRetention;
+  /** How many audit entries are kept, and how long (audit-retention.ts; defaults there). */
+  readonly auditRetention?: AuditRetention;
 }
 
 const dayMs = 86_400_000;
@@ -250,10 +283,12 @@ const dayMs = 86_400_000;
 export class PostgresCatalog implements Catalog {
   readonly #sql: SqlExecutor;
   readonly #logRetention: LogRetention;
+  readonly #auditRetention: AuditRetention;
 
   constructor(sql: SqlExecutor, options: PostgresCatalogOptions = {}) {
     this.#sql = sql;
     this.#logRetention = options.logRetention ?? logRetentionDefaults;
+    this.#auditRetention = options.auditRetention ?? auditRetentionDefaults;
   }
 
   /**
@@ -647,6 +682,67 @@ export class PostgresCatalog implements Catalog {
          OR coalesce(last_at_ms, at_ms) < $3)`,
       [mirror, Math.floor(maxEntries), oldestKeptMs],
     );
+  }
+
+  async appendAudit(entry: NewAuditEntry): Promise<void> {
+    await this.#sql.query(
+      `INSERT INTO tributary.audit_log (at, user_name, role, action, route, object, detail, client_address, status)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [
+        entry.at,
+        entry.user,
+        entry.role,
+        entry.action,
+        entry.route,
+        entry.object,
+        entry.detail,
+        entry.clientAddress,
+        entry.status,
+      ],
+    );
+    const { maxEntries, maxAgeDays } = this.#auditRetention;
+    const oldestKept = new Date(maxAgeDays > 0 ? Date.now() - maxAgeDays * dayMs : 0);
+    await this.#sql.query(
+      `DELETE FROM tributary.audit_log WHERE
+         id <= (SELECT id FROM tributary.audit_log ORDER BY id DESC OFFSET $1 LIMIT 1) OR at < $2`,
+      [Math.floor(maxEntries), oldestKept],
+    );
+  }
+
+  async listAudit(query: AuditQuery): Promise<{ entries: AuditEntry[]; total: number }> {
+    const params: unknown[] = [];
+    let where = '';
+    if (query.user !== undefined) {
+      params.push(query.user);
+      where = 'WHERE user_name = $1';
+    }
+    const count = await this.#sql.query<{ total: string }>(
+      `SELECT count(*)::text AS total FROM tributary.audit_log ${where}`,
+      params,
+    );
+    const total = Number(count.rows[0]?.total ?? 0);
+    if (query.limit <= 0) return { entries: [], total };
+    const { rows } = await this.#sql.query<AuditRow>(
+      `SELECT a.id::text, a.at, a.user_name, a.role, a.action, a.route, a.object, a.detail, a.client_address,
+         a.status FROM tributary.audit_log a ${where}
+       ORDER BY a.id DESC LIMIT ${Math.floor(query.limit)} OFFSET ${Math.max(0, Math.floor(query.offset))}`,
+      params,
+    );
+    return {
+      entries: rows.map((row) => ({
+        id: BigInt(row.id),
+        at: new Date(row.at),
+        user: row.user_name,
+        role: row.role,
+        action: row.action,
+        route: row.route,
+        object: row.object,
+        detail: row.detail,
+        clientAddress: row.client_address,
+        status: row.status,
+      })),
+      total,
+    };
   }
 
   async setEngineProblem(mirror: string, message: string | null): Promise<void> {
