@@ -31,15 +31,17 @@ export const roleDescriptions = {
 export const commands = {
   mirrors: 'api-server/src/client/mirrors-cli.ts',
   kubectl: 'operator/src/kubectl/main.ts',
+  credentials: 'api-server/src/client/credentials-cli.ts',
 } as const;
 
 export const commandDescriptions = {
   mirrors: 'list, status, pause, resume, drop and logs of mirrors, through /api/v1',
   kubectl: 'the kubectl plugin (kubectl tributary): Mirrors through the Kubernetes API, and support bundles',
+  credentials: 'hash: a line of a credentials file, an API credential with a role (read, operate, admin)',
 } as const satisfies Record<keyof typeof commands, string>;
 
 export function usage(): string {
-  const width = Math.max(...Object.keys(roles).map((role) => role.length));
+  const width = Math.max(...[...Object.keys(roles), ...Object.keys(commands)].map((name) => name.length));
   const lines = Object.entries(roleDescriptions).map(
     ([role, description]) => `  ${role.padEnd(width)}  ${description}`,
   );
@@ -47,6 +49,7 @@ export function usage(): string {
     `usage: tributary <${Object.keys(roles).join('|')}> [options]`,
     '       tributary mirrors <list|status|pause|resume|drop|logs> [name] [options]',
     '       tributary kubectl <list|status|pause|resume|logs|report> [name] [options]',
+    '       tributary credentials hash USER ROLE [--token-stdin]',
     '       tributary --help | --version',
     '',
     'Roles:',

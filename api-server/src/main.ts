@@ -7,6 +7,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import pg from 'pg';
 import { z } from 'zod';
 import {
+  auditRetentionInput,
+  auditRetentionSchema,
   checkMirrorSource,
   checkPeer,
   createProcessLogger,
@@ -17,6 +19,7 @@ import {
 import { KubeStore } from '../../operator/src/index.ts';
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
+import { type ApiCredential, apiPasswordUser, readCredentialsFile } from './http/credentials-file.ts';
 import {
   apiPasswordSchema,
   listenerConfigFields,
@@ -33,6 +36,8 @@ const usage = `usage: tributary api-server [options]
   --port PORT            TRIBUTARY_PORT (default 8112)
   --password-file FILE   TRIBUTARY_API_PASSWORD_FILE, or TRIBUTARY_API_PASSWORD
   --user NAME            TRIBUTARY_API_USER
+  --credentials-file F   TRIBUTARY_API_CREDENTIALS_FILE  more credentials with roles (the chart
+                         mounts api.credentials.existingSecret here); read at start
   --tls-cert-file FILE   TRIBUTARY_TLS_CERT_FILE  serve HTTPS with this PEM certificate chain
   --tls-key-file FILE    TRIBUTARY_TLS_KEY_FILE   and this key (both reloaded when they change)
   --trust-proxy VALUE    TRIBUTARY_TRUST_PROXY    proxies whose X-Forwarded-For is believed: true
@@ -52,6 +57,8 @@ const configSchema = z
       .min(1, 'no API password: set TRIBUTARY_API_PASSWORD_FILE or TRIBUTARY_API_PASSWORD')
       .pipe(apiPasswordSchema),
     user: z.string().optional(),
+    credentialsFile: z.string().min(1).optional(),
+    auditRetention: auditRetentionSchema,
     scriptsDisabled: z.boolean().default(false),
     kubeconfig: z.string().optional(),
     logLevel: z.string().default('info'),
@@ -69,6 +76,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       port: { type: 'string' },
       'password-file': { type: 'string' },
       user: { type: 'string' },
+      'credentials-file': { type: 'string' },
       'scripts-disabled': { type: 'boolean' },
       kubeconfig: { type: 'string' },
       'tls-cert-file': { type: 'string' },
@@ -91,6 +99,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     port: values.port ?? env.TRIBUTARY_PORT,
     password: passwordFile ? readFileSync(passwordFile, 'utf8').trim() : (env.TRIBUTARY_API_PASSWORD ?? ''),
     user: values.user ?? env.TRIBUTARY_API_USER,
+    credentialsFile: values['credentials-file'] ?? (env.TRIBUTARY_API_CREDENTIALS_FILE || undefined),
+    auditRetention: auditRetentionInput(env),
     scriptsDisabled: values['scripts-disabled'] ?? env.TRIBUTARY_SCRIPTS === 'disabled',
     kubeconfig: values.kubeconfig ?? env.KUBECONFIG,
     logLevel: env.TRIBUTARY_LOG_LEVEL,
@@ -106,6 +116,19 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const config = Object.freeze(parsed.data);
+  let credentials: ApiCredential[] = [];
+  if (config.credentialsFile) {
+    try {
+      // A Secret volume: root-owned, the pod's fsGroup may read it (the chart's mode 0440).
+      credentials = readCredentialsFile(config.credentialsFile, {
+        groupMayRead: true,
+        reservedUsers: [apiPasswordUser, ...(config.user ? [config.user] : [])],
+      });
+    } catch (error) {
+      console.error(`tributary api-server: ${(error as Error).message}`);
+      return 2;
+    }
+  }
   const listener = listenerOptionsOf(config);
   const listenerProblem = listenerStartProblem(listener);
   if (listenerProblem) {
@@ -119,9 +142,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   else kubeConfig.loadFromCluster();
   const pool = new pg.Pool({ connectionString: config.catalogUrl, max: 8 });
   pool.on('error', (error) => logger.warn({ err: error }, 'catalog connection error'));
-  const catalog = new PostgresCatalog(pool);
+  const catalog = new PostgresCatalog(pool, { auditRetention: config.auditRetention });
   await catalog.migrate();
-  const auth: AuthConfig = { mode: 'basic', password: config.password, user: config.user };
+  const auth: AuthConfig = { mode: 'basic', password: config.password, user: config.user, credentials };
   const app = buildApp(
     {
       store: new KubeStore(kubeConfig, config.namespace),

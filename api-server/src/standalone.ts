@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import {
+  auditRetentionInput,
+  auditRetentionSchema,
   browseColumns,
   browseSchemas,
   browseTables,
@@ -24,6 +26,7 @@ import {
 import { buildApp } from './http/app.ts';
 import type { AuthConfig } from './http/auth.ts';
 import { sourceBrowser } from './http/context.ts';
+import { type ApiCredential, apiPasswordUser, readCredentialsFile } from './http/credentials-file.ts';
 import {
   apiPasswordSchema,
   listenerConfigFields,
@@ -46,6 +49,9 @@ Options (each also read from the environment variable shown):
   --password-file FILE    TRIBUTARY_API_PASSWORD_FILE  file holding the API password
                           TRIBUTARY_API_PASSWORD    the API password itself
   --user NAME             TRIBUTARY_API_USER        optional user name besides the empty one
+  --credentials-file FILE TRIBUTARY_API_CREDENTIALS_FILE  more credentials, each with a role (read,
+                                                    operate or admin), as \`tributary credentials
+                                                    hash\` prints them; mode 0600, read at start
   --tls-cert-file FILE    TRIBUTARY_TLS_CERT_FILE   serve HTTPS with this PEM certificate chain
   --tls-key-file FILE     TRIBUTARY_TLS_KEY_FILE    and this key (both reloaded when they change)
   --trust-proxy VALUE     TRIBUTARY_TRUST_PROXY     proxies whose X-Forwarded-For is believed: true
@@ -66,6 +72,8 @@ Options (each also read from the environment variable shown):
                                                     pretty on a terminal, JSON otherwise)
                           TRIBUTARY_MIRROR_LOG_MAX_ENTRIES  log entries kept per mirror (default 10000)
                           TRIBUTARY_MIRROR_LOG_MAX_AGE_DAYS  days a log entry is kept (default 30; 0: no limit)
+                          TRIBUTARY_AUDIT_MAX_ENTRIES  audit entries kept (default 100000)
+                          TRIBUTARY_AUDIT_MAX_AGE_DAYS  days an audit entry is kept (default 365; 0: no limit)
                           TRIBUTARY_STALL_SECONDS   a step without progress this long shows as stalled (default 300)
                           TRIBUTARY_SLOT_HEALTH_SECONDS  how often every mirror's slot is read at its source (default 30)
   -h, --help
@@ -81,17 +89,22 @@ const configSchema = z
     port: z.coerce.number().int().min(0).max(65_535).default(8112),
     password: apiPasswordSchema.optional(),
     user: z.string().min(1).optional(),
+    credentialsFile: z.string().min(1).optional(),
     peerSecretsDir: z.string().min(1).optional(),
     notifyUrlFile: z.string().min(1).optional(),
     authDisabled: z.boolean().default(false),
     scriptsDisabled: z.boolean().default(false),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     logRetention: logRetentionSchema,
+    auditRetention: auditRetentionSchema,
     ...listenerConfigFields,
   })
   .refine((config) => config.authDisabled || config.password, {
     message:
       'no API password: set TRIBUTARY_API_PASSWORD or --password-file, or disable authentication explicitly',
+  })
+  .refine((config) => !(config.authDisabled && config.credentialsFile), {
+    message: 'a credentials file needs authentication: drop --auth-disabled or --credentials-file',
   })
   .refine(tlsFilesTogether.check, { message: tlsFilesTogether.message });
 
@@ -106,6 +119,7 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
       port: { type: 'string' },
       'password-file': { type: 'string' },
       user: { type: 'string' },
+      'credentials-file': { type: 'string' },
       'peer-secrets-dir': { type: 'string' },
       'notify-url-file': { type: 'string' },
       'auth-disabled': { type: 'boolean' },
@@ -128,12 +142,14 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
       port: values.port ?? env.TRIBUTARY_PORT,
       password: password || undefined,
       user: values.user ?? env.TRIBUTARY_API_USER,
+      credentialsFile: values['credentials-file'] ?? (env.TRIBUTARY_API_CREDENTIALS_FILE || undefined),
       peerSecretsDir: values['peer-secrets-dir'] ?? (env.TRIBUTARY_PEER_SECRETS_DIR || undefined),
       notifyUrlFile: values['notify-url-file'] ?? (env.TRIBUTARY_NOTIFY_URL_FILE || undefined),
       authDisabled: values['auth-disabled'] ?? env.TRIBUTARY_AUTH === 'disabled',
       scriptsDisabled: values['scripts-disabled'] ?? env.TRIBUTARY_SCRIPTS === 'disabled',
       logLevel: values['log-level'] ?? env.TRIBUTARY_LOG_LEVEL,
       logRetention: logRetentionInput(env),
+      auditRetention: auditRetentionInput(env),
       tlsCertFile: values['tls-cert-file'] ?? (env.TRIBUTARY_TLS_CERT_FILE || undefined),
       tlsKeyFile: values['tls-key-file'] ?? (env.TRIBUTARY_TLS_KEY_FILE || undefined),
       trustProxy: values['trust-proxy'] ?? (env.TRIBUTARY_TRUST_PROXY || undefined),
@@ -148,8 +164,16 @@ export async function main(argv: readonly string[]): Promise<number> {
   let slotHealthIntervalMs: number;
   let webhook: WebhookConfig | undefined;
   let noticeIntervalMs: number;
+  let credentials: ApiCredential[] = [];
   try {
     config = readConfig(argv, process.env);
+    // Mode 0600, as the data directory's files: its hashes would let others guess tokens offline.
+    if (config !== 'help' && config.credentialsFile) {
+      credentials = readCredentialsFile(config.credentialsFile, {
+        groupMayRead: false,
+        reservedUsers: [apiPasswordUser, ...(config.user ? [config.user] : [])],
+      });
+    }
     // Read once, here at start-up: an invalid value stops the service with its name.
     stallAfterMs = stallAfterMsFromEnvironment(process.env);
     slotHealthIntervalMs = slotHealthIntervalMsFromEnvironment(process.env);
@@ -183,7 +207,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   process.umask(0o077);
   const auth: AuthConfig = config.authDisabled
     ? { mode: 'disabled' }
-    : { mode: 'basic', password: config.password ?? '', user: config.user };
+    : { mode: 'basic', password: config.password ?? '', user: config.user, credentials };
   if (config.authDisabled)
     logger.warn('authentication is disabled: anyone who reaches the port controls the service');
 
@@ -192,6 +216,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     dataDir: config.dataDir,
     logger,
     logRetention: config.logRetention,
+    auditRetention: config.auditRetention,
     stallAfterMs,
     slotHealthIntervalMs,
     ...(webhook ? { notifications: { webhook, intervalMs: noticeIntervalMs } } : {}),

@@ -105,6 +105,7 @@ const endpoints: readonly Endpoint[] = [
   { method: 'GET', url: '/api/v1/peers/schemas?peer_name=p', shape: 'grpc' },
   { method: 'GET', url: '/api/v1/peers/tables?peer_name=p&schema_name=s', shape: 'grpc' },
   { method: 'GET', url: '/api/v1/peers/columns?peer_name=p&schema_name=s&table_name=t', shape: 'grpc' },
+  { method: 'GET', url: '/api/v1/audit', shape: 'grpc' },
   { method: 'GET', url: '/api/v1/openapi.json', shape: 'grpc' },
   { method: 'GET', url: '/api/v1/no-such-route', shape: 'grpc' },
 ];
@@ -462,6 +463,7 @@ describe('access', () => {
       expect(document.components.securitySchemes).toEqual({ basic: { type: 'http', scheme: 'basic' } });
       expect(Object.keys(document.paths).sort()).toEqual(
         [
+          '/api/v1/audit',
           '/api/v1/flows/cdc/create',
           '/api/v1/mirrors/cdc/batches',
           '/api/v1/mirrors/list',

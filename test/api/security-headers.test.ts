@@ -51,6 +51,8 @@ const requests: readonly {
   { what: 'peers page', options: { method: 'GET', url: '/peers' }, status: 200 },
   { what: 'scripts page', options: { method: 'GET', url: '/scripts' }, status: 200 },
   { what: 'new script page', options: { method: 'GET', url: '/scripts/new' }, status: 200 },
+  { what: 'audit page', options: { method: 'GET', url: '/audit' }, status: 200 },
+  { what: 'API audit read', options: { method: 'GET', url: '/api/v1/audit' }, status: 200 },
   {
     what: 'confirmation of an unknown mirror',
     options: { method: 'GET', url: `/mirrors/none-${suffix}/confirm?action=drop` },
@@ -90,7 +92,9 @@ describe('security headers', () => {
 
   it('are not needed by the console: its pages load no inline style or script', async () => {
     const pages: LightMyRequestResponse[] = await Promise.all(
-      ['/', '/peers', '/scripts', '/scripts/new'].map((url) => facade.request({ method: 'GET', url })),
+      ['/', '/peers', '/scripts', '/scripts/new', '/audit'].map((url) =>
+        facade.request({ method: 'GET', url }),
+      ),
     );
     for (const page of pages) {
       expect(page.body).not.toMatch(/<style|\sstyle=|\son[a-z]+=|javascript:/i);

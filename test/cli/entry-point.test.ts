@@ -1,7 +1,7 @@
 // The real entry point, spawned as a user runs it: --help, --version, unknown
 // roles, and what an older Node prints instead of a stack trace.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -226,6 +226,52 @@ describe('tributary entry point', { timeout: 180_000 }, () => {
       expect(output.stderr).toContain(
         'cannot read the TLS certificate or key (/nonexistent/tls.crt, /nonexistent/tls.key): ENOENT',
       );
+    }
+  });
+
+  it('refuses a credentials file others may read, in both modes, and one with authentication disabled', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'tributary-credentials-'));
+    const file = join(directory, 'credentials');
+    try {
+      const hashed = await tributary('tributary.js', ['credentials', 'hash', 'alice', 'read']);
+      expect(hashed.status).toBe(0);
+      writeFileSync(file, hashed.stdout);
+      const password = { TRIBUTARY_API_PASSWORD: 'a-long-enough-api-password' };
+      const standalone = (...args: string[]) =>
+        tributary(
+          'tributary.js',
+          ['standalone', '--data-dir', 'memory://', '--port', '0', ...args],
+          password,
+        );
+      const cluster = () =>
+        tributary('tributary.js', ['api-server', '--credentials-file', file], {
+          ...password,
+          TRIBUTARY_NAMESPACE: 'tributary',
+          TRIBUTARY_CATALOG_URL: 'postgres://catalog.invalid/tributary',
+        });
+      chmodSync(file, 0o644);
+      for (const output of [await standalone('--credentials-file', file), await cluster()]) {
+        expect(output.status).toBe(2);
+        expect(output.stderr).toContain(`the credentials file ${file} has mode 0644`);
+      }
+      // A Secret volume's group read is for the api-server only.
+      chmodSync(file, 0o640);
+      const groupReadable = await standalone('--credentials-file', file);
+      expect(groupReadable.status).toBe(2);
+      expect(groupReadable.stderr).toContain(`make it 0600 (chmod 600 ${file})`);
+      chmodSync(file, 0o600);
+      const open = await tributary('tributary.js', [
+        'standalone',
+        '--data-dir',
+        'memory://',
+        '--auth-disabled',
+        '--credentials-file',
+        file,
+      ]);
+      expect(open.status).toBe(2);
+      expect(open.stderr).toContain('a credentials file needs authentication');
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
     }
   });
 

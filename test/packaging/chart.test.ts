@@ -96,6 +96,51 @@ describe('Helm chart', () => {
     });
   });
 
+  it('mounts the API credentials Secret as the file the api-server reads, readable by it and nobody else', async () => {
+    const apiServer = (manifests: Manifest[]) =>
+      (
+        byKind(manifests, 'Deployment').find(
+          (deployment) => deployment.metadata.name === 'tributary-api-server',
+        ) as unknown as { spec: { template: { spec: V1PodSpec } } }
+      ).spec.template.spec;
+    expect(JSON.stringify(apiServer(await renderChart()))).not.toContain('CREDENTIALS');
+
+    // Parsed as Kubernetes reads it, YAML 1.1, where the chart's 0440 is octal.
+    const { stdout } = await run(helmBinary, [
+      'template',
+      'tributary',
+      chart,
+      '--namespace',
+      'tributary',
+      ...requiredValues,
+      '--set',
+      'api.credentials.existingSecret=api-credentials',
+    ]);
+    const rendered = parseAllDocuments(stdout, { version: '1.1' })
+      .map((document) => document.toJS() as Manifest | null)
+      .filter((manifest): manifest is Manifest => manifest !== null);
+    const pod = apiServer(rendered);
+    const container = pod.containers[0] as NonNullable<(typeof pod.containers)[0]>;
+    expect(container.env).toContainEqual({
+      name: 'TRIBUTARY_API_CREDENTIALS_FILE',
+      value: '/etc/tributary-api-credentials/credentials',
+    });
+    expect(pod.volumes).toContainEqual({
+      name: 'api-credentials',
+      secret: {
+        secretName: 'api-credentials',
+        defaultMode: 0o440,
+        items: [{ key: 'credentials', path: 'credentials' }],
+      },
+    });
+    const file = secretFiles(pod, container, ['credentials']).find(
+      (candidate) => candidate.path === '/etc/tributary-api-credentials/credentials',
+    );
+    expect(file && readableByContainer(pod, container, file)).toBe(true);
+    // The api-server refuses a credentials file others may read or anyone but its owner may change.
+    expect(file && file.mode & 0o037).toBe(0);
+  });
+
   it('renders least-privilege accounts, hardened pods and leader-elected operators', async () => {
     const manifests = await renderChart();
     const accounts = byKind(manifests, 'ServiceAccount')

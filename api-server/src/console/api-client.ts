@@ -13,10 +13,16 @@ export interface ApiAnswer<Body> {
 export class ApiClient {
   readonly #app: FastifyInstance;
   readonly #authorization: string | undefined;
+  readonly #remoteAddress: string | undefined;
 
-  constructor(app: FastifyInstance, authorization: string | undefined) {
+  /**
+   * `remoteAddress`: the visitor's address as the facade saw it, so that the
+   * API calls' audit entries say where a console action came from.
+   */
+  constructor(app: FastifyInstance, authorization: string | undefined, remoteAddress?: string) {
     this.#app = app;
     this.#authorization = authorization;
+    this.#remoteAddress = remoteAddress;
   }
 
   async post<Body>(url: string, payload: unknown): Promise<ApiAnswer<Body>> {
@@ -25,12 +31,18 @@ export class ApiClient {
       url,
       payload: JSON.stringify(payload),
       headers: { 'content-type': 'application/json', ...this.#headers() },
+      ...this.#from(),
     });
     return { status: response.statusCode, body: response.json() as Body };
   }
 
   async get<Body>(url: string): Promise<ApiAnswer<Body>> {
-    const response = await this.#app.inject({ method: 'GET', url, headers: this.#headers() });
+    const response = await this.#app.inject({
+      method: 'GET',
+      url,
+      headers: this.#headers(),
+      ...this.#from(),
+    });
     return { status: response.statusCode, body: response.json() as Body };
   }
 
@@ -40,6 +52,10 @@ export class ApiClient {
 
   #headers(): Record<string, string> {
     return this.#authorization ? { authorization: this.#authorization } : {};
+  }
+
+  #from(): { remoteAddress?: string } {
+    return this.#remoteAddress ? { remoteAddress: this.#remoteAddress } : {};
   }
 }
 
@@ -121,6 +137,24 @@ export interface PeerInfo {
 export interface PeerList {
   /** `problem`: why a peer's secrets cannot be read (cluster mode), for a peer shown broken. */
   readonly items: readonly { readonly name: string; readonly type: string; readonly problem?: string }[];
+}
+
+/** GET /api/v1/audit's answer (docs/api.md). */
+export interface AuditPage {
+  readonly entries: readonly {
+    readonly id: string;
+    readonly time: string;
+    readonly user: string;
+    readonly role: string;
+    readonly action: string;
+    readonly route: string;
+    readonly object: string;
+    readonly detail: string;
+    readonly clientAddress: string;
+    readonly status: number;
+  }[];
+  readonly total: number;
+  readonly page: number;
 }
 
 export interface ScriptEntry {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { html } from './html.ts';
-import { confirmPage, mirrorPage } from './pages.ts';
+import { confirmPage, type MirrorPageData, mirrorPage } from './pages.ts';
 import { mirrorGauges } from './prometheus-text.ts';
+import { scriptListPage, scriptPage } from './resource-pages.ts';
 
 describe('console html', () => {
   it('escapes every interpolated value but nested fragments', () => {
@@ -121,6 +122,7 @@ describe('console mirror page', () => {
       level: 'ALL',
       peers: [],
       sampleMs: 10_000,
+      role: 'admin',
     });
     // The state line names the stopped table, linked to the tables.
     expect(text).toContain('<a class="error" href="#tables">1 table stopped: public.b</a>');
@@ -141,5 +143,90 @@ describe('console mirror page', () => {
     expect(rows).toContain('<td>public.gone</td><td>public.gone</td>\n<td class="state">removed</td>');
     // No inline script or style (the console's CSP).
     expect(rows).not.toMatch(/<script|style=/);
+  });
+});
+
+describe('console pages by role', () => {
+  const pageOf = (role: MirrorPageData['role'], currentFlowState: string) =>
+    mirrorPage({
+      status: {
+        flowJobName: 'm',
+        currentFlowState,
+        errorMessage: '',
+        ok: true,
+        tables: [
+          {
+            sourceTableIdentifier: 'public.a',
+            destinationTableIdentifier: 'public.a',
+            state: 'TABLE_STATE_ERRORED',
+            stateSince: '2026-01-01T00:00:00.000Z',
+            rowsApplied: { inserts: '0', updates: '0', deletes: '0' },
+            lastAppliedLsn: '0',
+            error: { kind: 'destination_write', message: 'refused', remedy: 'fix it' },
+          },
+        ],
+        cdcStatus: {
+          config: {
+            sourceName: 's',
+            destinationName: 'd',
+            tableMappings: [{ sourceTableIdentifier: 'public.a', destinationTableIdentifier: 'public.a' }],
+          },
+          snapshotStatus: { clones: [] },
+          sourceType: 'RELATIONAL',
+          destinationType: 'RELATIONAL',
+        },
+      },
+      batches: { cdcBatches: [], total: 0 },
+      logs: { errors: [], total: 0, page: 1 },
+      level: 'ALL',
+      peers: [],
+      sampleMs: 10_000,
+      role,
+    });
+  const offered = (text: string) => ({
+    pause: text.includes('/mirrors/m/confirm?action=pause'),
+    resume: text.includes('/mirrors/m/confirm?action=resume'),
+    drop: text.includes('/mirrors/m/confirm?action=drop'),
+    resync: text.includes('action="/mirrors/m/tables/resync"'),
+  });
+
+  it('offers a read credential no action, and says why', () => {
+    for (const state of ['STATUS_RUNNING', 'STATUS_PAUSED']) {
+      const text = pageOf('read', state);
+      expect(offered(text)).toEqual({ pause: false, resume: false, drop: false, resync: false });
+      expect(text).toContain(
+        'Read-only: pausing and resuming need the operate role, dropping the admin role.',
+      );
+    }
+  });
+
+  it('offers an operate credential pause, resume and resync, and no drop', () => {
+    expect(offered(pageOf('operate', 'STATUS_RUNNING'))).toEqual({
+      pause: true,
+      resume: false,
+      drop: false,
+      resync: true,
+    });
+    expect(offered(pageOf('operate', 'STATUS_PAUSED'))).toMatchObject({ resume: true, drop: false });
+  });
+
+  it('offers an admin credential every action', () => {
+    expect(offered(pageOf('admin', 'STATUS_RUNNING'))).toEqual({
+      pause: true,
+      resume: false,
+      drop: true,
+      resync: true,
+    });
+  });
+
+  it('shows scripts read-only to credentials that may not save them', () => {
+    const script = { id: 3, name: 'mask', source: 'return 1' };
+    const readOnly = scriptPage({ ...script, canEdit: false });
+    expect(readOnly).not.toContain('<button type="submit">Save</button>');
+    expect(readOnly).toContain('spellcheck="false" readonly>');
+    expect(readOnly).toContain('Read-only: saving scripts needs the admin role.');
+    expect(scriptPage({ ...script, canEdit: true })).toContain('<button type="submit">Save</button>');
+    expect(scriptListPage([], { canEdit: false })).not.toContain('/scripts/new');
+    expect(scriptListPage([], { canEdit: true })).toContain('<a href="/scripts/new">New script</a>');
   });
 });

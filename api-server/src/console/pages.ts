@@ -6,6 +6,7 @@ import {
   resyncsOnline,
   type TableStatusView,
 } from '../../../engine/src/index.ts';
+import { type Role, roleAllows } from '../http/roles.ts';
 import type { Batches, Logs, MirrorStatus, PeerInfo } from './api-client.ts';
 import { type Html, html } from './html.ts';
 import type { MirrorGauges } from './prometheus-text.ts';
@@ -29,7 +30,7 @@ export function page(title: string, body: Html): string {
 <title>${title} · Tributary</title>
 </head>
 <body>
-<header><nav aria-label="Console">Tributary · <a href="/">mirrors</a> · <a href="/peers">peers</a> · <a href="/scripts">scripts</a></nav></header>
+<header><nav aria-label="Console">Tributary · <a href="/">mirrors</a> · <a href="/peers">peers</a> · <a href="/scripts">scripts</a> · <a href="/audit">audit</a></nav></header>
 <main>
 ${body}
 </main>
@@ -106,17 +107,26 @@ export interface MirrorPageData {
   readonly peers: readonly { readonly role: string; readonly info: PeerInfo | undefined }[];
   /** How often the console samples /metrics, for the chart's redraw. */
   readonly sampleMs: number;
+  /** The visitor's role: only what it may do is offered (the API refuses the rest anyway). */
+  readonly role: Role;
 }
 
-function actionButtons(name: string, state: string): Html {
+function actionButtons(name: string, state: string, role: Role): Html {
   const actions: { action: string; label: string }[] = [];
-  if (state === 'STATUS_RUNNING' || state === 'STATUS_SNAPSHOT' || state === 'STATUS_SETUP')
+  const operates = roleAllows(role, 'operate');
+  if (operates && (state === 'STATUS_RUNNING' || state === 'STATUS_SNAPSHOT' || state === 'STATUS_SETUP'))
     actions.push({ action: 'pause', label: 'Pause' });
-  if (state === 'STATUS_PAUSED' || state === 'STATUS_FAILED')
+  if (operates && (state === 'STATUS_PAUSED' || state === 'STATUS_FAILED'))
     actions.push({ action: 'resume', label: state === 'STATUS_FAILED' ? 'Retry' : 'Resume' });
-  const edit = state === 'STATUS_PAUSED' ? html`<a href="${mirrorPath(name)}/edit">Edit…</a> ` : '';
-  if (state !== 'STATUS_TERMINATING' && state !== 'STATUS_TERMINATED')
+  // Edits, as drops, are the admin role's (http/access.ts).
+  const edit =
+    roleAllows(role, 'admin') && state === 'STATUS_PAUSED'
+      ? html`<a href="${mirrorPath(name)}/edit">Edit…</a> `
+      : '';
+  if (roleAllows(role, 'admin') && state !== 'STATUS_TERMINATING' && state !== 'STATUS_TERMINATED')
     actions.push({ action: 'drop', label: 'Drop' });
+  if (!operates)
+    return html`<em>Read-only: pausing and resuming need the operate role, dropping the admin role.</em>`;
   return html`${actions.map(
     ({ action, label }) => html`<a href="${mirrorPath(name)}/confirm?action=${action}">${label}…</a> `,
   )}${edit}`;
@@ -172,6 +182,8 @@ function tableRows(
   mappings: NonNullable<MirrorStatus['cdcStatus']>['config']['tableMappings'],
   clones: readonly Clone[],
   tables: readonly TableStatusView[],
+  /** The visitor may resync (operate): otherwise no Resync button. */
+  canResync: boolean,
 ): Html[] {
   const bySource = new Map(tables.map((table) => [table.sourceTableIdentifier, table]));
   const mapped = new Set(mappings.map((mapping) => mapping.sourceTableIdentifier));
@@ -200,9 +212,12 @@ function tableRows(
         ? html`<br><span class="error">${table.error.kind}: ${table.error.message} (${table.error.remedy}); behind from LSN ${table.behindLsn ?? '?'}</span>`
         : ''
     }${
-      table?.state === 'TABLE_STATE_ERRORED' ||
-      table?.state === 'TABLE_STATE_HELD' ||
-      (resyncsOnline && table?.state === 'TABLE_STATE_STREAMING')
+      canResync &&
+      (
+        table?.state === 'TABLE_STATE_ERRORED' ||
+          table?.state === 'TABLE_STATE_HELD' ||
+          (resyncsOnline && table?.state === 'TABLE_STATE_STREAMING')
+      )
         ? html`<form method="post" action="${mirrorPath(name)}/tables/resync">
 <input type="hidden" name="table" value="${source}">
 <button type="submit">${table?.state === 'TABLE_STATE_HELD' ? 'Accept the change and resync' : 'Resync'} ${source}</button></form>`
@@ -240,7 +255,7 @@ export function mirrorPage(data: MirrorPageData): string {
 ${status.lagSeconds === undefined ? '' : html` · lag <span class="lag">${status.lagSeconds} s</span>`}
 ${status.errorMessage ? html` · <span class="error">${status.errorMessage}</span>` : ''}${erroredTablesNote(status.tables ?? [])}</p>
 ${slotHealthSection(status.slotHealth)}
-<p>${actionButtons(name, status.currentFlowState)} <a href="${mirrorPath(name)}">Refresh</a></p>
+<p>${actionButtons(name, status.currentFlowState, data.role)} <a href="${mirrorPath(name)}">Refresh</a></p>
 </div>
 <h2>Lag and throughput, last hour</h2>
 <div id="history-chart" data-history="${mirrorPath(name)}/history.json" data-refresh-ms="${data.sampleMs}">
@@ -272,7 +287,7 @@ ${Object.entries(cdc.config)
 <table>
 <thead><tr><th scope="col">source</th><th scope="col">destination</th><th scope="col">state</th><th scope="col">initial load</th><th scope="col">rows loaded</th><th scope="col">applied (inserts / updates / deletes)</th><th scope="col">last applied commit</th></tr></thead>
 <tbody>
-${tableRows(name, resyncsOnline(cdc.destinationType.toLowerCase() as PeerKind), cdc.config.tableMappings, cdc.snapshotStatus.clones, status.tables ?? [])}
+${tableRows(name, resyncsOnline(cdc.destinationType.toLowerCase() as PeerKind), cdc.config.tableMappings, cdc.snapshotStatus.clones, status.tables ?? [], roleAllows(data.role, 'operate'))}
 </tbody>
 </table>
 </div>`

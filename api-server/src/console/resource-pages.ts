@@ -1,7 +1,8 @@
-// The console's pages of peers and scripts: read through /api/v1 like the
-// mirror pages, scripts edited through the same POST /api/v1/scripts (which
-// refuses a source that does not compile, with Lua's message and line).
-import type { PeerInfo, ScriptEntry } from './api-client.ts';
+// The console's pages of peers, scripts and the audit trail: read through
+// /api/v1 like the mirror pages, scripts edited through the same POST
+// /api/v1/scripts (which refuses a source that does not compile, with Lua's
+// message and line).
+import type { AuditPage, PeerInfo, ScriptEntry } from './api-client.ts';
 import { html } from './html.ts';
 import { page } from './pages.ts';
 
@@ -38,12 +39,16 @@ ${peers.map(({ name, type, info, problem }) => {
   return page('Peers', body);
 }
 
-export function scriptListPage(scripts: readonly ScriptEntry[], disabledMessage?: string): string {
+export function scriptListPage(
+  scripts: readonly ScriptEntry[],
+  options: { readonly canEdit: boolean; readonly disabledMessage?: string | undefined },
+): string {
+  const { canEdit, disabledMessage } = options;
   const body = html`<h1>Scripts</h1>
 ${
   disabledMessage !== undefined
     ? html`<p>${disabledMessage}.</p>`
-    : html`<p><a href="/scripts/new">New script</a></p>
+    : html`${canEdit ? html`<p><a href="/scripts/new">New script</a></p>` : html`<p>Read-only: saving scripts needs the admin role.</p>`}
 ${
   scripts.length === 0
     ? html`<p>No scripts yet.</p>`
@@ -70,22 +75,49 @@ export interface ScriptForm {
   /** The API's refusal of the last save, shown above the form with what was typed. */
   readonly error?: string | undefined;
   readonly saved?: boolean | undefined;
+  /** The visitor may save (admin): otherwise the form is read-only, without a Save button. */
+  readonly canEdit: boolean;
 }
 
 export function scriptPage(form: ScriptForm): string {
   const isNew = form.id === -1;
   const title = isNew ? 'New script' : `Script ${form.name}`;
+  const readonly = form.canEdit ? '' : html` readonly`;
   const body = html`<h1>${title}</h1>
 ${form.saved ? html`<p role="status">Saved.</p>` : ''}
 ${form.error ? html`<p class="error" role="alert">${form.error}</p>` : ''}
 <form method="post" action="${isNew ? '/scripts/new' : scriptPath(form.id)}">
 <p><label for="script-name">Name</label><br>
-<input id="script-name" name="name" value="${form.name}" required maxlength="63" pattern="[a-z0-9_][a-z0-9_\\-]*" size="40"></p>
+<input id="script-name" name="name" value="${form.name}" required maxlength="63" pattern="[a-z0-9_][a-z0-9_\\-]*" size="40"${readonly}></p>
 <p><label for="script-source">Lua source</label><br>
-<textarea id="script-source" name="source" rows="24" cols="100" spellcheck="false">${form.source}</textarea></p>
-<p><button type="submit">Save</button> <a href="/scripts">Back to the scripts</a></p>
+<textarea id="script-source" name="source" rows="24" cols="100" spellcheck="false"${readonly}>${form.source}</textarea></p>
+<p>${form.canEdit ? html`<button type="submit">Save</button>` : html`<em>Read-only: saving scripts needs the admin role.</em>`} <a href="/scripts">Back to the scripts</a></p>
 </form>
 <p>Saving compiles the script first and refuses it, with the line, when it does not compile.
 A running mirror that uses it restarts its engine with the new source at its next reconcile, at a batch boundary.</p>`;
   return page(title, body);
+}
+
+export const auditPerPage = 50;
+
+/** The audit trail, newest first, a page at a time (GET /api/v1/audit). */
+export function auditListPage(audit: AuditPage): string {
+  const pages = Math.max(1, Math.ceil(audit.total / auditPerPage));
+  const link = (target: number) => `/audit?page=${target}`;
+  const body = html`<h1>Audit trail</h1>
+<p>Every state-changing request, refused ones included: ${audit.total} entries, newest first.</p>
+<table>
+<caption class="visually-hidden">Audit entries, newest first</caption>
+<thead><tr><th scope="col">time</th><th scope="col">user</th><th scope="col">role</th><th scope="col">action</th><th scope="col">object</th><th scope="col">from</th><th scope="col">status</th></tr></thead>
+<tbody>
+${audit.entries.map(
+  (entry) =>
+    html`<tr><td>${entry.time}</td><td>${entry.user}</td><td>${entry.role}</td><td>${entry.action}</td><td>${entry.object}${entry.detail ? ` (${entry.detail})` : ''}</td><td>${entry.clientAddress}</td><td${entry.status >= 400 ? html` class="error"` : ''}>${entry.status}</td></tr>`,
+)}
+</tbody>
+</table>
+<nav aria-label="Audit pages"><p>Page ${audit.page} of ${pages}
+${audit.page > 1 ? html` · <a href="${link(audit.page - 1)}">newer</a>` : ''}
+${audit.page < pages ? html` · <a href="${link(audit.page + 1)}">older</a>` : ''}</p></nav>`;
+  return page('Audit trail', body);
 }

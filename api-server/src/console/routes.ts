@@ -7,7 +7,17 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { type LogLevelFilter, logLevelFilters } from '../../../engine/src/index.ts';
-import type { ApiErrorBody, Batches, Logs, MirrorStatus, PeerInfo, PeerList, Scripts } from './api-client.ts';
+import { type Role, roleAllows } from '../http/roles.ts';
+import type {
+  ApiErrorBody,
+  AuditPage,
+  Batches,
+  Logs,
+  MirrorStatus,
+  PeerInfo,
+  PeerList,
+  Scripts,
+} from './api-client.ts';
 import { MetricsHistory } from './history.ts';
 import { mirrorFormRoutes } from './mirror-form-routes.ts';
 import {
@@ -22,8 +32,16 @@ import {
 } from './pages.ts';
 import { peerRoutes } from './peer-routes.ts';
 import { mirrorGauges } from './prometheus-text.ts';
-import { client, htmlType, isSameOrigin } from './request.ts';
-import { peerListPage, type ScriptForm, scriptListPage, scriptPage, scriptPath } from './resource-pages.ts';
+import { client, htmlType, isSameOrigin, roleOf } from './request.ts';
+import {
+  auditListPage,
+  auditPerPage,
+  peerListPage,
+  type ScriptForm,
+  scriptListPage,
+  scriptPage,
+  scriptPath,
+} from './resource-pages.ts';
 
 const require = createRequire(import.meta.url);
 /** What /console/assets/ serves: htmx and uPlot from their npm packages, our chart script and style sheet. */
@@ -182,6 +200,7 @@ export function consoleRoutes(app: FastifyInstance): void {
             level,
             peers,
             sampleMs,
+            role: roleOf(request),
           }),
         );
       },
@@ -206,15 +225,27 @@ export function consoleRoutes(app: FastifyInstance): void {
 
     scope.get('/scripts', async (request, reply) => {
       const answer = await client(app, request).get<Scripts & ApiErrorBody>('/api/v1/scripts/-1');
+      const canEdit = roleAllows(roleOf(request), 'admin');
       if (answer.status === 403)
-        return reply.type(htmlType).send(scriptListPage([], answer.body.message ?? 'scripts are disabled'));
-      return reply.type(htmlType).send(scriptListPage(answer.status === 200 ? answer.body.scripts : []));
+        return reply
+          .type(htmlType)
+          .send(
+            scriptListPage([], { canEdit, disabledMessage: answer.body.message ?? 'scripts are disabled' }),
+          );
+      return reply
+        .type(htmlType)
+        .send(scriptListPage(answer.status === 200 ? answer.body.scripts : [], { canEdit }));
     });
 
-    scope.get('/scripts/new', async (_request, reply) =>
-      reply
-        .type(htmlType)
-        .send(scriptPage({ id: -1, name: '', source: 'function onRecord(record)\n  return record\nend\n' })),
+    scope.get('/scripts/new', async (request, reply) =>
+      reply.type(htmlType).send(
+        scriptPage({
+          id: -1,
+          name: '',
+          source: 'function onRecord(record)\n  return record\nend\n',
+          canEdit: roleAllows(roleOf(request), 'admin'),
+        }),
+      ),
     );
 
     scope.get<{ Params: { id: string }; Querystring: { saved?: string } }>(
@@ -232,7 +263,13 @@ export function consoleRoutes(app: FastifyInstance): void {
             .type(htmlType)
             .send(messagePage('Script not found', answer?.body.message ?? 'no such script', '/scripts'));
         }
-        return reply.type(htmlType).send(scriptPage({ ...script, saved: request.query.saved !== undefined }));
+        return reply.type(htmlType).send(
+          scriptPage({
+            ...script,
+            saved: request.query.saved !== undefined,
+            canEdit: roleAllows(roleOf(request), 'admin'),
+          }),
+        );
       },
     );
 
@@ -247,6 +284,7 @@ export function consoleRoutes(app: FastifyInstance): void {
           name: request.body?.name ?? '',
           // Browsers send textarea line breaks as CRLF; Lua reads either, users wrote LF.
           source: (request.body?.source ?? '').replaceAll('\r\n', '\n'),
+          canEdit: roleAllows(roleOf(request), 'admin'),
         };
         if (!isSameOrigin(request)) {
           return reply
@@ -274,6 +312,21 @@ export function consoleRoutes(app: FastifyInstance): void {
         return reply.redirect(`${scriptPath(answer.body.id)}?saved=1`, 303);
       },
     );
+
+    // Read through GET /api/v1/audit, which answers admin credentials only.
+    scope.get<{ Querystring: { page?: string } }>('/audit', async (request, reply) => {
+      const auditPage = Math.max(1, Math.min(1_000_000, Number.parseInt(request.query.page ?? '1', 10) || 1));
+      const answer = await client(app, request).get<AuditPage & ApiErrorBody>(
+        `/api/v1/audit?page=${auditPage}&num_per_page=${auditPerPage}`,
+      );
+      if (answer.status !== 200) {
+        return reply
+          .code(answer.status)
+          .type(htmlType)
+          .send(messagePage('Audit trail', answer.body.message ?? `the API answered ${answer.status}`, '/'));
+      }
+      return reply.type(htmlType).send(auditListPage(answer.body));
+    });
 
     scope.get<{ Params: { name: string }; Querystring: { action?: string } }>(
       '/mirrors/:name/confirm',

@@ -16,12 +16,16 @@ import {
   ResourceInvalidError,
 } from '../../../engine/src/index.ts';
 import { consoleRoutes } from '../console/routes.ts';
-import { isAuthorized } from './auth.ts';
+import { accessOf, forbiddenFor, openRoutes, routeKey } from './access.ts';
+import { addAuditTrail } from './audit.ts';
+import { Authenticator, unauthenticatedPrincipal } from './auth.ts';
 import type { FacadeContext } from './context.ts';
 import { ApiError, grpcStyleBody } from './errors.ts';
 import { type ListenerOptions, listenerDefaults, readTlsPair, watchTlsFiles } from './listener.ts';
 import { mirrorMetricsRegistry } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
+import { roleAllows } from './roles.ts';
+import { auditRoutes } from './routes/audit.ts';
 import { mirrorRoutes } from './routes/mirrors.ts';
 import { peerRoutes } from './routes/peers.ts';
 import { scriptRoutes } from './routes/scripts.ts';
@@ -154,6 +158,18 @@ export function buildApp(context: FacadeContext, listener: ListenerOptions = {})
 
   addSecurityHeaders(app);
 
+  // Every route has its rule in access.ts: one without fails here, at start.
+  app.decorateRequest('principal', null);
+  app.addHook('onRoute', (route) => {
+    for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
+      const key = routeKey(method, route.url);
+      if (key === undefined || (!openRoutes.has(key) && !accessOf(key)))
+        throw new Error(`route ${method} ${route.url} has no access rule in access.ts`);
+    }
+  });
+  addAuditTrail(app, context.catalog);
+  const authenticator = new Authenticator(context.auth);
+
   // Bodies are JSON only (the interface's rule); Fastify would otherwise hand text/plain bodies through as strings.
   app.removeContentTypeParser('text/plain');
 
@@ -205,15 +221,29 @@ export function buildApp(context: FacadeContext, listener: ListenerOptions = {})
     // Probes and Prometheus scrape without credentials; neither reveals a secret
     // (the metrics name mirrors and tables: `metricsAuth` asks for credentials there too).
     const route = request.routeOptions.url;
-    if (route === '/healthz' || (route === '/metrics' && !listener.metricsAuth)) return;
-    if (context.auth.mode === 'disabled') return;
+    const key = routeKey(request.method, route);
+    if ((key !== undefined && openRoutes.has(key)) || (route === '/metrics' && !listener.metricsAuth)) return;
+    if (context.auth.mode === 'disabled') {
+      request.principal = unauthenticatedPrincipal;
+      return;
+    }
     countAuthFailure ??= app.createRateLimit();
     // An address over the limit is refused even with the right password until
     // its window ends: otherwise the limit would not slow down guessing.
     const current = await countAuthFailure(request, { increment: false });
     if (!current.isAllowed && current.isExceeded)
       return tooManyFailures(request, reply, current.ttlInSeconds);
-    if (isAuthorized(context.auth, request.headers.authorization)) return;
+    const principal = await authenticator.authenticate(request.headers.authorization);
+    if (principal) {
+      request.principal = principal;
+      // Refused before the body is read. An unknown route needs only a valid credential (its answer is a 404).
+      const access = accessOf(key);
+      if (access && !roleAllows(principal.role, access.role)) {
+        const error = forbiddenFor(principal, access.role, key ?? 'this request');
+        return reply.code(error.status).send(errorBody(request, error));
+      }
+      return;
+    }
     const counted = await countAuthFailure(request);
     if (!counted.isAllowed && counted.isExceeded)
       return tooManyFailures(request, reply, counted.ttlInSeconds);
@@ -237,6 +267,7 @@ export function buildApp(context: FacadeContext, listener: ListenerOptions = {})
   sourceBrowsingRoutes(app, context);
   mirrorRoutes(app, context);
   scriptRoutes(app, context);
+  auditRoutes(app, context);
   consoleRoutes(app);
   return app;
 }

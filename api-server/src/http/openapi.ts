@@ -2,6 +2,7 @@
 // with, so it cannot drift from what the service accepts.
 import { z } from 'zod';
 import {
+  auditResponse,
   batchesRequest,
   batchesResponse,
   createMirrorRequest,
@@ -85,8 +86,9 @@ export function openApiDocument(): Record<string, unknown> {
     security: [{ basic: [] }],
     paths: {
       '/api/v1/peers/create': {
-        post: operation('Create or update a peer', createPeerRequest, createPeerResponse, {
+        post: operation('Create or update a peer (admin role)', createPeerRequest, createPeerResponse, {
           400: createPeerResponse,
+          403: createPeerResponse,
           409: createPeerResponse,
           422: createPeerResponse,
         }),
@@ -145,10 +147,10 @@ export function openApiDocument(): Record<string, unknown> {
       },
       '/api/v1/mirrors/state_change': {
         post: operation(
-          'Pause, resume, edit or drop a mirror',
+          'Pause, resume, edit or drop a mirror (pause and resume need the operate role, edit and drop admin)',
           stateChangeRequest,
           stateChangeResponse,
-          grpc,
+          { ...grpc, 403: grpcErrorBody },
         ),
       },
       '/api/v1/mirrors/tables/resync': {
@@ -156,7 +158,7 @@ export function openApiDocument(): Record<string, unknown> {
           'Load a table of a mirror again (an addition: today a table stopped on a fault of its own)',
           resyncTableRequest,
           resyncTableResponse,
-          grpc,
+          { ...grpc, 403: grpcErrorBody },
         ),
       },
       '/api/v1/mirrors/list': {
@@ -179,6 +181,26 @@ export function openApiDocument(): Record<string, unknown> {
           ...grpc,
           403: grpcErrorBody,
         }),
+      },
+      '/api/v1/audit': {
+        get: {
+          ...operation(
+            'Read the audit trail, newest first (an addition; admin credentials only)',
+            undefined,
+            auditResponse,
+            { 400: grpcErrorBody, 403: grpcErrorBody },
+          ),
+          parameters: [
+            { name: 'page', in: 'query', required: false, schema: { type: 'integer', minimum: 1 } },
+            {
+              name: 'num_per_page',
+              in: 'query',
+              required: false,
+              schema: { type: 'integer', minimum: 0, maximum: 1000, default: 50 },
+            },
+            { name: 'user', in: 'query', required: false, schema: { type: 'string' } },
+          ],
+        },
       },
       '/api/v1/scripts/{id}': {
         get: {

@@ -457,3 +457,31 @@ export const grpcErrorBody = z.object({
   message: z.string(),
   details: z.array(z.unknown()),
 });
+
+// --- audit trail (an addition: docs/api.md) -------------------------------------
+
+/** The query string of GET /api/v1/audit; other parameters are ignored. */
+export const auditQuery = z.object({
+  page: z.coerce.number().int().min(1).max(1_000_000).optional(),
+  num_per_page: z.coerce.number().int().min(0).max(1000).optional(),
+  user: z.string().min(1).max(63).optional(),
+});
+
+export const auditResponse = z.object({
+  entries: z.array(
+    z.object({
+      id: z.string(),
+      time: z.string(),
+      user: z.string(),
+      role: z.string(),
+      action: z.string(),
+      route: z.string(),
+      object: z.string(),
+      detail: z.string(),
+      clientAddress: z.string(),
+      status: z.number(),
+    }),
+  ),
+  total: z.number(),
+  page: z.number(),
+});

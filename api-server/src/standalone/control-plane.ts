@@ -7,6 +7,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import type { Logger } from 'pino';
 import {
+  type AuditRetention,
   EngineMetrics,
   InProcessEngineRuntime,
   type LogRetention,
@@ -40,6 +41,8 @@ export interface ControlPlaneOptions {
   readonly retryBackoffMs?: { readonly initial: number; readonly max: number };
   /** How many of each mirror's log entries the catalog keeps (log-retention.ts). */
   readonly logRetention?: LogRetention;
+  /** How many audit entries the catalog keeps (audit-retention.ts). */
+  readonly auditRetention?: AuditRetention;
   /** How long an engine's step may make no progress before it shows as stalled; TRIBUTARY_STALL_SECONDS otherwise. */
   readonly stallAfterMs?: number;
   /** How often every mirror's slot is read at its source; TRIBUTARY_SLOT_HEALTH_SECONDS otherwise. */
@@ -97,10 +100,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     await prepareDataDirectory(options.dataDir, startParams, options.logger);
   }
   const database = await PGlite.create(options.dataDir, { startParams });
-  const catalog = new PostgresCatalog(
-    database,
-    options.logRetention ? { logRetention: options.logRetention } : {},
-  );
+  const catalog = new PostgresCatalog(database, {
+    ...(options.logRetention ? { logRetention: options.logRetention } : {}),
+    ...(options.auditRetention ? { auditRetention: options.auditRetention } : {}),
+  });
   const store = new EmbeddedStore(database, options.peerSecretFiles);
   await catalog.migrate();
   await store.migrate();

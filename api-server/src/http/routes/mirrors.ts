@@ -18,6 +18,8 @@ import {
   tableStatusView,
   workflowId,
 } from '../../../../engine/src/index.ts';
+import { requireRole, stateChangeAccess, stateChangeOf } from '../access.ts';
+import { noteAuditSubject } from '../audit.ts';
 import type { FacadeContext } from '../context.ts';
 import {
   checkDistinctTables,
@@ -69,6 +71,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
       body: { connection_configs: config },
       field,
     } = parseRequest(createMirrorRequest, request);
+    noteAuditSubject(request, { object: config.flow_job_name });
     const spec = mirrorSpecFromWire(config, field);
     if (await store.getMirror(spec.name)) {
       throw new ApiError('mirrorExists', `invalid mirror: a mirror named ${spec.name} already exists`);
@@ -126,6 +129,9 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
 
   app.post('/api/v1/mirrors/state_change', async (request) => {
     const { body, field } = parseRequest(stateChangeRequest, request);
+    const change = stateChangeOf(body);
+    noteAuditSubject(request, { action: `mirror.${change}`, object: body.flowJobName });
+    requireRole(request, stateChangeAccess[change].role, stateChangeAccess[change].doing);
     // Read, decide, write at the generation read: when another request or the
     // operator changed the mirror in between, decide again on a fresh read.
     for (let attempt = 1; ; attempt++) {
@@ -142,6 +148,7 @@ export function mirrorRoutes(app: FastifyInstance, context: FacadeContext): void
 
   app.post('/api/v1/mirrors/tables/resync', async (request) => {
     const { body, field } = parseRequest(resyncTableRequest, request);
+    noteAuditSubject(request, { object: body.flowJobName, detail: body.sourceTableIdentifier });
     for (let attempt = 1; ; attempt++) {
       try {
         return await requestResync(body, field);

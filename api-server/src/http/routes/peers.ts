@@ -5,6 +5,7 @@ import {
   splitPeerSecrets,
   warnUnverifiedHostKey,
 } from '../../../../engine/src/index.ts';
+import { noteAuditSubject } from '../audit.ts';
 import type { FacadeContext } from '../context.ts';
 import { parseRequest, peerFromWire, peerToWire } from '../convert.ts';
 import { ApiError } from '../errors.ts';
@@ -13,6 +14,7 @@ import { createPeerRequest } from '../wire.ts';
 export function peerRoutes(app: FastifyInstance, context: FacadeContext): void {
   app.post('/api/v1/peers/create', { config: { errorShape: 'peer' } }, async (request, reply) => {
     const { body, field } = parseRequest(createPeerRequest, request);
+    noteAuditSubject(request, { object: body.peer.name });
     const peer = peerFromWire(body.peer, field);
     const existing = await context.store.getPeer(peer.name);
     if (existing && !body.allow_update) {

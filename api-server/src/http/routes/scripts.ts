@@ -6,6 +6,7 @@ import {
   type ScriptResource,
   scriptLanguages,
 } from '../../../../engine/src/index.ts';
+import { noteAuditSubject } from '../audit.ts';
 import type { FacadeContext } from '../context.ts';
 import { parseRequest } from '../convert.ts';
 import { ApiError } from '../errors.ts';
@@ -24,6 +25,10 @@ export function scriptRoutes(app: FastifyInstance, context: FacadeContext): void
       body: { script },
       field,
     } = parseRequest(upsertScriptRequest, request);
+    noteAuditSubject(request, {
+      action: script.id === -1 ? 'script.create' : 'script.update',
+      object: script.name,
+    });
     const lang = scriptLanguages.find((known) => known === script.lang.toLowerCase());
     if (!lang) {
       throw new ApiError(
