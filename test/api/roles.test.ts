@@ -76,7 +76,7 @@ async function credentials(): Promise<NonNullable<Extract<AuthConfig, { mode: 'b
   );
 }
 
-type Shape = 'grpc' | 'peer' | 'html';
+type Shape = 'grpc' | 'peer' | 'validate' | 'html';
 
 /** What an audited request records. */
 interface ExpectedAudit {
@@ -184,6 +184,41 @@ const cases: readonly Case[] = [
     needs: 'read',
     shape: 'grpc',
     request: () => get(`/api/v1/peers/info/${sourcePeer}`),
+    allowed: [200],
+  },
+  {
+    name: 'validate a peer',
+    route: 'POST /api/v1/peers/validate',
+    needs: 'admin',
+    shape: 'validate',
+    request: (principal) =>
+      json('/api/v1/peers/validate', {
+        peer: { name: `check-${principal.label}-${suffix}`, type: 3, relational_config: sourceConfig },
+      }),
+    allowed: [200],
+  },
+  {
+    name: 'browse schemas',
+    route: 'GET /api/v1/peers/schemas',
+    needs: 'read',
+    shape: 'grpc',
+    request: () => get(`/api/v1/peers/schemas?peer_name=${sourcePeer}`),
+    allowed: [200],
+  },
+  {
+    name: 'browse tables',
+    route: 'GET /api/v1/peers/tables',
+    needs: 'read',
+    shape: 'grpc',
+    request: () => get(`/api/v1/peers/tables?peer_name=${sourcePeer}&schema_name=public`),
+    allowed: [200],
+  },
+  {
+    name: 'browse columns',
+    route: 'GET /api/v1/peers/columns',
+    needs: 'read',
+    shape: 'grpc',
+    request: () => get(`/api/v1/peers/columns?peer_name=${sourcePeer}&schema_name=public&table_name=orders`),
     allowed: [200],
   },
   {
@@ -459,6 +494,100 @@ const cases: readonly Case[] = [
     allowed: [200],
   },
   {
+    name: 'console peer',
+    route: 'GET /peers/:name',
+    needs: 'read',
+    shape: 'html',
+    request: () => get(`/peers/${sourcePeer}`),
+    allowed: [200],
+  },
+  {
+    name: 'console new peer form',
+    route: 'GET /new/peer',
+    needs: 'read',
+    shape: 'html',
+    request: () => get('/new/peer?kind=relational'),
+    allowed: [200],
+  },
+  {
+    name: 'console new peer',
+    route: 'POST /new/peer',
+    needs: 'admin',
+    shape: 'html',
+    request: (principal) =>
+      form('/new/peer', {
+        kind: 'relational',
+        name: `fpeer-${principal.label}-${suffix}`,
+        'config.host': String(sourceConfig.host),
+        'config.port': String(sourceConfig.port),
+        'config.user': String(sourceConfig.user),
+        'config.password': String(sourceConfig.password),
+        'config.database': String(sourceConfig.database),
+        intent: 'save',
+      }),
+    allowed: [303],
+    audit: (principal) => ({
+      route: 'POST /api/v1/peers/create',
+      action: 'peer.create',
+      object: `fpeer-${principal.label}-${suffix}`,
+    }),
+  },
+  {
+    name: 'console new mirror form',
+    route: 'GET /new/mirror',
+    needs: 'read',
+    shape: 'html',
+    request: () => get(`/new/mirror?source=${sourcePeer}&destination=${destinationPeer}`),
+    allowed: [200],
+  },
+  {
+    name: 'console new mirror',
+    route: 'POST /new/mirror',
+    needs: 'admin',
+    shape: 'html',
+    request: (principal) =>
+      form('/new/mirror', {
+        name: `fmade-${principal.label}-${suffix}`,
+        source: sourcePeer,
+        destination: destinationPeer,
+        schema: 'public',
+        'table.0.source': 'public.orders',
+        'table.0.pick': 'on',
+        'table.0.destination': `public.fmade_${principal.label}`,
+      }),
+    allowed: [303],
+    audit: (principal) => ({
+      route: 'POST /api/v1/flows/cdc/create',
+      action: 'mirror.create',
+      object: `fmade-${principal.label}-${suffix}`,
+    }),
+  },
+  {
+    name: 'console edit form',
+    route: 'GET /mirrors/:name/edit',
+    needs: 'read',
+    shape: 'html',
+    request: () => get(`/mirrors/${mirror}/edit`),
+    // Offered to a paused mirror only.
+    allowed: [200, 409],
+  },
+  {
+    name: 'console edit',
+    route: 'POST /mirrors/:name/edit',
+    needs: 'admin',
+    shape: 'html',
+    request: () => form(`/mirrors/${mirror}/edit`, { batch_size: '600' }),
+    // Allowed, and refused for the mirror's state when it is not paused.
+    allowed: [303, 409],
+    audit: (principal) => ({
+      route: stateChange,
+      action: 'mirror.edit',
+      object: mirror,
+      refusedAction: 'mirror.state_change',
+      refusedInHandler: principal.role === 'operate',
+    }),
+  },
+  {
     name: 'console scripts',
     route: 'GET /scripts',
     needs: 'read',
@@ -536,7 +665,9 @@ function expectRefusal(response: LightMyRequestResponse, shape: Shape, principal
     expect(body).toEqual(
       shape === 'peer'
         ? { status: 'FAILED', message: expect.any(String) }
-        : { code: 7, message: expect.any(String), details: [] },
+        : shape === 'validate'
+          ? { status: 'INVALID', message: expect.any(String) }
+          : { code: 7, message: expect.any(String), details: [] },
     );
     message = String(body.message);
   }
@@ -654,9 +785,10 @@ describe('roles and the audit trail', () => {
         const response = await send(principal, request);
         const allowed = roleAllows(principal.role, entry.needs);
         if (allowed) {
-          expect(entry.allowed, `${response.statusCode} ${response.body.slice(0, 300)}`).toContain(
-            response.statusCode,
-          );
+          expect(
+            entry.allowed,
+            `${response.statusCode} ${/role="alert">([^<]*)/.exec(response.body)?.[1] ?? response.body.slice(0, 300)}`,
+          ).toContain(response.statusCode);
         } else {
           expectRefusal(response, entry.shape, principal);
           expect(await stateOf(facade)).toBe(before);

@@ -131,12 +131,14 @@ export function mirrorFormRoutes(scope: FastifyInstance, app: FastifyInstance): 
       if (answer.status === 200 && answer.body.ok !== false) {
         return reply.redirect(`/mirrors/${encodeURIComponent(name)}`, 303);
       }
+      // The refusal is the API's: its status and its words (a role that may not edit, a mirror not paused).
+      const refusal = answer.body.errorMessage || answer.body.message || `the API answered ${answer.status}`;
       const found = await editable(api, name);
-      if ('refusal' in found) {
+      if ('refusal' in found || answer.status === 403) {
         return reply
-          .code(found.code)
+          .code(answer.status === 200 ? 400 : answer.status)
           .type(htmlType)
-          .send(messagePage('Cannot edit', found.refusal, `/mirrors/${encodeURIComponent(name)}`));
+          .send(messagePage('Cannot edit', refusal, `/mirrors/${encodeURIComponent(name)}`));
       }
       const offered = await choices(api, {
         ...values,
@@ -151,7 +153,7 @@ export function mirrorFormRoutes(scope: FastifyInstance, app: FastifyInstance): 
             status: found.status,
             ...offered,
             values,
-            error: answer.body.errorMessage || answer.body.message || `the API answered ${answer.status}`,
+            error: refusal,
           }),
         );
     },

@@ -126,8 +126,8 @@ export function mirrorRequestOf(values: MirrorFormValues): Record<string, unknow
   for (const option of optionFields) {
     const raw = (values[option.wire] ?? '').trim();
     if (option.input === 'checkbox') {
-      // A box the form showed is posted with its hidden twin: unchecked means false, not "the default".
-      if (values[`${option.wire}.shown`] === 'on') config[option.wire] = raw === 'on';
+      // An unchecked box is not posted: false, as the box showed it.
+      config[option.wire] = raw === 'on';
     } else if (raw !== '') {
       config[option.wire] =
         option.input === 'number' && /^\d+$/.test(raw)

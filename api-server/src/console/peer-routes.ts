@@ -47,7 +47,7 @@ export function peerRoutes(scope: FastifyInstance, app: FastifyInstance): void {
         const answer = await api.post<{ status: string; message: string }>('/api/v1/peers/validate', body);
         const valid = answer.status === 200 && answer.body.status === 'VALID';
         return reply
-          .code(valid ? 200 : 422)
+          .code(valid ? 200 : answer.status === 200 ? 422 : answer.status)
           .type(htmlType)
           .send(
             peerFormPage({

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { type LogLevelFilter, logLevelFilters } from '../../../engine/src/index.ts';
-import { type Role, roleAllows } from '../http/roles.ts';
+import { roleAllows } from '../http/roles.ts';
 import type {
   ApiErrorBody,
   AuditPage,
