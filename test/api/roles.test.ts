@@ -760,6 +760,15 @@ describe('roles and the audit trail', () => {
     await app.close();
   });
 
+  it('lists the mirrors on the console while /metrics asks for credentials (metricsAuth)', async () => {
+    // The console reads the metrics text in process: a visitor's page and the chart's sampler need no second login.
+    const [reader] = principals;
+    const list = await send(reader as Principal, get('/'));
+    expect(list.statusCode).toBe(200);
+    expect(list.body).toContain(`/mirrors/${mirror}`);
+    expect((await facade.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(401);
+  });
+
   it('offers each role on the console only what it may do', async () => {
     const offered = async (principal: Principal) => {
       const mirrorPage = (await send(principal, get(`/mirrors/${mirror}`))).body;

@@ -1,4 +1,4 @@
-// The console's only way to the data: the facade's own /api/v1 and /metrics,
+// The console's only way to the data: the facade's own /api/v1 (and the /metrics text, routes.ts),
 // called in-process with the visitor's credentials (app.inject), so the console
 // shows and does exactly what the interface allows that visitor.
 
@@ -44,10 +44,6 @@ export class ApiClient {
       ...this.#from(),
     });
     return { status: response.statusCode, body: response.json() as Body };
-  }
-
-  async metricsText(): Promise<string> {
-    return (await this.#app.inject({ method: 'GET', url: '/metrics' })).body;
   }
 
   #headers(): Record<string, string> {

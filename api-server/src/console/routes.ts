@@ -87,15 +87,16 @@ function scriptIdOf(segment: string): number | undefined {
   return /^\d{1,15}$/.test(segment) ? Number(segment) : undefined;
 }
 
-export function consoleRoutes(app: FastifyInstance): void {
+/**
+ * `metricsText`: the text /metrics serves, read in process: the sampler has no
+ * visitor whose credentials it could send when /metrics asks for them
+ * (metricsAuth), and every visitor's role may read it.
+ */
+export function consoleRoutes(app: FastifyInstance, metricsText: () => Promise<string>): void {
   const sampleMs = sampleSeconds(process.env) * 1000;
-  // /metrics needs no credentials, so the sampler reads it like Prometheus does.
-  const history = new MetricsHistory(
-    async () => (await app.inject({ method: 'GET', url: '/metrics' })).body,
-    {
-      intervalMs: sampleMs,
-    },
-  );
+  const history = new MetricsHistory(metricsText, {
+    intervalMs: sampleMs,
+  });
   app.addHook('onClose', async () => history.stop());
 
   // Form posts are accepted here only; the API stays JSON-only.
@@ -133,7 +134,7 @@ export function consoleRoutes(app: FastifyInstance): void {
 
     scope.get('/', async (request, reply) => {
       const api = client(app, request);
-      const gauges = mirrorGauges(await api.metricsText());
+      const gauges = mirrorGauges(await metricsText());
       const rows: MirrorRow[] = await Promise.all(
         gauges.map(async (gauge) => {
           const { body } = await api.post<MirrorStatus>('/api/v1/mirrors/status', {

@@ -268,6 +268,6 @@ export function buildApp(context: FacadeContext, listener: ListenerOptions = {})
   mirrorRoutes(app, context);
   scriptRoutes(app, context);
   auditRoutes(app, context);
-  consoleRoutes(app);
+  consoleRoutes(app, () => metrics.metrics());
   return app;
 }
