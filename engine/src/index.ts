@@ -186,4 +186,6 @@ export {
   streamConfigFields,
   streamConfigSchema,
 } from './resources/peer.ts';
+export type { LuaInput } from './scripting/lua-vm.ts';
 export { luaSyntaxError } from './scripting/syntax-check.ts';
+export { type ScriptTrial, tryScript } from './scripting/try-script.ts';

@@ -86,6 +86,12 @@ const endpoints: readonly Endpoint[] = [
   { method: 'GET', url: '/api/v1/scripts/-1', shape: 'grpc' },
   {
     method: 'POST',
+    url: '/api/v1/scripts/test',
+    shape: 'grpc',
+    body: { source: 'function onRecord(r) return r.row end', record: { row: {} } },
+  },
+  {
+    method: 'POST',
     url: '/api/v1/peers/validate',
     shape: 'validate',
     body: {
@@ -479,6 +485,7 @@ describe('access', () => {
           '/api/v1/peers/tables',
           '/api/v1/peers/columns',
           '/api/v1/scripts',
+          '/api/v1/scripts/test',
           '/api/v1/scripts/{id}',
         ].sort(),
       );

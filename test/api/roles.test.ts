@@ -494,6 +494,15 @@ const cases: readonly Case[] = [
     allowed: [200],
   },
   {
+    name: 'try a script',
+    route: 'POST /api/v1/scripts/test',
+    needs: 'admin',
+    shape: 'grpc',
+    request: () =>
+      json('/api/v1/scripts/test', { source: 'function onRecord(r) return r.row end', record: { row: {} } }),
+    allowed: [200],
+  },
+  {
     name: 'console peer',
     route: 'GET /peers/:name',
     needs: 'read',

@@ -141,6 +141,72 @@ describe('scripts', () => {
     expect(await stateOf(facade)).toBe(before);
   });
 
+  describe('scripts/test: a run on a sample record, saving nothing', () => {
+    const record = {
+      kind: 'insert',
+      new: { id: '1', item: 'bread', note: null },
+      row: { id: '1', item: 'bread', note: null },
+      source: { schema: 'public', table: 'orders' },
+      target: 'public.orders',
+    };
+    const run = (body: Record<string, unknown>) => facade.post('/api/v1/scripts/test', { record, ...body });
+
+    it('gives the row the script makes, what it printed, and stores nothing', async () => {
+      const before = await stateOf(facade);
+      const changed = await run({
+        name: 'shout',
+        source: `function onRecord(r)
+  print('saw ' .. r.row.item)
+  r.row.item = string.upper(r.row.item)
+  return r.row
+end`,
+      });
+      expect(changed.statusCode, changed.body).toBe(200);
+      expect(changed.json()).toEqual({
+        ok: true,
+        form: 'rows',
+        row: { drop: false, values: { item: 'BREAD' } },
+        printed: ['saw bread'],
+      });
+      const dropped = await run({ source: 'function onRecord(r) return nil end' });
+      expect(dropped.json()).toMatchObject({ ok: true, row: { drop: true } });
+      expect(await stateOf(facade)).toBe(before);
+    });
+
+    it('reads the result as messages when asked', async () => {
+      const answer = await run({
+        form: 'messages',
+        source: `function onRecord(r) return { topic = 'orders.' .. r.kind, value = r.new.item } end`,
+      });
+      expect(answer.json()).toEqual({
+        ok: true,
+        form: 'messages',
+        messages: [{ topic: 'orders.insert', value: 'bread' }],
+        printed: [],
+      });
+    });
+
+    it('answers a script that fails with its line, one that does not compile, and one that runs too long', async () => {
+      const failing = await run({
+        name: 'broken',
+        source: 'function onRecord(r)\n  return r.missing.field\nend',
+      });
+      expect(failing.statusCode).toBe(200);
+      expect(failing.json()).toMatchObject({ ok: false, error: expect.stringMatching(/broken:2:/) });
+      const unparsable = await run({ name: 'typo', source: 'function onRecord(r) return r' });
+      expect(unparsable.json()).toMatchObject({
+        ok: false,
+        error: expect.stringMatching(/^does not compile: typo:/),
+      });
+      const endless = await run({ source: 'function onRecord(r) while true do end end' });
+      expect(endless.json()).toMatchObject({ ok: false, error: expect.stringContaining('time limit') });
+    });
+
+    it('refuses a body without a record with 400 code 3', async () => {
+      expectError(await facade.post('/api/v1/scripts/test', { source }), 400, 3, 'record');
+    });
+  });
+
   it('refuses an id that is not an integer on read with 400 code 3', async () => {
     for (const id of [
       'abc',

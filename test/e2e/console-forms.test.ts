@@ -183,6 +183,45 @@ describe('console forms', () => {
     expect(peerPage.text).toContain(`/mirrors/${mirror}`);
   });
 
+  it('runs a script on a sample record in the editor, before anything is saved', async () => {
+    const editor = await open('/scripts/new');
+    expect(editor.text).toContain('name="sample"');
+    const source = `function onRecord(r)
+  print('saw ' .. r.row.item)
+  r.row.item = string.upper(r.row.item)
+  return r.row
+end`;
+    const tried = await post('/scripts/new', {
+      name: `try_${suffix}`,
+      source,
+      sample: JSON.stringify({
+        kind: 'insert',
+        row: { id: '7', item: 'jam' },
+        new: { id: '7', item: 'jam' },
+      }),
+      sample_form: 'rows',
+      intent: 'try',
+    });
+    expect(tried.status).toBe(200);
+    expect(tried.text).toContain('The row after the script');
+    expect(tried.text).toMatch(/&quot;item&quot;: &quot;JAM&quot;/);
+    expect(tried.text).toContain('saw jam');
+    // What was typed stays in the editor, and nothing was saved.
+    expect(tried.text).toContain('string.upper(r.row.item)');
+    const scripts = (await service.call('GET', '/api/v1/scripts/-1')).body as { scripts: { name: string }[] };
+    expect(scripts.scripts.map((script) => script.name)).not.toContain(`try_${suffix}`);
+
+    const failing = await post('/scripts/new', {
+      name: `try_${suffix}`,
+      source: 'function onRecord(r)\n  return r.nothing.here\nend',
+      sample: '{"kind": "insert", "row": {}}',
+      intent: 'try',
+    });
+    expect(failing.text).toMatch(new RegExp(`role="alert">[^<]*try_${suffix}:2:`));
+    const notJson = await post('/scripts/new', { name: 'x', source, sample: '{not json', intent: 'try' });
+    expect(notJson.text).toContain('the sample is not JSON');
+  });
+
   it('edits a paused mirror in the form: a table added, the batch size changed, and resumes it', async () => {
     const running = await open(`/mirrors/${mirror}/edit`);
     expect(running.status).toBe(409);

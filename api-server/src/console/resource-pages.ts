@@ -3,7 +3,7 @@
 // /api/v1/scripts (which refuses a source that does not compile, with Lua's
 // message and line).
 import type { AuditPage, PeerInfo, ScriptEntry } from './api-client.ts';
-import { html } from './html.ts';
+import { type Html, html } from './html.ts';
 import { page } from './pages.ts';
 
 export const scriptPath = (id: number) => `/scripts/${id}`;
@@ -77,6 +77,50 @@ export interface ScriptForm {
   readonly saved?: boolean | undefined;
   /** The visitor may save (admin): otherwise the form is read-only, without a Save button. */
   readonly canEdit: boolean;
+  /** The sample record tried (JSON text), what it is read as, and the run's outcome. */
+  readonly sample?: string | undefined;
+  readonly sampleForm?: 'rows' | 'messages' | undefined;
+  readonly trial?: ScriptTrialView | undefined;
+}
+
+/** A run on the sample as scripts/test answers it. */
+export interface ScriptTrialView {
+  readonly ok: boolean;
+  readonly row?: { readonly drop: boolean; readonly values?: Readonly<Record<string, string | null>> };
+  readonly messages?: readonly Readonly<Record<string, unknown>>[];
+  readonly error?: string;
+  readonly printed: readonly string[];
+}
+
+/** A record a person can start from: an insert into a table, row values as PostgreSQL's text. */
+export const sampleRecord = JSON.stringify(
+  {
+    kind: 'insert',
+    new: { id: '1', item: 'bread', price: '2.50' },
+    row: { id: '1', item: 'bread', price: '2.50' },
+    source: { schema: 'public', table: 'orders' },
+    target: 'public.orders',
+  },
+  null,
+  2,
+);
+
+function trialSection(form: ScriptForm): Html | string {
+  const trial = form.trial;
+  if (!trial) return '';
+  const outcome = !trial.ok
+    ? html`<p class="error" role="alert">${trial.error ?? 'the script failed'}</p>`
+    : trial.row
+      ? trial.row.drop
+        ? html`<p role="status">The row is dropped (onRecord returned nil).</p>`
+        : html`<p role="status">The row after the script (only the columns it changed differ):</p>
+<pre>${JSON.stringify({ ...(JSON.parse(form.sample ?? '{}') as { row?: object }).row, ...trial.row.values }, null, 2)}</pre>`
+      : html`<p role="status">${String(trial.messages?.length ?? 0)} message(s); a field left out takes its default (topic, key, value):</p>
+<pre>${JSON.stringify(trial.messages ?? [], null, 2)}</pre>`;
+  return html`<section aria-labelledby="trial-heading"><h2 id="trial-heading">On the sample</h2>
+${outcome}
+${trial.printed.length > 0 ? html`<p>Printed:</p><pre>${trial.printed.join('\n')}</pre>` : ''}
+</section>`;
 }
 
 export function scriptPage(form: ScriptForm): string {
@@ -91,8 +135,18 @@ ${form.error ? html`<p class="error" role="alert">${form.error}</p>` : ''}
 <input id="script-name" name="name" value="${form.name}" required maxlength="63" pattern="[a-z0-9_][a-z0-9_\\-]*" size="40"${readonly}></p>
 <p><label for="script-source">Lua source</label><br>
 <textarea id="script-source" name="source" rows="24" cols="100" spellcheck="false"${readonly}>${form.source}</textarea></p>
-<p>${form.canEdit ? html`<button type="submit">Save</button>` : html`<em>Read-only: saving scripts needs the admin role.</em>`} <a href="/scripts">Back to the scripts</a></p>
+<p>${form.canEdit ? html`<button type="submit" name="intent" value="save">Save</button>` : html`<em>Read-only: saving scripts needs the admin role.</em>`} <a href="/scripts">Back to the scripts</a></p>
+<h2>Try it</h2>
+<p><label for="script-sample">A sample record (JSON, as onRecord gets it: docs/scripts.md)</label><br>
+<textarea id="script-sample" name="sample" rows="10" cols="100" spellcheck="false">${form.sample ?? sampleRecord}</textarea></p>
+<p><label for="script-sample-form">Read the result as</label>
+<select id="script-sample-form" name="sample_form">
+<option value="rows"${form.sampleForm !== 'messages' ? html` selected` : ''}>a row (a table destination)</option>
+<option value="messages"${form.sampleForm === 'messages' ? html` selected` : ''}>messages (Kafka)</option>
+</select>
+${form.canEdit ? html`<button type="submit" name="intent" value="try">Run on the sample</button>` : ''}</p>
 </form>
+${trialSection(form)}
 <p>Saving compiles the script first and refuses it, with the line, when it does not compile.
 A running mirror that uses it restarts its engine with the new source at its next reconcile, at a batch boundary.</p>`;
   return page(title, body);

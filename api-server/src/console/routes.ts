@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type LogLevelFilter, logLevelFilters } from '../../../engine/src/index.ts';
 import { roleAllows } from '../http/roles.ts';
 import type {
@@ -38,6 +38,8 @@ import {
   auditPerPage,
   peerListPage,
   type ScriptForm,
+  type ScriptTrialView,
+  sampleRecord,
   scriptListPage,
   scriptPage,
   scriptPath,
@@ -92,6 +94,39 @@ function scriptIdOf(segment: string): number | undefined {
  * visitor whose credentials it could send when /metrics asks for them
  * (metricsAuth), and every visitor's role may read it.
  */
+/** The script page with the run of the typed source on the typed sample (POST /api/v1/scripts/test). */
+async function tryOnSample(
+  app: FastifyInstance,
+  request: FastifyRequest<{ Body: Record<string, string> | undefined }>,
+  form: ScriptForm,
+): Promise<string> {
+  const sample = request.body?.sample ?? sampleRecord;
+  const sampleForm = request.body?.sample_form === 'messages' ? 'messages' : 'rows';
+  const shown = { ...form, sample, sampleForm } as const;
+  let record: unknown;
+  try {
+    record = JSON.parse(sample);
+  } catch (error) {
+    return scriptPage({
+      ...shown,
+      trial: { ok: false, error: `the sample is not JSON: ${(error as Error).message}`, printed: [] },
+    });
+  }
+  const answer = await client(app, request).post<ScriptTrialView & ApiErrorBody>('/api/v1/scripts/test', {
+    name: form.name || undefined,
+    source: form.source,
+    form: sampleForm,
+    record,
+  });
+  if (answer.status !== 200) {
+    return scriptPage({
+      ...shown,
+      trial: { ok: false, error: answer.body.message ?? `the API answered ${answer.status}`, printed: [] },
+    });
+  }
+  return scriptPage({ ...shown, trial: answer.body });
+}
+
 export function consoleRoutes(app: FastifyInstance, metricsText: () => Promise<string>): void {
   const sampleMs = sampleSeconds(process.env) * 1000;
   const history = new MetricsHistory(metricsText, {
@@ -299,6 +334,8 @@ export function consoleRoutes(app: FastifyInstance, metricsText: () => Promise<s
             .type(htmlType)
             .send(messagePage('Script not found', 'no such script', '/scripts'));
         }
+        if (request.body?.intent === 'try')
+          return reply.type(htmlType).send(await tryOnSample(app, request, form));
         const answer = await client(app, request).post<{ id?: number } & ApiErrorBody>('/api/v1/scripts', {
           script: { id: form.id, name: form.name, lang: 'lua', source: form.source },
         });

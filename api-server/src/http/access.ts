@@ -44,6 +44,8 @@ export const routeAccess = {
   'POST /api/v1/mirrors/logs': { role: 'read' },
   'POST /api/v1/scripts': { role: 'admin', audit: 'script.save' },
   'GET /api/v1/scripts/:id': { role: 'read' },
+  // Runs the code it is given (bounded as a mirror's script is): as saving a script.
+  'POST /api/v1/scripts/test': { role: 'admin' },
   // Who did what, from where: for those who administer the service.
   'GET /api/v1/audit': { role: 'admin' },
   'GET /': { role: 'read' },

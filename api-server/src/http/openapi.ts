@@ -27,6 +27,8 @@ import {
   stateChangeResponse,
   tableColumnsQuery,
   tableColumnsResponse,
+  testScriptRequest,
+  testScriptResponse,
   upsertScriptRequest,
   upsertScriptResponse,
   validatePeerResponse,
@@ -201,6 +203,14 @@ export function openApiDocument(): Record<string, unknown> {
             { name: 'user', in: 'query', required: false, schema: { type: 'string' } },
           ],
         },
+      },
+      '/api/v1/scripts/test': {
+        post: operation(
+          'Run a script once on a sample record, saving nothing (an addition)',
+          testScriptRequest,
+          testScriptResponse,
+          { ...grpc, 403: grpcErrorBody },
+        ),
       },
       '/api/v1/scripts/{id}': {
         get: {

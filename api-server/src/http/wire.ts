@@ -447,6 +447,30 @@ export const upsertScriptRequest = z
 
 export const upsertScriptResponse = z.object({ id: z.number() });
 
+/** An addition: a script run once on a sample record, saving nothing (scripts/test). */
+export const testScriptRequest = z
+  .object({
+    name: resourceNameSchema.optional(),
+    source: z.string().max(1_000_000),
+    /** What the script's return values are read as: rows (a table destination) or messages (Kafka). */
+    form: z.enum(['rows', 'messages']).optional(),
+    /** The record onRecord gets, as docs/scripts.md describes it (`json.null` for a JSON null). */
+    record: z.record(z.string(), z.unknown()),
+  })
+  .strict();
+
+export const testScriptResponse = z.object({
+  ok: z.boolean(),
+  form: z.enum(['rows', 'messages']).optional(),
+  /** rows: the row dropped, or the columns the script changed (text, null for NULL). */
+  row: z
+    .object({ drop: z.boolean(), values: z.record(z.string(), z.string().nullable()).optional() })
+    .optional(),
+  messages: z.array(z.record(z.string(), z.unknown())).optional(),
+  error: z.string().optional(),
+  printed: z.array(z.string()),
+});
+
 export const scriptsResponse = z.object({
   scripts: z.array(z.object({ id: z.number(), name: z.string(), lang: z.string(), source: z.string() })),
 });

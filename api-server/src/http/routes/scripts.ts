@@ -1,16 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import {
+  type LuaInput,
   luaSyntaxError,
   ResourceExistsError,
   ResourceNotFoundError,
   type ScriptResource,
   scriptLanguages,
+  tryScript,
 } from '../../../../engine/src/index.ts';
 import { noteAuditSubject } from '../audit.ts';
 import type { FacadeContext } from '../context.ts';
 import { parseRequest } from '../convert.ts';
 import { ApiError } from '../errors.ts';
-import { upsertScriptRequest } from '../wire.ts';
+import { testScriptRequest, upsertScriptRequest } from '../wire.ts';
 
 export const scriptsDisabledMessage = 'scripts are disabled on this service';
 
@@ -66,6 +68,29 @@ export function scriptRoutes(app: FastifyInstance, context: FacadeContext): void
       }
       throw error;
     }
+  });
+
+  // Not in the interface: a script run once on a sample record, as a mirror
+  // would run it (its sandbox and limits), saving nothing; the console's
+  // "Run on the sample". A script that does not compile answers its line.
+  app.post('/api/v1/scripts/test', async (request) => {
+    if (!context.scriptsEnabled) throw new ApiError('forbidden', scriptsDisabledMessage);
+    const { body } = parseRequest(testScriptRequest, request);
+    const name = body.name ?? 'sample';
+    const form = body.form ?? 'rows';
+    const syntaxError = await luaSyntaxError(body.source, name);
+    if (syntaxError !== undefined)
+      return { ok: false, form, error: `does not compile: ${syntaxError}`, printed: [] };
+    const trial = await tryScript(
+      { name, source: body.source },
+      form,
+      body.record as LuaInput,
+      context.logger,
+    );
+    if (!trial.ok) return { ok: false, form, error: trial.error, printed: trial.printed };
+    return trial.form === 'rows'
+      ? { ok: true, form, row: trial.edit, printed: trial.printed }
+      : { ok: true, form, messages: trial.messages, printed: trial.printed };
   });
 
   app.get<{ Params: { id: string } }>('/api/v1/scripts/:id', async (request) => {
