@@ -1,7 +1,6 @@
 // The `api-server` role (cluster mode): the /api/v1 facade over the Kubernetes
 // API (Peer, Mirror, Script resources and peer Secrets in one namespace) and
 // the catalog database. The operator does the reconciling.
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import pg from 'pg';
@@ -27,6 +26,7 @@ import {
   listenerStartProblem,
   tlsFilesTogether,
 } from './http/listener.ts';
+import { readSecretFile } from './http/secret-file.ts';
 
 const usage = `usage: tributary api-server [options]
 
@@ -40,8 +40,8 @@ const usage = `usage: tributary api-server [options]
                          mounts api.credentials.existingSecret here); read at start
   --tls-cert-file FILE   TRIBUTARY_TLS_CERT_FILE  serve HTTPS with this PEM certificate chain
   --tls-key-file FILE    TRIBUTARY_TLS_KEY_FILE   and this key (both reloaded when they change)
-  --trust-proxy VALUE    TRIBUTARY_TRUST_PROXY    proxies whose X-Forwarded-For is believed: true
-                                                  (any) or their addresses/CIDRs, comma-separated
+  --trust-proxy VALUE    TRIBUTARY_TRUST_PROXY    proxies whose X-Forwarded-For is believed: a number of
+                                                  hops (1: one ingress), true (any), or addresses/CIDRs
   --metrics-auth         TRIBUTARY_METRICS_AUTH=true  /metrics asks for the API credentials too
   --scripts-disabled     TRIBUTARY_SCRIPTS=disabled
   --kubeconfig FILE      KUBECONFIG (outside a cluster)`;
@@ -92,12 +92,20 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const env = process.env;
   const passwordFile = values['password-file'] ?? env.TRIBUTARY_API_PASSWORD_FILE;
+  let filePassword: string | undefined;
+  try {
+    // A Secret volume's file: its group (the pod's fsGroup) may read it.
+    filePassword = passwordFile ? readSecretFile(passwordFile, 'API password file', true).trim() : undefined;
+  } catch (error) {
+    console.error(`tributary api-server: ${(error as Error).message}`);
+    return 2;
+  }
   const parsed = configSchema.safeParse({
     namespace: values.namespace ?? env.TRIBUTARY_NAMESPACE ?? env.POD_NAMESPACE,
     catalogUrl: values['catalog-url'] ?? env.TRIBUTARY_CATALOG_URL,
     host: values.host ?? env.TRIBUTARY_HOST,
     port: values.port ?? env.TRIBUTARY_PORT,
-    password: passwordFile ? readFileSync(passwordFile, 'utf8').trim() : (env.TRIBUTARY_API_PASSWORD ?? ''),
+    password: filePassword ?? env.TRIBUTARY_API_PASSWORD ?? '',
     user: values.user ?? env.TRIBUTARY_API_USER,
     credentialsFile: values['credentials-file'] ?? (env.TRIBUTARY_API_CREDENTIALS_FILE || undefined),
     auditRetention: auditRetentionInput(env),

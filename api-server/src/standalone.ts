@@ -1,7 +1,6 @@
 // Standalone mode (`make start`, `npm start`): the /api/v1 facade, the
 // reconcilers and the mirrors' engines in one process, with embedded state in
 // a data directory.
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import {
@@ -34,6 +33,7 @@ import {
   listenerStartProblem,
   tlsFilesTogether,
 } from './http/listener.ts';
+import { readSecretFile } from './http/secret-file.ts';
 import { startControlPlane } from './standalone/control-plane.ts';
 import { PeerSecretFiles } from './standalone/peer-secret-files.ts';
 
@@ -54,8 +54,8 @@ Options (each also read from the environment variable shown):
                                                     hash\` prints them; mode 0600, read at start
   --tls-cert-file FILE    TRIBUTARY_TLS_CERT_FILE   serve HTTPS with this PEM certificate chain
   --tls-key-file FILE     TRIBUTARY_TLS_KEY_FILE    and this key (both reloaded when they change)
-  --trust-proxy VALUE     TRIBUTARY_TRUST_PROXY     proxies whose X-Forwarded-For is believed: true
-                                                    (any) or their addresses/CIDRs, comma-separated
+  --trust-proxy VALUE     TRIBUTARY_TRUST_PROXY     proxies whose X-Forwarded-For is believed: a number of
+                                                    hops (1: one ingress), true (any), or addresses/CIDRs
   --metrics-auth          TRIBUTARY_METRICS_AUTH=true  /metrics asks for the API credentials too
   --peer-secrets-dir DIR  TRIBUTARY_PEER_SECRETS_DIR  peer secret fields from files DIR/<peer>/<field>
                                                     (e.g. DIR/shop/password), read at each use and
@@ -134,7 +134,9 @@ function readConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Standalone
   });
   if (values.help) return 'help';
   const passwordFile = values['password-file'] ?? env.TRIBUTARY_API_PASSWORD_FILE;
-  const password = passwordFile ? readFileSync(passwordFile, 'utf8').trim() : env.TRIBUTARY_API_PASSWORD;
+  const password = passwordFile
+    ? readSecretFile(passwordFile, 'API password file', false).trim()
+    : env.TRIBUTARY_API_PASSWORD;
   return Object.freeze(
     configSchema.parse({
       dataDir: values['data-dir'] ?? env.TRIBUTARY_DATA_DIR,

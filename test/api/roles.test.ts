@@ -899,6 +899,27 @@ describe('roles and the audit trail', () => {
     }
   });
 
+  it('takes the address one hop back with trust_proxy 1: a client cannot choose it by sending its own header', async () => {
+    const oneHop = await createFacade({ listener: { trustProxy: 1 } });
+    try {
+      // The client sent "203.0.113.66" itself; the ingress appended the address it saw.
+      await oneHop.app.inject({
+        ...json('/api/v1/mirrors/state_change', {
+          flowJobName: 'nowhere',
+          requestedFlowState: 'STATUS_PAUSED',
+        }),
+        remoteAddress: '10.0.0.9',
+        headers: {
+          authorization: basicAuth('', apiPassword),
+          'x-forwarded-for': '203.0.113.66, 198.51.100.23',
+        },
+      });
+      expect((await newestAudit(oneHop))?.clientAddress).toBe('198.51.100.23');
+    } finally {
+      await oneHop.close();
+    }
+  });
+
   it('counts failed logins of every credential against the limit of the address', async () => {
     const limited = await createFacade({
       auth: { mode: 'basic', password: apiPassword, credentials: await credentials() },

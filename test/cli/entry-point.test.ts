@@ -275,6 +275,37 @@ describe('tributary entry point', { timeout: 180_000 }, () => {
     }
   });
 
+  it('refuses an API password file others may read, in both modes, naming the fix and not the password', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'tributary-password-file-'));
+    const file = join(directory, 'api-password');
+    const secret = 'a-long-enough-api-password-in-a-file';
+    try {
+      writeFileSync(file, secret, { mode: 0o644 });
+      chmodSync(file, 0o644);
+      const standalone = await tributary('tributary.js', [
+        'standalone',
+        '--data-dir',
+        'memory://',
+        '--port',
+        '0',
+        '--password-file',
+        file,
+      ]);
+      const cluster = await tributary('tributary.js', ['api-server', '--password-file', file], {
+        TRIBUTARY_NAMESPACE: 'tributary',
+        TRIBUTARY_CATALOG_URL: 'postgres://catalog.invalid/tributary',
+      });
+      for (const output of [standalone, cluster]) {
+        expect(output.status).toBe(2);
+        expect(output.stderr).toContain(`the API password file ${file} has mode 0644`);
+        expect(output.stderr).not.toContain(secret);
+      }
+      expect(standalone.stderr).toContain(`make it 0600 (chmod 600 ${file})`);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
   it('starts standalone mode without loading drivers of peers it has not met, nor the Kubernetes client', async () => {
     // A fresh process: what importing the standalone role loads, by import or
     // require, recorded by a resolve hook.

@@ -222,10 +222,14 @@ describe('console pages by role', () => {
   it('shows scripts read-only to credentials that may not save them', () => {
     const script = { id: 3, name: 'mask', source: 'return 1' };
     const readOnly = scriptPage({ ...script, canEdit: false });
-    expect(readOnly).not.toContain('<button type="submit">Save</button>');
+    expect(readOnly).not.toContain('<button type="submit" name="intent" value="save">Save</button>');
     expect(readOnly).toContain('spellcheck="false" readonly>');
     expect(readOnly).toContain('Read-only: saving scripts needs the admin role.');
-    expect(scriptPage({ ...script, canEdit: true })).toContain('<button type="submit">Save</button>');
+    expect(scriptPage({ ...script, canEdit: true })).toContain(
+      '<button type="submit" name="intent" value="save">Save</button>',
+    );
+    // Running on a sample runs code through the API: the admin role's, as saving.
+    expect(readOnly).not.toContain('Run on the sample');
     expect(scriptListPage([], { canEdit: false })).not.toContain('/scripts/new');
     expect(scriptListPage([], { canEdit: true })).toContain('<a href="/scripts/new">New script</a>');
   });

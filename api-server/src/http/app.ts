@@ -80,6 +80,18 @@ function drainRequestBody(raw: IncomingMessage): Promise<void> {
   });
 }
 
+/**
+ * Fastify's trustProxy from ours: a number of hops trusts that many proxies
+ * from the socket's end (the address the last of them appended, which a client
+ * cannot choose), as proxy-addr counts them.
+ */
+function trustedProxies(
+  trustProxy: ListenerOptions['trustProxy'],
+): boolean | string | ((address: string, hop: number) => boolean) {
+  if (typeof trustProxy === 'number') return (_address, hop) => hop < trustProxy;
+  return trustProxy ?? false;
+}
+
 function errorBody(request: FastifyRequest, error: ApiError): unknown {
   const shape = request.routeOptions.config?.errorShape ?? 'grpc';
   if (shape === 'peer') return { status: 'FAILED', message: error.message };
@@ -128,7 +140,7 @@ export function buildApp(context: FacadeContext, listener: ListenerOptions = {})
     connectionTimeout: listener.connectionTimeoutMs ?? listenerDefaults.connectionTimeoutMs,
     // Longer than the 60 s idle timeout of common load balancers, so they close first.
     keepAliveTimeout: listener.keepAliveTimeoutMs ?? listenerDefaults.keepAliveTimeoutMs,
-    trustProxy: listener.trustProxy ?? false,
+    trustProxy: trustedProxies(listener.trustProxy),
     ...(tls ? { https: readTlsPair(tls) } : {}),
   }) as unknown as FastifyInstance;
 

@@ -5,9 +5,9 @@
 // prints it. Blank lines and lines starting with `#` are ignored. Standalone
 // mode reads it from --credentials-file, the api-server from the chart's
 // Secret mounted as a file; both at start.
-import { readFileSync, statSync } from 'node:fs';
 import { parseScryptHash, type ScryptHash } from './credential-hash.ts';
 import { isRole, type Role, roles } from './roles.ts';
+import { readSecretFile } from './secret-file.ts';
 
 export interface ApiCredential {
   readonly user: string;
@@ -81,22 +81,6 @@ export interface CredentialsFileOptions {
  * hashes would let them guess tokens offline). Throws an Error naming the file.
  */
 export function readCredentialsFile(path: string, options: CredentialsFileOptions): ApiCredential[] {
-  let mode: number;
-  let text: string;
-  try {
-    mode = statSync(path).mode & 0o777;
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new Error(`cannot read the credentials file ${path}: ${(error as Error).message}`);
-  }
-  const forbidden = options.groupMayRead ? 0o037 : 0o077;
-  if ((mode & forbidden) !== 0) {
-    const fix = options.groupMayRead
-      ? "mount it with mode 0440 or 0600 (a Secret volume's defaultMode)"
-      : `make it 0600 (chmod 600 ${path})`;
-    throw new Error(
-      `the credentials file ${path} has mode 0${mode.toString(8)}, which lets others read or change it: ${fix}`,
-    );
-  }
+  const text = readSecretFile(path, 'credentials file', options.groupMayRead);
   return parseCredentials(text, path, options.reservedUsers);
 }

@@ -38,9 +38,11 @@ export interface ListenerOptions {
   /**
    * Fastify's `trustProxy`: which proxies' X-Forwarded-For to believe, so that
    * behind an ingress the client's address (not the ingress's) is the one whose
-   * failed logins are counted. Off by default.
+   * failed logins are counted: true (all), their addresses or CIDRs
+   * (comma-separated), or a number of hops (the address that many proxies
+   * back, which a client cannot choose when each proxy appends). Off by default.
    */
-  readonly trustProxy?: boolean | string;
+  readonly trustProxy?: boolean | string | number;
   /**
    * `/metrics` asks for the API's credentials too. Off by default, as
    * Prometheus expects; its series name mirrors and tables (docs/security.md).
@@ -65,7 +67,7 @@ export const listenerConfigFields = {
   trustProxy: z
     .string()
     .min(1)
-    .transform((value) => (value === 'true' ? true : value))
+    .transform((value) => (value === 'true' ? true : /^\d{1,2}$/.test(value) ? Number(value) : value))
     .optional(),
   metricsAuth: z.boolean().default(false),
 };
@@ -81,7 +83,7 @@ export const tlsFilesTogether = {
 export function listenerOptionsOf(config: {
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
-  trustProxy?: boolean | string | undefined;
+  trustProxy?: boolean | string | number | undefined;
   metricsAuth?: boolean | undefined;
 }): ListenerOptions {
   return {
