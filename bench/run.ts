@@ -11,12 +11,14 @@
 //   big-transaction one transaction of BENCH_BIG_ROWS inserts, PG → PG
 //   standalone      the standalone process's resident memory
 //   diagnostic      the engine into a discarding destination (no destination server)
+//   table-lifecycle the other tables' commit-to-visible p50/p99 while a table is
+//                   added and resynced, through `tributary standalone`
 //
 // Settings: bench/lib/config.ts. Results: bench/results/<date>.json.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../test/support/testenv.ts';
-import { benchConfig, type Group } from './lib/config.ts';
+import { benchConfig, type Group, PartialGroupFailure } from './lib/config.ts';
 import { sweepLeftovers } from './lib/leftovers.ts';
 import { loadAverage, machine } from './lib/machine.ts';
 import { sourceServer, startTargetServer, targetServer } from './lib/servers.ts';
@@ -34,6 +36,7 @@ const groupRuns: Record<Group, () => Promise<GroupRun>> = {
   'big-transaction': async () => (await import('./groups/big-transaction.ts')).runBigTransactionGroup,
   standalone: async () => (await import('./groups/standalone.ts')).runStandaloneGroup,
   diagnostic: async () => (await import('./groups/diagnostic.ts')).runDiagnosticGroup,
+  'table-lifecycle': async () => (await import('./groups/table-lifecycle.ts')).runTableLifecycleGroup,
 };
 
 async function main(): Promise<void> {
@@ -47,6 +50,8 @@ async function main(): Promise<void> {
       bigTransactionRows: benchConfig.bigTransactionRows,
       latencySeconds: benchConfig.latencySeconds,
       latencyRate: benchConfig.latencyRate,
+      lifecycleRows: benchConfig.lifecycleRows,
+      lifecycleDestinations: benchConfig.lifecycleDestinations,
       groups: [...benchConfig.only],
     },
     load_average: { atStart: loadAverage() },
@@ -91,6 +96,7 @@ async function main(): Promise<void> {
       } catch (error) {
         // A group that cannot run (a missing program, a failed check) is
         // reported as such; the others still run.
+        if (error instanceof PartialGroupFailure) Object.assign(results, error.figures);
         failures[group] = error instanceof Error ? (error.stack ?? error.message) : String(error);
         console.error(`${group} failed: ${failures[group]}`);
       }

@@ -6,6 +6,9 @@
 //   BENCH_LATENCY_SECONDS  length of a latency run (default 20)
 //   BENCH_RATE             rows/s written during a latency run (default 5,000)
 //   BENCH_ONLY             comma-separated groups to run (default: all), see `groups`
+//   BENCH_LIFECYCLE_ROWS   rows of the table table-lifecycle adds and resyncs (default 200,000)
+//   BENCH_LIFECYCLE_DESTINATIONS  comma-separated destinations of table-lifecycle:
+//                          pg, clickhouse, kafka, snowflake (default pg)
 export const groups = [
   'pg-snapshot',
   'pg-cdc',
@@ -16,6 +19,7 @@ export const groups = [
   'big-transaction',
   'standalone',
   'diagnostic',
+  'table-lifecycle',
 ] as const;
 export type Group = (typeof groups)[number];
 
@@ -25,6 +29,22 @@ function positive(name: string, fallback: number): number {
   const value = Number(text);
   if (!Number.isInteger(value) || value <= 0) throw new Error(`${name}=${text}: a positive integer expected`);
   return value;
+}
+
+export const lifecycleDestinations = ['pg', 'clickhouse', 'kafka', 'snowflake'] as const;
+export type LifecycleDestination = (typeof lifecycleDestinations)[number];
+
+function selectedDestinations(): readonly LifecycleDestination[] {
+  const text = process.env.BENCH_LIFECYCLE_DESTINATIONS ?? '';
+  if (text.trim() === '') return ['pg'];
+  const chosen = text.split(',').map((name) => name.trim());
+  for (const name of chosen) {
+    if (!(lifecycleDestinations as readonly string[]).includes(name))
+      throw new Error(
+        `BENCH_LIFECYCLE_DESTINATIONS: unknown destination ${name}; destinations: ${lifecycleDestinations.join(', ')}`,
+      );
+  }
+  return chosen as LifecycleDestination[];
 }
 
 function selectedGroups(): ReadonlySet<Group> {
@@ -45,4 +65,17 @@ export const benchConfig = Object.freeze({
   latencySeconds: positive('BENCH_LATENCY_SECONDS', 20),
   latencyRate: positive('BENCH_RATE', 5_000),
   only: selectedGroups(),
+  lifecycleRows: positive('BENCH_LIFECYCLE_ROWS', 200_000),
+  lifecycleDestinations: selectedDestinations(),
 });
+
+/** A group that failed part-way: what it measured before is still saved beside its failure. */
+export class PartialGroupFailure extends Error {
+  readonly figures: Record<string, unknown>;
+
+  constructor(message: string, figures: Record<string, unknown>) {
+    super(message);
+    this.name = 'PartialGroupFailure';
+    this.figures = figures;
+  }
+}

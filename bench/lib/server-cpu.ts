@@ -51,3 +51,8 @@ export class ServerCpu {
     return total / ticksPerSecond;
   }
 }
+
+/** Seconds of CPU one process (and the children it reaped) has used so far. */
+export function processCpuSeconds(pid: number): number {
+  return ticks(pid, true) / ticksPerSecond;
+}

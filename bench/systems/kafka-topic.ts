@@ -64,21 +64,25 @@ function rowOf(value: string): Record<string, unknown> | undefined {
   return document.new ?? document.after;
 }
 
-/** Reads the topic's `expected` messages from its start. */
-export async function readTopic(
+/** A message as a reader of a run's topic needs it. */
+export interface TopicMessage {
+  readonly key: string | null;
+  readonly value: string | null;
+  /** The producer timestamp (CreateTime), ms. */
+  readonly timestampMs: number;
+}
+
+/** Reads the topic (one partition) from its start until `expected` messages came, each handed to `visit` in order. */
+export async function consumeTopic(
   topic: string,
   expected: number,
-  withLatency: boolean,
-): Promise<TopicContents> {
+  visit: (message: TopicMessage) => void,
+): Promise<void> {
   const consumer = kafkaClient('PLAINTEXT').consumer({
     groupId: `bench-${randomUUID()}`,
     maxBytes: 16 << 20,
   });
-  const ids = new Set<string>();
-  const latenciesMs: number[] = [];
   let count = 0;
-  let firstMs = Number.POSITIVE_INFINITY;
-  let lastMs = Number.NEGATIVE_INFINITY;
   await consumer.connect();
   try {
     await consumer.subscribe({ topic, fromBeginning: true });
@@ -87,15 +91,11 @@ export async function readTopic(
       eachBatch: async ({ batch }) => {
         for (const message of batch.messages) {
           count++;
-          const timestamp = Number(message.timestamp);
-          firstMs = Math.min(firstMs, timestamp);
-          lastMs = Math.max(lastMs, timestamp);
-          const key = JSON.parse(message.key?.toString() ?? 'null') as { id?: unknown } | null;
-          ids.add(String(key?.id));
-          if (withLatency && message.value) {
-            const created = rowOf(message.value.toString())?.created;
-            latenciesMs.push(timestamp - Date.parse(String(created)));
-          }
+          visit({
+            key: message.key?.toString() ?? null,
+            value: message.value?.toString() ?? null,
+            timestampMs: Number(message.timestamp),
+          });
         }
       },
     });
@@ -103,6 +103,30 @@ export async function readTopic(
   } finally {
     await consumer.disconnect();
   }
+}
+
+/** Reads the topic's `expected` messages from its start. */
+export async function readTopic(
+  topic: string,
+  expected: number,
+  withLatency: boolean,
+): Promise<TopicContents> {
+  const ids = new Set<string>();
+  const latenciesMs: number[] = [];
+  let count = 0;
+  let firstMs = Number.POSITIVE_INFINITY;
+  let lastMs = Number.NEGATIVE_INFINITY;
+  await consumeTopic(topic, expected, (message) => {
+    count++;
+    firstMs = Math.min(firstMs, message.timestampMs);
+    lastMs = Math.max(lastMs, message.timestampMs);
+    const key = JSON.parse(message.key ?? 'null') as { id?: unknown } | null;
+    ids.add(String(key?.id));
+    if (withLatency && message.value) {
+      const created = rowOf(message.value)?.created;
+      latenciesMs.push(message.timestampMs - Date.parse(String(created)));
+    }
+  });
   return { messageCount: count, distinctIds: ids.size, firstMs, lastMs, latenciesMs };
 }
 

@@ -31,6 +31,11 @@ export interface StandaloneOptions {
   readonly logLines?: string[];
   /** More environment variables for the process. */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Start through `bin/tributary.js`, as `make start` and the README do (it
+   * starts Node again with the role's V8 flags), instead of `bin/tributary.ts`.
+   */
+  readonly throughLauncher?: boolean;
 }
 
 export async function startStandalone(
@@ -41,7 +46,14 @@ export async function startStandalone(
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    [join(repoRoot, 'bin', 'tributary.ts'), 'standalone', '--data-dir', dataDir, '--port', String(port)],
+    [
+      join(repoRoot, 'bin', options.throughLauncher ? 'tributary.js' : 'tributary.ts'),
+      'standalone',
+      '--data-dir',
+      dataDir,
+      '--port',
+      String(port),
+    ],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
       env: {
