@@ -11,15 +11,18 @@
 //             mirror: pause, then STATUS_RUNNING with `additional_tables`);
 //   resync    while that table is resynced online (/api/v1/mirrors/tables/resync),
 //             a reader polling its count(*) at the destination every 20 ms;
+//   resync_unread  while it is resynced again, no reader: the resync's own cost
+//             to the other tables, apart from the reader's queries;
 //   after     nothing else going on again, for as long as the baseline: the
 //             machine is shared, and a drift of its load shows here.
 //
 // The added table takes 50 inserts and 50 updates a second throughout (also
 // before it is added), so its load and its resync run under changes. A row's
 // latency is from its `created` (clock_timestamp() at the insert, just before
-// the commit) to the start of the first poll of the destination's highest key
-// that sees it (every 20 ms; Kafka: the message's producer timestamp, no
-// poll). Every table is compared with the source row by row at the end.
+// the commit) to when it is visible: at PostgreSQL, the start of the first
+// poll of the table's highest key that sees it (every 20 ms); elsewhere the
+// destination's own stamp (lifecycle-targets.ts `visibleBy`). Every table is
+// compared with the source row by row at the end.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,13 +31,17 @@ import type { TestDatabase } from '../../test/support/databases.ts';
 import { type StandaloneProcess, startStandalone } from '../../test/support/standalone-process.ts';
 import { benchConfig, type LifecycleDestination, PartialGroupFailure } from '../lib/config.ts';
 import { percentiles } from '../lib/latency.ts';
-import { type LifecycleTarget, lifecycleTarget, sourceRows } from '../lib/lifecycle-targets.ts';
+import {
+  type LifecycleTarget,
+  lifecycleTarget,
+  sourceRows,
+  type TableCounter,
+} from '../lib/lifecycle-targets.ts';
 import { loadAverage, machineCpuTicks } from '../lib/machine.ts';
 import { processCpuSeconds, ServerCpu } from '../lib/server-cpu.ts';
 import { sourceDatabase, uniqueName } from '../lib/servers.ts';
 import { until } from '../lib/stats.ts';
 import { insertRows, tableColumns } from '../lib/workload.ts';
-import { messageCount } from '../systems/kafka-topic.ts';
 
 const latencyTables = ['lat_1', 'lat_2', 'lat_3'] as const;
 const addedTable = 'big';
@@ -197,8 +204,13 @@ async function lifecycleRun(kind: LifecycleDestination): Promise<Record<string, 
   let service: StandaloneProcess | undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-table-lifecycle-'));
   const clients: pg.Client[] = [];
+  let connectionLost: unknown;
   const connect = async (database: TestDatabase) => {
     const client = new pg.Client(database.config);
+    // A connection ended from outside fails the run at its next check, not the process.
+    client.on('error', (error) => {
+      connectionLost ??= error;
+    });
     await client.connect();
     clients.push(client);
     return client;
@@ -302,6 +314,7 @@ async function lifecycleRun(kind: LifecycleDestination): Promise<Record<string, 
       pollFailed = error;
     });
     const check = () => {
+      if (connectionLost) throw connectionLost;
       steady.check();
       addedChanges.check();
       if (pollFailed) throw pollFailed;
@@ -368,59 +381,84 @@ async function lifecycleRun(kind: LifecycleDestination): Promise<Record<string, 
     });
     await hold(settleMs);
 
-    console.log(`  ${kind}: resyncing ${addedTable} online`);
-    const counter = await target.countReader?.();
-    const counts = { before: Number.NaN, min: Number.POSITIVE_INFINITY, max: 0, samples: 0, unreadable: 0 };
-    let resync: Record<string, number> = {};
-    const resyncWindow = await windowOf(async () => {
-      let reading = true;
-      const reader = (async () => {
-        if (!counter) return;
-        counts.before = await counter.count(addedTable);
-        while (reading) {
-          const atMs = Date.now();
-          try {
-            const count = await counter.count(addedTable);
-            counts.min = Math.min(counts.min, count);
-            counts.max = Math.max(counts.max, count);
-            counts.samples++;
-          } catch {
-            // The instant a destination swaps without a table (docs/clickhouse.md's RENAME fallback).
-            counts.unreadable++;
+    // One resync of the added table, watched by `counter` polling its count(*) when given.
+    const resyncOnce = async (counter: TableCounter | undefined) => {
+      const counts = { before: Number.NaN, min: Number.POSITIVE_INFINITY, max: 0, samples: 0, unreadable: 0 };
+      let readingMs = 0;
+      let times: Record<string, number> = {};
+      const window = await windowOf(async () => {
+        let reading = true;
+        const reader = (async () => {
+          if (!counter) return;
+          counts.before = await counter.count(addedTable);
+          while (reading) {
+            const atMs = Date.now();
+            try {
+              const count = await counter.count(addedTable);
+              counts.min = Math.min(counts.min, count);
+              counts.max = Math.max(counts.max, count);
+              counts.samples++;
+            } catch {
+              // The instant a destination swaps without a table (docs/clickhouse.md's RENAME fallback).
+              counts.unreadable++;
+            }
+            readingMs += Date.now() - atMs;
+            await sleep(atMs + pollIntervalMs - Date.now());
           }
-          await sleep(atMs + pollIntervalMs - Date.now());
+        })();
+        try {
+          // The count before the request, then the request.
+          while (counter && Number.isNaN(counts.before)) await sleep(5);
+          const requestAt = Date.now();
+          await call(service as StandaloneProcess, '/api/v1/mirrors/tables/resync', {
+            flowJobName: mirror,
+            sourceTableIdentifier: `public.${addedTable}`,
+          });
+          let resyncingSeen = false;
+          const seen = await watchStatus(
+            service as StandaloneProcess,
+            mirror,
+            (current) => {
+              resyncingSeen ||= current.table === 'TABLE_STATE_RESYNCING';
+              return resyncingSeen && current.table === 'TABLE_STATE_STREAMING';
+            },
+            60 * 60_000,
+            check,
+          );
+          times = {
+            requestAt,
+            resyncingAt: seen.get('TABLE_STATE_RESYNCING') ?? Number.NaN,
+            doneAt: Date.now(),
+          };
+        } finally {
+          reading = false;
+          await reader;
+          await counter?.close();
         }
-      })();
-      try {
-        // The count before the request, then the request.
-        while (counter && Number.isNaN(counts.before)) await sleep(5);
-        const requestAt = Date.now();
-        await call(service as StandaloneProcess, '/api/v1/mirrors/tables/resync', {
-          flowJobName: mirror,
-          sourceTableIdentifier: `public.${addedTable}`,
-        });
-        let resyncingSeen = false;
-        const seen = await watchStatus(
-          service as StandaloneProcess,
-          mirror,
-          (current) => {
-            resyncingSeen ||= current.table === 'TABLE_STATE_RESYNCING';
-            return resyncingSeen && current.table === 'TABLE_STATE_STREAMING';
-          },
-          60 * 60_000,
-          check,
-        );
-        resync = {
-          requestAt,
-          resyncingAt: seen.get('TABLE_STATE_RESYNCING') ?? Number.NaN,
-          doneAt: Date.now(),
-        };
-      } finally {
-        reading = false;
-        await reader;
-        await counter?.close();
-      }
-    });
+      });
+      const readings = counts.samples + counts.unreadable;
+      return {
+        window,
+        times,
+        reader: counter
+          ? {
+              readerCountBefore: counts.before,
+              readerCountMin: counts.min,
+              readerCountMax: counts.max,
+              readerSamples: counts.samples,
+              readerUnreadable: counts.unreadable,
+              readerMeanQueryMs: readings > 0 ? rounded(readingMs / readings, 1) : undefined,
+              readerNeverSawFewer: counts.min >= counts.before,
+            }
+          : undefined,
+      };
+    };
+    console.log(`  ${kind}: resyncing ${addedTable} online, a reader polling its count(*)`);
+    const readResync = await resyncOnce(await target.countReader?.());
+    await hold(settleMs);
+    // Again without the reader: what the resync alone costs the other tables, the reader's queries apart.
+    console.log(`  ${kind}: resyncing ${addedTable} online again, no reader`);
+    const unreadResync = await resyncOnce(undefined);
     await hold(settleMs);
     console.log(`  ${kind}: after (${benchConfig.latencySeconds} s)`);
     const after = await windowOf(() => hold(benchConfig.latencySeconds * 1000));
@@ -438,10 +476,8 @@ async function lifecycleRun(kind: LifecycleDestination): Promise<Record<string, 
           const last = polls.at(-1)?.maxIds ?? [];
           return written.every((count, index) => (last[index] ?? 0) >= count);
         }
-        const topics = target as LifecycleTarget;
         for (const [index, table] of latencyTables.entries()) {
-          const topic = topics.destinationIdentifier(table).replace(/^public\./, '');
-          if ((await messageCount(topic)) < (written[index] ?? 0)) return false;
+          if ((await (target as LifecycleTarget).arrived(table)) < (written[index] ?? 0)) return false;
         }
         return true;
       },
@@ -465,15 +501,24 @@ async function lifecycleRun(kind: LifecycleDestination): Promise<Record<string, 
       add: summary(latencies, addWindow, finalBatches),
       add_pause: summary(latencies, { ...addWindow, toMs: addLoadFrom }, finalBatches, false),
       add_load: summary(latencies, { ...addWindow, fromMs: addLoadFrom }, finalBatches, false),
-      resync: summary(latencies, resyncWindow, finalBatches),
+      resync: summary(latencies, readResync.window, finalBatches),
+      resync_unread: summary(latencies, unreadResync.window, finalBatches),
       after: summary(latencies, after, finalBatches),
     };
     const p99 = (name: keyof typeof windows) => windows[name].latencyMs.p99;
+    const comparedWindows = ['add', 'add_load', 'resync', 'resync_unread', 'after'] as const;
     const ratio = (name: keyof typeof windows) => rounded(p99(name) / p99('baseline'));
     const seconds = (from: number | undefined, to: number | undefined) =>
       rounded(((to ?? Number.NaN) - (from ?? Number.NaN)) / 1000);
     const loadSeconds = seconds(add.editAt, add.loadedAt);
-    const resyncSeconds = seconds(resync.requestAt, resync.doneAt);
+    const resyncFigures = (run: typeof readResync) => {
+      const resyncSeconds = seconds(run.times.requestAt, run.times.doneAt);
+      return {
+        seconds: resyncSeconds,
+        rowsPerSecond: Math.round(addedRows / resyncSeconds),
+        requestToResyncingSeconds: seconds(run.times.requestAt, run.times.resyncingAt),
+      };
+    };
     const totalWritten = written.reduce((sum, count) => sum + count, 0);
     const writingSeconds = (writingTo - writingFrom) / 1000;
     return {
@@ -487,25 +532,15 @@ async function lifecycleRun(kind: LifecycleDestination): Promise<Record<string, 
           updates: addedTableChangesPerTick * ticksPerSecond,
         },
         windowSeconds: benchConfig.latencySeconds,
-        visibleBy: target.maxIds
-          ? `the first poll (every ${pollIntervalMs} ms, from its start) of the highest key visible in each table`
-          : 'the message producer timestamp (append time)',
+        visibleBy: target.visibleBy,
         mirror: { idle_timeout_seconds: 1, streaming: true, ...target.mirrorOptions },
         service: 'tributary standalone through bin/tributary.js (as make start), one process, PGlite catalog',
       },
       windows,
-      p99VsBaseline: {
-        add: ratio('add'),
-        add_load: ratio('add_load'),
-        resync: ratio('resync'),
-        after: ratio('after'),
-      },
-      p99OverBaselineMs: {
-        add: p99('add') - p99('baseline'),
-        add_load: p99('add_load') - p99('baseline'),
-        resync: p99('resync') - p99('baseline'),
-        after: p99('after') - p99('baseline'),
-      },
+      p99VsBaseline: Object.fromEntries(comparedWindows.map((name) => [name, ratio(name)])),
+      p99OverBaselineMs: Object.fromEntries(
+        comparedWindows.map((name) => [name, p99(name) - p99('baseline')]),
+      ),
       add: {
         pauseRequestToPausedSeconds: seconds(add.pauseAt, add.pausedAt),
         editToRunningSeconds: seconds(add.editAt, add.runningAt),
@@ -514,20 +549,12 @@ async function lifecycleRun(kind: LifecycleDestination): Promise<Record<string, 
         loadedRowsPerSecond: Math.round(addedRows / loadSeconds),
       },
       resync: {
-        seconds: resyncSeconds,
-        rowsPerSecond: Math.round(addedRows / resyncSeconds),
-        requestToResyncingSeconds: seconds(resync.requestAt, resync.resyncingAt),
-        ...(counter
-          ? {
-              readerCountBefore: counts.before,
-              readerCountMin: counts.min,
-              readerCountMax: counts.max,
-              readerSamples: counts.samples,
-              readerUnreadable: counts.unreadable,
-              readerNeverSawFewer: counts.min >= counts.before,
-            }
-          : { reader: 'none: a topic has no count(*); its rows come again as snapshot messages' }),
+        ...resyncFigures(readResync),
+        ...(readResync.reader ?? {
+          reader: 'none: a topic has no count(*); its rows come again as snapshot messages',
+        }),
       },
+      resync_unread: resyncFigures(unreadResync),
       writer: {
         rowsWritten: totalWritten,
         rowsPerSecond: Math.round(totalWritten / writingSeconds),
@@ -637,6 +664,7 @@ function catchUp(times: RowTimes, runningAt: number): number {
 /** The latency figures of the rows committed in `window`, and what the service and the servers did meanwhile. */
 function summary(times: RowTimes, window: Window, batches: readonly Batch[], withReadings = true) {
   const latencies: number[] = [];
+  const tenths: number[][] = Array.from({ length: 10 }, () => []);
   const untilWriteStart: number[] = [];
   const writeToVisible: number[] = [];
   for (let row = 0; row < times.createdMs.length; row++) {
@@ -645,6 +673,8 @@ function summary(times: RowTimes, window: Window, batches: readonly Batch[], wit
     const visible = times.visibleMs[row] ?? 0;
     const stamp = times.stampMs[row] ?? Number.NaN;
     latencies.push(visible - created);
+    const tenth = Math.min(9, Math.floor(((created - window.fromMs) / (window.toMs - window.fromMs)) * 10));
+    tenths[tenth]?.push(visible - created);
     if (!Number.isNaN(stamp)) {
       untilWriteStart.push(stamp - created);
       writeToVisible.push(visible - stamp);
@@ -660,6 +690,8 @@ function summary(times: RowTimes, window: Window, batches: readonly Batch[], wit
     seconds: rounded(wallSeconds, 1),
     rows: latencies.length,
     latencyMs: percentiles(latencies),
+    // How the latency moved through the window: the p99 of each tenth of it by commit time.
+    p99ByTenthMs: tenths.map((slice) => percentiles(slice).p99),
     ...(untilWriteStart.length > 0
       ? {
           // Where the time goes: until the destination's write transaction began (its synced-at stamp), then to visible.
@@ -749,6 +781,7 @@ export async function runTableLifecycleGroup(): Promise<Record<string, unknown>>
       results[`table_lifecycle_${kind}_add_p99_vs_baseline`] = ratios.add;
       results[`table_lifecycle_${kind}_add_load_p99_vs_baseline`] = ratios.add_load;
       results[`table_lifecycle_${kind}_resync_p99_vs_baseline`] = ratios.resync;
+      results[`table_lifecycle_${kind}_resync_unread_p99_vs_baseline`] = ratios.resync_unread;
       const windows = run.windows as Record<string, { latencyMs: { p50: number; p99: number } }>;
       console.log(
         `  ${kind}: p50/p99 ms: ${Object.entries(windows)

@@ -97,19 +97,24 @@ export interface LifecycleTarget {
   destinationIdentifier(table: string): string;
   /** Options of the mirror this destination needs (`connection_configs` fields). */
   readonly mirrorOptions: Readonly<Record<string, unknown>>;
+  /** How a row's visible time is taken at this destination. */
+  readonly visibleBy: string;
   /**
    * The highest key visible in each of `tables`, in one round (the group polls
    * it to time when rows become visible); undefined where the destination's
-   * own stamp is the visible time (Kafka: the append).
+   * own stamp is taken as the visible time.
    */
   readonly maxIds: ((tables: readonly string[]) => Promise<number[]>) | undefined;
   /**
    * Per key 1..`rowCount` of `table`, the destination's own stamp in ms: the
    * synced-at column (PostgreSQL: now() of the writing transaction, i.e. its
-   * start; ClickHouse: the server's time of the insert) or the message's
-   * producer timestamp (Kafka); NaN where a key has none.
+   * start; ClickHouse: the server's time of the insert; Snowflake:
+   * CURRENT_TIMESTAMP() of the writing statement) or the message's producer
+   * timestamp (Kafka); NaN where a key has none.
    */
   stamps(table: string, rowCount: number): Promise<Float64Array>;
+  /** How many rows of a latency table (keys 1, 2, … in commit order) have arrived: its highest key, or a topic's messages. */
+  arrived(table: string): Promise<number>;
   /** A reader of the table's row count as readers see it; undefined where there is no such reader (Kafka). */
   readonly countReader: (() => Promise<TableCounter>) | undefined;
   /** The CPU of the destination server's processes, where the group can read it (a PostgreSQL server). */
@@ -143,6 +148,9 @@ class PostgresTarget implements LifecycleTarget {
     return `public.${table}`;
   }
 
+  readonly visibleBy =
+    `the first poll (every 20 ms, from its start) that sees the row's key as the table's highest`;
+
   readonly maxIds = async (tables: readonly string[]): Promise<number[]> => {
     const result = await this.#database.client.query<Record<string, string | null>>(
       `SELECT ${tables.map((table, index) => `(SELECT max(id) FROM ${table}) AS m${index}`).join(', ')}`,
@@ -150,6 +158,10 @@ class PostgresTarget implements LifecycleTarget {
     const row = result.rows[0] ?? {};
     return tables.map((_, index) => Number(row[`m${index}`] ?? 0));
   };
+
+  async arrived(table: string): Promise<number> {
+    return (await this.maxIds([table]))[0] ?? 0;
+  }
 
   async stamps(table: string, rowCount: number): Promise<Float64Array> {
     const stamps = new Float64Array(rowCount + 1).fill(Number.NaN);
@@ -242,13 +254,17 @@ class ClickHouseTarget implements LifecycleTarget {
     return `public.${table}`;
   }
 
-  readonly maxIds = async (tables: readonly string[]): Promise<number[]> => {
-    const [row] = await ClickHouseTarget.#query<Record<string, string | number | null>>(
+  readonly maxIds = undefined;
+  readonly visibleBy =
+    "the synced-at column, the server's time of the insert (the test front runs one request at a time: a poll every 20 ms would queue before the engine's inserts)";
+
+  async arrived(table: string): Promise<number> {
+    const [row] = await ClickHouseTarget.#query<{ m: string | number | null }>(
       this.#client,
-      `SELECT ${tables.map((table, index) => `(SELECT max(id) FROM ${this.#database}.${table}) AS m${index}`).join(', ')}`,
+      `SELECT max(id) AS m FROM ${this.#database}.${table}`,
     );
-    return tables.map((_, index) => Number(row?.[`m${index}`] ?? 0));
-  };
+    return Number(row?.m ?? 0);
+  }
 
   async stamps(table: string, rowCount: number): Promise<Float64Array> {
     const stamps = new Float64Array(rowCount + 1).fill(Number.NaN);
@@ -321,6 +337,7 @@ class KafkaTarget implements LifecycleTarget {
   readonly description = `Kafka 3.9, the test broker (${kafka.plaintextBroker}), one partition a topic`;
   readonly mirrorOptions = {};
   readonly maxIds = undefined;
+  readonly visibleBy = "the message's producer timestamp (CreateTime): when the engine produced it";
   readonly countReader = undefined;
   readonly #prefix = uniqueName('bench_tl');
   readonly #topics = new Set<string>();
@@ -345,6 +362,10 @@ class KafkaTarget implements LifecycleTarget {
 
   destinationIdentifier(table: string): string {
     return `public.${this.topic(table)}`;
+  }
+
+  arrived(table: string): Promise<number> {
+    return messageCount(this.topic(table));
   }
 
   async stamps(table: string, rowCount: number): Promise<Float64Array> {
@@ -435,12 +456,14 @@ class SnowflakeTarget implements LifecycleTarget {
     return `public.${table}`;
   }
 
-  readonly maxIds = async (tables: readonly string[]): Promise<number[]> => {
-    const [row] = await this.#admin.rows(
-      `SELECT ${tables.map((table, index) => `(SELECT MAX("ID") FROM ${this.#table(table)}) AS "M${index}"`).join(', ')}`,
-    );
-    return tables.map((_, index) => Number(row?.[`M${index}`] ?? 0));
-  };
+  readonly maxIds = undefined;
+  readonly visibleBy =
+    'the synced-at column, CURRENT_TIMESTAMP() of the statement that wrote the row (the emulator is one process: a poll every 20 ms would load it)';
+
+  async arrived(table: string): Promise<number> {
+    const [row] = await this.#admin.rows(`SELECT MAX("ID") AS "M" FROM ${this.#table(table)}`);
+    return Number(row?.M ?? 0);
+  }
 
   async stamps(table: string, rowCount: number): Promise<Float64Array> {
     const stamps = new Float64Array(rowCount + 1).fill(Number.NaN);
