@@ -59,12 +59,17 @@ interface SpecJsonField {
   readonly default?: unknown;
 }
 
-/** Each option's description and default, from the engine's spec schema. */
-function optionFacts(): Map<string, SpecJsonField> {
-  const schema = z.toJSONSchema(mirrorSpecFields, { io: 'input', unrepresentable: 'any' }) as {
-    properties?: Record<string, SpecJsonField>;
-  };
-  return new Map(Object.entries(schema.properties ?? {}));
+let specFacts: ReadonlyMap<string, SpecJsonField> | undefined;
+
+/** Each option's description and default, from the engine's spec schema (drawn once: it is fixed). */
+function optionFacts(): ReadonlyMap<string, SpecJsonField> {
+  if (!specFacts) {
+    const schema = z.toJSONSchema(mirrorSpecFields, { io: 'input', unrepresentable: 'any' }) as {
+      properties?: Record<string, SpecJsonField>;
+    };
+    specFacts = new Map(Object.entries(schema.properties ?? {}));
+  }
+  return specFacts;
 }
 
 /** What the form posts, and what a refused form shows again. */

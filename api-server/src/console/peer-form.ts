@@ -52,6 +52,8 @@ export interface PeerField {
   readonly required: boolean;
   readonly description: string;
   readonly options?: readonly string[] | undefined;
+  /** One of the kind's secret fields (peerSecretPaths): never written back into a page. */
+  readonly secret: boolean;
 }
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
@@ -66,11 +68,12 @@ function fieldsOf(schema: JsonSchema, secrets: ReadonlySet<string>, prefix = '')
     if (field.type === 'object') return fieldsOf(field, secrets, `${path}.`);
     const base = {
       path,
+      secret: secrets.has(path),
       // Inside a nested object that is itself optional, nothing is required on its own.
       required: prefix === '' && required.has(name),
       description: field.description ?? field.anyOf?.find((option) => option.description)?.description ?? '',
     };
-    if (secrets.has(path)) return [{ ...base, input: multiline.test(path) ? 'textarea' : 'password' }];
+    if (base.secret) return [{ ...base, input: multiline.test(path) ? 'textarea' : 'password' }];
     if (field.anyOf?.some((option) => option.type === 'array')) return [{ ...base, input: 'list' }];
     if (field.enum) return [{ ...base, input: 'select', options: field.enum }];
     if (field.type === 'boolean') return [{ ...base, input: 'checkbox', required: false }];
@@ -79,11 +82,30 @@ function fieldsOf(schema: JsonSchema, secrets: ReadonlySet<string>, prefix = '')
   });
 }
 
-/** The form's fields for a kind, in the schema's order. */
-export function peerFields(kind: PeerKind): PeerField[] {
-  const schema = z.toJSONSchema(wireSchemas[kind], { io: 'input', unrepresentable: 'any' }) as JsonSchema;
-  const secrets = new Set<string>(peerSecretPaths[kind].map((path) => path.split('.').map(snake).join('.')));
-  return fieldsOf(schema, secrets);
+const fieldsByKind = new Map<PeerKind, readonly PeerField[]>();
+
+/** The form's fields for a kind, in the schema's order (drawn once per kind: the schemas are fixed). */
+export function peerFields(kind: PeerKind): readonly PeerField[] {
+  let fields = fieldsByKind.get(kind);
+  if (!fields) {
+    const schema = z.toJSONSchema(wireSchemas[kind], { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+    const secrets = new Set<string>(
+      peerSecretPaths[kind].map((path) => path.split('.').map(snake).join('.')),
+    );
+    fields = fieldsOf(schema, secrets);
+    fieldsByKind.set(kind, fields);
+  }
+  return fields;
+}
+
+/** The form's values without the kind's secrets: what a refused or checked form shows again. */
+export function withoutSecrets(kind: PeerKind, values: PeerFormValues): PeerFormValues {
+  const secret = new Set(
+    peerFields(kind)
+      .filter((field) => field.secret)
+      .map((field) => `config.${field.path}`),
+  );
+  return Object.fromEntries(Object.entries(values).filter(([key]) => !secret.has(key)));
 }
 
 export function isPeerKind(value: unknown): value is PeerKind {
@@ -154,7 +176,7 @@ ${(field.options ?? []).filter((option) => option !== '').map((option) => html`<
       // Never written back: a secret is typed again after a refusal.
       return html`<p>${label}<br><input type="password" id="${id}" name="${name}" autocomplete="new-password" aria-describedby="${described}" size="40"${field.required ? html` required` : ''}>${help}</p>`;
     case 'textarea':
-      return html`<p>${label}<br><textarea id="${id}" name="${name}" rows="4" cols="70" spellcheck="false" aria-describedby="${described}">${field.path.endsWith('private_key') ? '' : (value ?? '')}</textarea>${help}</p>`;
+      return html`<p>${label}<br><textarea id="${id}" name="${name}" rows="4" cols="70" spellcheck="false" aria-describedby="${described}">${field.secret ? '' : (value ?? '')}</textarea>${help}</p>`;
     default:
       return html`<p>${label}<br><input type="${field.input === 'number' ? 'number' : 'text'}" id="${id}" name="${name}" value="${value ?? ''}" aria-describedby="${described}" size="40"${field.required ? html` required` : ''}>${help}</p>`;
   }

@@ -5,20 +5,13 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiErrorBody, PeerInfo } from './api-client.ts';
 import { html } from './html.ts';
 import { messagePage, page } from './pages.ts';
-import { isPeerKind, type PeerFormValues, peerFormPage, peerRequestOf } from './peer-form.ts';
+import { isPeerKind, peerFormPage, peerRequestOf, withoutSecrets } from './peer-form.ts';
 import { client, htmlType, isSameOrigin } from './request.ts';
 
 export const peerPath = (name: string) => `/peers/${encodeURIComponent(name)}`;
 
 interface MirrorList {
   readonly mirrors: readonly { name: string; sourceName: string; destinationName: string }[];
-}
-
-/** The form's values without its secrets: what a refused form shows again. */
-function withoutSecrets(values: PeerFormValues): PeerFormValues {
-  return Object.fromEntries(
-    Object.entries(values).filter(([key]) => !/(^|\.|_)(password|private_key|secret_access_key)$/.test(key)),
-  );
 }
 
 export function peerRoutes(scope: FastifyInstance, app: FastifyInstance): void {
@@ -42,7 +35,7 @@ export function peerRoutes(scope: FastifyInstance, app: FastifyInstance): void {
       }
       const api = client(app, request);
       const body = peerRequestOf(kind, values);
-      const shown = withoutSecrets(values);
+      const shown = withoutSecrets(kind, values);
       if (values.intent === 'test') {
         const answer = await api.post<{ status: string; message: string }>('/api/v1/peers/validate', body);
         const valid = answer.status === 200 && answer.body.status === 'VALID';
